@@ -1,0 +1,99 @@
+"""truecall: MCP tools whose results never claim more than really happened."""
+
+from .audit import AuditLog, AuditRecord
+from .auth import Principal, StaticTokens, TokenVerifier, hash_token, new_token
+from .context import Elicitation, ElicitAction, ElicitationRefused, ElicitationUnavailable, ToolContext
+from .describe import describe
+from .errors import (
+    AccessDenied,
+    HeaderMismatch,
+    InsufficientScope,
+    InternalError,
+    InvalidCredential,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    MissingCapability,
+    NotFound,
+    ParseError,
+    ProtocolError,
+    TenantMismatch,
+    UnknownTool,
+    UnsupportedVersion,
+)
+from .redact import redact, redact_text
+from .results import (
+    MISSING_INPUT_TEXT,
+    ErrorKind,
+    ToolResult,
+    audio,
+    embedded_resource,
+    image,
+    resource_link,
+    text,
+    tool_error,
+)
+from .schema import SchemaError, Validator
+from .server import InputRequired, Server
+from .storage import Database
+from .tasks import InvalidTransition, Task, TaskInputInvalid, TaskNotFound, TaskStatus, TaskStore
+from .tools import Prompt, Resource, ResourceTemplate, Tool
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AccessDenied",
+    "AuditLog",
+    "AuditRecord",
+    "Database",
+    "ElicitAction",
+    "Elicitation",
+    "ElicitationRefused",
+    "ElicitationUnavailable",
+    "ErrorKind",
+    "HeaderMismatch",
+    "InputRequired",
+    "InsufficientScope",
+    "InternalError",
+    "InvalidCredential",
+    "InvalidParams",
+    "InvalidRequest",
+    "InvalidTransition",
+    "MISSING_INPUT_TEXT",
+    "MethodNotFound",
+    "MissingCapability",
+    "NotFound",
+    "ParseError",
+    "Principal",
+    "Prompt",
+    "ProtocolError",
+    "Resource",
+    "ResourceTemplate",
+    "SchemaError",
+    "Server",
+    "StaticTokens",
+    "Task",
+    "TaskInputInvalid",
+    "TaskNotFound",
+    "TaskStatus",
+    "TaskStore",
+    "TenantMismatch",
+    "TokenVerifier",
+    "Tool",
+    "ToolContext",
+    "ToolResult",
+    "UnknownTool",
+    "UnsupportedVersion",
+    "Validator",
+    "audio",
+    "describe",
+    "embedded_resource",
+    "hash_token",
+    "image",
+    "new_token",
+    "redact",
+    "redact_text",
+    "resource_link",
+    "text",
+    "tool_error",
+]

@@ -1,0 +1,96 @@
+"""Who is calling: principals and the credentials that prove them.
+
+Tokens are never kept in plain text: :class:`StaticTokens` stores SHA-256 digests
+(tokens are high-entropy random strings, so a fast hash is the right tool; a
+password would need a slow one).  Verifiers raise
+:class:`~truecall.errors.InvalidCredential`; callers never learn *why* a token
+failed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Protocol
+
+import orjson
+
+from .errors import InvalidCredential
+
+__all__ = ["Principal", "TokenVerifier", "StaticTokens", "hash_token", "new_token"]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An authenticated caller: who, for which tenant, allowed to do what."""
+
+    subject: str
+    tenant: str
+    scopes: frozenset[str] = field(default_factory=frozenset)
+
+    def has_scopes(self, required: frozenset[str]) -> bool:
+        return required <= self.scopes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"subject": self.subject, "tenant": self.tenant, "scopes": sorted(self.scopes)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Principal":
+        return cls(str(data["subject"]), str(data["tenant"]), frozenset(data.get("scopes", ())))
+
+
+class TokenVerifier(Protocol):
+    def authenticate(self, token: str | None) -> Principal: ...
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def new_token() -> str:
+    """A fresh bearer token with 256 bits of randomness."""
+    return "tc_" + secrets.token_urlsafe(32)
+
+
+class StaticTokens:
+    """A fixed table of token digests → principals (the embedded default).
+
+    File format (JSON)::
+
+        {"tokens": [{"sha256": "<hex>", "subject": "...", "tenant": "...", "scopes": [...]}]}
+    """
+
+    def __init__(self, entries: Mapping[str, Principal] | None = None) -> None:
+        self._by_digest: dict[str, Principal] = dict(entries or {})
+
+    @classmethod
+    def from_plain(cls, tokens: Mapping[str, Principal]) -> "StaticTokens":
+        """Hash plain tokens at once (for demos and tests); the plain text is not kept."""
+        return cls({hash_token(t): p for t, p in tokens.items()})
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "StaticTokens":
+        data = orjson.loads(Path(path).read_bytes())
+        entries = {}
+        for item in data.get("tokens", []):
+            digest = str(item["sha256"]).lower()
+            if len(digest) != 64:
+                raise ValueError("token file entries need a 64-hex sha256 digest")
+            entries[digest] = Principal.from_dict(item)
+        return cls(entries)
+
+    def add(self, token: str, principal: Principal) -> None:
+        self._by_digest[hash_token(token)] = principal
+
+    def entries(self) -> Iterable[tuple[str, Principal]]:
+        return self._by_digest.items()
+
+    def authenticate(self, token: str | None) -> Principal:
+        if not token or not isinstance(token, str) or len(token) > 4096:
+            raise InvalidCredential()
+        principal = self._by_digest.get(hash_token(token))
+        if principal is None:
+            raise InvalidCredential()
+        return principal

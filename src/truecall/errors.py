@@ -1,0 +1,134 @@
+"""Protocol faults: what the model cannot fix is raised, never returned as a result.
+
+Each case has its own type so that transports can map it (JSON-RPC code, HTTP
+status) without parsing messages.  Messages are written for the client and never
+carry internals, stack traces or secrets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ProtocolError",
+    "ParseError",
+    "InvalidRequest",
+    "MethodNotFound",
+    "InvalidParams",
+    "InternalError",
+    "HeaderMismatch",
+    "MissingCapability",
+    "UnsupportedVersion",
+    "AccessDenied",
+    "InvalidCredential",
+    "TenantMismatch",
+    "InsufficientScope",
+    "UnknownTool",
+    "NotFound",
+    "PARSE_ERROR",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "INVALID_PARAMS",
+    "INTERNAL_ERROR",
+    "HEADER_MISMATCH",
+    "MISSING_CAPABILITY",
+    "UNSUPPORTED_VERSION",
+    "UNAUTHORIZED",
+    "FORBIDDEN",
+]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+HEADER_MISMATCH = -32020
+MISSING_CAPABILITY = -32021
+UNSUPPORTED_VERSION = -32022
+#: Implementation-defined codes (JSON-RPC reserves -32000..-32099 for servers).
+UNAUTHORIZED = -32001
+FORBIDDEN = -32003
+
+
+class ProtocolError(Exception):
+    """A JSON-RPC error response: ``code``, a safe ``message`` and optional ``data``."""
+
+    code: int = INTERNAL_ERROR
+    http_status: int = 500
+    default_message = "Internal error"
+
+    def __init__(self, message: str | None = None, data: Any = None) -> None:
+        self.message = message or self.default_message
+        self.data = data
+        super().__init__(self.message)
+
+    def to_error(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ParseError(ProtocolError):
+    code, http_status, default_message = PARSE_ERROR, 400, "Parse error"
+
+
+class InvalidRequest(ProtocolError):
+    code, http_status, default_message = INVALID_REQUEST, 400, "Invalid request"
+
+
+class MethodNotFound(ProtocolError):
+    code, http_status, default_message = METHOD_NOT_FOUND, 404, "Method not found"
+
+
+class InvalidParams(ProtocolError):
+    code, http_status, default_message = INVALID_PARAMS, 400, "Invalid params"
+
+
+class InternalError(ProtocolError):
+    code, http_status, default_message = INTERNAL_ERROR, 500, "Internal error"
+
+
+class HeaderMismatch(ProtocolError):
+    code, http_status, default_message = HEADER_MISMATCH, 400, "Header does not match the request body"
+
+
+class MissingCapability(ProtocolError):
+    code, http_status, default_message = MISSING_CAPABILITY, 400, "Missing required client capability"
+
+
+class UnsupportedVersion(ProtocolError):
+    code, http_status, default_message = UNSUPPORTED_VERSION, 400, "Unsupported protocol version"
+
+
+class NotFound(InvalidParams):
+    """An object the caller may not see or that does not exist: the same answer for both."""
+
+    default_message = "Not found"
+
+
+class UnknownTool(InvalidParams, LookupError):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Unknown tool: {name}"[:200])
+
+
+class AccessDenied(ProtocolError, PermissionError):
+    """The caller may not do this; kept a ``PermissionError`` as the seed's contract."""
+
+    code, http_status, default_message = FORBIDDEN, 403, "Forbidden"
+
+
+class InvalidCredential(AccessDenied):
+    code, http_status, default_message = UNAUTHORIZED, 401, "Invalid or missing credential"
+
+
+class TenantMismatch(AccessDenied):
+    default_message = "Credential is not valid for this tenant"
+
+
+class InsufficientScope(AccessDenied):
+    """The credential lacks a scope; ``required`` names what a step-up must ask for."""
+
+    def __init__(self, required: frozenset[str] | set[str] | tuple[str, ...]) -> None:
+        self.required = tuple(sorted(required))
+        super().__init__("Insufficient scope", {"requiredScopes": list(self.required)})

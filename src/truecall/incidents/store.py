@@ -1,0 +1,89 @@
+"""The desk's data: incidents per tenant, in the server's database.
+
+Every query takes the tenant as a parameter: a tenant can only ever see rows
+it owns, whatever the tool code does.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from truecall import Database
+
+__all__ = ["Incident", "IncidentStore", "DESK_MIGRATIONS"]
+
+DESK_MIGRATIONS = [
+    (
+        "desk-1",
+        """
+        CREATE TABLE incidents (
+            tenant TEXT NOT NULL,
+            incident_id TEXT NOT NULL,
+            service TEXT NOT NULL,
+            severity TEXT NOT NULL,
+            title TEXT NOT NULL,
+            status TEXT NOT NULL,
+            opened_at REAL NOT NULL,
+            PRIMARY KEY (tenant, incident_id)
+        );
+        CREATE INDEX incidents_service ON incidents (tenant, service)
+        """,
+    )
+]
+
+# Demo data: tenant acme has exactly two incidents for payments (the seed's count).
+DEMO_INCIDENTS = [
+    ("acme", "INC-1001", "payments", "P2", "Card authorisations failing for EU issuers", "open"),
+    ("acme", "INC-1002", "payments", "P3", "Settlement report delayed", "open"),
+    ("acme", "INC-1003", "checkout", "P3", "Slow cart page", "open"),
+    ("globex", "INC-2001", "payments", "P1", "Payment gateway down", "open"),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Incident:
+    tenant: str
+    incident_id: str
+    service: str
+    severity: str
+    title: str
+    status: str
+    opened_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "incidentId": self.incident_id,
+            "service": self.service,
+            "severity": self.severity,
+            "title": self.title,
+            "status": self.status,
+        }
+
+
+class IncidentStore:
+    def __init__(self, db: Database, *, seed_demo: bool = True) -> None:
+        self.db = db
+        db.migrate(DESK_MIGRATIONS)
+        if seed_demo:
+            now = time.time()
+            with db.transaction():
+                for row in DEMO_INCIDENTS:
+                    db.execute("INSERT OR IGNORE INTO incidents VALUES (?, ?, ?, ?, ?, ?, ?)", (*row, now))
+
+    def search(self, tenant: str, service: str) -> list[Incident]:
+        rows = self.db.fetchall(
+            "SELECT tenant, incident_id, service, severity, title, status, opened_at FROM incidents "
+            "WHERE tenant = ? AND service = ? ORDER BY incident_id",
+            (tenant, service),
+        )
+        return [Incident(*r) for r in rows]
+
+    def get(self, tenant: str, incident_id: str) -> Incident | None:
+        row = self.db.fetchone(
+            "SELECT tenant, incident_id, service, severity, title, status, opened_at FROM incidents "
+            "WHERE tenant = ? AND incident_id = ?",
+            (tenant, incident_id),
+        )
+        return Incident(*row) if row else None

@@ -1,0 +1,404 @@
+"""The server: registries, stores and the one call pipeline.
+
+    authenticate → tenant → find tool → scopes → validate input → run
+    → check output → audit → return
+
+Each step is a plain method call on precompiled data.  What the model can fix
+comes back as an ``isError`` result; everything else is raised as a
+:class:`~truecall.errors.ProtocolError` (the access faults are also
+``PermissionError``, as the seed expects).  No tool's existence is revealed to a
+caller without a valid credential: authentication comes first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any, Callable, Iterable
+
+from .audit import AuditLog
+from .auth import Principal, StaticTokens, TokenVerifier
+from .context import NO_PEER, ElicitationUnavailable, Peer, ToolContext
+from .errors import AccessDenied, InsufficientScope, InvalidParams, NotFound, ProtocolError, TenantMismatch, UnknownTool
+from .results import MISSING_INPUT_TEXT, ErrorKind, ToolResult, text, tool_error
+from .storage import Database
+from .tasks import TaskStore
+from .tools import Prompt, Registry, Resource, ResourceTemplate, Tool
+
+__all__ = ["Server", "InputRequired"]
+
+_MISSING_RESULT_CONTENT = [text(MISSING_INPUT_TEXT)]
+_MAX_ARGUMENT_DEPTH = 64
+
+
+class InputRequired(Exception):
+    """Control flow, not an error: the tool needs answers before it can go on.
+
+    Raised by a stateless peer (2026-07-28) when a tool asks for input the request
+    did not carry; the engine turns it into an ``InputRequiredResult``.
+    """
+
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__("input required")
+        self.requests = requests
+
+
+class Server:
+    """An MCP server: tools, resources and prompts behind one honest pipeline."""
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        tokens: TokenVerifier | None = None,
+        db: Database | str | None = None,
+        audit: bool = True,
+        audit_key: bytes | None = None,
+    ) -> None:
+        self.name = name
+        self.version = version
+        self.title = title
+        self.instructions = instructions
+        self.registry = Registry()
+        self.tokens: TokenVerifier = tokens if tokens is not None else StaticTokens()
+        self.db = db if isinstance(db, Database) else Database(db or ":memory:")
+        self.events = AuditLog(self.db, key=audit_key, enabled=audit)
+        self.tasks = TaskStore(self.db)
+        #: Principal for local (stdio) connections; set by the app or the CLI.
+        self.local_principal: Principal | None = None
+
+    # -- registration -------------------------------------------------------------
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        title: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        scopes: Iterable[str] = (),
+        task_support: str = "forbidden",
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[Callable[..., Any]], Tool]:
+        """Register ``fn(ctx, **arguments)`` as a tool; the docstring is the default description."""
+
+        def decorate(fn: Callable[..., Any]) -> Tool:
+            desc = description or (fn.__doc__ or "").strip()
+            if not desc:
+                raise ValueError(f"tool {name or fn.__name__!r} needs a description")
+            return self.registry.add_tool(
+                Tool(
+                    name=name or fn.__name__,
+                    handler=fn,
+                    description=desc,
+                    input_schema=input_schema or {"type": "object"},
+                    output_schema=output_schema,
+                    title=title,
+                    annotations=annotations,
+                    scopes=frozenset(scopes),
+                    task_support=task_support,
+                    meta=meta,
+                )
+            )
+
+        return decorate
+
+    def resource(self, uri: str, *, name: str, title: str | None = None, description: str | None = None,
+                 mime_type: str | None = None, scopes: Iterable[str] = (), listed: bool = True) -> Callable[..., Resource]:
+        """Register ``fn(ctx, uri)`` returning text, bytes or a list of contents."""
+
+        def decorate(fn: Callable[..., Any]) -> Resource:
+            return self.registry.add_resource(
+                Resource(uri, name, fn, title, description, mime_type, frozenset(scopes), listed))
+
+        return decorate
+
+    def resource_template(self, uri_template: str, *, name: str, title: str | None = None,
+                          description: str | None = None, mime_type: str | None = None,
+                          scopes: Iterable[str] = ()) -> Callable[..., ResourceTemplate]:
+        """Register ``fn(ctx, uri, **params)`` for every URI matching the template."""
+
+        def decorate(fn: Callable[..., Any]) -> ResourceTemplate:
+            return self.registry.add_template(
+                ResourceTemplate(uri_template, name, fn, title, description, mime_type, frozenset(scopes)))
+
+        return decorate
+
+    def prompt(self, name: str | None = None, *, description: str | None = None, title: str | None = None,
+               arguments: list[dict[str, Any]] | None = None, scopes: Iterable[str] = (),
+               completions: dict[str, Callable[[str], list[str]]] | None = None) -> Callable[..., Prompt]:
+        """Register ``fn(ctx, **arguments)`` returning a list of prompt messages."""
+
+        def decorate(fn: Callable[..., Any]) -> Prompt:
+            desc = description or (fn.__doc__ or "").strip()
+            if not desc:
+                raise ValueError(f"prompt {name or fn.__name__!r} needs a description")
+            return self.registry.add_prompt(
+                Prompt(name or fn.__name__, fn, desc, title, arguments or [], frozenset(scopes), completions or {}))
+
+        return decorate
+
+    # -- who is calling -----------------------------------------------------------
+
+    def authenticate(self, token: str | None, *, tool: str | None = None) -> Principal:
+        """The principal for ``token``; a failure is recorded, then raised."""
+        try:
+            return self.tokens.authenticate(token)
+        except AccessDenied:
+            self.events.record("tool.denied" if tool else "auth.denied", reason="invalid_credential", outcome="denied")
+            raise
+
+    def visible_tools(self, principal: Principal) -> list[Tool]:
+        """Tools this principal may call, in registration order."""
+        return [t for t in self.registry.tools.values() if t.scopes <= principal.scopes]
+
+    def admit(self, principal: Principal, name: str, tenant: str | None = None) -> Tool:
+        """Tenant, existence and scope checks, in an order that leaks nothing."""
+        if tenant is not None and tenant != principal.tenant:
+            self._deny(principal, name, "tenant_mismatch")
+            raise TenantMismatch()
+        tool = self.registry.tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            self._deny(principal, name, "unknown_tool")
+            raise UnknownTool(str(name))
+        if not tool.scopes <= principal.scopes:
+            self._deny(principal, name, "insufficient_scope")
+            raise InsufficientScope(tool.scopes - principal.scopes)
+        return tool
+
+    def _deny(self, principal: Principal, name: Any, reason: str) -> None:
+        self.events.record("tool.denied", tool=str(name)[:128], tenant=principal.tenant,
+                           subject=principal.subject, reason=reason, outcome="denied")
+
+    # -- the pipeline -------------------------------------------------------------
+
+    def call_tool(self, name: str, arguments: Any, token: str | None, tenant: str | None = None) -> ToolResult:
+        """The seed's synchronous API: authenticate ``token``, then run the pipeline."""
+        principal = self.authenticate(token, tool=name)
+        coro = self.acall_tool(principal, name, arguments, tenant=tenant)
+        tool = self.registry.tools.get(name) if isinstance(name, str) else None
+        if tool is None or not tool.is_async:
+            return _drive(coro)  # nothing to await: no event loop needed
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)
+        coro.close()
+        raise RuntimeError("call_tool is synchronous; use 'await server.acall_tool(...)' inside an event loop")
+
+    async def acall_tool(
+        self,
+        principal: Principal,
+        name: str,
+        arguments: Any,
+        *,
+        tenant: str | None = None,
+        peer: Peer = NO_PEER,
+        request_id: Any = None,
+        meta: dict[str, Any] | None = None,
+        client: str | None = None,
+    ) -> ToolResult:
+        """Run one call for an authenticated principal and return an honest result."""
+        started = time.perf_counter()
+        tool = self.admit(principal, name, tenant)
+        if arguments is None:
+            arguments = {}
+        rejection = self.check_input(tool, principal, arguments)
+        if rejection is not None:
+            return rejection
+        ctx = ToolContext(principal, tool, self, peer, request_id, meta)
+        try:
+            if tool.is_async:
+                out = await tool.handler(ctx, **tool.bind(arguments))
+            else:
+                out = tool.handler(ctx, **tool.bind(arguments))
+        except (InputRequired, ProtocolError):
+            raise
+        except ElicitationUnavailable as exc:
+            missing = ", ".join(exc.missing) or "the requested input"
+            result = tool_error(ErrorKind.INVALID_INPUT, f"input needed and the client cannot be asked: {missing}",
+                                missing=exc.missing)
+            return self._record(tool, principal, arguments, result, started, client)
+        except asyncio.CancelledError:
+            self.events.record("tool.cancelled", tool=name, tenant=principal.tenant, subject=principal.subject,
+                               outcome="cancelled", arguments=arguments,
+                               durationMs=round((time.perf_counter() - started) * 1000, 3))
+            raise
+        except Exception as exc:  # a bug in the tool: safe message out, type name in the audit
+            result = tool_error(ErrorKind.INTERNAL, "the tool failed unexpectedly; nothing is known to have happened")
+            self.events.record("tool.failed", tool=name, tenant=principal.tenant, subject=principal.subject,
+                               outcome="internal", reason="exception", exception=type(exc).__name__,
+                               arguments=arguments, durationMs=round((time.perf_counter() - started) * 1000, 3))
+            return result
+        result = _as_result(out)
+        if not result.is_error and tool.output_validator is not None:
+            sc = result.structured_content
+            if sc is None or not tool.output_validator.is_valid(sc):
+                problems = ["structuredContent is missing"] if sc is None else \
+                    [v.message for v in tool.output_validator.violations(sc, 5)]
+                self.events.record("tool.failed", tool=name, tenant=principal.tenant, subject=principal.subject,
+                                   outcome="internal", reason="output_schema_violation", violations=problems,
+                                   arguments=arguments, durationMs=round((time.perf_counter() - started) * 1000, 3))
+                return tool_error(ErrorKind.INTERNAL, "the tool produced a result that breaks its own output "
+                                  "contract; it was withheld")
+        return self._record(tool, principal, arguments, result, started, client)
+
+    def check_input(self, tool: Tool, principal: Principal, arguments: Any) -> ToolResult | None:
+        """``None`` when the arguments are valid, else the rejection (already recorded)."""
+        if not isinstance(arguments, dict):
+            return self._reject(tool, principal, arguments, "arguments must be a JSON object", "(root)")
+        validator = tool.input_validator
+        if validator.is_valid(arguments):
+            missing = validator.missing_required(arguments) if validator.required else None
+            if not missing:
+                return None
+            return self._reject(tool, principal, arguments, None, missing[0])
+        try:
+            violations = validator.violations(arguments, 5)
+        except (RecursionError, ValueError):
+            return self._reject(tool, principal, arguments, "arguments are too deeply nested", "(root)")
+        for v in violations:
+            if v.missing:
+                return self._reject(tool, principal, arguments, None, v.path)
+        empty = validator.missing_required(arguments)
+        if empty:
+            return self._reject(tool, principal, arguments, None, empty[0])
+        return self._reject(tool, principal, arguments, "; ".join(v.message for v in violations),
+                            violations[0].path if violations else "(root)")
+
+    def _reject(self, tool: Tool, principal: Principal, arguments: Any, message: str | None, field: str) -> ToolResult:
+        self.events.record("tool.rejected", tool=tool.name, tenant=principal.tenant, subject=principal.subject,
+                           reason="invalid_input", outcome="invalid_input", field=field,
+                           arguments=arguments if isinstance(arguments, dict) else {})
+        if message is None:  # the seed's exact result for a missing or empty required field
+            return ToolResult(list(_MISSING_RESULT_CONTENT), is_error=True)
+        return tool_error(ErrorKind.INVALID_INPUT, f"invalid input: {message}", field=field)
+
+    def _record(self, tool: Tool, principal: Principal, arguments: Any, result: ToolResult, started: float,
+                client: str | None) -> ToolResult:
+        err = result.error
+        self.events.record(
+            "tool.called",
+            tool=tool.name,
+            tenant=principal.tenant,
+            subject=principal.subject,
+            outcome=(err.get("kind", "error") if err else "error") if result.is_error else "ok",
+            arguments=arguments,
+            durationMs=round((time.perf_counter() - started) * 1000, 3),
+            client=client,
+        )
+        return result
+
+    # -- resources and prompts ----------------------------------------------------
+
+    def visible_resources(self, principal: Principal) -> list[Resource]:
+        return [r for r in self.registry.resources.values() if r.listed and r.scopes <= principal.scopes]
+
+    def visible_templates(self, principal: Principal) -> list[ResourceTemplate]:
+        return [t for t in self.registry.templates if t.scopes <= principal.scopes]
+
+    def visible_prompts(self, principal: Principal) -> list[Prompt]:
+        return [p for p in self.registry.prompts.values() if p.scopes <= principal.scopes]
+
+    async def read_resource(self, principal: Principal, uri: str, *, peer: Peer = NO_PEER) -> list[dict[str, Any]]:
+        """Contents of ``uri`` for ``principal``; unknown and forbidden read alike (:class:`NotFound`)."""
+        if not isinstance(uri, str) or len(uri) > 4096:
+            raise InvalidParams("uri must be a string")
+        found = self.registry.find_resource(uri)
+        if found is None or not found[0].scopes <= principal.scopes:
+            self.events.record("resource.denied", tenant=principal.tenant, subject=principal.subject,
+                               outcome="not_found", uri=uri[:256])
+            raise NotFound("Resource not found", {"uri": uri[:256]})
+        res, params = found
+        ctx = ToolContext(principal, None, self, peer)  # type: ignore[arg-type]
+        out = res.reader(ctx, uri, **params)
+        if res.is_async:
+            out = await out
+        if out is None:
+            self.events.record("resource.denied", tenant=principal.tenant, subject=principal.subject,
+                               outcome="not_found", uri=uri[:256])
+            raise NotFound("Resource not found", {"uri": uri[:256]})
+        contents = _as_contents(uri, out, res.mime_type)
+        self.events.record("resource.read", tenant=principal.tenant, subject=principal.subject, outcome="ok",
+                           uri=uri[:256])
+        return contents
+
+    async def get_prompt(self, principal: Principal, name: str, arguments: Any, *, peer: Peer = NO_PEER) -> dict[str, Any]:
+        prompt = self.registry.prompts.get(name) if isinstance(name, str) else None
+        if prompt is None or not prompt.scopes <= principal.scopes:
+            raise InvalidParams(f"Unknown prompt: {str(name)[:128]}")
+        arguments = arguments or {}
+        if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
+            raise InvalidParams("prompt arguments must be an object of strings")
+        missing = [a for a in prompt.required if not arguments.get(a)]
+        if missing:
+            raise InvalidParams(f"Missing required prompt argument: {missing[0]}")
+        ctx = ToolContext(principal, None, self, peer)  # type: ignore[arg-type]
+        known = {a["name"] for a in prompt.arguments}
+        out = prompt.render(ctx, **{k: v for k, v in arguments.items() if k in known})
+        if prompt.is_async:
+            out = await out
+        result: dict[str, Any] = {"messages": out} if isinstance(out, list) else dict(out)
+        if "description" not in result:
+            result["description"] = prompt.description
+        self.events.record("prompt.get", tenant=principal.tenant, subject=principal.subject, outcome="ok",
+                           prompt=name)
+        return result
+
+    def complete(self, principal: Principal, ref: dict[str, Any], argument: dict[str, Any]) -> list[str]:
+        """Completion values for a prompt argument (empty when nothing is known)."""
+        if ref.get("type") == "ref/prompt":
+            prompt = self.registry.prompts.get(ref.get("name"))  # type: ignore[arg-type]
+            if prompt is None or not prompt.scopes <= principal.scopes:
+                raise InvalidParams("Unknown prompt")
+            fn = prompt.completions.get(argument.get("name", ""))
+            return fn(str(argument.get("value", "")))[:100] if fn else []
+        if ref.get("type") == "ref/resource":
+            return []
+        raise InvalidParams("Unknown reference type")
+
+
+def _as_result(out: Any) -> ToolResult:
+    if isinstance(out, ToolResult):
+        return out
+    if isinstance(out, dict):
+        return ToolResult.structured(out)
+    if isinstance(out, str):
+        return ToolResult([text(out)])
+    if isinstance(out, list):
+        return ToolResult(out)
+    if out is None:
+        return ToolResult([])
+    raise TypeError(f"a tool returned {type(out).__name__}; expected ToolResult, dict, str or list")
+
+
+def _as_contents(uri: str, out: Any, mime_type: str | None) -> list[dict[str, Any]]:
+    import base64
+
+    if isinstance(out, list):
+        return out
+    if isinstance(out, dict):
+        return [out]
+    item: dict[str, Any] = {"uri": uri}
+    if mime_type:
+        item["mimeType"] = mime_type
+    if isinstance(out, (bytes, bytearray)):
+        item["blob"] = base64.b64encode(bytes(out)).decode()
+    else:
+        item["text"] = str(out)
+    return [item]
+
+
+def _drive(coro: Any) -> Any:
+    """Run a coroutine that never awaits anything real (a sync tool) without an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("a synchronous tool awaited; it should be declared async")

@@ -1,0 +1,18 @@
+"""Tasks: work that was accepted, not (yet) completed."""
+
+from ._state import TERMINAL, TRANSITIONS, InvalidTransition, TaskEvent, TaskStatus, next_status
+from .store import MISSING_TASK_INPUT_TEXT, Task, TaskInputInvalid, TaskNotFound, TaskStore
+
+__all__ = [
+    "TERMINAL",
+    "TRANSITIONS",
+    "InvalidTransition",
+    "TaskEvent",
+    "TaskStatus",
+    "next_status",
+    "MISSING_TASK_INPUT_TEXT",
+    "Task",
+    "TaskInputInvalid",
+    "TaskNotFound",
+    "TaskStore",
+]

@@ -1,0 +1,286 @@
+"""Durable tasks: accepted work with an id, an owner, a status and a deadline.
+
+Every change goes through :func:`~truecall.tasks._state.next_status` inside one
+SQLite transaction, so the table in ``_state.py`` is the only way a status moves
+and a crash never leaves half a transition.  Ids carry 192 random bits and are
+bound to their owner: a task of another tenant or subject is answered exactly
+like one that does not exist.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Iterator
+
+import orjson
+
+from ..auth import Principal
+from ..errors import NotFound
+from ..schema import Validator
+from ..storage import Database
+from ._state import TERMINAL, InvalidTransition, TaskEvent, TaskStatus, next_status
+
+__all__ = ["Task", "TaskStore", "TaskNotFound", "TaskInputInvalid", "TASK_MIGRATIONS", "MISSING_TASK_INPUT_TEXT"]
+
+MISSING_TASK_INPUT_TEXT = "required task input is missing"
+DEFAULT_TTL_MS = 24 * 3600 * 1000
+DEFAULT_POLL_MS = 1000
+
+TASK_MIGRATIONS = [
+    (
+        "tasks-1",
+        """
+        CREATE TABLE tasks (
+            task_id TEXT PRIMARY KEY,
+            status TEXT NOT NULL,
+            status_message TEXT,
+            owner_tenant TEXT,
+            owner_subject TEXT,
+            tool TEXT,
+            input_schema BLOB,
+            input BLOB,
+            result BLOB,
+            error BLOB,
+            request BLOB,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            ttl_ms INTEGER NOT NULL,
+            expires_at REAL NOT NULL,
+            poll_interval_ms INTEGER NOT NULL
+        );
+        CREATE INDEX tasks_owner ON tasks (owner_tenant, owner_subject, created_at);
+        CREATE INDEX tasks_status ON tasks (status)
+        """,
+    )
+]
+
+
+class TaskNotFound(NotFound, KeyError):
+    """No such task for this caller (or it expired): one answer for all three."""
+
+    def __init__(self) -> None:
+        NotFound.__init__(self, "Task not found")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.message
+
+
+class TaskInputInvalid(ValueError):
+    """Input that does not satisfy the task's input schema; the task keeps waiting."""
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    task_id: str
+    status: TaskStatus
+    created_at: float
+    updated_at: float
+    ttl_ms: int
+    poll_interval_ms: int
+    owner_tenant: str | None = None
+    owner_subject: str | None = None
+    tool: str | None = None
+    status_message: str | None = None
+    input_schema: dict[str, Any] | None = None
+    input: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    request: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def to_dict(self) -> dict[str, Any]:
+        """The caller's view: what it must know in this status, nothing more."""
+        view: dict[str, Any] = {"taskId": self.task_id, "status": self.status.value}
+        if self.status is TaskStatus.INPUT_REQUIRED and self.input_schema is not None:
+            view["inputSchema"] = self.input_schema
+        if self.input is not None and self.status is not TaskStatus.INPUT_REQUIRED:
+            view["input"] = self.input
+        if self.status_message:
+            view["statusMessage"] = self.status_message
+        if self.result is not None:
+            view["result"] = self.result
+        if self.error is not None:
+            view["error"] = self.error
+        return view
+
+
+_COLUMNS = (
+    "task_id, status, created_at, updated_at, ttl_ms, poll_interval_ms, owner_tenant, owner_subject, tool, "
+    "status_message, input_schema, input, result, error, request"
+)
+
+
+def _load(blob: bytes | None) -> Any:
+    return None if blob is None else orjson.loads(blob)
+
+
+def _dump(value: Any) -> bytes | None:
+    return None if value is None else orjson.dumps(value)
+
+
+def _task(row: tuple[Any, ...]) -> Task:
+    return Task(
+        row[0], TaskStatus(row[1]), row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9],
+        _load(row[10]), _load(row[11]), _load(row[12]), _load(row[13]), _load(row[14]),
+    )
+
+
+@lru_cache(maxsize=256)
+def _validator(schema_json: bytes) -> Validator:
+    return Validator(orjson.loads(schema_json))
+
+
+class TaskStore:
+    """Tasks in SQLite; every method is one transaction."""
+
+    def __init__(self, db: Database, *, default_ttl_ms: int = DEFAULT_TTL_MS, poll_interval_ms: int = DEFAULT_POLL_MS) -> None:
+        self.db = db
+        self.default_ttl_ms = default_ttl_ms
+        self.poll_interval_ms = poll_interval_ms
+        db.migrate(TASK_MIGRATIONS)
+
+    # -- reads ------------------------------------------------------------------
+
+    def get(self, task_id: str, owner: Principal | None = None) -> Task:
+        """The task, if it exists, has not expired and belongs to ``owner`` (when given)."""
+        if not isinstance(task_id, str) or len(task_id) > 128:
+            raise TaskNotFound()
+        sql = f"SELECT {_COLUMNS} FROM tasks WHERE task_id = ? AND expires_at > ?"
+        params: list[Any] = [task_id, time.time()]
+        if owner is not None:
+            sql += " AND owner_tenant = ? AND owner_subject = ?"
+            params += [owner.tenant, owner.subject]
+        row = self.db.fetchone(sql, params)
+        if row is None:
+            raise TaskNotFound()
+        return _task(row)
+
+    def list(self, owner: Principal | None = None, *, status: TaskStatus | str | None = None,
+             limit: int = 50, after: float | None = None) -> list[Task]:
+        """Unexpired tasks, oldest first, of ``owner`` (all when ``None``: operators only)."""
+        sql = f"SELECT {_COLUMNS} FROM tasks WHERE expires_at > ?"
+        params: list[Any] = [time.time()]
+        if owner is not None:
+            sql += " AND owner_tenant = ? AND owner_subject = ?"
+            params += [owner.tenant, owner.subject]
+        if status is not None:
+            sql += " AND status = ?"
+            params.append(TaskStatus(status).value)
+        if after is not None:
+            sql += " AND created_at > ?"
+            params.append(after)
+        sql += " ORDER BY created_at, task_id LIMIT ?"
+        params.append(int(limit))
+        return [_task(r) for r in self.db.fetchall(sql, params)]
+
+    # -- writes -----------------------------------------------------------------
+
+    def create(
+        self,
+        input_schema: dict[str, Any] | None = None,
+        *,
+        owner: Principal | None = None,
+        tool: str | None = None,
+        ttl_ms: int | None = None,
+        request: dict[str, Any] | None = None,
+        status_message: str | None = None,
+    ) -> Task:
+        """A new task: ``input_required`` when it needs input first, else ``working``."""
+        if input_schema is not None:
+            _validator(orjson.dumps(input_schema))  # refuse a bad schema now, not at input time
+        now = time.time()
+        ttl = int(ttl_ms if ttl_ms is not None else self.default_ttl_ms)
+        task = Task(
+            task_id=secrets.token_urlsafe(24),
+            status=TaskStatus.INPUT_REQUIRED if input_schema is not None else TaskStatus.WORKING,
+            created_at=now,
+            updated_at=now,
+            ttl_ms=ttl,
+            poll_interval_ms=self.poll_interval_ms,
+            owner_tenant=owner.tenant if owner else None,
+            owner_subject=owner.subject if owner else None,
+            tool=tool,
+            status_message=status_message,
+            input_schema=input_schema,
+            request=request,
+        )
+        self.db.execute(
+            f"INSERT INTO tasks ({_COLUMNS}, expires_at) VALUES ({', '.join('?' * 16)})",
+            (task.task_id, task.status.value, now, now, ttl, task.poll_interval_ms, task.owner_tenant,
+             task.owner_subject, tool, status_message, _dump(input_schema), None, None, None, _dump(request),
+             now + ttl / 1000.0),
+        )
+        return task
+
+    def provide_input(self, task_id: str, data: Any, owner: Principal | None = None) -> Task:
+        """Validate ``data`` against the task's input schema and move it to ``working``."""
+        with self._transition(task_id, TaskEvent.PROVIDE_INPUT, owner) as (task, changes):
+            validator = _validator(orjson.dumps(task.input_schema or {"type": "object"}))
+            if validator.missing_required(data) or any(v.missing for v in validator.violations(data, 1)):
+                raise TaskInputInvalid(MISSING_TASK_INPUT_TEXT)
+            problems = validator.violations(data, 3)
+            if problems:
+                raise TaskInputInvalid("task input is invalid: " + "; ".join(p.message for p in problems))
+            changes["input"] = data
+        return self.get(task_id)
+
+    def request_input(self, task_id: str, input_schema: dict[str, Any], message: str | None = None,
+                      owner: Principal | None = None) -> Task:
+        _validator(orjson.dumps(input_schema))
+        with self._transition(task_id, TaskEvent.REQUEST_INPUT, owner) as (_, changes):
+            changes["input_schema"] = input_schema
+            changes["status_message"] = message
+        return self.get(task_id)
+
+    def complete(self, task_id: str, result: dict[str, Any] | None = None, owner: Principal | None = None,
+                 message: str | None = None) -> Task:
+        with self._transition(task_id, TaskEvent.COMPLETE, owner) as (_, changes):
+            changes["result"] = result
+            changes["status_message"] = message
+        return self.get(task_id)
+
+    def fail(self, task_id: str, error: dict[str, Any], owner: Principal | None = None,
+             message: str | None = None) -> Task:
+        with self._transition(task_id, TaskEvent.FAIL, owner) as (_, changes):
+            changes["error"] = error
+            changes["status_message"] = message or str(error.get("message", ""))[:500] or None
+        return self.get(task_id)
+
+    def cancel(self, task_id: str, owner: Principal | None = None, message: str | None = None) -> Task:
+        with self._transition(task_id, TaskEvent.CANCEL, owner) as (_, changes):
+            changes["status_message"] = message or "cancelled"
+        return self.get(task_id)
+
+    def purge_expired(self) -> int:
+        """Delete tasks past their TTL; returns how many."""
+        cur = self.db.execute("DELETE FROM tasks WHERE expires_at <= ?", (time.time(),))
+        return cur.rowcount
+
+    # -- the one place a status changes -------------------------------------------
+
+    @contextmanager
+    def _transition(self, task_id: str, event: TaskEvent, owner: Principal | None) -> Iterator[tuple[Task, dict[str, Any]]]:
+        with self.db.transaction():
+            task = self.get(task_id, owner)
+            new_status = next_status(task.status, event)
+            changes: dict[str, Any] = {}
+            yield task, changes
+            sets, params = ["status = ?", "updated_at = ?"], [new_status.value, time.time()]
+            for column, value in changes.items():
+                sets.append(f"{column} = ?")
+                params.append(_dump(value) if column in _JSON_COLUMNS else value)
+            params.append(task_id)
+            self.db.execute(f"UPDATE tasks SET {', '.join(sets)} WHERE task_id = ?", params)
+
+
+_JSON_COLUMNS = frozenset({"input_schema", "input", "result", "error", "request"})
+
+
+__all__ += ["InvalidTransition"]
