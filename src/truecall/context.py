@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .tools import Tool
 
 __all__ = [
+    "InvalidElicitationAnswer",
     "ToolContext",
     "Peer",
     "NoPeer",
@@ -60,43 +61,45 @@ class Elicitation:
 
 
 class ElicitationUnavailable(Exception):
-    """Nobody can be asked (no channel, or the client did not declare elicitation)."""
+    """Nobody can be asked (no channel, or the client did not declare the capability)."""
 
-    def __init__(self, missing: list[str] | None = None) -> None:
+    def __init__(self, missing: list[str] | None = None, capability: str = "elicitation") -> None:
         self.missing = missing or []
-        super().__init__("the client cannot be asked for input")
+        self.capability = capability
+        super().__init__(f"the client cannot be asked ({capability})")
 
 
 class Peer(Protocol):
-    """The channel from a running tool back to the client."""
+    """The channel from a running tool back to the client, supplied by the engine."""
 
+    #: Capabilities the client declared (for this request, or at initialize).
     client_capabilities: dict[str, Any]
+    #: The protocol version in force for this request.
+    version: str | None
 
-    async def elicit(self, message: str, schema: dict[str, Any] | None, url: str | None, key: str) -> Elicitation: ...
+    async def request(self, method: str, params: dict[str, Any], key: str) -> dict[str, Any]:
+        """Ask the client (elicitation, sampling, roots) and return its result."""
+        ...
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None: ...
 
     async def log(self, level: str, data: Any, logger: str | None) -> None: ...
-
-    async def request(self, method: str, params: dict[str, Any], key: str) -> dict[str, Any]: ...
 
 
 class NoPeer:
     """In-process calls: no client to ask, progress and logs go nowhere."""
 
     client_capabilities: dict[str, Any] = {}
+    version: str | None = None
 
-    async def elicit(self, message: str, schema: dict[str, Any] | None, url: str | None, key: str) -> Elicitation:
-        raise ElicitationUnavailable(_required_fields(schema))
+    async def request(self, method: str, params: dict[str, Any], key: str) -> dict[str, Any]:
+        raise ElicitationUnavailable(capability=method)
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         return None
 
     async def log(self, level: str, data: Any, logger: str | None) -> None:
         return None
-
-    async def request(self, method: str, params: dict[str, Any], key: str) -> dict[str, Any]:
-        raise ElicitationUnavailable()
 
 
 def _required_fields(schema: dict[str, Any] | None) -> list[str]:
@@ -128,17 +131,68 @@ class ToolContext:
     def tenant(self) -> str:
         return self.principal.tenant
 
+    @property
+    def client_capabilities(self) -> dict[str, Any]:
+        """What the client declared (on this request in 2026-07-28, at initialize before)."""
+        return self.peer.client_capabilities
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self.peer.version
+
     async def elicit(self, message: str, schema: dict[str, Any] | None = None, *, url: str | None = None,
                      key: str | None = None) -> Elicitation:
         """Ask the user (form ``schema`` or ``url``); never for credentials in a form.
 
         ``key`` names this question so that a stateless retry can match the answer;
-        by default questions are numbered in the order the tool asks them.
+        by default questions are numbered in the order the tool asks them.  A
+        client that did not declare the mode is never asked: this raises
+        :class:`ElicitationUnavailable`, which the pipeline turns into an
+        ``invalid_input`` result naming the missing fields.
         """
         if (schema is None) == (url is None):
             raise ValueError("elicit takes exactly one of schema (form mode) or url (URL mode)")
         self._elicit_seq += 1
-        return await self.peer.elicit(message, schema, url, key or f"elicit-{self._elicit_seq}")
+        key = key or f"elicit-{self._elicit_seq}"
+        caps = self.peer.client_capabilities.get("elicitation")
+        legacy_0618 = self.peer.version == "2025-06-18"
+        if not isinstance(caps, dict):
+            raise ElicitationUnavailable(_required_fields(schema))
+        if url is not None:
+            if legacy_0618 or "url" not in caps:
+                raise ElicitationUnavailable([], "elicitation.url")
+            params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
+            if self.peer.version == "2025-11-25":
+                params["elicitationId"] = f"{self.request_id}-{key}"
+        else:
+            if caps and "form" not in caps and not legacy_0618:
+                raise ElicitationUnavailable(_required_fields(schema))
+            params = {"message": message, "requestedSchema": schema}
+            if not legacy_0618:
+                params = {"mode": "form", **params}
+        try:
+            answer = await self.peer.request("elicitation/create", params, key)
+        except TimeoutError:
+            return Elicitation(ElicitAction.CANCEL)  # silence is never consent
+        return _elicitation(answer, schema)
+
+    async def sample(self, messages: list[dict[str, Any]], max_tokens: int, *, key: str | None = None,
+                     **options: Any) -> dict[str, Any]:
+        """Ask the client's model (``sampling/createMessage``); needs the sampling capability."""
+        if "sampling" not in self.peer.client_capabilities:
+            raise ElicitationUnavailable([], "sampling")
+        self._elicit_seq += 1
+        params = {"messages": messages, "maxTokens": max_tokens, **options}
+        return await self.peer.request("sampling/createMessage", params, key or f"sample-{self._elicit_seq}")
+
+    async def roots(self, *, key: str | None = None) -> list[dict[str, Any]]:
+        """The client's roots (``roots/list``); needs the roots capability."""
+        if "roots" not in self.peer.client_capabilities:
+            raise ElicitationUnavailable([], "roots")
+        self._elicit_seq += 1
+        result = await self.peer.request("roots/list", {}, key or f"roots-{self._elicit_seq}")
+        roots = result.get("roots")
+        return roots if isinstance(roots, list) else []
 
     async def confirm(self, message: str, *, field_name: str = "confirm", key: str | None = None) -> bool:
         """An explicit yes: only ``accept`` with ``true`` counts; decline/cancel/no channel is no."""
@@ -162,3 +216,43 @@ class ToolContext:
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         await self.peer.log(level, data, logger)
+
+
+class InvalidElicitationAnswer(Exception):
+    """The client's answer does not match what was asked."""
+
+
+def _elicitation(answer: Any, schema: dict[str, Any] | None) -> Elicitation:
+    if not isinstance(answer, dict):
+        raise InvalidElicitationAnswer("an elicitation answer must be an object")
+    try:
+        action = ElicitAction(answer.get("action"))
+    except ValueError:
+        raise InvalidElicitationAnswer("an elicitation answer needs action accept, decline or cancel") from None
+    if action is not ElicitAction.ACCEPT:
+        return Elicitation(action)
+    content = answer.get("content")
+    if schema is None:  # URL mode: accept means consent to open the link, nothing more
+        return Elicitation(action, None)
+    if content is None:
+        content = {}
+    if not isinstance(content, dict) or not _form_validator(schema).is_valid(content):
+        raise InvalidElicitationAnswer("the answer does not match the requested form")
+    return Elicitation(action, content)
+
+
+def _form_validator(schema: dict[str, Any]) -> Any:
+    import orjson
+
+    from .schema import Validator
+
+    key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    found = _FORM_VALIDATORS.get(key)
+    if found is None:
+        if len(_FORM_VALIDATORS) > 512:
+            _FORM_VALIDATORS.clear()
+        found = _FORM_VALIDATORS[key] = Validator(schema)
+    return found
+
+
+_FORM_VALIDATORS: dict[bytes, Any] = {}

@@ -82,7 +82,9 @@ class MethodNotFound(ProtocolError):
 
 
 class InvalidParams(ProtocolError):
-    code, http_status, default_message = INVALID_PARAMS, 400, "Invalid params"
+    # Over HTTP a -32602 about the content (an unknown tool, a missing resource) is a
+    # normal JSON-RPC answer; envelope faults (a request's _meta) use 400 instead.
+    code, http_status, default_message = INVALID_PARAMS, 200, "Invalid params"
 
 
 class InternalError(ProtocolError):

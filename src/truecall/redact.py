@@ -39,7 +39,7 @@ _SENSITIVE_VALUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("api_key", re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj)?[-_]?[A-Za-z0-9]{16,}")),
     ("secret_assignment", re.compile(
         r"(?i)\b(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\s*[:=]\s*\S+")),
-    ("card_number", re.compile(r"\b(?:\d[ -]?){13,19}\b")),
+    ("card_number", re.compile(r"\b\d(?:[ -]?\d){12,18}\b")),
 )
 
 
@@ -75,6 +75,8 @@ _REPLACERS = tuple((pattern, _replace(kind)) for kind, pattern in _SENSITIVE_VAL
 
 def redact_text(value: str) -> str:
     """Replace every sensitive pattern inside a string."""
+    if not value.isascii():  # lone surrogates cannot be stored or encoded anywhere: replace them
+        value = value.encode("utf-8", "replace").decode("utf-8")
     for pattern, repl in _REPLACERS:
         value = pattern.sub(repl, value)
     return value
@@ -108,7 +110,10 @@ def fingerprint(arguments: Any, key: bytes) -> dict[str, Any]:
     try:
         raw = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
     except (TypeError, orjson.JSONEncodeError):
-        raw = repr(arguments).encode("utf-8", "replace")
+        try:
+            raw = repr(arguments).encode("utf-8", "replace")
+        except RecursionError:  # nested deeper than repr can go: the fingerprint says so
+            raw = f"<{type(arguments).__name__} nested too deeply>".encode()
     keys = [redact_text(str(k))[:64] for k in arguments] if isinstance(arguments, dict) else []
     return {
         "argKeys": keys,

@@ -17,8 +17,9 @@ import time
 from typing import Any, Callable, Iterable
 
 from .audit import AuditLog
+from .changes import ChangeFeed
 from .auth import Principal, StaticTokens, TokenVerifier
-from .context import NO_PEER, ElicitationUnavailable, Peer, ToolContext
+from .context import NO_PEER, ElicitationUnavailable, InvalidElicitationAnswer, Peer, ToolContext
 from .errors import AccessDenied, InsufficientScope, InvalidParams, NotFound, ProtocolError, TenantMismatch, UnknownTool
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolResult, text, tool_error
 from .storage import Database
@@ -69,6 +70,21 @@ class Server:
         self.tasks = TaskStore(self.db)
         #: Principal for local (stdio) connections; set by the app or the CLI.
         self.local_principal: Principal | None = None
+        self.changes = ChangeFeed()
+        #: True while the tokens are the published demo ones: never served beyond loopback.
+        self.demo_credentials = False
+
+    # -- change notifications -----------------------------------------------------
+
+    def resource_updated(self, uri: str) -> None:
+        """Tell subscribers that ``uri`` changed (``notifications/resources/updated``)."""
+        self.changes.publish("resource", uri)
+
+    def list_changed(self, kind: str) -> None:
+        """Tell listeners that the tools, prompts or resources list changed."""
+        if kind not in ("tools", "prompts", "resources"):
+            raise ValueError("kind is tools, prompts or resources")
+        self.changes.publish(kind)
 
     # -- registration -------------------------------------------------------------
 
@@ -220,9 +236,14 @@ class Server:
         except (InputRequired, ProtocolError):
             raise
         except ElicitationUnavailable as exc:
-            missing = ", ".join(exc.missing) or "the requested input"
-            result = tool_error(ErrorKind.INVALID_INPUT, f"input needed and the client cannot be asked: {missing}",
-                                missing=exc.missing)
+            if exc.missing:
+                message = f"input needed and the client cannot be asked: {', '.join(exc.missing)}"
+            else:
+                message = f"the client did not declare the {exc.capability} capability this tool needs"
+            result = tool_error(ErrorKind.INVALID_INPUT, message, missing=exc.missing, capability=exc.capability)
+            return self._record(tool, principal, arguments, result, started, client)
+        except InvalidElicitationAnswer as exc:
+            result = tool_error(ErrorKind.INVALID_INPUT, f"the user's answer was not usable: {exc}")
             return self._record(tool, principal, arguments, result, started, client)
         except asyncio.CancelledError:
             self.events.record("tool.cancelled", tool=name, tenant=principal.tenant, subject=principal.subject,

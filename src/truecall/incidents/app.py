@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from truecall import Principal, Server, StaticTokens, ToolResult, resource_link, text
+from truecall import ErrorKind, Principal, Server, StaticTokens, ToolResult, resource_link, text, tool_error
 
 from .store import IncidentStore
 
@@ -48,6 +48,35 @@ SEARCH_OUTPUT = {
 }
 
 
+ESCALATE_INPUT = {
+    "type": "object",
+    "properties": {"incidentId": {"type": "string", "minLength": 1, "maxLength": 64}},
+    "required": ["incidentId"],
+    "additionalProperties": False,
+}
+
+ESCALATE_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "incidentId": {"type": "string"},
+        "previousSeverity": {"type": "string"},
+        "severity": {"type": "string"},
+    },
+    "required": ["incidentId", "previousSeverity", "severity"],
+    "additionalProperties": False,
+}
+
+#: The elicitation form: flat, primitives only, no credentials (form mode's rules).
+ESCALATE_FORM = {
+    "type": "object",
+    "properties": {
+        "severity": {"type": "string", "title": "New severity", "enum": ["P1", "P2", "P3"]},
+        "reason": {"type": "string", "title": "Reason", "minLength": 1, "maxLength": 500},
+    },
+    "required": ["severity", "reason"],
+}
+
+
 def incident_uri(tenant: str, incident_id: str) -> str:
     return f"incident://{tenant}/{incident_id}"
 
@@ -65,6 +94,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         audit=audit,
     )
     server.local_principal = DEMO_TOKENS["demo-acme-operator"]
+    server.demo_credentials = tokens is None
     incidents = IncidentStore(server.db)
 
     @server.tool(
@@ -86,6 +116,36 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
                 for i in found
             ]
         return ToolResult(content, {"service": service, "count": len(found), "tenant": ctx.tenant})
+
+    @server.tool(
+        "incident.escalate",
+        title="Escalate an incident",
+        description="Change an incident's severity. Asks the user for the new severity and a reason first; "
+                    "nothing changes unless the user accepts.",
+        input_schema=ESCALATE_INPUT,
+        output_schema=ESCALATE_OUTPUT,
+        annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False,
+                     "openWorldHint": False},
+        scopes={WRITE},
+    )
+    async def incident_escalate(ctx, incidentId: str) -> ToolResult:
+        found = incidents.get(ctx.tenant, incidentId)
+        if found is None:  # another tenant's incident reads exactly like a missing one
+            return tool_error(ErrorKind.INVALID_INPUT, f"no incident {incidentId} for this tenant", field="incidentId")
+        answer = await ctx.elicit(f"Escalate {found.incident_id} ({found.title}, now {found.severity})?",
+                                  ESCALATE_FORM, key="escalation")
+        if not answer.accepted:
+            return tool_error(ErrorKind.DECLINED, f"the user did not accept ({answer.action.value}); "
+                              f"{found.incident_id} is unchanged", incidentId=found.incident_id)
+        updated = incidents.escalate(ctx.tenant, found.incident_id, answer.content["severity"],
+                                     answer.content["reason"], ctx.principal.subject)
+        assert updated is not None
+        return ToolResult(
+            [text(f"{updated.incident_id} escalated from {found.severity} to {updated.severity}"),
+             resource_link(incident_uri(ctx.tenant, updated.incident_id), updated.incident_id, title=updated.title,
+                           mime_type="application/json")],
+            {"incidentId": updated.incident_id, "previousSeverity": found.severity, "severity": updated.severity},
+        )
 
     @server.resource_template(
         "incident://{tenant}/{incident_id}",

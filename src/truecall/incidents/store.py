@@ -30,7 +30,22 @@ DESK_MIGRATIONS = [
         );
         CREATE INDEX incidents_service ON incidents (tenant, service)
         """,
-    )
+    ),
+    (
+        "desk-2",
+        """
+        CREATE TABLE incident_events (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            tenant TEXT NOT NULL,
+            incident_id TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            detail TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            at REAL NOT NULL
+        );
+        CREATE INDEX incident_events_incident ON incident_events (tenant, incident_id)
+        """,
+    ),
 ]
 
 # Demo data: tenant acme has exactly two incidents for payments (the seed's count).
@@ -87,3 +102,17 @@ class IncidentStore:
             (tenant, incident_id),
         )
         return Incident(*row) if row else None
+
+    def escalate(self, tenant: str, incident_id: str, severity: str, reason: str, actor: str) -> Incident | None:
+        """Set the severity and log who did it and why, in one transaction."""
+        with self.db.transaction():
+            found = self.get(tenant, incident_id)
+            if found is None:
+                return None
+            self.db.execute("UPDATE incidents SET severity = ? WHERE tenant = ? AND incident_id = ?",
+                            (severity, tenant, incident_id))
+            self.db.execute(
+                "INSERT INTO incident_events (tenant, incident_id, kind, detail, actor, at) VALUES (?, ?, ?, ?, ?, ?)",
+                (tenant, incident_id, "escalated", f"{found.severity}->{severity}: {reason}", actor, time.time()),
+            )
+        return self.get(tenant, incident_id)

@@ -1,0 +1,8 @@
+"""The sans-IO MCP engine: JSON-RPC framing, eras, sessions, dispatch."""
+
+from .engine import Engine, Outbox, Session
+from .jsonrpc import Limits
+from .sealing import Sealer
+from .versions import LATEST, LEGACY, MODERN, SUPPORTED
+
+__all__ = ["Engine", "Outbox", "Session", "Limits", "Sealer", "LATEST", "LEGACY", "MODERN", "SUPPORTED"]

@@ -1,0 +1,71 @@
+"""Handshake-era session states, in one table (the model is h11's ``_state.py``).
+
+    NEW --initialize--> INITIALIZING --initialized--> READY --close--> CLOSED
+    NEW/INITIALIZING/READY --close--> CLOSED
+
+Which requests each state accepts is part of the table too: before the
+handshake completes only ``initialize`` and ``ping`` are served (the spec lets a
+client send requests right after the initialize response, so INITIALIZING also
+serves everything).  Any other event raises :class:`SessionStateError` naming
+the current state.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from ..errors import InvalidRequest
+
+__all__ = ["SessionState", "SessionEvent", "SessionStateError", "SESSION_TRANSITIONS", "next_session_state",
+           "accepts_request"]
+
+
+class SessionState(str, enum.Enum):
+    NEW = "new"
+    INITIALIZING = "initializing"
+    READY = "ready"
+    CLOSED = "closed"
+
+
+class SessionEvent(str, enum.Enum):
+    INITIALIZE = "initialize"
+    INITIALIZED = "initialized"
+    CLOSE = "close"
+
+
+St, Ev = SessionState, SessionEvent
+
+SESSION_TRANSITIONS: dict[tuple[SessionState, SessionEvent], SessionState] = {
+    (St.NEW, Ev.INITIALIZE): St.INITIALIZING,
+    (St.INITIALIZING, Ev.INITIALIZED): St.READY,
+    (St.READY, Ev.INITIALIZED): St.READY,  # a repeated notification is harmless; notifications get no answer
+    (St.NEW, Ev.CLOSE): St.CLOSED,
+    (St.INITIALIZING, Ev.CLOSE): St.CLOSED,
+    (St.READY, Ev.CLOSE): St.CLOSED,
+}
+
+#: Requests served in each state (``*`` = any method).
+_SERVED: dict[SessionState, frozenset[str]] = {
+    St.NEW: frozenset({"initialize", "ping"}),
+    St.INITIALIZING: frozenset({"*"}),
+    St.READY: frozenset({"*"}),
+    St.CLOSED: frozenset(),
+}
+
+
+class SessionStateError(InvalidRequest):
+    def __init__(self, state: SessionState, what: str) -> None:
+        super().__init__(f"{what} is not allowed in session state: {state.value}")
+        self.state = state
+
+
+def next_session_state(state: SessionState, event: SessionEvent) -> SessionState:
+    try:
+        return SESSION_TRANSITIONS[(state, event)]
+    except KeyError:
+        raise SessionStateError(state, event.value) from None
+
+
+def accepts_request(state: SessionState, method: str) -> bool:
+    served = _SERVED[state]
+    return "*" in served or method in served

@@ -1,0 +1,505 @@
+"""Streamable HTTP as a plain ASGI app (served by uvicorn).
+
+One endpoint (``/mcp`` by default):
+
+- ``POST`` carries one JSON-RPC message.  A request with a 2026-07-28 version in
+  its header or ``_meta`` is served statelessly; ``initialize`` opens a
+  handshake-era session (``Mcp-Session-Id``) used by later POSTs.
+- ``GET`` opens a handshake-era session's stream for unsolicited notifications.
+- ``DELETE`` ends a handshake-era session.
+
+Answers are JSON, or an SSE stream when messages may precede the response
+(progress, logs, server-to-client requests, ``subscriptions/listen``).  The
+client closing a response stream cancels the work behind it.  ``Host`` and
+``Origin`` are checked against DNS rebinding; bodies are size-limited; the bearer
+token becomes the core's :class:`~truecall.auth.Principal`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import re
+import time
+from typing import Any, Awaitable, Callable, Iterable
+
+import orjson
+
+from ..auth import Principal
+from ..errors import AccessDenied, HeaderMismatch, InsufficientScope, InvalidCredential, InvalidRequest, ProtocolError
+from ..protocol import jsonrpc
+from ..protocol.engine import MODERN_METHODS, Engine, Session
+from ..protocol.jsonrpc import DEFAULT_LIMITS, Incoming, Limits, MessageError
+from ..protocol.versions import LEGACY, META_VERSION, MODERN
+
+__all__ = ["HttpTransport", "LOOPBACK_HOSTS"]
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+_NAME_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+                 "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+_STREAMING_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+_JSON = [(b"content-type", b"application/json")]
+_SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
+_B64 = re.compile(r"^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$")
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, error: ProtocolError, id: Any = None, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        self.status, self.error, self.id, self.headers = status, error, id, headers or []
+
+
+def _host_of(value: str) -> str:
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[: value.find("]") + 1] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _origin_host(origin: str) -> str | None:
+    m = re.match(r"^https?://([^/]+)$", origin.strip().lower())
+    return _host_of(m.group(1)) if m else None
+
+
+def _decode_header_value(value: str) -> str:
+    """Header values: trim optional whitespace, decode ``=?base64?…?=`` strictly."""
+    value = value.strip(" \t")
+    if value.startswith("=?base64?") and value.endswith("?="):
+        m = _B64.match(value)
+        if not m or len(m.group(1)) % 4:
+            raise HeaderMismatch("Malformed base64 header value")
+        try:
+            return base64.b64decode(m.group(1), validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise HeaderMismatch("Malformed base64 header value") from None
+    return value
+
+
+def _param_text(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str):
+        return value
+    return None
+
+
+class _SseOutbox:
+    """An SSE response being written; the first message sends the headers."""
+
+    __slots__ = ("send_", "headers", "started", "closed")
+
+    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+        self.send_ = send
+        self.headers = headers
+        self.started = False
+        self.closed = False
+
+    async def start(self) -> None:
+        if not self.started:
+            self.started = True
+            await self.send_({"type": "http.response.start", "status": 200, "headers": _SSE + self.headers})
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        await self.start()
+        await self.send_({"type": "http.response.body",
+                          "body": b"event: message\ndata: " + orjson.dumps(message) + b"\n\n", "more_body": True})
+
+    async def finish(self, message: dict[str, Any] | None) -> None:
+        if self.closed:
+            return
+        if message is not None:
+            await self.send(message)
+        await self.start()
+        self.closed = True
+        await self.send_({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+class HttpTransport:
+    """The ASGI application serving one engine."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        path: str = "/mcp",
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
+        authenticate: Callable[[str | None], Principal] | None = None,
+        anonymous: Principal | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        max_sessions: int = 10_000,
+        session_idle_s: float = 3600.0,
+    ) -> None:
+        self.engine = engine
+        self.server = engine.server
+        self.path = path
+        self.allowed_hosts = frozenset(h.lower() for h in (allowed_hosts or LOOPBACK_HOSTS))
+        self.allowed_origins = frozenset(h.lower() for h in (allowed_origins or self.allowed_hosts))
+        self._authenticate = authenticate
+        self.anonymous = anonymous
+        self.limits = limits
+        self.sessions: dict[str, Session] = {}
+        self._feeds: dict[str, asyncio.Task[None]] = {}
+        self.max_sessions = max_sessions
+        self.session_idle_s = session_idle_s
+
+    # -- ASGI entry ---------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path = scope.get("path", "")
+        if path in ("/healthz", "/readyz"):
+            await _respond(send, 200, b'{"status":"ok"}')
+            return
+        if path != self.path:
+            await _respond(send, 404, b'{"error":"not found"}')
+            return
+        headers = _headers(scope)
+        try:
+            self._check_origin(headers)
+            method = scope["method"]
+            if method == "POST":
+                await self._post(scope, headers, receive, send)
+            elif method == "GET":
+                await self._get(headers, receive, send)
+            elif method == "DELETE":
+                await self._delete(headers, send)
+            else:
+                await _respond(send, 405, b"", [(b"allow", b"GET, POST, DELETE")])
+        except _HttpError as exc:
+            await _respond(send, exc.status, orjson.dumps(jsonrpc.error_message(exc.id, exc.error)),
+                           exc.headers + _JSON)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                for task in self._feeds.values():
+                    task.cancel()
+                for session in self.sessions.values():
+                    session.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- checks -------------------------------------------------------------------
+
+    def _check_origin(self, headers: dict[str, str]) -> None:
+        host = headers.get("host")
+        if host is None or _host_of(host) not in self.allowed_hosts:
+            raise _HttpError(403, InvalidRequest("Host not allowed"))
+        origin = headers.get("origin")
+        if origin is not None and _origin_host(origin) not in self.allowed_origins:
+            raise _HttpError(403, InvalidRequest("Origin not allowed"))
+
+    def _principal(self, headers: dict[str, str], id: Any) -> Principal:
+        auth = headers.get("authorization")
+        token = None
+        if auth is not None:
+            scheme, _, token = auth.partition(" ")
+            if scheme.lower() != "bearer":
+                token = None
+            token = token.strip() if token else None
+        if token is None and self.anonymous is not None:
+            return self.anonymous
+        try:
+            if self._authenticate is not None:
+                return self._authenticate(token)
+            return self.server.authenticate(token)
+        except InvalidCredential as exc:
+            raise _HttpError(401, exc, id, [(b"www-authenticate", b'Bearer error="invalid_token"')]) from None
+
+    async def _body(self, headers: dict[str, str], receive: Receive) -> bytes:
+        limit = self.limits.max_bytes
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            raise _HttpError(413, InvalidRequest("Request body too large"))
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise asyncio.CancelledError()
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise _HttpError(413, InvalidRequest("Request body too large"))
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
+    def _check_modern_headers(self, message: Incoming, headers: dict[str, str]) -> None:
+        """2026-07-28: the routing headers must be present and match the body."""
+        header_version = headers.get("mcp-protocol-version")
+        if header_version is None:
+            raise _HttpError(400, HeaderMismatch("Missing MCP-Protocol-Version header"), message.id)
+        meta = (message.params or {}).get("_meta")
+        body_version = meta.get(META_VERSION) if isinstance(meta, dict) else None
+        if body_version is not None and body_version != header_version.strip():
+            raise _HttpError(400, HeaderMismatch("MCP-Protocol-Version header does not match _meta"), message.id)
+        if message.kind != jsonrpc.REQUEST or message.method not in self._modern_methods():
+            return  # unknown methods get -32601 from the engine
+        method_header = headers.get("mcp-method")
+        if method_header is None or method_header.strip() != message.method:
+            raise _HttpError(400, HeaderMismatch("Mcp-Method header does not match the request"), message.id)
+        field = _NAME_METHODS.get(message.method)  # type: ignore[arg-type]
+        params = message.params or {}
+        if field is not None:
+            name_header = headers.get("mcp-name")
+            try:
+                ok = name_header is not None and _decode_header_value(name_header) == params.get(field)
+            except HeaderMismatch:
+                ok = False
+            if not ok:
+                raise _HttpError(400, HeaderMismatch(f"Mcp-Name header does not match params.{field}"), message.id)
+        if message.method == "tools/call":
+            self._check_param_headers(message, params, headers)
+
+    def _modern_methods(self) -> frozenset[str]:
+        return getattr(self.engine, "modern_methods", MODERN_METHODS)
+
+    def _check_param_headers(self, message: Incoming, params: dict[str, Any], headers: dict[str, str]) -> None:
+        tool = self.server.registry.tools.get(params.get("name"))  # type: ignore[arg-type]
+        if tool is None:
+            return
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            return
+        for prop, suffix in _header_params(tool):
+            value = arguments.get(prop)
+            if value is None:
+                continue
+            raw = headers.get(f"mcp-param-{suffix.lower()}")
+            try:
+                ok = raw is not None and _decode_header_value(raw) == _param_text(value)
+            except HeaderMismatch:
+                ok = False
+            if not ok:
+                raise _HttpError(400, HeaderMismatch(f"Mcp-Param-{suffix} header does not match the argument"),
+                                 message.id)
+
+    # -- POST -----------------------------------------------------------------------
+
+    async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
+        body = await self._body(headers, receive)
+        try:
+            message = jsonrpc.decode(body, self.limits)
+        except MessageError as exc:
+            raise _HttpError(400, exc, exc.id) from None
+        principal = self._principal(headers, message.id)
+        session_id = headers.get("mcp-session-id")
+        params = message.params or {}
+        meta = params.get("_meta")
+        has_meta_version = isinstance(meta, dict) and META_VERSION in meta
+        header_version = (headers.get("mcp-protocol-version") or "").strip()
+        legacy_header = header_version in LEGACY or header_version in ("2025-03-26", "2024-11-05")
+        if session_id is None and message.method != "initialize" and (
+                has_meta_version or (header_version and not legacy_header)):
+            await self._post_modern(message, headers, principal, receive, send)
+            return
+        await self._post_legacy(message, headers, session_id, principal, receive, send)
+
+    async def _post_modern(self, message: Incoming, headers: dict[str, str], principal: Principal,
+                           receive: Receive, send: Send) -> None:
+        self._check_modern_headers(message, headers)
+        if message.kind != jsonrpc.REQUEST:
+            await self.engine.handle(message, principal)
+            await _respond(send, 202, b"")
+            return
+        meta = (message.params or {}).get("_meta") or {}
+        streaming = message.method == "subscriptions/listen" or (
+            message.method in _STREAMING_METHODS and isinstance(meta, dict)
+            and ("progressToken" in meta or "io.modelcontextprotocol/logLevel" in meta)
+            and "text/event-stream" in headers.get("accept", "text/event-stream"))
+        if streaming:
+            await self._stream(message, principal, None, [], receive, send)
+            return
+        if message.method == "tools/call":
+            result = await _until_disconnect(
+                self.engine.handle_with_status(message, principal, modern_hint=True), receive)
+            if result is None:
+                return
+            response, status = result
+        else:
+            response, status = await self.engine.handle_with_status(message, principal, modern_hint=True)
+        await self._json(send, response, status, principal)
+
+    async def _post_legacy(self, message: Incoming, headers: dict[str, str], session_id: str | None,
+                           principal: Principal, receive: Receive, send: Send) -> None:
+        extra: list[tuple[bytes, bytes]] = []
+        if message.kind == jsonrpc.REQUEST and message.method == "initialize" and session_id is None:
+            session = self._new_session(principal)
+            extra = [(b"mcp-session-id", session.id.encode())]
+        else:
+            if session_id is None:
+                raise _HttpError(400, InvalidRequest("Mcp-Session-Id header is required"), message.id)
+            session = self._session(session_id, principal, message.id)
+        if message.kind != jsonrpc.REQUEST:
+            await self.engine.handle(message, principal, session=session)
+            await _respond(send, 202, b"")
+            return
+        if message.method in _STREAMING_METHODS and "text/event-stream" in headers.get("accept", ""):
+            await self._stream(message, principal, session, extra, receive, send)
+            return
+        response, status = await self.engine.handle_with_status(message, principal, session=session)
+        await self._json(send, response, status, principal, extra)
+
+    async def _stream(self, message: Incoming, principal: Principal, session: Session | None,
+                      extra: list[tuple[bytes, bytes]], receive: Receive, send: Send) -> None:
+        outbox = _SseOutbox(send, extra)
+        work = self.engine.handle_with_status(message, principal, session=session, outbox=outbox,
+                                              modern_hint=session is None)
+        if message.method == "subscriptions/listen":
+            await outbox.start()
+        result = await _until_disconnect(work, receive)
+        if result is None:
+            outbox.closed = True
+            return
+        response, status = result
+        if not outbox.started and status != 200:
+            await self._json(send, response, status, principal, extra)
+            return
+        await outbox.finish(response)
+
+    async def _json(self, send: Send, response: dict[str, Any] | None, status: int, principal: Principal,
+                    extra: list[tuple[bytes, bytes]] | None = None) -> None:
+        headers = list(_JSON)
+        if extra:
+            headers += extra
+        if status == 403 and response is not None:
+            error = response.get("error", {})
+            scopes = (error.get("data") or {}).get("requiredScopes") if isinstance(error, dict) else None
+            if scopes:
+                headers.append((b"www-authenticate",
+                                f'Bearer error="insufficient_scope", scope="{" ".join(scopes)}"'.encode()))
+        await _respond(send, status, orjson.dumps(response) if response is not None else b"", headers)
+
+    # -- sessions -------------------------------------------------------------------
+
+    def _new_session(self, principal: Principal) -> Session:
+        self._expire_sessions()
+        if len(self.sessions) >= self.max_sessions:
+            raise _HttpError(503, InvalidRequest("Too many sessions"))
+        session = Session(principal=principal)
+        self.sessions[session.id] = session
+        return session
+
+    def _session(self, session_id: str, principal: Principal, id: Any) -> Session:
+        session = self.sessions.get(session_id)
+        # Another principal's session answers exactly like a missing one.
+        if session is None or session.principal != principal or session.state.value == "closed":
+            raise _HttpError(404, InvalidRequest("Session not found"), id)
+        return session
+
+    def _expire_sessions(self) -> None:
+        cutoff = time.monotonic() - self.session_idle_s
+        for sid in [s for s, sess in self.sessions.items() if sess.last_seen < cutoff]:
+            self._end_session(sid)
+
+    def _end_session(self, session_id: str) -> None:
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
+        feed = self._feeds.pop(session_id, None)
+        if feed is not None:
+            feed.cancel()
+
+    async def _get(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
+        session_id = headers.get("mcp-session-id")
+        if session_id is None or "text/event-stream" not in headers.get("accept", ""):
+            await _respond(send, 405, b"", [(b"allow", b"POST, DELETE")])
+            return
+        principal = self._principal(headers, None)
+        session = self._session(session_id, principal, None)
+        if session.stream is not None:
+            raise _HttpError(409, InvalidRequest("A stream is already open for this session"))
+        outbox = _SseOutbox(send, [])
+        session.stream = outbox
+        await outbox.start()
+        feed = asyncio.get_running_loop().create_task(self.engine.session_feed(session))
+        self._feeds[session.id] = feed
+        try:
+            while True:
+                msg = await receive()
+                if msg["type"] == "http.disconnect":
+                    break
+        finally:
+            feed.cancel()
+            self._feeds.pop(session.id, None)
+            if session.stream is outbox:
+                session.stream = None
+            outbox.closed = True
+
+    async def _delete(self, headers: dict[str, str], send: Send) -> None:
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            await _respond(send, 405, b"", [(b"allow", b"GET, POST")])
+            return
+        principal = self._principal(headers, None)
+        self._session(session_id, principal, None)
+        self._end_session(session_id)
+        await _respond(send, 200, b"")
+
+
+def _header_params(tool: Any) -> list[tuple[str, str]]:
+    cached = getattr(tool, "_header_params", None)
+    if cached is None:
+        props = tool.input_schema.get("properties") or {}
+        cached = [(name, spec["x-mcp-header"]) for name, spec in props.items()
+                  if isinstance(spec, dict) and isinstance(spec.get("x-mcp-header"), str)]
+        tool._header_params = cached
+    return cached
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in scope.get("headers", ()):
+        out[name.decode("latin-1").lower()] = value.decode("latin-1")
+    return out
+
+
+async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": headers or _JSON})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _until_disconnect(work: Awaitable[Any], receive: Receive) -> Any:
+    """Run ``work``; if the client disconnects first, cancel it and return ``None``."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_wait_disconnect(receive))
+    try:
+        done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        watcher.cancel()
+        raise
+    if task in done:
+        watcher.cancel()
+        return task.result()
+    task.cancel()
+    try:
+        await task
+    except (asyncio.CancelledError, Exception):
+        pass
+    return None
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
