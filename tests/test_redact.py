@@ -306,3 +306,8 @@ def test_fingerprint_with_lone_surrogates_is_json_safe():
     fp = fingerprint({"\ud800key": "\udfffvalue"}, KEY_A)
     orjson.dumps(fp)  # the audit log must be able to store it
     assert len(fp["argHash"]) == 32
+
+
+def test_fingerprint_keys_that_are_or_name_secrets_are_not_recorded():
+    fp = fingerprint({"service": 1, "服务": 2, "SeCrEtAbC123xyz": 3, "api_key": 4, JWT: 5, f"Bearer {'y' * 20}": 6}, KEY_A)
+    assert fp["argKeys"] == ["service", "服务", REDACTED, REDACTED, REDACTED, REDACTED]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -38,7 +39,7 @@ _SENSITIVE_VALUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
     ("api_key", re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj)?[-_]?[A-Za-z0-9]{16,}")),
     ("secret_assignment", re.compile(
-        r"(?i)\b(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\s*[:=]\s*\S+")),
+        r"\b(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\s*[:=]\s*\S+", re.I)),
     ("card_number", re.compile(r"\b\d(?:[ -]?\d){12,18}\b")),
 )
 
@@ -73,13 +74,29 @@ def _replace(kind: str):
 _REPLACERS = tuple((pattern, _replace(kind)) for kind, pattern in _SENSITIVE_VALUES)
 
 
+# One pass that finds whether any pattern *could* match; most strings (names,
+# ids, tenants) have none, and then the ten substitutions are skipped.
+_ANY_SENSITIVE = re.compile("|".join(f"(?:{p.pattern})" for _, p in _SENSITIVE_VALUES), re.S | re.I)
+
+
 def redact_text(value: str) -> str:
     """Replace every sensitive pattern inside a string."""
+    if len(value) <= 256:
+        return _redact_short(value)
+    return _redact(value)
+
+
+def _redact(value: str) -> str:
     if not value.isascii():  # lone surrogates cannot be stored or encoded anywhere: replace them
         value = value.encode("utf-8", "replace").decode("utf-8")
+    if not _ANY_SENSITIVE.search(value):
+        return value
     for pattern, repl in _REPLACERS:
         value = pattern.sub(repl, value)
     return value
+
+
+_redact_short = lru_cache(maxsize=4096)(_redact)
 
 
 def redact(value: Any, _depth: int = 0) -> Any:
@@ -114,9 +131,16 @@ def fingerprint(arguments: Any, key: bytes) -> dict[str, Any]:
             raw = repr(arguments).encode("utf-8", "replace")
         except RecursionError:  # nested deeper than repr can go: the fingerprint says so
             raw = f"<{type(arguments).__name__} nested too deeply>".encode()
-    keys = [redact_text(str(k))[:64] for k in arguments] if isinstance(arguments, dict) else []
+    keys = [_safe_key(k) for k in arguments] if isinstance(arguments, dict) else []
     return {
         "argKeys": keys,
         "argBytes": len(raw),
         "argHash": hmac.new(key, raw, hashlib.sha256).hexdigest()[:32],
     }
+
+
+def _safe_key(key: Any) -> str:
+    """An argument name fit for the audit trail: keys are client data too, so a key that
+    is itself a secret (or names one) is recorded as ``[REDACTED]``."""
+    name = redact_text(str(key))
+    return REDACTED if name != str(key) or is_sensitive_name(name) else name[:64]

@@ -76,6 +76,10 @@ def _describe(err: Any) -> Violation:
     return Violation(where, keyword, f"field '{where}' {readable}")
 
 
+#: An instance the validator cannot even read: bytes, sets, objects, text with lone surrogates.
+NOT_JSON = Violation("(root)", "type", "arguments hold a value that is not valid JSON")
+
+
 class Validator:
     """A JSON Schema compiled once, at registration; checked per call."""
 
@@ -93,14 +97,22 @@ class Validator:
         self.required: tuple[str, ...] = tuple(r for r in req if isinstance(r, str)) if isinstance(req, list) else ()
 
     def is_valid(self, instance: Any) -> bool:
-        return self._compiled.is_valid(instance)
+        try:
+            return self._compiled.is_valid(instance)
+        except ValueError:  # not JSON at all (bytes, a set, a lone surrogate): not valid either
+            return False
 
     def violations(self, instance: Any, limit: int = 10) -> list[Violation]:
         out = []
-        for err in self._compiled.iter_errors(instance):
-            out.append(_describe(err))
-            if len(out) >= limit:
-                break
+        try:
+            for err in self._compiled.iter_errors(instance):
+                out.append(_describe(err))
+                if len(out) >= limit:
+                    break
+        except ValueError as exc:
+            if "recursion" in str(exc).lower():
+                raise  # too deep: the caller decides how to say so
+            return [NOT_JSON]
         return out
 
     def missing_required(self, instance: Any) -> list[str]:

@@ -497,6 +497,8 @@ class Engine:
 
     async def _resources_read(self, ctx: RequestContext) -> dict[str, Any]:
         uri = _str_param(ctx.params, "uri")
+        if ctx.era == "modern":
+            self._open_state(ctx, "resources/read", uri, {})
         try:
             contents = await self.server.read_resource(ctx.principal, uri, peer=_Peer(self, ctx))
         except NotFound as exc:
@@ -511,6 +513,8 @@ class Engine:
 
     async def _prompts_get(self, ctx: RequestContext) -> dict[str, Any]:
         name = _str_param(ctx.params, "name")
+        if ctx.era == "modern":
+            self._open_state(ctx, "prompts/get", name, ctx.params.get("arguments") or {})
         return await self.server.get_prompt(ctx.principal, name, ctx.params.get("arguments"), peer=_Peer(self, ctx))
 
     async def _complete(self, ctx: RequestContext) -> dict[str, Any]:
@@ -626,6 +630,8 @@ def _check_cursor(params: dict[str, Any]) -> None:
 
 class InvalidMeta(InvalidParams):
     """A request's ``_meta`` lacks what the stateless protocol requires (HTTP 400)."""
+
+    http_status = 400
 
 
 def capability_error(name: str) -> MissingCapability:
