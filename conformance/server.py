@@ -23,7 +23,7 @@ import json
 from typing import Any, Awaitable
 
 import truecall
-from truecall import ElicitationUnavailable, InputRequired, ToolResult, audio, embedded_resource, image, text
+from truecall import ElicitationUnavailable, ToolResult, audio, embedded_resource, image, text
 
 __all__ = ["app", "IMG", "WAV"]
 
@@ -91,25 +91,6 @@ def _answer(answer: truecall.Elicitation) -> str:
     return f"action={answer.action.value}, content={json.dumps(content, separators=(',', ':'))}"
 
 
-async def _all_inputs(*asks: Awaitable[Any]) -> list[Any]:
-    """Ask several questions in one round: the answers, or every missing question at once.
-
-    Awaiting the asks one after another would ask one question per round trip on
-    the stateless wire; here every ask runs, and the missing ones are merged into
-    one :class:`~truecall.InputRequired`.
-    """
-    outcomes = await asyncio.gather(*asks, return_exceptions=True)
-    missing: dict[str, dict[str, Any]] = {}
-    for outcome in outcomes:
-        if isinstance(outcome, InputRequired):
-            missing.update(outcome.requests)
-        elif isinstance(outcome, BaseException):
-            raise outcome
-    if missing:
-        raise InputRequired(missing)
-    return list(outcomes)
-
-
 # -- core tools (every wire) ----------------------------------------------------------
 
 
@@ -158,7 +139,7 @@ async def test_tool_with_progress(ctx) -> ToolResult:
         if step:
             await asyncio.sleep(0.05)
         await ctx.progress(step, 100, f"Completed step {step} of 100")
-    token = ctx.meta.get("progressToken")
+    token = ctx.progress_token
     return ToolResult([text(f"Progress test completed (progressToken {token})" if token is not None
                             else "Progress test completed")])
 
@@ -363,7 +344,7 @@ async def test_input_required_result_request_state(ctx) -> ToolResult:
 @app.tool("test_input_required_result_multiple_inputs", input_schema=NO_ARGS,
           description="MRTR: asks for a name, a sampled greeting and the client's roots in one round")
 async def test_input_required_result_multiple_inputs(ctx) -> ToolResult:
-    answer, greeting, roots = await _all_inputs(
+    answer, greeting, roots = await ctx.gather(
         ctx.elicit("What is your name?", _form(name={"type": "string"}), key="user_name"),
         ctx.sample(_user("Generate a greeting"), 50, key="greeting"),
         ctx.roots(key="client_roots"),
@@ -406,7 +387,7 @@ async def test_input_required_result_capabilities(ctx) -> ToolResult:
         labels.append("roots_input")
     if not asks:
         return ToolResult([text("No supported capabilities declared")])
-    await _all_inputs(*asks)
+    await ctx.gather(*asks)
     return ToolResult([text(f"capabilities-ok: received {','.join(labels)}")])
 
 

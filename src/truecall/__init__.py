@@ -2,7 +2,8 @@
 
 from .audit import AuditLog, AuditRecord
 from .auth import Principal, StaticTokens, TokenVerifier, hash_token, new_token
-from .context import Elicitation, ElicitAction, ElicitationRefused, ElicitationUnavailable, ToolContext
+from .context import (Elicitation, ElicitAction, ElicitationRefused, ElicitationUnavailable, InputRequired, Peer,
+                      ToolContext)
 from .describe import describe
 from .errors import (
     AccessDenied,
@@ -34,7 +35,7 @@ from .results import (
     tool_error,
 )
 from .schema import SchemaError, Validator
-from .server import InputRequired, Server
+from .server import Server
 from .storage import Database
 from .tasks import InvalidTransition, Task, TaskInputInvalid, TaskNotFound, TaskStatus, TaskStore
 from .tools import Prompt, Resource, ResourceTemplate, Tool
@@ -64,6 +65,7 @@ __all__ = [
     "MissingCapability",
     "NotFound",
     "ParseError",
+    "Peer",
     "Principal",
     "Prompt",
     "ProtocolError",

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .tools import Tool
 
 __all__ = [
+    "InputRequired",
     "InvalidElicitationAnswer",
     "ToolContext",
     "Peer",
@@ -67,6 +68,18 @@ class ElicitationUnavailable(Exception):
         self.missing = missing or []
         self.capability = capability
         super().__init__(f"the client cannot be asked ({capability})")
+
+
+class InputRequired(Exception):
+    """Control flow, not an error: the tool needs answers before it can go on.
+
+    Raised by a stateless peer (2026-07-28) when a tool asks for input the request
+    did not carry; the engine turns it into an ``InputRequiredResult``.
+    """
+
+    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
+        super().__init__("input required")
+        self.requests = requests
 
 
 class Peer(Protocol):
@@ -206,6 +219,31 @@ class ToolContext:
         except ElicitationUnavailable:
             return False
         return answer.confirmed(field_name)
+
+    async def gather(self, *asks: Any) -> list[Any]:
+        """Ask several questions at once: all answers, or every missing question in one round.
+
+        Awaiting asks one after another costs one round trip per question on the
+        stateless protocol; here they run together, and the ones without an answer
+        yet are merged into a single :class:`InputRequired`.
+        """
+        import asyncio
+
+        outcomes = await asyncio.gather(*asks, return_exceptions=True)
+        missing: dict[str, dict[str, Any]] = {}
+        for outcome in outcomes:
+            if isinstance(outcome, InputRequired):
+                missing.update(outcome.requests)
+            elif isinstance(outcome, BaseException):
+                raise outcome
+        if missing:
+            raise InputRequired(missing)
+        return list(outcomes)
+
+    @property
+    def progress_token(self) -> str | int | None:
+        """The request's progress token, if the client asked for progress."""
+        return self.meta.get("progressToken")
 
     async def progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Report progress; values must increase, so a step back is ignored."""

@@ -19,29 +19,18 @@ from typing import Any, Callable, Iterable
 from .audit import AuditLog
 from .changes import ChangeFeed
 from .auth import Principal, StaticTokens, TokenVerifier
-from .context import NO_PEER, ElicitationUnavailable, InvalidElicitationAnswer, Peer, ToolContext
-from .errors import AccessDenied, InsufficientScope, InvalidParams, NotFound, ProtocolError, TenantMismatch, UnknownTool
+from .context import NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer, ToolContext
+from .errors import (AccessDenied, InsufficientScope, InvalidParams, MissingCapability, NotFound, ProtocolError,
+                     TenantMismatch, UnknownTool)
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolResult, text, tool_error
 from .storage import Database
 from .tasks import TaskStore
 from .tools import Prompt, Registry, Resource, ResourceTemplate, Tool
 
-__all__ = ["Server", "InputRequired"]
+__all__ = ["Server"]
 
 _MISSING_RESULT_CONTENT = [text(MISSING_INPUT_TEXT)]
 _MAX_ARGUMENT_DEPTH = 64
-
-
-class InputRequired(Exception):
-    """Control flow, not an error: the tool needs answers before it can go on.
-
-    Raised by a stateless peer (2026-07-28) when a tool asks for input the request
-    did not carry; the engine turns it into an ``InputRequiredResult``.
-    """
-
-    def __init__(self, requests: dict[str, dict[str, Any]]) -> None:
-        super().__init__("input required")
-        self.requests = requests
 
 
 class Server:
@@ -337,9 +326,12 @@ class Server:
             raise NotFound("Resource not found", {"uri": uri[:256]})
         res, params = found
         ctx = ToolContext(principal, None, self, peer)  # type: ignore[arg-type]
-        out = res.reader(ctx, uri, **params)
-        if res.is_async:
-            out = await out
+        try:
+            out = res.reader(ctx, uri, **params)
+            if res.is_async:
+                out = await out
+        except ElicitationUnavailable as exc:
+            raise _missing_capability(exc) from None
         if out is None:
             self.events.record("resource.denied", tenant=principal.tenant, subject=principal.subject,
                                outcome="not_found", uri=uri[:256])
@@ -361,9 +353,12 @@ class Server:
             raise InvalidParams(f"Missing required prompt argument: {missing[0]}")
         ctx = ToolContext(principal, None, self, peer)  # type: ignore[arg-type]
         known = {a["name"] for a in prompt.arguments}
-        out = prompt.render(ctx, **{k: v for k, v in arguments.items() if k in known})
-        if prompt.is_async:
-            out = await out
+        try:
+            out = prompt.render(ctx, **{k: v for k, v in arguments.items() if k in known})
+            if prompt.is_async:
+                out = await out
+        except ElicitationUnavailable as exc:
+            raise _missing_capability(exc) from None
         result: dict[str, Any] = {"messages": out} if isinstance(out, list) else dict(out)
         if "description" not in result:
             result["description"] = prompt.description
@@ -382,6 +377,17 @@ class Server:
         if ref.get("type") == "ref/resource":
             return []
         raise InvalidParams("Unknown reference type")
+
+
+def _missing_capability(exc: ElicitationUnavailable) -> MissingCapability:
+    """Prompts and resources have no error result: a missing capability is -32021."""
+    caps: dict[str, Any] = {}
+    node = caps
+    parts = exc.capability.split("/")[0].split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = {}
+    return MissingCapability(data={"requiredCapabilities": caps})
 
 
 def _as_result(out: Any) -> ToolResult:

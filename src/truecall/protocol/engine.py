@@ -20,7 +20,7 @@ import time
 from typing import Any, Awaitable, Callable, Protocol
 
 from ..auth import Principal
-from ..context import ElicitationUnavailable
+from ..context import ElicitationUnavailable, InputRequired
 from ..errors import (
     InternalError,
     InvalidParams,
@@ -30,7 +30,7 @@ from ..errors import (
     ProtocolError,
     UnsupportedVersion,
 )
-from ..server import InputRequired, Server
+from ..server import Server
 from . import jsonrpc
 from ._state import SessionEvent, SessionState, SessionStateError, accepts_request, next_session_state
 from .jsonrpc import Incoming
