@@ -474,3 +474,74 @@ async def test_input_required_result_prompt(ctx) -> list[dict[str, Any]]:
     except ElicitationUnavailable:
         context = ""
     return [_say(text(f"Use this context: {context}" if context else "No context was given."))]
+
+
+# -- tasks extension (io.modelcontextprotocol/tasks) ----------------------------------------
+# A tool accepts its work with ``await ctx.accept_as_task()``: a client that declared
+# the extension gets the task handle at that point and the rest runs in the background.
+
+
+@app.tool("greet", description="Greets synchronously (never a task)",
+          input_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+def greet(ctx, name: str) -> ToolResult:
+    return ToolResult([text(f"Hello, {name}!")])
+
+
+@app.tool("slow_compute", description="Computes slowly; runs as a task when the client can take one",
+          input_schema={"type": "object", "properties": {"seconds": {"type": "number", "minimum": 0, "maximum": 600},
+                                                         "label": {"type": "string"}}},
+          task_support="optional")
+async def slow_compute(ctx, seconds: float = 1, label: str = "job") -> ToolResult:
+    if seconds > 0:
+        await ctx.accept_as_task(f"computing {label}")
+    await asyncio.sleep(seconds)
+    return ToolResult([text(f"Computed {label} in {seconds} s")])
+
+
+@app.tool("failing_job", description="A task whose tool result is an error (the task still completes)",
+          input_schema=NO_ARGS, task_support="required")
+async def failing_job(ctx) -> ToolResult:
+    await ctx.accept_as_task("starting a job that will fail")
+    await asyncio.sleep(0.5)
+    return truecall.tool_error("dependency_unavailable", "the job failed: its upstream was unavailable")
+
+
+@app.tool("protocol_error_job", description="A task that ends with a protocol error (status failed)",
+          input_schema=NO_ARGS, task_support="required")
+async def protocol_error_job(ctx) -> ToolResult:
+    await ctx.accept_as_task("starting a job that will hit a protocol error")
+    await asyncio.sleep(0.2)
+    raise truecall.InternalError("the job hit a protocol-level failure")
+
+
+@app.tool("confirm_delete", description="Asks for confirmation inside a task, then deletes (nothing real)",
+          input_schema={"type": "object", "properties": {"filename": {"type": "string"}}, "required": ["filename"]},
+          task_support="required")
+async def confirm_delete(ctx, filename: str) -> ToolResult:
+    await ctx.accept_as_task(f"deleting {filename} once confirmed")
+    answer = await ctx.elicit(f"Delete {filename}?", _form(confirm={"type": "boolean"}), key="confirm_delete")
+    if not answer.confirmed("confirm"):
+        return truecall.tool_error("declined", f"{filename} was not deleted: not confirmed")
+    return ToolResult([text(f"Deleted {filename}")])
+
+
+@app.tool("multi_input", description="Asks two questions at once inside a task", input_schema=NO_ARGS,
+          task_support="required")
+async def multi_input(ctx) -> ToolResult:
+    await ctx.accept_as_task("collecting two answers")
+    first, second = await ctx.gather(
+        ctx.elicit("First value?", _form(value={"type": "string"}), key="first"),
+        ctx.elicit("Second value?", _form(value={"type": "string"}), key="second"),
+    )
+    values = [a.content.get("value", "") if a.accepted else "(declined)" for a in (first, second)]
+    return ToolResult([text(f"Got {values[0]} and {values[1]}")])
+
+
+@app.tool("test_tool_with_task", description="Asks for a name synchronously, then runs as a task",
+          input_schema=NO_ARGS, task_support="required")
+async def test_tool_with_task(ctx) -> ToolResult:
+    answer = await ctx.elicit("What is your name?", _form(name={"type": "string"}), key="user_name")
+    name = answer.content.get("name", "friend") if answer.accepted else "friend"
+    await ctx.accept_as_task(f"greeting {name}")
+    await asyncio.sleep(0.2)
+    return ToolResult([text(f"Hello, {name}, from a task!")])

@@ -193,3 +193,97 @@ def sse_messages(body: str | bytes) -> list[dict[str, Any]]:
         assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", message
         out.append(message)
     return out
+
+
+# -- a small app for progress and cancellation (public truecall API only) ------------
+
+APP_DB_ENV = "TRUECALL_TEST_APP_DB"
+
+PROGRESS_APP = '''\
+"""A test app: one tool that reports progress, one that only sleeps."""
+
+import asyncio
+import os
+
+import truecall
+
+app = truecall.Server("progress-app", "1.0.0", db=os.environ["TRUECALL_TEST_APP_DB"])
+# No tokens are configured: on loopback the transport serves this principal anonymously.
+app.local_principal = truecall.Principal("local@test", "local", frozenset())
+
+
+@app.tool("count", description="Counts to three, reporting progress at each step.",
+          input_schema={"type": "object", "properties": {}, "additionalProperties": False})
+async def count(ctx):
+    for step in (1, 2, 3):
+        await ctx.progress(step, 3, f"step {step}")
+    return {"steps": 3}
+
+
+@app.tool("slow", description="Sleeps for a long time and does nothing else.",
+          input_schema={"type": "object", "properties": {"seconds": {"type": "number"}}})
+async def slow(ctx, seconds: float = 30.0):
+    await asyncio.sleep(seconds)
+    return "woke up"
+'''
+
+
+def write_progress_app(directory: Path) -> tuple[Path, Path]:
+    """Write the progress app into ``directory``; returns (app file, the db path it will use)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "progress_app.py"
+    path.write_text(PROGRESS_APP)
+    return path, directory / "app.db"
+
+
+def audit_kinds(db: Path, tool: str | None = None) -> list[str]:
+    """Audit record kinds in ``db`` (oldest first), read with plain sqlite3."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
+    try:
+        if tool is None:
+            rows = conn.execute("SELECT kind FROM audit_events ORDER BY id").fetchall()
+        else:
+            rows = conn.execute("SELECT kind FROM audit_events WHERE tool = ? ORDER BY id", (tool,)).fetchall()
+    finally:
+        conn.close()
+    return [r[0] for r in rows]
+
+
+def raw_post(port: int, body: bytes, headers: dict[str, str], path: str = "/mcp",
+             timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:
+    """One POST written byte for byte on a socket (for header values httpx refuses to send).
+
+    Returns (status, lower-cased headers, body); the body is read until the server closes.
+    """
+    lines = [f"POST {path} HTTP/1.1", f"Host: {HOST}:{port}", f"Content-Length: {len(body)}", "Connection: close"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    with socket.create_connection((HOST, port), timeout=timeout) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    head, _, rest = b"".join(chunks).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parsed = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        parsed[name.strip().lower()] = value.strip()
+    if parsed.get("transfer-encoding", "").lower() == "chunked":
+        rest = _dechunk(rest)
+    return int(status_line.split()[1]), parsed, rest
+
+
+def _dechunk(data: bytes) -> bytes:
+    out, pos = [], 0
+    while True:
+        end = data.index(b"\r\n", pos)
+        size = int(data[pos:end].split(b";")[0], 16)
+        if size == 0:
+            return b"".join(out)
+        out.append(data[end + 2:end + 2 + size])
+        pos = end + 2 + size + 2

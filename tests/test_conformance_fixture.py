@@ -59,6 +59,9 @@ EXPECTED_TOOLS = {
     "test_trigger_prompt_change", "test_custom_header",
     *(f"test_input_required_result_{s}" for s in ("elicitation", "sampling", "list_roots", "request_state",
                                                   "multiple_inputs", "multi_round", "tampered_state", "capabilities")),
+    # the tasks extension's fixtures
+    "greet", "slow_compute", "failing_job", "protocol_error_job", "confirm_delete", "multi_input",
+    "test_tool_with_task",
 }
 EXPECTED_PROMPTS = ["test_simple_prompt", "test_prompt_with_arguments", "test_prompt_with_embedded_resource",
                     "test_prompt_with_image", "test_input_required_result_prompt"]

@@ -127,7 +127,8 @@ NO_PEER = NoPeer()
 class ToolContext:
     """Handed to every tool handler as its first argument."""
 
-    __slots__ = ("principal", "tool", "server", "peer", "request_id", "meta", "_elicit_seq", "_last_progress")
+    __slots__ = ("principal", "tool", "server", "peer", "request_id", "meta", "_elicit_seq", "_last_progress",
+                 "task", "_accept")
 
     def __init__(self, principal: Principal, tool: "Tool", server: Any, peer: Peer = NO_PEER,
                  request_id: Any = None, meta: dict[str, Any] | None = None) -> None:
@@ -139,6 +140,9 @@ class ToolContext:
         self.meta = meta or {}
         self._elicit_seq = 0
         self._last_progress: float | None = None
+        #: The task this call became, once accepted.
+        self.task: Any = None
+        self._accept: Any = None
 
     @property
     def tenant(self) -> str:
@@ -219,6 +223,24 @@ class ToolContext:
         except ElicitationUnavailable:
             return False
         return answer.confirmed(field_name)
+
+    async def accept_as_task(self, message: str | None = None) -> Any:
+        """Accept the work: the caller gets a task handle now, this handler goes on in the background.
+
+        Call it at the point where the work is *accepted* and not before any input
+        the call needs synchronously.  For a client that cannot take a task this
+        returns ``None`` and the call simply continues (a tool declared
+        ``task_support="required"`` never gets here: such callers are refused).
+        """
+        if self.task is not None:
+            return self.task
+        if self._accept is None:
+            if self.tool is not None and self.tool.task_support == "required":
+                from .errors import MissingCapability
+
+                raise MissingCapability("This tool runs only as a task")
+            return None
+        return await self._accept(self, message)
 
     async def gather(self, *asks: Any) -> list[Any]:
         """Ask several questions at once: all answers, or every missing question in one round.

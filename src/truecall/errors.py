@@ -18,6 +18,7 @@ __all__ = [
     "InternalError",
     "HeaderMismatch",
     "MissingCapability",
+    "TaskRequired",
     "UnsupportedVersion",
     "AccessDenied",
     "InvalidCredential",
@@ -97,6 +98,12 @@ class HeaderMismatch(ProtocolError):
 
 class MissingCapability(ProtocolError):
     code, http_status, default_message = MISSING_CAPABILITY, 400, "Missing required client capability"
+
+
+class TaskRequired(MissingCapability):
+    """The tool runs only as a task and the caller cannot take one."""
+
+    default_message = "This tool runs only as a task; the client must support tasks"
 
 
 class UnsupportedVersion(ProtocolError):

@@ -21,10 +21,11 @@ from .changes import ChangeFeed
 from .auth import Principal, StaticTokens, TokenVerifier
 from .context import NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer, ToolContext
 from .errors import (AccessDenied, InsufficientScope, InvalidParams, MissingCapability, NotFound, ProtocolError,
-                     TenantMismatch, UnknownTool)
+                     TaskRequired, TenantMismatch, UnknownTool)
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolResult, text, tool_error
 from .storage import Database
-from .tasks import TaskStore
+from .tasks import Task, TaskStore
+from .tasks.runtime import TaskRuntime
 from .tools import Prompt, Registry, Resource, ResourceTemplate, Tool
 
 __all__ = ["Server"]
@@ -57,6 +58,7 @@ class Server:
         self.db = db if isinstance(db, Database) else Database(db or ":memory:")
         self.events = AuditLog(self.db, key=audit_key, enabled=audit)
         self.tasks = TaskStore(self.db)
+        self.task_runtime = TaskRuntime(self.tasks, publish=lambda kind, value: self.changes.publish(kind, value))
         #: Principal for local (stdio) connections; set by the app or the CLI.
         self.local_principal: Principal | None = None
         self.changes = ChangeFeed()
@@ -207,16 +209,63 @@ class Server:
         request_id: Any = None,
         meta: dict[str, Any] | None = None,
         client: str | None = None,
-    ) -> ToolResult:
-        """Run one call for an authenticated principal and return an honest result."""
+        task_mode: str | None = None,
+        task_ttl_ms: int | None = None,
+    ) -> ToolResult | Task:
+        """Run one call for an authenticated principal and return an honest result.
+
+        ``task_mode`` ("ext" for the tasks extension, "core" for 2025-11-25 tasks,
+        "inproc" for in-process callers) says the caller can take a task: if the tool
+        accepts its work (``ctx.accept_as_task()``) the answer is that :class:`Task`,
+        and the rest of the handler runs in the background.
+        """
         started = time.perf_counter()
         tool = self.admit(principal, name, tenant)
+        if tool.task_support == "required" and task_mode is None:
+            self._deny(principal, name, "task_required")
+            raise TaskRequired()
         if arguments is None:
             arguments = {}
         rejection = self.check_input(tool, principal, arguments)
         if rejection is not None:
             return rejection
         ctx = ToolContext(principal, tool, self, peer, request_id, meta)
+        if task_mode is None or tool.task_support == "forbidden":
+            return await self._run(tool, ctx, principal, arguments, started, client)
+        loop = asyncio.get_running_loop()
+        accepted: asyncio.Future[Task] = loop.create_future()
+
+        async def accept(c: ToolContext, message: str | None) -> Task:
+            task = self.task_runtime.accept(c, era=task_mode, ttl_ms=task_ttl_ms, message=message)
+            self.events.record("task.created", tool=name, tenant=principal.tenant, subject=principal.subject,
+                               outcome="accepted", taskId=task.task_id, arguments=arguments)
+            if not accepted.done():
+                accepted.set_result(task)
+            await asyncio.sleep(0)  # the caller hears of the task before the work goes on
+            return task
+
+        ctx._accept = accept
+        work = loop.create_task(self._run(tool, ctx, principal, arguments, started, client))
+        try:
+            await asyncio.wait({work, accepted}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            if not accepted.done():
+                work.cancel()
+            raise
+        if accepted.done():
+            task = accepted.result()
+
+            def audit(kind: str, fields: dict[str, Any]) -> None:
+                self.events.record(kind, tool=name, tenant=principal.tenant, subject=principal.subject, **fields)
+
+            self.task_runtime.adopt(task, work, audit)
+            return task
+        accepted.cancel()
+        return work.result()
+
+    async def _run(self, tool: Tool, ctx: ToolContext, principal: Principal, arguments: dict[str, Any],
+                   started: float, client: str | None) -> ToolResult:
+        name = tool.name
         try:
             if tool.is_async:
                 out = await tool.handler(ctx, **tool.bind(arguments))
@@ -245,7 +294,13 @@ class Server:
                                outcome="internal", reason="exception", exception=type(exc).__name__,
                                arguments=arguments, durationMs=round((time.perf_counter() - started) * 1000, 3))
             return result
-        result = _as_result(out)
+        try:
+            result = _as_result(out)
+        except (TypeError, ValueError) as exc:  # not a result, or not JSON: a bug in the tool
+            self.events.record("tool.failed", tool=name, tenant=principal.tenant, subject=principal.subject,
+                               outcome="internal", reason="bad_result", exception=type(exc).__name__,
+                               arguments=arguments, durationMs=round((time.perf_counter() - started) * 1000, 3))
+            return tool_error(ErrorKind.INTERNAL, "the tool produced something that is not a result; it was withheld")
         if not result.is_error and tool.output_validator is not None:
             sc = result.structured_content
             if sc is None or not tool.output_validator.is_valid(sc):
@@ -262,6 +317,10 @@ class Server:
         """``None`` when the arguments are valid, else the rejection (already recorded)."""
         if not isinstance(arguments, dict):
             return self._reject(tool, principal, arguments, "arguments must be a JSON object", "(root)")
+        if not _is_json(arguments):
+            return self._reject(tool, principal, {}, "arguments must be JSON data (UTF-8 text, numbers, "
+                                f"booleans, null, arrays, objects) nested at most {_MAX_ARGUMENT_DEPTH} deep",
+                                "(root)")
         validator = tool.input_validator
         if validator.is_valid(arguments):
             missing = validator.missing_required(arguments) if validator.required else None
@@ -283,7 +342,7 @@ class Server:
 
     def _reject(self, tool: Tool, principal: Principal, arguments: Any, message: str | None, field: str) -> ToolResult:
         self.events.record("tool.rejected", tool=tool.name, tenant=principal.tenant, subject=principal.subject,
-                           reason="invalid_input", outcome="invalid_input", field=field,
+                           reason="invalid_input", outcome="invalid_input", field=_declared_path(tool, field),
                            arguments=arguments if isinstance(arguments, dict) else {})
         if message is None:  # the seed's exact result for a missing or empty required field
             return ToolResult(list(_MISSING_RESULT_CONTENT), is_error=True)
@@ -377,6 +436,40 @@ class Server:
         if ref.get("type") == "ref/resource":
             return []
         raise InvalidParams("Unknown reference type")
+
+
+def _is_json(value: Any) -> bool:
+    """Plain JSON data, nested at most ``_MAX_ARGUMENT_DEPTH`` deep (in-process callers can pass anything)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > _MAX_ARGUMENT_DEPTH:
+            return False
+        if isinstance(item, str):
+            if not item.isascii():
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return False
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return False
+                stack.append((key, depth))
+                stack.append((child, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+        elif item is not None and not isinstance(item, (bool, int, float)):
+            return False
+    return True
+
+
+def _declared_path(tool: Tool, path: str) -> str:
+    """A field path fit for the audit trail: names the schema does not declare are client
+    data (possibly a pasted secret) and are not written."""
+    declared = tool.declared_fields
+    parts = path.split("/") if path and path != "(root)" else []
+    return "/".join(p if (p in declared or p.isdigit()) else "[undeclared]" for p in parts) or "(root)"
 
 
 def _missing_capability(exc: ElicitationUnavailable) -> MissingCapability:

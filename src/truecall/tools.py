@@ -28,6 +28,23 @@ TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,128}$")
 Handler = Callable[..., Any]
 
 
+def _property_names(schema: Any, depth: int = 0) -> set[str]:
+    """Every property name a schema declares, at any depth (for safe audit paths)."""
+    names: set[str] = set()
+    if depth > 16:
+        return names
+    if isinstance(schema, dict):
+        props = schema.get("properties")
+        if isinstance(props, dict):
+            names.update(str(k) for k in props)
+        for value in schema.values():
+            names |= _property_names(value, depth + 1)
+    elif isinstance(schema, list):
+        for item in schema:
+            names |= _property_names(item, depth + 1)
+    return names
+
+
 def _call_shape(fn: Handler) -> tuple[bool, frozenset[str] | None]:
     """(is_async, accepted keyword names or None for **kwargs)."""
     is_async = inspect.iscoroutinefunction(fn)
@@ -62,6 +79,7 @@ class Tool:
         if self.task_support not in ("forbidden", "optional", "required"):
             raise ValueError("task_support is forbidden, optional or required")
         self.input_validator = Validator(self.input_schema)
+        self.declared_fields = frozenset(_property_names(self.input_schema))
         self.output_validator = Validator(self.output_schema) if self.output_schema is not None else None
         self.is_async, self.accepts = _call_shape(self.handler)
         self.scopes = frozenset(self.scopes)

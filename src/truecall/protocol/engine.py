@@ -22,6 +22,7 @@ from typing import Any, Awaitable, Callable, Protocol
 from ..auth import Principal
 from ..context import ElicitationUnavailable, InputRequired
 from ..errors import (
+    TaskRequired,
     InternalError,
     InvalidParams,
     MethodNotFound,
@@ -47,7 +48,10 @@ from .versions import (
     META_VERSION,
     MODERN,
     SUPPORTED,
+    TASKS_EXTENSION,
 )
+from ..tasks import Task, TaskStatus
+from .taskwire import core_task, ext_detailed, ext_task
 
 __all__ = ["Engine", "Session", "Outbox", "RequestContext", "MODERN_METHODS", "LEGACY_METHODS"]
 
@@ -217,11 +221,12 @@ Handler = Callable[[RequestContext], Awaitable[dict[str, Any]]]
 MODERN_METHODS = frozenset({
     "server/discover", "tools/list", "tools/call", "resources/list", "resources/read", "resources/templates/list",
     "prompts/list", "prompts/get", "completion/complete", "subscriptions/listen",
+    "tasks/get", "tasks/update", "tasks/cancel",
 })
 LEGACY_METHODS = frozenset({
     "initialize", "ping", "tools/list", "tools/call", "resources/list", "resources/read", "resources/templates/list",
     "resources/subscribe", "resources/unsubscribe", "prompts/list", "prompts/get", "completion/complete",
-    "logging/setLevel",
+    "logging/setLevel", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel",
 })
 _CACHEABLE = frozenset({"server/discover", "tools/list", "resources/list", "resources/read",
                         "resources/templates/list", "prompts/list"})
@@ -238,6 +243,7 @@ class Engine:
         sealer: Sealer | None = None,
         client_request_timeout: float = 300.0,
         legacy_default_log_level: str | None = "debug",
+        recover_on_start: bool = True,
     ) -> None:
         self.server = server
         self.sealer = sealer or Sealer()
@@ -263,11 +269,21 @@ class Engine:
             "completion/complete": self._complete,
             "logging/setLevel": self._set_level,
             "subscriptions/listen": self._listen,
+            "tasks/get": self._tasks_get,
+            "tasks/update": self._tasks_update,
+            "tasks/cancel": self._tasks_cancel,
+            "tasks/result": self._tasks_result,
+            "tasks/list": self._tasks_list,
         }
+        self.modern_methods = MODERN_METHODS
+        # The only process serving this database at start-up: whatever another runner
+        # left unfinished is orphaned (shared databases rely on leases instead).
+        if recover_on_start:
+            server.task_runtime.recover(sole_runner=True)
 
     # -- capabilities -------------------------------------------------------------
 
-    def capabilities(self, era: str) -> dict[str, Any]:
+    def capabilities(self, era: str, version: str | None = None) -> dict[str, Any]:
         caps: dict[str, Any] = {
             "tools": {"listChanged": True},
             "resources": {"subscribe": True, "listChanged": True},
@@ -275,6 +291,10 @@ class Engine:
             "completions": {},
             "logging": {},
         }
+        if era == "modern":
+            caps["extensions"] = {TASKS_EXTENSION: {}}
+        elif version == "2025-11-25":
+            caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         return caps
 
     # -- entry point ----------------------------------------------------------------
@@ -344,7 +364,7 @@ class Engine:
         except InputRequired as need:
             if ctx.era != "modern" or method not in _INPUT_CAPABLE:
                 raise InternalError() from None
-            return self._input_required(ctx, need)
+            result = self._input_required(ctx, need)
         except (ProtocolError, asyncio.CancelledError):
             raise
         except Exception:  # never let internals reach the client
@@ -355,7 +375,7 @@ class Engine:
             result.setdefault("resultType", "complete")
             meta = result.get("_meta")
             result["_meta"] = {**meta, **self._modern_meta} if meta else self._modern_meta
-            if method in _CACHEABLE:
+            if method in _CACHEABLE and result["resultType"] == "complete":
                 result.setdefault("ttlMs", 0 if method == "resources/read" else _LIST_TTL_MS)
                 result.setdefault("cacheScope", "public" if method == "server/discover" else "private")
         return result
@@ -419,7 +439,7 @@ class Engine:
         session.log_level = self.legacy_default_log_level
         result: dict[str, Any] = {
             "protocolVersion": session.version,
-            "capabilities": self.capabilities("legacy"),
+            "capabilities": self.capabilities("legacy", session.version),
             "serverInfo": self.server_info,
         }
         if self.server.instructions:
@@ -483,8 +503,24 @@ class Engine:
             self._open_state(ctx, "tools/call", name, arguments or {})
         peer = _Peer(self, ctx)
         client = ctx.client_info.get("name") if ctx.client_info else None
-        result = await self.server.acall_tool(ctx.principal, name, arguments, peer=peer, request_id=ctx.id,
-                                              meta=ctx.meta, client=client if isinstance(client, str) else None)
+        task_mode, ttl_ms = None, None
+        if ctx.era == "modern":
+            if _has_tasks_extension(ctx.caps):
+                task_mode = "ext"
+        elif isinstance(params.get("task"), dict) and ctx.version == "2025-11-25":
+            task_mode = "core"
+            ttl = params["task"].get("ttl")
+            ttl_ms = min(int(ttl), 7 * 24 * 3600 * 1000) if isinstance(ttl, int) and ttl > 0 else None
+        try:
+            result = await self.server.acall_tool(ctx.principal, name, arguments, peer=peer, request_id=ctx.id,
+                                                  meta=ctx.meta, client=client if isinstance(client, str) else None,
+                                                  task_mode=task_mode, task_ttl_ms=ttl_ms)
+        except TaskRequired:
+            if ctx.era == "modern":
+                raise _tasks_capability_error() from None
+            raise MethodNotFound("Task augmentation required for this tool") from None
+        if isinstance(result, Task):
+            return ext_task(result) | {"resultType": "task"} if task_mode == "ext" else {"task": core_task(result)}
         return result.to_dict()
 
     async def _resources_list(self, ctx: RequestContext) -> dict[str, Any]:
@@ -538,6 +574,14 @@ class Engine:
             if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris) or len(uris) > 1000:
                 raise InvalidParams("resourceSubscriptions must be a list of URIs")
             honored["resourceSubscriptions"] = uris
+        task_ids = wanted.get("taskIds")
+        if task_ids is not None:
+            if not _has_tasks_extension(ctx.caps):
+                raise _tasks_capability_error()
+            if not isinstance(task_ids, list) or not all(isinstance(t, str) for t in task_ids) or len(task_ids) > 1000:
+                raise InvalidParams("taskIds must be a list of task ids")
+            honored["taskIds"] = task_ids
+        watched_tasks = set(task_ids or ())
         sub_meta = {META_SUBSCRIPTION: ctx.id}
         feed = self.server.changes
         queue = feed.listen()
@@ -547,7 +591,15 @@ class Engine:
             watched = set(honored.get("resourceSubscriptions", ()))
             while True:
                 kind, value = await queue.get()
-                if kind == "resource":
+                if kind == "task":
+                    if value in watched_tasks:
+                        try:
+                            task = self.server.tasks.get(value, owner=ctx.principal)
+                        except NotFound:
+                            continue
+                        await ctx.outbox.send(jsonrpc.notification(
+                            "notifications/tasks", {**ext_detailed(task, result_type=False), "_meta": sub_meta}))
+                elif kind == "resource":
                     if value in watched:
                         await ctx.outbox.send(jsonrpc.notification(
                             "notifications/resources/updated", {"_meta": sub_meta, "uri": value}))
@@ -567,13 +619,89 @@ class Engine:
                 stream = session.stream
                 if stream is None or session.state is SessionState.NEW:
                     continue
-                if kind == "resource":
+                if kind == "task":
+                    if session.version != "2025-11-25" or session.principal is None:
+                        continue
+                    try:
+                        task = self.server.tasks.get(value, owner=session.principal)
+                    except NotFound:
+                        continue
+                    await stream.send(jsonrpc.notification("notifications/tasks/status", core_task(task)))
+                elif kind == "resource":
                     if value in session.subscriptions:
                         await stream.send(jsonrpc.notification("notifications/resources/updated", {"uri": value}))
                 else:
                     await stream.send(jsonrpc.notification(f"notifications/{kind}/list_changed"))
         finally:
             feed.unlisten(queue)
+
+    # -- tasks ------------------------------------------------------------------------
+
+    def _task_for(self, ctx: RequestContext) -> Task:
+        if ctx.era == "modern" and not _has_tasks_extension(ctx.caps):
+            raise _tasks_capability_error()
+        task_id = ctx.params.get("taskId")
+        if not isinstance(task_id, str):
+            raise InvalidParams("taskId must be a string")
+        # Another tenant's or subject's task answers exactly like an unknown one.
+        return self.server.tasks.get(task_id, owner=ctx.principal)
+
+    async def _tasks_get(self, ctx: RequestContext) -> dict[str, Any]:
+        task = self._task_for(ctx)
+        return ext_detailed(task) if ctx.era == "modern" else core_task(task)
+
+    async def _tasks_update(self, ctx: RequestContext) -> dict[str, Any]:
+        task = self._task_for(ctx)
+        responses = ctx.params.get("inputResponses")
+        if not isinstance(responses, dict):
+            raise InvalidParams("inputResponses must be an object")
+        if any(not isinstance(v, dict) for v in responses.values()):
+            raise InvalidParams("each input response must be an object")
+        self.server.tasks.answer(task.task_id, responses, owner=ctx.principal)
+        self.server.task_runtime.answered(task.task_id)
+        self.server.events.record("task.input", tenant=ctx.principal.tenant, subject=ctx.principal.subject,
+                                  outcome="ok", taskId=task.task_id, responses=responses)
+        return {}
+
+    async def _tasks_cancel(self, ctx: RequestContext) -> dict[str, Any]:
+        task = self._task_for(ctx)
+        if task.terminal:
+            if ctx.era == "modern":
+                return {}  # cancelling a finished task is acknowledged and changes nothing
+            raise InvalidParams(f"Task is already {task.status.value}")
+        task = await self.server.task_runtime.cancel(task)
+        self.server.events.record("task.cancel_requested", tenant=ctx.principal.tenant,
+                                  subject=ctx.principal.subject, outcome=task.status.value, taskId=task.task_id)
+        return {} if ctx.era == "modern" else core_task(task)
+
+    async def _tasks_result(self, ctx: RequestContext) -> dict[str, Any]:
+        task = self._task_for(ctx)
+        queue = self.server.changes.listen()
+        try:
+            while not task.terminal:
+                try:
+                    async with asyncio.timeout(5.0):
+                        while True:
+                            kind, value = await queue.get()
+                            if kind == "task" and value == task.task_id:
+                                break
+                except TimeoutError:
+                    pass
+                task = self.server.tasks.get(task.task_id, owner=ctx.principal)
+        finally:
+            self.server.changes.unlisten(queue)
+        related = {"io.modelcontextprotocol/related-task": {"taskId": task.task_id}}
+        if task.status is TaskStatus.FAILED:
+            error = task.error or {}
+            raise ProtocolError(str(error.get("message", "Task failed"))[:500], {"taskId": task.task_id}) \
+                if not isinstance(error.get("code"), int) else _stored_error(error)
+        if task.status is TaskStatus.CANCELLED:
+            raise InvalidParams("Task was cancelled", {"taskId": task.task_id})
+        return {**(task.result or {"content": []}), "_meta": related}
+
+    async def _tasks_list(self, ctx: RequestContext) -> dict[str, Any]:
+        _check_cursor(ctx.params)
+        return {"tasks": [core_task(t) for t in self.server.tasks.list(owner=ctx.principal, limit=1000)]}
 
     # -- stateless multi-round-trip input ----------------------------------------------
 
@@ -606,7 +734,8 @@ class Engine:
         state = self.sealer.seal({**self._binding(ctx, str(ctx.method), str(name), ctx.params.get("arguments") or {}),
                                   "r": answered})
         self.server.db.execute("DELETE FROM used_request_states WHERE expires_at < ?", (time.time(),))
-        return {"resultType": "input_required", "inputRequests": need.requests, "requestState": state}
+        return {"resultType": "input_required", "inputRequests": need.requests, "requestState": state,
+                "_meta": self._modern_meta}  # every result names the server, interim ones too
 
 
 def _without_execution(definition: dict[str, Any]) -> dict[str, Any]:
@@ -626,6 +755,22 @@ def _check_cursor(params: dict[str, Any]) -> None:
     cursor = params.get("cursor")
     if cursor is not None:  # everything fits on one page: any cursor is one we never issued
         raise InvalidParams("Invalid cursor")
+
+
+def _has_tasks_extension(caps: dict[str, Any]) -> bool:
+    extensions = caps.get("extensions")
+    return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
+
+
+def _tasks_capability_error() -> MissingCapability:
+    return MissingCapability(f"This request needs the {TASKS_EXTENSION} extension",
+                             {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
+
+
+def _stored_error(error: dict[str, Any]) -> ProtocolError:
+    exc = ProtocolError(str(error.get("message", "Task failed"))[:500], error.get("data"))
+    exc.code = int(error["code"])
+    return exc
 
 
 class InvalidMeta(InvalidParams):

@@ -90,7 +90,9 @@ def decode(data: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Incoming:
         raise MessageError(InvalidRequest("Message too large"))
     try:
         msg = orjson.loads(data)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as exc:
+        if "recursion" in str(exc):  # valid JSON, nested deeper than the parser goes: too deep, not unparseable
+            raise MessageError(InvalidRequest("Message is nested too deeply")) from None
         raise MessageError(ParseError()) from None
     if isinstance(msg, list):
         raise MessageError(InvalidRequest("Batches are not supported"))
@@ -122,7 +124,14 @@ def decode(data: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Incoming:
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    return orjson.dumps(message)
+    """One message as JSON; a message that is not JSON-encodable (a tool's bad output)
+    becomes an internal error for the same id rather than a dropped answer."""
+    try:
+        return orjson.dumps(message)
+    except (TypeError, orjson.JSONEncodeError):
+        from ..errors import InternalError
+
+        return orjson.dumps(error_message(message.get("id"), InternalError()))
 
 
 def result_message(id: Any, result: dict[str, Any]) -> dict[str, Any]:

@@ -55,7 +55,16 @@ TASK_MIGRATIONS = [
         CREATE INDEX tasks_owner ON tasks (owner_tenant, owner_subject, created_at);
         CREATE INDEX tasks_status ON tasks (status)
         """,
-    )
+    ),
+    (
+        "tasks-2",
+        """
+        ALTER TABLE tasks ADD COLUMN input_requests BLOB;
+        ALTER TABLE tasks ADD COLUMN responses BLOB;
+        ALTER TABLE tasks ADD COLUMN runner_id TEXT;
+        ALTER TABLE tasks ADD COLUMN lease_until REAL
+        """,
+    ),
 ]
 
 
@@ -90,6 +99,12 @@ class Task:
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     request: dict[str, Any] | None = field(default=None, repr=False)
+    #: Outstanding questions (key → ``{method, params}``) while ``input_required``.
+    input_requests: dict[str, Any] | None = None
+    #: Every answer received, by key (keys are never reused in a task's life).
+    responses: dict[str, Any] | None = field(default=None, repr=False)
+    runner_id: str | None = None
+    lease_until: float | None = None
 
     @property
     def terminal(self) -> bool:
@@ -113,7 +128,7 @@ class Task:
 
 _COLUMNS = (
     "task_id, status, created_at, updated_at, ttl_ms, poll_interval_ms, owner_tenant, owner_subject, tool, "
-    "status_message, input_schema, input, result, error, request"
+    "status_message, input_schema, input, result, error, request, input_requests, responses, runner_id, lease_until"
 )
 
 
@@ -129,6 +144,7 @@ def _task(row: tuple[Any, ...]) -> Task:
     return Task(
         row[0], TaskStatus(row[1]), row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9],
         _load(row[10]), _load(row[11]), _load(row[12]), _load(row[13]), _load(row[14]),
+        _load(row[15]), _load(row[16]), row[17], row[18],
     )
 
 
@@ -191,6 +207,8 @@ class TaskStore:
         ttl_ms: int | None = None,
         request: dict[str, Any] | None = None,
         status_message: str | None = None,
+        runner_id: str | None = None,
+        lease_s: float = 30.0,
     ) -> Task:
         """A new task: ``input_required`` when it needs input first, else ``working``."""
         if input_schema is not None:
@@ -210,12 +228,14 @@ class TaskStore:
             status_message=status_message,
             input_schema=input_schema,
             request=request,
+            runner_id=runner_id,
+            lease_until=now + lease_s if runner_id else None,
         )
         self.db.execute(
-            f"INSERT INTO tasks ({_COLUMNS}, expires_at) VALUES ({', '.join('?' * 16)})",
+            f"INSERT INTO tasks ({_COLUMNS}, expires_at) VALUES ({', '.join('?' * 20)})",
             (task.task_id, task.status.value, now, now, ttl, task.poll_interval_ms, task.owner_tenant,
              task.owner_subject, tool, status_message, _dump(input_schema), None, None, None, _dump(request),
-             now + ttl / 1000.0),
+             None, None, runner_id, task.lease_until, now + ttl / 1000.0),
         )
         return task
 
@@ -258,6 +278,74 @@ class TaskStore:
             changes["status_message"] = message or "cancelled"
         return self.get(task_id)
 
+    def ask(self, task_id: str, requests: dict[str, Any], message: str | None = None) -> Task:
+        """A running task needs answers: ``working`` → ``input_required`` with ``requests`` outstanding.
+
+        A task already waiting gets the new questions added (several asked at once).
+        """
+        with self.db.transaction():
+            task = self.get(task_id)
+            clash = set(task.responses or {}).union(task.input_requests or {}).intersection(requests)
+            if clash:
+                raise ValueError(f"input keys are unique for a task's life; already used: {sorted(clash)}")
+            if task.status is TaskStatus.INPUT_REQUIRED:
+                self.db.execute("UPDATE tasks SET input_requests = ?, updated_at = ? WHERE task_id = ?",
+                                (_dump({**(task.input_requests or {}), **requests}), time.time(), task_id))
+            else:
+                with self._transition(task_id, TaskEvent.REQUEST_INPUT, None) as (_, changes):
+                    changes["input_requests"] = requests
+                    changes["status_message"] = message or "waiting for input"
+        return self.get(task_id)
+
+    def answer(self, task_id: str, responses: dict[str, Any], owner: Principal | None = None) -> Task:
+        """Record answers to outstanding questions; unknown or already-answered keys are ignored.
+
+        When the last outstanding question is answered the task goes back to
+        ``working``; a partial answer keeps it ``input_required``.
+        """
+        with self.db.transaction():
+            task = self.get(task_id, owner)
+            if task.status is not TaskStatus.INPUT_REQUIRED:
+                return task  # late or duplicate answers change nothing
+            outstanding = dict(task.input_requests or {})
+            accepted = {k: v for k, v in responses.items() if k in outstanding}
+            if not accepted:
+                return task
+            for key in accepted:
+                outstanding.pop(key)
+            all_responses = {**(task.responses or {}), **accepted}
+            if outstanding:
+                self.db.execute("UPDATE tasks SET input_requests = ?, responses = ?, updated_at = ? WHERE task_id = ?",
+                                (_dump(outstanding), _dump(all_responses), time.time(), task_id))
+            else:
+                with self._transition(task_id, TaskEvent.PROVIDE_INPUT, owner) as (_, changes):
+                    changes["input_requests"] = None
+                    changes["responses"] = all_responses
+                    changes["status_message"] = None
+        return self.get(task_id)
+
+    def renew_leases(self, runner_id: str, task_ids: list[str], lease_s: float) -> None:
+        """Heartbeat: the runner still holds these tasks."""
+        if not task_ids:
+            return
+        until = time.time() + lease_s
+        with self.db.transaction():
+            for task_id in task_ids:
+                self.db.execute("UPDATE tasks SET lease_until = ? WHERE task_id = ? AND runner_id = ?",
+                                (until, task_id, runner_id))
+
+    def orphans(self, *, now: float | None = None, other_than: str | None = None) -> list[Task]:
+        """Unfinished tasks whose runner is gone: its lease ran out, or (``other_than``) any
+        runner but this one — right for a database only one process serves."""
+        now = time.time() if now is None else now
+        sql = (f"SELECT {_COLUMNS} FROM tasks WHERE status IN ('working', 'input_required') "
+               "AND runner_id IS NOT NULL AND expires_at > ? AND ")
+        if other_than is not None:
+            rows = self.db.fetchall(sql + "runner_id != ?", (now, other_than))
+        else:
+            rows = self.db.fetchall(sql + "(lease_until IS NULL OR lease_until < ?)", (now, now))
+        return [_task(r) for r in rows]
+
     def purge_expired(self) -> int:
         """Delete tasks past their TTL; returns how many."""
         cur = self.db.execute("DELETE FROM tasks WHERE expires_at <= ?", (time.time(),))
@@ -280,7 +368,7 @@ class TaskStore:
             self.db.execute(f"UPDATE tasks SET {', '.join(sets)} WHERE task_id = ?", params)
 
 
-_JSON_COLUMNS = frozenset({"input_schema", "input", "result", "error", "request"})
+_JSON_COLUMNS = frozenset({"input_schema", "input", "result", "error", "request", "input_requests", "responses"})
 
 
 __all__ += ["InvalidTransition"]

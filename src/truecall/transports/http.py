@@ -112,7 +112,7 @@ class _SseOutbox:
             return
         await self.start()
         await self.send_({"type": "http.response.body",
-                          "body": b"event: message\ndata: " + orjson.dumps(message) + b"\n\n", "more_body": True})
+                          "body": b"event: message\ndata: " + jsonrpc.encode(message) + b"\n\n", "more_body": True})
 
     async def finish(self, message: dict[str, Any] | None) -> None:
         if self.closed:
@@ -307,8 +307,10 @@ class HttpTransport:
         has_meta_version = isinstance(meta, dict) and META_VERSION in meta
         header_version = (headers.get("mcp-protocol-version") or "").strip()
         legacy_header = header_version in LEGACY or header_version in ("2025-03-26", "2024-11-05")
-        if session_id is None and message.method != "initialize" and (
-                has_meta_version or (header_version and not legacy_header)):
+        # A request whose _meta names its version is stateless whatever Mcp-Session-Id it carries:
+        # 2026-07-28 ignores that header, and its routing-header checks must not be skippable.
+        if message.method != "initialize" and (
+                has_meta_version or (session_id is None and header_version and not legacy_header)):
             await self._post_modern(message, headers, principal, receive, send)
             return
         await self._post_legacy(message, headers, session_id, principal, receive, send)
@@ -386,7 +388,7 @@ class HttpTransport:
             if scopes:
                 headers.append((b"www-authenticate",
                                 f'Bearer error="insufficient_scope", scope="{" ".join(scopes)}"'.encode()))
-        await _respond(send, status, orjson.dumps(response) if response is not None else b"", headers)
+        await _respond(send, status, jsonrpc.encode(response) if response is not None else b"", headers)
 
     # -- sessions -------------------------------------------------------------------
 

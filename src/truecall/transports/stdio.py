@@ -21,7 +21,11 @@ from ..protocol import jsonrpc
 from ..protocol.engine import Engine, Session
 from ..protocol.jsonrpc import DEFAULT_LIMITS, Limits, MessageError
 
-__all__ = ["serve_stdio", "StdioConnection"]
+__all__ = ["serve_stdio", "StdioConnection", "EOF_GRACE_S"]
+
+#: After stdin closes, in-flight requests get this long to finish (their answers are still
+#: written); then they are cancelled and the server exits, as the client expects it to.
+EOF_GRACE_S = 2.0
 
 
 class _StdoutOutbox:
@@ -49,7 +53,7 @@ class StdioConnection:
         self._background: set[asyncio.Task[Any]] = set()
 
     def write(self, message: dict[str, Any]) -> None:
-        self.out.write(orjson.dumps(message) + b"\n")
+        self.out.write(jsonrpc.encode(message) + b"\n")
         self.out.flush()
 
     def receive_line(self, line: bytes) -> None:
@@ -112,7 +116,8 @@ class StdioConnection:
 
 
 async def serve_stdio(engine: Engine, principal: Principal, *, stdin: BinaryIO | None = None,
-                      stdout: BinaryIO | None = None, limits: Limits = DEFAULT_LIMITS) -> None:
+                      stdout: BinaryIO | None = None, limits: Limits = DEFAULT_LIMITS,
+                      eof_grace: float = EOF_GRACE_S) -> None:
     """Serve until stdin closes."""
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=limits.max_bytes + 1)
@@ -134,7 +139,7 @@ async def serve_stdio(engine: Engine, principal: Principal, *, stdin: BinaryIO |
             await _skip_line(reader)
             continue
         conn.receive_line(line[:-1])
-    await conn.drain()
+    await conn.drain(eof_grace)
 
 
 async def _skip_line(reader: asyncio.StreamReader) -> None:

@@ -1,0 +1,529 @@
+"""Load drivers for the benchmark: raw pipes for stdio, raw asyncio streams for HTTP.
+
+Kept deliberately thin so that the client costs far less per call than any
+server it drives (the bare ASGI baseline shows how much: see ``client_cpu_us``).
+Nothing here imports a peer SDK: the client is the same for every system.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+TOOL = "incident_search"
+SERVICE = "payments"
+EXPECTED = {"service": "payments", "count": 2}
+LEGACY_VERSION = "2025-11-25"
+MODERN_VERSION = "2026-07-28"
+CLIENT_INFO = {"name": "truecall-bench", "version": "1.0.0"}
+
+_CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+# -- /proc ------------------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` (all its threads), in seconds."""
+    with open(f"/proc/{pid}/stat", "rb") as f:
+        fields = f.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status", "rb") as f:
+        for line in f:
+            if line.startswith(b"VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+# -- results ------------------------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    """One measured cell: throughput, latency, CPU."""
+
+    calls: int = 0
+    seconds: float = 0.0
+    latencies_ns: list[int] = field(default_factory=list)
+    server_cpu_s: float = 0.0
+    client_cpu_s: float = 0.0
+    errors: int = 0
+    content_type: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        lat = sorted(self.latencies_ns)
+
+        def pct(p: float) -> float | None:
+            if not lat:
+                return None
+            return round(lat[min(len(lat) - 1, int(p * len(lat)))] / 1000, 1)
+
+        calls = max(self.calls, 1)
+        return {
+            "calls": self.calls,
+            "seconds": round(self.seconds, 3),
+            "calls_per_s": round(self.calls / self.seconds, 1) if self.seconds else 0.0,
+            "p50_us": pct(0.50),
+            "p99_us": pct(0.99),
+            "server_cpu_us_per_call": round(self.server_cpu_s / calls * 1e6, 1),
+            "client_cpu_us_per_call": round(self.client_cpu_s / calls * 1e6, 1),
+            "errors": self.errors,
+            "content_type": self.content_type,
+            **self.extra,
+        }
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def check_result(message: dict[str, Any]) -> None:
+    """The tool's answer must be the real one: text + structuredContent, not an error."""
+    if "error" in message:
+        raise BenchError(f"JSON-RPC error: {message['error']}")
+    result = message.get("result") or {}
+    if result.get("isError"):
+        raise BenchError(f"tool error: {result}")
+    if result.get("structuredContent") != EXPECTED:
+        raise BenchError(f"unexpected structuredContent: {result}")
+    content = result.get("content") or []
+    if not content or content[0].get("type") != "text" or "payments" not in content[0].get("text", ""):
+        raise BenchError(f"unexpected content: {result}")
+
+
+def check_tools_list(message: dict[str, Any]) -> None:
+    tools = (message.get("result") or {}).get("tools") or []
+    tool = next((t for t in tools if t.get("name") == TOOL), None)
+    if tool is None or not isinstance(tool.get("outputSchema"), dict):
+        raise BenchError(f"{TOOL} with an outputSchema not listed: {message}")
+
+
+def _fast_ok(line: bytes) -> bool:
+    return b'"structuredContent"' in line and b'"isError":true' not in line and b'"error"' not in line
+
+
+# -- stdio ----------------------------------------------------------------------------------
+
+_STDIO_CALL = (b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"' + TOOL.encode()
+               + b'","arguments":{"service":"' + SERVICE.encode() + b'"}}}\n')
+
+
+def _stdio_initialize(request_id: int = 0) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "method": "initialize",
+                         "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {},
+                                    "clientInfo": CLIENT_INFO}}) + b"\n"
+
+
+_STDIO_INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+
+
+class StdioPeer:
+    """A server process spoken to over its stdin/stdout pipes (newline-delimited JSON-RPC)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.pid = proc.pid
+        assert proc.stdin is not None and proc.stdout is not None
+        self.fd_in = proc.stdin.fileno()
+        self.fd_out = proc.stdout.fileno()
+        self.buf = bytearray()
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self.fd_in, view)
+            view = view[n:]
+
+    def read_line(self) -> bytes:
+        while True:
+            i = self.buf.find(b"\n")
+            if i >= 0:
+                line = bytes(self.buf[:i])
+                del self.buf[: i + 1]
+                return line
+            chunk = os.read(self.fd_out, 1 << 16)
+            if not chunk:
+                raise BenchError("server closed stdout")
+            self.buf += chunk
+
+    def read_response(self) -> bytes:
+        """The next line that is a response (server notifications and requests are skipped)."""
+        while True:
+            line = self.read_line()
+            if line.strip() and b'"method"' not in line:
+                return line
+
+    def handshake(self) -> dict[str, Any]:
+        self.write(_stdio_initialize())
+        first = orjson.loads(self.read_response())
+        if "result" not in first:
+            raise BenchError(f"initialize failed: {first}")
+        self.write(_STDIO_INITIALIZED)
+        self.write(b'{"jsonrpc":"2.0","id":"list","method":"tools/list","params":{}}\n')
+        check_tools_list(orjson.loads(self.read_response()))
+        self.write(_STDIO_CALL % 1)
+        check_result(orjson.loads(self.read_response()))
+        return first
+
+    def warm_up(self, seconds: float) -> int:
+        deadline = time.perf_counter() + seconds
+        n = 0
+        while time.perf_counter() < deadline:
+            self.write(_STDIO_CALL % (10 + n))
+            self.read_response()
+            n += 1
+        return n
+
+    def sequential(self, seconds: float) -> Cell:
+        cell = Cell()
+        lat = cell.latencies_ns
+        write, read, now = self.write, self.read_response, time.perf_counter_ns
+        request_id = 1_000_000
+        cpu0, ccpu0 = cpu_seconds(self.pid), time.process_time()
+        start = now()
+        deadline = start + int(seconds * 1e9)
+        t = start
+        while t < deadline:
+            write(_STDIO_CALL % request_id)
+            line = read()
+            t2 = now()
+            lat.append(t2 - t)
+            if not _fast_ok(line):
+                cell.errors += 1
+            request_id += 1
+            t = t2
+        cell.seconds = (t - start) / 1e9
+        cell.server_cpu_s = cpu_seconds(self.pid) - cpu0
+        cell.client_cpu_s = time.process_time() - ccpu0
+        cell.calls = len(lat)
+        return cell
+
+    def pipelined(self, seconds: float, window: int = 64) -> Cell:
+        """Keep ``window`` requests in flight; responses may come back in any order."""
+        cell = Cell(extra={"in_flight": window})
+        lat = cell.latencies_ns
+        now = time.perf_counter_ns
+        sent: dict[int, int] = {}
+        next_id = 2_000_000
+        cpu0, ccpu0 = cpu_seconds(self.pid), time.process_time()
+        start = now()
+        deadline = start + int(seconds * 1e9)
+        batch = []
+        for _ in range(window):
+            sent[next_id] = start
+            batch.append(_STDIO_CALL % next_id)
+            next_id += 1
+        self.write(b"".join(batch))
+        loads = orjson.loads
+        while sent:
+            chunk = os.read(self.fd_out, 1 << 16)
+            if not chunk:
+                raise BenchError("server closed stdout")
+            self.buf += chunk
+            t = now()
+            batch = []
+            while True:
+                i = self.buf.find(b"\n")
+                if i < 0:
+                    break
+                line = bytes(self.buf[:i])
+                del self.buf[: i + 1]
+                if not line.strip() or b'"method"' in line:
+                    continue
+                request_id = loads(line).get("id")
+                t0 = sent.pop(request_id, None)
+                if t0 is None:
+                    continue
+                lat.append(t - t0)
+                if not _fast_ok(line):
+                    cell.errors += 1
+                if t < deadline:
+                    sent[next_id] = t
+                    batch.append(_STDIO_CALL % next_id)
+                    next_id += 1
+            if batch:
+                self.write(b"".join(batch))
+        end = now()
+        cell.seconds = (end - start) / 1e9
+        cell.server_cpu_s = cpu_seconds(self.pid) - cpu0
+        cell.client_cpu_s = time.process_time() - ccpu0
+        cell.calls = len(lat)
+        return cell
+
+
+def stdio_cold_start(argv: list[str], env: dict[str, str], cwd: str, log: Any) -> dict[str, float]:
+    """Spawn → first response (initialize), and → first tools/call result, in ms."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, cwd=cwd)
+    try:
+        peer = StdioPeer(proc)
+        peer.write(_stdio_initialize())
+        peer.read_response()
+        t1 = time.perf_counter()
+        peer.write(_STDIO_INITIALIZED)
+        peer.write(_STDIO_CALL % 1)
+        check_result(orjson.loads(peer.read_response()))
+        t2 = time.perf_counter()
+        return {"first_response_ms": (t1 - t0) * 1000, "first_call_ms": (t2 - t0) * 1000}
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen[bytes], grace: float = 3.0) -> None:
+    """Stop one process we started, by its PID: close stdin, SIGTERM, then SIGKILL."""
+    if proc.poll() is None and proc.stdin is not None:
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=0.5)
+        except subprocess.TimeoutExpired:
+            pass
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=grace)
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+# -- HTTP -------------------------------------------------------------------------------------
+
+
+class HttpResponse:
+    __slots__ = ("status", "headers", "body")
+
+    def __init__(self, status: int, headers: bytes, body: bytes) -> None:
+        self.status, self.headers, self.body = status, headers, body
+
+    def header(self, name: str) -> str | None:
+        key = name.lower().encode() + b":"
+        for line in self.headers.split(b"\r\n"):
+            if line.lower().startswith(key):
+                return line[len(key):].strip().decode("latin-1")
+        return None
+
+    def json(self) -> dict[str, Any]:
+        """The JSON-RPC message in a JSON body or in the last ``data:`` line of an SSE body."""
+        body = self.body
+        if body.lstrip().startswith(b"{"):
+            return orjson.loads(body)
+        found = None
+        for line in body.split(b"\n"):
+            if line.startswith(b"data:"):
+                data = line[5:].strip()
+                if data.startswith(b"{"):
+                    found = orjson.loads(data)
+        if found is None:
+            raise BenchError(f"no JSON-RPC message in body ({self.status}): {body[:300]!r}")
+        return found
+
+
+def _parse(buf: bytearray) -> tuple[HttpResponse, int] | None:
+    """One complete HTTP/1.1 response at the start of ``buf`` (Content-Length or chunked)."""
+    end = buf.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    head = bytes(buf[:end])
+    status = int(head[9:12])
+    lower = head.lower()
+    start = end + 4
+    i = lower.find(b"\r\ncontent-length:")
+    if i >= 0:
+        j = lower.find(b"\r\n", i + 2)
+        length = int(lower[i + 17: j if j >= 0 else len(lower)])
+        if len(buf) < start + length:
+            return None
+        return HttpResponse(status, head, bytes(buf[start:start + length])), start + length
+    if b"\r\ntransfer-encoding: chunked" in lower:
+        body = bytearray()
+        pos = start
+        while True:
+            j = buf.find(b"\r\n", pos)
+            if j < 0:
+                return None
+            size = int(buf[pos:j].split(b";")[0], 16)
+            if size == 0:
+                k = buf.find(b"\r\n", j + 2)  # trailer section ends with an empty line
+                if k < 0:
+                    return None
+                if k == j + 2:
+                    return HttpResponse(status, head, bytes(body)), k + 2
+                k = buf.find(b"\r\n\r\n", j + 2)
+                if k < 0:
+                    return None
+                return HttpResponse(status, head, bytes(body)), k + 4
+            if len(buf) < j + 2 + size + 2:
+                return None
+            body += buf[j + 2: j + 2 + size]
+            pos = j + 2 + size + 2
+    if status in (202, 204, 304) or 100 <= status < 200:
+        return HttpResponse(status, head, b""), start
+    raise BenchError(f"response without length: {head!r}")
+
+
+class _Conn(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection; one request at a time."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.waiter: asyncio.Future[HttpResponse] | None = None
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            parsed = _parse(self.buf)
+            if parsed is not None:
+                del self.buf[: parsed[1]]
+                waiter.set_result(parsed[0])
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(BenchError(f"connection lost: {exc}"))
+
+    def request(self, data: bytes) -> asyncio.Future[HttpResponse]:
+        self.waiter = asyncio.get_running_loop().create_future()
+        assert self.transport is not None
+        self.transport.write(data)
+        return self.waiter
+
+
+def _post(path: str, port: int, body: bytes, headers: dict[str, str]) -> bytes:
+    head = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Content-Type: application/json",
+            f"Content-Length: {len(body)}"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+class HttpClient:
+    """One MCP client on one keep-alive connection, in one era and response mode.
+
+    ``era``: ``modern`` (2026-07-28, stateless, per-request ``_meta`` and routing
+    headers) or ``legacy`` (2025-11-25: ``initialize`` → ``Mcp-Session-Id``).
+    ``sse``: accept ``text/event-stream`` (and, in the modern era, ask for
+    progress so a server that streams only on demand streams).
+    """
+
+    def __init__(self, port: int, era: str, sse: bool, path: str = "/mcp") -> None:
+        self.port, self.era, self.sse, self.path = port, era, sse, path
+        self.conn: _Conn | None = None
+        self.headers: dict[str, str] = {"Accept": "application/json, text/event-stream" if sse else "application/json"}
+        self._template: tuple[bytes, bytes] | None = None
+
+    async def connect(self) -> None:
+        loop = asyncio.get_running_loop()
+        _, self.conn = await loop.create_connection(_Conn, "127.0.0.1", self.port)
+        if self.era == "legacy":
+            init = orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                 "params": {"protocolVersion": LEGACY_VERSION, "capabilities": {},
+                                            "clientInfo": CLIENT_INFO}})
+            resp = await self.conn.request(_post(self.path, self.port, init, self.headers))
+            message = resp.json()
+            if resp.status != 200 or "result" not in message:
+                raise BenchError(f"initialize failed ({resp.status}): {resp.body[:300]!r}")
+            session = resp.header("mcp-session-id")
+            self.headers["Mcp-Protocol-Version"] = message["result"].get("protocolVersion", LEGACY_VERSION)
+            if session:
+                self.headers["Mcp-Session-Id"] = session
+            note = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+            resp = await self.conn.request(_post(self.path, self.port, note, self.headers))
+            if resp.status not in (200, 202, 204):
+                raise BenchError(f"initialized failed ({resp.status}): {resp.body[:300]!r}")
+        else:
+            self.headers.update({"Mcp-Protocol-Version": MODERN_VERSION, "Mcp-Method": "tools/call",
+                                 "Mcp-Name": TOOL})
+        self._template = self._make_template()
+
+    def _make_template(self) -> tuple[bytes, bytes]:
+        """The request bytes split around the JSON-RPC id (and body length), built once."""
+        params: dict[str, Any] = {"name": TOOL, "arguments": {"service": SERVICE}}
+        if self.era == "modern":
+            meta: dict[str, Any] = {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+                                    "io.modelcontextprotocol/clientCapabilities": {},
+                                    "io.modelcontextprotocol/clientInfo": CLIENT_INFO}
+            if self.sse:
+                meta["progressToken"] = "bench"
+            params["_meta"] = meta
+        tail = b',"method":"tools/call","params":' + orjson.dumps(params) + b"}"
+        return b'{"jsonrpc":"2.0","id":', tail
+
+    def call_bytes(self, request_id: int) -> bytes:
+        assert self._template is not None
+        body = self._template[0] + str(request_id).encode() + self._template[1]
+        return _post(self.path, self.port, body, self.headers)
+
+    async def call(self, request_id: int) -> HttpResponse:
+        assert self.conn is not None
+        return await self.conn.request(self.call_bytes(request_id))
+
+    def close(self) -> None:
+        if self.conn is not None and self.conn.transport is not None:
+            self.conn.transport.close()
+
+
+async def http_cell(port: int, era: str, sse: bool, clients: int, warm_s: float, seconds: float,
+                    pid: int) -> Cell:
+    """``clients`` keep-alive connections, each calling back-to-back, for ``seconds``."""
+    peers = [HttpClient(port, era, sse) for _ in range(clients)]
+    await asyncio.gather(*(p.connect() for p in peers))
+    first = await peers[0].call(1)
+    if first.status != 200:
+        raise BenchError(f"tools/call answered {first.status}: {first.body[:300]!r}")
+    check_result(first.json())
+    content_type = (first.header("content-type") or "").split(";")[0]
+    cell = Cell(content_type=content_type, extra={"clients": clients, "era": era, "accept_sse": sse})
+
+    async def loop(client: HttpClient, until_ns: int, record: bool, base: int) -> None:
+        conn = client.conn
+        assert conn is not None
+        now = time.perf_counter_ns
+        lat = cell.latencies_ns
+        request_id = base
+        t = now()
+        while t < until_ns:
+            resp = await conn.request(client.call_bytes(request_id))
+            t2 = now()
+            if record:
+                lat.append(t2 - t)
+                if resp.status != 200 or not _fast_ok(resp.body):
+                    cell.errors += 1
+            request_id += 1
+            t = t2
+
+    warm_until = time.perf_counter_ns() + int(warm_s * 1e9)
+    await asyncio.gather(*(loop(p, warm_until, False, 10 + 1_000_000 * i) for i, p in enumerate(peers)))
+    cpu0, ccpu0 = cpu_seconds(pid), time.process_time()
+    start = time.perf_counter_ns()
+    until = start + int(seconds * 1e9)
+    await asyncio.gather(*(loop(p, until, True, 500_000 + 1_000_000 * i) for i, p in enumerate(peers)))
+    end = time.perf_counter_ns()
+    cell.seconds = (end - start) / 1e9
+    cell.server_cpu_s = cpu_seconds(pid) - cpu0
+    cell.client_cpu_s = time.process_time() - ccpu0
+    cell.calls = len(cell.latencies_ns)
+    for p in peers:
+        p.close()
+    return cell

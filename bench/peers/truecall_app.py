@@ -1,0 +1,45 @@
+"""The tool on truecall's public API, served by the ``truecall serve`` CLI.
+
+    python -m truecall.cli serve bench/peers/truecall_app.py:app            # stdio
+    python -m truecall.cli serve bench/peers/truecall_app.py:app --http --port N
+    ... truecall_app.py:app_noaudit ...                                      # audit off
+
+Default configuration: input and output validation and the durable SQLite audit
+trail on (``app_noaudit`` turns only the audit off).  No bearer tokens are
+configured, so on loopback every caller is the local principal, as with the
+peers, which have no auth either.  The database lives at ``$BENCH_TRUECALL_DB``
+(the orchestrator points it at a fresh temporary folder).
+"""
+
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _tool  # noqa: E402
+from truecall import Principal, Server, ToolResult, text  # noqa: E402
+
+SCOPE = "incidents:read"
+
+
+def _build(audit: bool) -> Server:
+    db = os.environ.get("BENCH_TRUECALL_DB") or os.path.join(tempfile.mkdtemp(prefix="truecall-bench-"), "bench.db")
+    server = Server("bench-truecall", "1.0.0", db=db, audit=audit)
+    server.local_principal = Principal("bench@local", "bench", frozenset({SCOPE}))
+
+    @server.tool(_tool.NAME, description=_tool.DESCRIPTION, input_schema=_tool.INPUT_SCHEMA,
+                 output_schema=_tool.OUTPUT_SCHEMA, scopes={SCOPE})
+    def incident_search(ctx, service: str) -> ToolResult:
+        message, structured = _tool.search(service)
+        return ToolResult([text(message)], structured)
+
+    return server
+
+
+def app() -> Server:
+    return _build(audit=True)
+
+
+def app_noaudit() -> Server:
+    return _build(audit=False)

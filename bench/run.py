@@ -1,0 +1,458 @@
+"""truecall against its peers: stdio and Streamable HTTP throughput, latency, cold start, RSS, CPU.
+
+    python bench/run.py            # full run (about 7 minutes on 2 cores)
+    python bench/run.py --quick    # short run (about 2 minutes)
+
+Run it with the interpreter of the virtual environment truecall is installed in
+(``pip install -e .``); the peers (fastmcp 4.2.3, mcp 2.3.0) are installed into
+bench/.venv-peers on first use.  Prints one table (each system's value and its
+ratio to truecall), checks the targets of issue 6, and writes
+bench/results/<timestamp>.json.  See bench/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+PEERS = BENCH / "peers"
+PEERS_VENV = BENCH / ".venv-peers"
+REQUIREMENTS = BENCH / "requirements-peers.txt"
+RESULTS = BENCH / "results"
+
+sys.path.insert(0, str(BENCH))
+
+try:
+    import orjson  # noqa: F401  (the drivers need it; it comes with truecall)
+    import truecall
+except ImportError as exc:  # pragma: no cover
+    sys.exit(f"run this with the Python truecall is installed in (pip install -e .): {exc}")
+
+from _drivers import BenchError, StdioPeer, cpu_seconds, http_cell, rss_mb, stdio_cold_start, stop  # noqa: E402
+
+# -- what runs --------------------------------------------------------------------------------
+
+
+@dataclass
+class System:
+    key: str
+    label: str
+    python: str
+    stdio: list[str] | None
+    http: Callable[[int, bool], list[str]] | None
+
+
+def systems(peers_python: str) -> list[System]:
+    me = sys.executable
+
+    def truecall_cmd(attr: str) -> tuple[list[str], Callable[[int, bool], list[str]]]:
+        base = [me, "-m", "truecall.cli", "serve", f"{PEERS / 'truecall_app.py'}:{attr}"]
+        return base, lambda port, _json: base + ["--http", "--port", str(port)]
+
+    def peer(script: str, python: str, stdio: bool = True, http: bool = True) -> tuple[Any, Any]:
+        path = str(PEERS / script)
+        return ([python, path, "stdio"] if stdio else None,
+                (lambda port, js: [python, path, "http", "--port", str(port)] + (["--json"] if js else []))
+                if http else None)
+
+    return [
+        System("truecall", "truecall", me, *truecall_cmd("app")),
+        System("truecall-noaudit", "truecall audit off", me, *truecall_cmd("app_noaudit")),
+        System("fastmcp", "FastMCP 4.2.3", peers_python, *peer("fastmcp_server.py", peers_python)),
+        System("mcp-lowlevel", "mcp low-level", peers_python, *peer("mcp_lowlevel.py", peers_python)),
+        System("mcp-highlevel", "mcp high-level", peers_python, *peer("mcp_highlevel.py", peers_python)),
+        System("plain-loop", "plain loop", me, *peer("plain_loop.py", me, http=False)),
+        System("bare-asgi", "bare ASGI", me, *peer("bare_asgi.py", me, stdio=False)),
+    ]
+
+
+PROFILES = {
+    # seconds of warm-up and of measurement per cell, cold-start spawns
+    "quick": {"warm_s": 0.3, "cell_s": 1.5, "stdio_warm_s": 0.5, "cold_runs": 3},
+    "full": {"warm_s": 1.0, "cell_s": 5.0, "stdio_warm_s": 1.5, "cold_runs": 7},
+}
+
+HTTP_CELLS = [(era, sse, clients) for era in ("modern", "legacy") for sse in (False, True) for clients in (1, 16)]
+
+
+def http_key(era: str, sse: bool, clients: int) -> str:
+    return f"http-{era}-{'sse' if sse else 'json'}-{'seq' if clients == 1 else f'c{clients}'}"
+
+
+# -- the peers' virtual environment --------------------------------------------------------------
+
+
+def ensure_peers_venv(log: Callable[[str], None]) -> str:
+    python = PEERS_VENV / "bin" / "python"
+    stamp = PEERS_VENV / ".bench-stamp"
+    want = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    if python.exists() and stamp.exists() and stamp.read_text().strip() == want:
+        return str(python)
+    log(f"installing the peers into {PEERS_VENV.relative_to(ROOT)} ({REQUIREMENTS.name}) ...")
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(PEERS_VENV)], check=True)
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r",
+                    str(REQUIREMENTS)], check=True)
+    subprocess.run([str(python), "-c", "import fastmcp, mcp, uvloop, httptools"], check=True)
+    stamp.write_text(want + "\n")
+    return str(python)
+
+
+def versions(peers_python: str) -> dict[str, str]:
+    code = ("import importlib.metadata as m, json; print(json.dumps({p: m.version(p) for p in "
+            "['fastmcp', 'mcp', 'uvicorn', 'httptools', 'uvloop', 'starlette', 'pydantic']}))")
+    out = subprocess.run([peers_python, "-c", code], capture_output=True, text=True, check=True).stdout
+    mine = {}
+    import importlib.metadata as md
+
+    for p in ("uvicorn", "httptools", "uvloop", "orjson", "jsonschema-rs"):
+        try:
+            mine[p] = md.version(p)
+        except md.PackageNotFoundError:
+            pass
+    return {"truecall": truecall.__version__, "truecall_env": mine, "peers_env": json.loads(out),
+            "python": platform.python_version()}
+
+
+# -- one system ------------------------------------------------------------------------------------
+
+
+class Runner:
+    def __init__(self, profile: dict[str, Any], logs: Path, verbose: bool = True) -> None:
+        self.p = profile
+        self.logs = logs
+        self.verbose = verbose
+
+    def say(self, text: str) -> None:
+        if self.verbose:
+            print(text, file=sys.stderr, flush=True)
+
+    def env(self, tmp: str) -> dict[str, str]:
+        env = dict(os.environ)
+        env["BENCH_TRUECALL_DB"] = os.path.join(tmp, "bench.db")
+        env.pop("TRUECALL_PRINCIPAL", None)
+        return env
+
+    def spawn(self, argv: list[str], tmp: str, log_name: str, stdio: bool) -> subprocess.Popen[bytes]:
+        log = open(self.logs / log_name, "ab")
+        try:
+            return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE if stdio else subprocess.DEVNULL,
+                                    stderr=log, env=self.env(tmp), cwd=str(ROOT))
+        finally:
+            log.close()
+
+    def log_tail(self, log_name: str) -> str:
+        try:
+            return (self.logs / log_name).read_text(errors="replace")[-1500:]
+        except OSError:
+            return ""
+
+    # stdio
+
+    def cold_start(self, s: System) -> dict[str, Any]:
+        runs = []
+        for i in range(self.p["cold_runs"] + 1):  # the first spawn only warms the page cache
+            tmp = tempfile.mkdtemp(prefix="tc-bench-")
+            try:
+                with open(self.logs / f"{s.key}-cold.log", "ab") as log:
+                    r = stdio_cold_start(s.stdio, self.env(tmp), str(ROOT), log)  # type: ignore[arg-type]
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+            if i:
+                runs.append(r)
+        return {
+            "first_response_ms": round(statistics.median(r["first_response_ms"] for r in runs), 1),
+            "first_call_ms": round(statistics.median(r["first_call_ms"] for r in runs), 1),
+            "runs": [{k: round(v, 1) for k, v in r.items()} for r in runs],
+        }
+
+    def stdio(self, s: System) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        self.say(f"  cold start x{self.p['cold_runs']} ...")
+        out["cold_start"] = self.cold_start(s)
+        tmp = tempfile.mkdtemp(prefix="tc-bench-")
+        proc = self.spawn(s.stdio, tmp, f"{s.key}-stdio.log", stdio=True)  # type: ignore[arg-type]
+        try:
+            peer = StdioPeer(proc)
+            peer.handshake()
+            peer.warm_up(self.p["stdio_warm_s"])
+            out["rss_mb_after_warmup"] = round(rss_mb(proc.pid), 1)
+            self.say(f"  stdio sequential {self.p['cell_s']}s ...")
+            out["stdio-seq"] = peer.sequential(self.p["cell_s"]).summary()
+            self.say(f"  stdio pipelined (64 in flight) {self.p['cell_s']}s ...")
+            out["stdio-pipe64"] = peer.pipelined(self.p["cell_s"], 64).summary()
+            out["rss_mb_after_stdio"] = round(rss_mb(proc.pid), 1)
+        except Exception as exc:
+            raise BenchError(f"{s.key} stdio: {exc}\n{self.log_tail(f'{s.key}-stdio.log')}") from exc
+        finally:
+            stop(proc)
+            shutil.rmtree(tmp, ignore_errors=True)
+        return out
+
+    # HTTP
+
+    def http(self, s: System) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for json_mode in (True, False):
+            mode = "json" if json_mode else "sse"
+            port = free_port()
+            tmp = tempfile.mkdtemp(prefix="tc-bench-")
+            log_name = f"{s.key}-http-{mode}.log"
+            t0 = time.perf_counter()
+            proc = self.spawn(s.http(port, json_mode), tmp, log_name, stdio=False)  # type: ignore[misc]
+            try:
+                wait_listening(proc, port)
+                out[f"http_{mode}_ready_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+                for era, sse, clients in HTTP_CELLS:
+                    if sse != (not json_mode):
+                        continue
+                    key = http_key(era, sse, clients)
+                    self.say(f"  {key} {self.p['cell_s']}s ...")
+                    cell = asyncio.run(http_cell(port, era, sse, clients, self.p["warm_s"], self.p["cell_s"],
+                                                 proc.pid))
+                    out[key] = cell.summary()
+                out[f"rss_mb_after_http_{mode}"] = round(rss_mb(proc.pid), 1)
+            except Exception as exc:
+                raise BenchError(f"{s.key} http ({mode}): {exc}\n{self.log_tail(log_name)}") from exc
+            finally:
+                stop(proc)
+                shutil.rmtree(tmp, ignore_errors=True)
+        return out
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 60.0) -> None:
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        if proc.poll() is not None:
+            raise BenchError(f"server exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.01)
+    raise BenchError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+# -- table and targets -------------------------------------------------------------------------------
+
+
+def _get(results: dict[str, Any], system: str, *path: str) -> float | None:
+    node: Any = results.get(system)
+    for part in path:
+        if not isinstance(node, dict):
+            return None
+        node = node.get(part)
+    return node if isinstance(node, (int, float)) else None
+
+
+ROWS: list[tuple[str, tuple[str, ...], str]] = [
+    ("stdio sequential calls/s", ("stdio-seq", "calls_per_s"), "n"),
+    ("  p50 µs", ("stdio-seq", "p50_us"), "n"),
+    ("  p99 µs", ("stdio-seq", "p99_us"), "n"),
+    ("  server CPU µs/call", ("stdio-seq", "server_cpu_us_per_call"), "n"),
+    ("stdio pipelined (64) calls/s", ("stdio-pipe64", "calls_per_s"), "n"),
+    ("  p50 µs", ("stdio-pipe64", "p50_us"), "n"),
+    ("  server CPU µs/call", ("stdio-pipe64", "server_cpu_us_per_call"), "n"),
+]
+for _era, _sse, _clients in HTTP_CELLS:
+    _k = http_key(_era, _sse, _clients)
+    _name = (f"HTTP {'2026-07-28' if _era == 'modern' else '2025-11-25'} {'SSE' if _sse else 'JSON'} "
+             f"{'seq' if _clients == 1 else f'{_clients} conc.'} calls/s")
+    ROWS.append((_name, (_k, "calls_per_s"), "n"))
+    if _clients == 1:
+        ROWS.append(("  p50 / p99 µs", (_k, "p50_us"), "lat"))
+    else:
+        ROWS.append(("  server CPU µs/call", (_k, "server_cpu_us_per_call"), "n"))
+ROWS += [
+    ("cold start ms (spawn → 1st response)", ("cold_start", "first_response_ms"), "n"),
+    ("  spawn → 1st tools/call result ms", ("cold_start", "first_call_ms"), "n"),
+    ("RSS MB after warm-up (stdio)", ("rss_mb_after_warmup",), "n"),
+    ("RSS MB after HTTP JSON cells", ("rss_mb_after_http_json",), "n"),
+]
+
+
+def fmt_num(v: float | None) -> str:
+    if v is None:
+        return "–"
+    if v >= 1000:
+        return f"{v:,.0f}"
+    if v >= 100:
+        return f"{v:.0f}"
+    return f"{v:.1f}"
+
+
+def table(results: dict[str, Any], order: list[System]) -> str:
+    cols = [s for s in order if s.key in results and "error" not in results[s.key]]
+    errs = [s for s in order if s.key in results and "error" in results[s.key]]
+    header = ["metric  (value, and ×: this system ÷ truecall)"] + [s.label for s in cols]
+    lines = []
+    for name, path, kind in ROWS:
+        row = [name]
+        base = _get(results, "truecall", *path)
+        for s in cols:
+            v = _get(results, s.key, *path)
+            if kind == "lat":
+                p99 = _get(results, s.key, path[0], "p99_us")
+                row.append("–" if v is None else f"{fmt_num(v)} / {fmt_num(p99)}")
+                continue
+            if v is None:
+                row.append("–")
+            elif s.key == "truecall" or not base:
+                row.append(fmt_num(v))
+            else:
+                row.append(f"{fmt_num(v)} ({v / base:.2f}×)" if v / base >= 0.01 else f"{fmt_num(v)} ({v / base:.3f}×)")
+        if any(c != "–" for c in row[1:]):
+            lines.append(row)
+    widths = [max(len(r[i]) for r in [header] + lines) for i in range(len(header))]
+    out = ["  ".join(h.ljust(w) if i == 0 else h.rjust(w) for i, (h, w) in enumerate(zip(header, widths)))]
+    out.append("  ".join("-" * w for w in widths))
+    for r in lines:
+        out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    for key in ("http-modern-sse-seq", "http-legacy-sse-seq"):
+        odd = [s.label for s in cols if (results[s.key].get(key) or {}).get("content_type") not in
+               (None, "text/event-stream")]
+        if odd:
+            out.append(f"note: {key}: answered as JSON although the client accepted SSE: {', '.join(odd)}")
+    for s in errs:
+        out.append(f"FAILED {s.label}: {results[s.key]['error'].splitlines()[0]}")
+    return "\n".join(out)
+
+
+def targets(results: dict[str, Any], system: str = "truecall") -> list[dict[str, Any]]:
+    """Issue 6's targets, each a ratio measured in this run."""
+    checks: list[dict[str, Any]] = []
+
+    def ratio(name: str, path: tuple[str, ...], other: str, want: float, higher_is_better: bool = True) -> None:
+        mine, theirs = _get(results, system, *path), _get(results, other, *path)
+        if mine is None or theirs is None or not theirs:
+            checks.append({"target": name, "measured": None, "want": want, "ok": None})
+            return
+        r = mine / theirs
+        ok = r >= want if higher_is_better else r <= want
+        checks.append({"target": name, "measured": round(r, 3), "want": want, "ok": ok})
+
+    ratio("stdio sequential ≥ 10× FastMCP", ("stdio-seq", "calls_per_s"), "fastmcp", 10)
+    ratio("stdio sequential ≥ 5× mcp low-level", ("stdio-seq", "calls_per_s"), "mcp-lowlevel", 5)
+    ratio("stdio sequential ≥ 40 % of plain loop", ("stdio-seq", "calls_per_s"), "plain-loop", 0.40)
+    ratio("stdio pipelined ≥ 20× FastMCP", ("stdio-pipe64", "calls_per_s"), "fastmcp", 20)
+    for era, sse, clients in HTTP_CELLS:
+        if clients != 16:
+            continue
+        k = http_key(era, sse, clients)
+        ratio(f"{k} ≥ 10× FastMCP", (k, "calls_per_s"), "fastmcp", 10)
+        ratio(f"{k} ≥ 3× mcp low-level", (k, "calls_per_s"), "mcp-lowlevel", 3)
+        ratio(f"{k} ≥ 30 % of bare ASGI", (k, "calls_per_s"), "bare-asgi", 0.30)
+    ratio("cold start ≤ 20 % of FastMCP", ("cold_start", "first_response_ms"), "fastmcp", 0.20, False)
+    ratio("RSS after warm-up ≤ 45 % of FastMCP", ("rss_mb_after_warmup",), "fastmcp", 0.45, False)
+    return checks
+
+
+def targets_text(checks: list[dict[str, Any]]) -> str:
+    out = ["targets (truecall, default configuration):"]
+    for c in checks:
+        mark = "n/a " if c["ok"] is None else ("PASS" if c["ok"] else "FAIL")
+        measured = "–" if c["measured"] is None else f"{c['measured']:.3g}"
+        out.append(f"  {mark}  {c['target']:<44} measured ratio {measured}")
+    held = sum(1 for c in checks if c["ok"])
+    out.append(f"  {held}/{len(checks)} hold")
+    return "\n".join(out)
+
+
+# -- main ------------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="truecall vs FastMCP and the mcp SDK: stdio and HTTP.")
+    parser.add_argument("--quick", action="store_true", help="short run (1.5 s per cell)")
+    parser.add_argument("--seconds", type=float, help="override the seconds per cell")
+    parser.add_argument("--systems", help="comma-separated subset (truecall,truecall-noaudit,fastmcp,"
+                                          "mcp-lowlevel,mcp-highlevel,plain-loop,bare-asgi)")
+    parser.add_argument("--no-stdio", action="store_true", help="skip the stdio cells and cold start")
+    parser.add_argument("--no-http", action="store_true", help="skip the HTTP cells")
+    parser.add_argument("--out", help="where to write the JSON (default bench/results/<timestamp>.json)")
+    ns = parser.parse_args(argv)
+
+    started = time.perf_counter()
+    profile = dict(PROFILES["quick" if ns.quick else "full"])
+    if ns.seconds:
+        profile["cell_s"] = ns.seconds
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    logs = RESULTS / f"{stamp}-logs"
+    logs.mkdir()
+    runner = Runner(profile, logs)
+
+    peers_python = ensure_peers_venv(runner.say)
+    all_systems = systems(peers_python)
+    wanted = set(ns.systems.split(",")) if ns.systems else None
+    if wanted:
+        unknown = wanted - {s.key for s in all_systems}
+        if unknown:
+            parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
+    chosen = [s for s in all_systems if wanted is None or s.key in wanted]
+
+    results: dict[str, Any] = {}
+    for s in chosen:
+        runner.say(f"[{s.label}]")
+        res: dict[str, Any] = {}
+        try:
+            if s.stdio and not ns.no_stdio:
+                res.update(runner.stdio(s))
+            if s.http and not ns.no_http:
+                res.update(runner.http(s))
+        except Exception as exc:  # one broken peer must not hide the others
+            res = {"error": str(exc)}
+            runner.say(f"  FAILED: {exc}")
+        results[s.key] = res
+
+    elapsed = time.perf_counter() - started
+    checks = targets(results)
+    report = {
+        "started": stamp,
+        "profile": "quick" if ns.quick else "full",
+        "settings": profile,
+        "argv": sys.argv[1:],
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
+        "versions": versions(peers_python),
+        "systems": {s.key: {"label": s.label} for s in chosen},
+        "results": results,
+        "targets": checks,
+        "targets_noaudit": targets(results, "truecall-noaudit"),
+        "elapsed_s": round(elapsed, 1),
+    }
+    out = Path(ns.out) if ns.out else RESULTS / f"{stamp}.json"
+    out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    print()
+    print(table(results, chosen))
+    print()
+    print(targets_text(checks))
+    print(f"\n{'quick' if ns.quick else 'full'} run: {elapsed:.0f} s; results: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}"
+          f"; server logs: {logs.relative_to(ROOT)}")
+    return 0 if all(not ("error" in results[s.key]) for s in chosen) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
