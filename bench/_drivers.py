@@ -36,6 +36,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _CLK_TCK
 
 
+def machine_busy_seconds() -> float:
+    """CPU seconds all cores spent busy (not idle/iowait) since boot, from /proc/stat."""
+    with open("/proc/stat", "rb") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) / _CLK_TCK
+
+
 def rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status", "rb") as f:
         for line in f:
@@ -56,6 +63,7 @@ class Cell:
     latencies_ns: list[int] = field(default_factory=list)
     server_cpu_s: float = 0.0
     client_cpu_s: float = 0.0
+    machine_cpu_s: float = 0.0
     errors: int = 0
     content_type: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -77,6 +85,9 @@ class Cell:
             "p99_us": pct(0.99),
             "server_cpu_us_per_call": round(self.server_cpu_s / calls * 1e6, 1),
             "client_cpu_us_per_call": round(self.client_cpu_s / calls * 1e6, 1),
+            # cores busy with anything but this server and this client (other work on the machine)
+            "foreign_cores": round(max(0.0, self.machine_cpu_s - self.server_cpu_s - self.client_cpu_s)
+                                   / self.seconds, 2) if self.seconds else None,
             "errors": self.errors,
             "content_type": self.content_type,
             **self.extra,
@@ -189,7 +200,7 @@ class StdioPeer:
         lat = cell.latencies_ns
         write, read, now = self.write, self.read_response, time.perf_counter_ns
         request_id = 1_000_000
-        cpu0, ccpu0 = cpu_seconds(self.pid), time.process_time()
+        cpu0, ccpu0, mcpu0 = cpu_seconds(self.pid), time.process_time(), machine_busy_seconds()
         start = now()
         deadline = start + int(seconds * 1e9)
         t = start
@@ -205,6 +216,7 @@ class StdioPeer:
         cell.seconds = (t - start) / 1e9
         cell.server_cpu_s = cpu_seconds(self.pid) - cpu0
         cell.client_cpu_s = time.process_time() - ccpu0
+        cell.machine_cpu_s = machine_busy_seconds() - mcpu0
         cell.calls = len(lat)
         return cell
 
@@ -215,7 +227,7 @@ class StdioPeer:
         now = time.perf_counter_ns
         sent: dict[int, int] = {}
         next_id = 2_000_000
-        cpu0, ccpu0 = cpu_seconds(self.pid), time.process_time()
+        cpu0, ccpu0, mcpu0 = cpu_seconds(self.pid), time.process_time(), machine_busy_seconds()
         start = now()
         deadline = start + int(seconds * 1e9)
         batch = []
@@ -257,6 +269,7 @@ class StdioPeer:
         cell.seconds = (end - start) / 1e9
         cell.server_cpu_s = cpu_seconds(self.pid) - cpu0
         cell.client_cpu_s = time.process_time() - ccpu0
+        cell.machine_cpu_s = machine_busy_seconds() - mcpu0
         cell.calls = len(lat)
         return cell
 
@@ -412,9 +425,9 @@ class _Conn(asyncio.Protocol):
 
 
 def _post(path: str, port: int, body: bytes, headers: dict[str, str]) -> bytes:
-    head = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Content-Type: application/json",
-            f"Content-Length: {len(body)}"]
+    head = [f"POST {path} HTTP/1.1", f"Host: 127.0.0.1:{port}", "Content-Type: application/json"]
     head += [f"{k}: {v}" for k, v in headers.items()]
+    head.append(f"Content-Length: {len(body)}")
     return ("\r\n".join(head) + "\r\n\r\n").encode() + body
 
 
@@ -431,7 +444,7 @@ class HttpClient:
         self.port, self.era, self.sse, self.path = port, era, sse, path
         self.conn: _Conn | None = None
         self.headers: dict[str, str] = {"Accept": "application/json, text/event-stream" if sse else "application/json"}
-        self._template: tuple[bytes, bytes] | None = None
+        self._template: tuple[bytes, bytes, bytes] | None = None
 
     async def connect(self) -> None:
         loop = asyncio.get_running_loop()
@@ -457,8 +470,8 @@ class HttpClient:
                                  "Mcp-Name": TOOL})
         self._template = self._make_template()
 
-    def _make_template(self) -> tuple[bytes, bytes]:
-        """The request bytes split around the JSON-RPC id (and body length), built once."""
+    def _make_template(self) -> tuple[bytes, bytes, bytes]:
+        """The request bytes split around the body length and the JSON-RPC id, built once."""
         params: dict[str, Any] = {"name": TOOL, "arguments": {"service": SERVICE}}
         if self.era == "modern":
             meta: dict[str, Any] = {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
@@ -468,12 +481,14 @@ class HttpClient:
                 meta["progressToken"] = "bench"
             params["_meta"] = meta
         tail = b',"method":"tools/call","params":' + orjson.dumps(params) + b"}"
-        return b'{"jsonrpc":"2.0","id":', tail
+        head = _post(self.path, self.port, b"", self.headers)
+        head = head.replace(b"Content-Length: 0\r\n", b"") [:-2] + b"Content-Length: %d\r\n\r\n"
+        return head, b'{"jsonrpc":"2.0","id":%d', tail
 
     def call_bytes(self, request_id: int) -> bytes:
-        assert self._template is not None
-        body = self._template[0] + str(request_id).encode() + self._template[1]
-        return _post(self.path, self.port, body, self.headers)
+        head, body_head, tail = self._template  # type: ignore[misc]
+        body = body_head % request_id + tail
+        return head % len(body) + body
 
     async def call(self, request_id: int) -> HttpResponse:
         assert self.conn is not None
@@ -482,6 +497,15 @@ class HttpClient:
     def close(self) -> None:
         if self.conn is not None and self.conn.transport is not None:
             self.conn.transport.close()
+
+
+def run_async(coro: Any) -> Any:
+    """Run ``coro`` on uvloop when it is installed (a cheaper client), else asyncio."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)
 
 
 async def http_cell(port: int, era: str, sse: bool, clients: int, warm_s: float, seconds: float,
@@ -515,7 +539,7 @@ async def http_cell(port: int, era: str, sse: bool, clients: int, warm_s: float,
 
     warm_until = time.perf_counter_ns() + int(warm_s * 1e9)
     await asyncio.gather(*(loop(p, warm_until, False, 10 + 1_000_000 * i) for i, p in enumerate(peers)))
-    cpu0, ccpu0 = cpu_seconds(pid), time.process_time()
+    cpu0, ccpu0, mcpu0 = cpu_seconds(pid), time.process_time(), machine_busy_seconds()
     start = time.perf_counter_ns()
     until = start + int(seconds * 1e9)
     await asyncio.gather(*(loop(p, until, True, 500_000 + 1_000_000 * i) for i, p in enumerate(peers)))
@@ -523,6 +547,7 @@ async def http_cell(port: int, era: str, sse: bool, clients: int, warm_s: float,
     cell.seconds = (end - start) / 1e9
     cell.server_cpu_s = cpu_seconds(pid) - cpu0
     cell.client_cpu_s = time.process_time() - ccpu0
+    cell.machine_cpu_s = machine_busy_seconds() - mcpu0
     cell.calls = len(cell.latencies_ns)
     for p in peers:
         p.close()

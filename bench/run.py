@@ -36,6 +36,7 @@ PEERS = BENCH / "peers"
 PEERS_VENV = BENCH / ".venv-peers"
 REQUIREMENTS = BENCH / "requirements-peers.txt"
 RESULTS = BENCH / "results"
+PYCACHE = PEERS_VENV / "pycache"
 
 sys.path.insert(0, str(BENCH))
 
@@ -45,7 +46,7 @@ try:
 except ImportError as exc:  # pragma: no cover
     sys.exit(f"run this with the Python truecall is installed in (pip install -e .): {exc}")
 
-from _drivers import BenchError, StdioPeer, cpu_seconds, http_cell, rss_mb, stdio_cold_start, stop  # noqa: E402
+from _drivers import BenchError, StdioPeer, http_cell, rss_mb, run_async, stdio_cold_start, stop  # noqa: E402
 
 # -- what runs --------------------------------------------------------------------------------
 
@@ -148,6 +149,10 @@ class Runner:
         env = dict(os.environ)
         env["BENCH_TRUECALL_DB"] = os.path.join(tmp, "bench.db")
         env.pop("TRUECALL_PRINCIPAL", None)
+        # Every server gets the same bytecode cache, written on its first spawn (the
+        # discarded cold start), whatever PYTHONDONTWRITEBYTECODE says here.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
         return env
 
     def spawn(self, argv: list[str], tmp: str, log_name: str, stdio: bool) -> subprocess.Popen[bytes]:
@@ -225,7 +230,7 @@ class Runner:
                         continue
                     key = http_key(era, sse, clients)
                     self.say(f"  {key} {self.p['cell_s']}s ...")
-                    cell = asyncio.run(http_cell(port, era, sse, clients, self.p["warm_s"], self.p["cell_s"],
+                    cell = run_async(http_cell(port, era, sse, clients, self.p["warm_s"], self.p["cell_s"],
                                                  proc.pid))
                     out[key] = cell.summary()
                 out[f"rss_mb_after_http_{mode}"] = round(rss_mb(proc.pid), 1)
@@ -336,6 +341,15 @@ def table(results: dict[str, Any], order: list[System]) -> str:
                (None, "text/event-stream")]
         if odd:
             out.append(f"note: {key}: answered as JSON although the client accepted SSE: {', '.join(odd)}")
+    busy = []
+    for s in cols:
+        worst = max((c.get("foreign_cores") or 0 for c in results[s.key].values() if isinstance(c, dict)),
+                    default=0)
+        if worst >= 0.15:
+            busy.append(f"{s.label} {worst:.2f}")
+    if busy:
+        out.append("warning: other processes used CPU during some cells (cores, worst cell): " + ", ".join(busy)
+                   + " — numbers are noisier than on an idle machine")
     for s in errs:
         out.append(f"FAILED {s.label}: {results[s.key]['error'].splitlines()[0]}")
     return "\n".join(out)

@@ -416,7 +416,6 @@ async def test_legacy_lists(engine, version):
     tools = result_of((await legacy(engine, session, "tools/list"))[0])["tools"]
     assert [t["name"] for t in tools] == ["echo", "fail", "ask", "ask_twice", "steps", "chatty"]
     assert tools[0]["inputSchema"]["required"] == ["text"] and "outputSchema" in tools[0]
-    assert all("resultType" not in r for r in [tools[0]])
     resources = result_of((await legacy(engine, session, "resources/list"))[0])["resources"]
     assert {r["uri"] for r in resources} == {"memo://welcome", "memo://guarded"}
     templates = result_of((await legacy(engine, session, "resources/templates/list"))[0])["resourceTemplates"]
@@ -1171,8 +1170,8 @@ async def test_legacy_without_elicitation_capability_never_asks(engine, version)
 
 
 @aio
-async def test_legacy_input_required_never_leaks(engine):
-    # a stateless-only answer path (MRTR) must not appear in the handshake era
+async def test_legacy_prompt_elicitation_is_a_server_request_not_mrtr(engine):
+    # the stateless answer path (InputRequiredResult) never appears in the handshake era
     session = await handshake(engine)
     outbox = CollectingOutbox()
     call = asyncio.ensure_future(legacy(engine, session, "prompts/get", {"name": "personal"}, outbox=outbox))

@@ -40,7 +40,7 @@ def dumps(value: object) -> bytes:
 
 
 @pytest.mark.parametrize("data", [b"{", b"not json", b'{"jsonrpc": "2.0", "id": 1,}', b"\xff\xfe{}", b"", b"   ",
-                                  b'{"jsonrpc":"2.0","id":1,"method":"x"} trailing', b"[1e400]"])
+                                  b'{"jsonrpc":"2.0","id":1,"method":"x"} trailing'])
 def test_unparseable_input_is_a_parse_error_without_id(data):
     err = refused(data)
     assert err.code == -32700

@@ -18,10 +18,13 @@ from .errors import (
     NotFound,
     ParseError,
     ProtocolError,
+    TaskRequired,
     TenantMismatch,
     UnknownTool,
     UnsupportedVersion,
 )
+from .forms import FormError, check_form, check_url
+from .ratelimit import RateLimit
 from .redact import redact, redact_text
 from .results import (
     MISSING_INPUT_TEXT,
@@ -42,8 +45,27 @@ from .tools import Prompt, Resource, ResourceTemplate, Tool
 
 __version__ = "0.1.0"
 
+_LAZY = {"ClaimNames": "oauth", "JWTVerifier": "oauth", "ProtectedResource": "oauth"}
+
+
+def __getattr__(name: str) -> object:
+    """JOSE support loads on first use: servers without JWTs do not pay its import time."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'truecall' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
 __all__ = [
     "AccessDenied",
+    "ClaimNames",
+    "FormError",
+    "JWTVerifier",
+    "ProtectedResource",
+    "RateLimit",
+    "check_form",
+    "check_url",
     "AuditLog",
     "AuditRecord",
     "Database",
@@ -77,6 +99,7 @@ __all__ = [
     "Task",
     "TaskInputInvalid",
     "TaskNotFound",
+    "TaskRequired",
     "TaskStatus",
     "TaskStore",
     "TenantMismatch",

@@ -73,9 +73,20 @@ def serve(
     port: int = typer.Option(8000, "--port", help="HTTP port"),
     path: str = typer.Option("/mcp", "--path", help="HTTP endpoint path"),
     allowed_host: list[str] = typer.Option([], "--allowed-host", help="Extra Host/Origin names to accept"),
+    token_file: Optional[Path] = typer.Option(None, "--token-file", envvar="TRUECALL_TOKEN_FILE",
+                                              help="JSON file of hashed bearer tokens (replaces the app's)"),
+    jwt_issuer: Optional[str] = typer.Option(None, "--jwt-issuer", envvar="TRUECALL_JWT_ISSUER",
+                                             help="Accept bearer JWTs from this issuer"),
+    jwt_audience: Optional[str] = typer.Option(None, "--jwt-audience", envvar="TRUECALL_JWT_AUDIENCE",
+                                               help="This server's resource URL; tokens must name it"),
+    jwks: Optional[str] = typer.Option(None, "--jwks", envvar="TRUECALL_JWKS",
+                                       help="The issuer's JWKS: a file path or an https URL"),
+    tenant_claim: str = typer.Option("tenant", "--tenant-claim", help="JWT claim holding the tenant"),
+    scope_claim: str = typer.Option("scope", "--scope-claim", help="JWT claim holding the scopes"),
 ) -> None:
     """Serve APP over stdio (default) or Streamable HTTP."""
     server = load_app(target)
+    _configure_credentials(server, token_file, jwt_issuer, jwt_audience, jwks, tenant_claim, scope_claim)
     from .protocol.engine import Engine
 
     engine = Engine(server)
@@ -86,7 +97,8 @@ def serve(
         _run(serve_stdio(engine, principal))
         return
     loopback = _is_loopback(host)
-    has_tokens = any(True for _ in getattr(server.tokens, "entries", lambda: [1])())
+    entries = getattr(server.tokens, "entries", None)
+    has_tokens = entries is None or any(True for _ in entries())
     if not loopback and (server.demo_credentials or not has_tokens):
         typer.echo("refusing to bind a non-loopback address with demo or no credentials; "
                    "configure a token file first", err=True)
@@ -104,6 +116,27 @@ def serve(
     config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on", http="httptools",
                             loop="uvloop" if _has_uvloop() else "asyncio", access_log=False)
     uvicorn.Server(config).run()
+
+
+def _configure_credentials(server: Any, token_file: Path | None, issuer: str | None, audience: str | None,
+                           jwks: str | None, tenant_claim: str, scope_claim: str) -> None:
+    """Credentials from configuration replace the app's (and its demo tokens)."""
+    if issuer or jwks:
+        if not (issuer and jwks and audience):
+            raise typer.BadParameter("JWT verification needs --jwt-issuer, --jwt-audience and --jwks")
+        from .oauth import ClaimNames, JWTVerifier
+
+        server.tokens = JWTVerifier(issuer=issuer, audience=audience, jwks=jwks,
+                                    claims=ClaimNames(tenant=tenant_claim, scope=scope_claim),
+                                    scopes_supported=sorted({s for t in server.registry.tools.values()
+                                                             for s in t.scopes}),
+                                    resource_name=server.title or server.name)
+        server.demo_credentials = False
+    elif token_file is not None:
+        from .auth import StaticTokens
+
+        server.tokens = StaticTokens.from_file(token_file)
+        server.demo_credentials = False
 
 
 def _has_uvloop() -> bool:
@@ -135,6 +168,77 @@ def _run(coro: Any) -> None:
         uvloop.run(coro)
     else:
         asyncio.run(coro)
+
+
+def _db_path(db: Optional[Path]) -> str:
+    path = str(db) if db else os.environ.get("TRUECALL_DB") or os.path.join(".truecall", "desk.db")
+    if path != ":memory:" and not Path(path).exists():
+        typer.echo(f"no database at {path}", err=True)
+        raise typer.Exit(2)
+    return path
+
+
+def _parse_time(value: Optional[str]) -> Optional[float]:
+    """An epoch number, an ISO 8601 time, or a relative age like 15m / 2h / 7d."""
+    if value is None:
+        return None
+    import re
+    import time
+    from datetime import datetime
+
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd])", value.strip())
+    if m:
+        return time.time() - float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise typer.BadParameter(f"not a time: {value!r} (use epoch seconds, ISO 8601, or 15m/2h/7d)") from None
+
+
+@app.command()
+def audit(
+    db: Optional[Path] = typer.Option(None, "--db", help="Database (default $TRUECALL_DB or .truecall/desk.db)"),
+    tenant: Optional[str] = typer.Option(None, "--tenant"),
+    subject: Optional[str] = typer.Option(None, "--subject"),
+    tool: Optional[str] = typer.Option(None, "--tool"),
+    outcome: Optional[str] = typer.Option(None, "--outcome", help="ok, an error kind, a code, denied, cancelled"),
+    kind: Optional[str] = typer.Option(None, "--kind", help="e.g. tool.called, tool.denied, task.created"),
+    since: Optional[str] = typer.Option(None, "--since", help="epoch, ISO 8601, or an age like 2h"),
+    until: Optional[str] = typer.Option(None, "--until"),
+    limit: int = typer.Option(50, "--limit"),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per line"),
+) -> None:
+    """Query the audit trail (newest first)."""
+    from .audit import AuditLog
+    from .storage import Database
+
+    log = AuditLog(Database(_db_path(db)))
+    records = log.query(kind=kind, tenant=tenant, subject=subject, tool=tool, outcome=outcome,
+                        since=_parse_time(since), until=_parse_time(until), limit=limit)
+    if as_json:
+        import orjson
+
+        for record in records:
+            sys.stdout.write(orjson.dumps(record.to_dict()).decode() + "\n")
+        return
+    from datetime import datetime
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"audit ({len(records)} records)")
+    for column in ("time", "kind", "tenant", "subject", "tool", "outcome", "ms", "details"):
+        table.add_column(column)
+    for r in records:
+        extra = {k: v for k, v in r.fields.items() if k not in ("durationMs", "argHash")}
+        table.add_row(datetime.fromtimestamp(r.ts).isoformat(timespec="seconds"), r.kind, r.tenant or "",
+                      r.subject or "", r.tool or "", r.outcome or "", str(r.fields.get("durationMs", "")),
+                      ", ".join(f"{k}={v}" for k, v in extra.items())[:80])
+    Console().print(table)
 
 
 def main() -> None:

@@ -169,6 +169,12 @@ class ToolContext:
         """
         if (schema is None) == (url is None):
             raise ValueError("elicit takes exactly one of schema (form mode) or url (URL mode)")
+        from .forms import check_form, check_url
+
+        if schema is not None:
+            check_form(message, schema)  # the red lines hold whoever the client is
+        else:
+            check_url(url)  # type: ignore[arg-type]
         self._elicit_seq += 1
         key = key or f"elicit-{self._elicit_seq}"
         caps = self.peer.client_capabilities.get("elicitation")

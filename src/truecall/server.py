@@ -22,6 +22,7 @@ from .auth import Principal, StaticTokens, TokenVerifier
 from .context import NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer, ToolContext
 from .errors import (AccessDenied, InsufficientScope, InvalidParams, MissingCapability, NotFound, ProtocolError,
                      TaskRequired, TenantMismatch, UnknownTool)
+from .ratelimit import RateLimit
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolResult, text, tool_error
 from .storage import Database
 from .tasks import Task, TaskStore
@@ -48,6 +49,7 @@ class Server:
         db: Database | str | None = None,
         audit: bool = True,
         audit_key: bytes | None = None,
+        rate_limit: "RateLimit | None" = None,
     ) -> None:
         self.name = name
         self.version = version
@@ -62,6 +64,8 @@ class Server:
         #: Principal for local (stdio) connections; set by the app or the CLI.
         self.local_principal: Principal | None = None
         self.changes = ChangeFeed()
+        #: Per-principal call budget (None: unlimited).
+        self.rate_limit = rate_limit
         #: True while the tokens are the published demo ones: never served beyond loopback.
         self.demo_credentials = False
 
@@ -91,8 +95,19 @@ class Server:
         scopes: Iterable[str] = (),
         task_support: str = "forbidden",
         meta: dict[str, Any] | None = None,
+        forms: Iterable[tuple[str, dict[str, Any]]] = (),
     ) -> Callable[[Callable[..., Any]], Tool]:
-        """Register ``fn(ctx, **arguments)`` as a tool; the docstring is the default description."""
+        """Register ``fn(ctx, **arguments)`` as a tool; the docstring is the default description.
+
+        ``forms`` lists the ``(message, requestedSchema)`` pairs the tool will elicit,
+        so that a form breaking the red lines (credentials, paste-anything, typed
+        confirmations of destructive actions) is refused at registration rather than
+        at the first call.
+        """
+        from .forms import check_form
+
+        for message, form in forms:
+            check_form(message, form)
 
         def decorate(fn: Callable[..., Any]) -> Tool:
             desc = description or (fn.__doc__ or "").strip()
@@ -156,8 +171,9 @@ class Server:
         """The principal for ``token``; a failure is recorded, then raised."""
         try:
             return self.tokens.authenticate(token)
-        except AccessDenied:
-            self.events.record("tool.denied" if tool else "auth.denied", reason="invalid_credential", outcome="denied")
+        except AccessDenied as exc:
+            self.events.record("tool.denied" if tool else "auth.denied", reason="invalid_credential",
+                               detail=getattr(exc, "reason", None), outcome="denied")
             raise
 
     def visible_tools(self, principal: Principal) -> list[Tool]:
@@ -224,6 +240,13 @@ class Server:
         if tool.task_support == "required" and task_mode is None:
             self._deny(principal, name, "task_required")
             raise TaskRequired()
+        if self.rate_limit is not None:
+            wait_ms = self.rate_limit.take(principal.tenant, principal.subject)
+            if wait_ms:
+                retry = int(wait_ms) + 1
+                self.events.record("tool.rate_limited", tool=name, tenant=principal.tenant,
+                                   subject=principal.subject, outcome="rate_limited", retryAfterMs=retry)
+                return tool_error(ErrorKind.RATE_LIMITED, f"too many calls; retry in {retry} ms", retryAfterMs=retry)
         if arguments is None:
             arguments = {}
         rejection = self.check_input(tool, principal, arguments)

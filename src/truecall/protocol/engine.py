@@ -22,7 +22,9 @@ from typing import Any, Awaitable, Callable, Protocol
 from ..auth import Principal
 from ..context import ElicitationUnavailable, InputRequired
 from ..errors import (
+    AccessDenied,
     TaskRequired,
+    UnknownTool,
     InternalError,
     InvalidParams,
     MethodNotFound,
@@ -342,6 +344,11 @@ class Engine:
             result = await self._serve(ctx, modern_hint)
         except ProtocolError as exc:
             status = exc.http_status if (ctx.era == "modern" or exc.http_status in (401, 403)) else 200
+            if not isinstance(exc, _RECORDED_BY_SERVER):
+                client = ctx.client_info.get("name") if ctx.client_info else None
+                self.server.events.record("rpc.error", method=str(message.method)[:100], tenant=principal.tenant,
+                                          subject=principal.subject, outcome=str(exc.code),
+                                          client=client if isinstance(client, str) else None)
             return jsonrpc.error_message(message.id, exc), status
         return jsonrpc.result_message(message.id, result), 200
 
@@ -660,7 +667,7 @@ class Engine:
         self.server.tasks.answer(task.task_id, responses, owner=ctx.principal)
         self.server.task_runtime.answered(task.task_id)
         self.server.events.record("task.input", tenant=ctx.principal.tenant, subject=ctx.principal.subject,
-                                  outcome="ok", taskId=task.task_id, responses=responses)
+                                  outcome="ok", taskId=task.task_id, arguments=responses)
         return {}
 
     async def _tasks_cancel(self, ctx: RequestContext) -> dict[str, Any]:
@@ -755,6 +762,10 @@ def _check_cursor(params: dict[str, Any]) -> None:
     cursor = params.get("cursor")
     if cursor is not None:  # everything fits on one page: any cursor is one we never issued
         raise InvalidParams("Invalid cursor")
+
+
+# The pipeline already wrote these to the audit trail (tool.denied).
+_RECORDED_BY_SERVER = (AccessDenied, UnknownTool)
 
 
 def _has_tasks_extension(caps: dict[str, Any]) -> bool:

@@ -165,6 +165,13 @@ class HttpTransport:
         if path in ("/healthz", "/readyz"):
             await _respond(send, 200, b'{"status":"ok"}')
             return
+        if path.startswith("/.well-known/oauth-protected-resource"):
+            resource = getattr(self.server.tokens, "protected_resource", None)
+            if resource is None or scope["method"] != "GET":
+                await _respond(send, 404, b'{"error":"not found"}')
+            else:
+                await _respond(send, 200, orjson.dumps(resource.document()))
+            return
         if path != self.path:
             await _respond(send, 404, b'{"error":"not found"}')
             return
@@ -222,7 +229,30 @@ class HttpTransport:
                 return self._authenticate(token)
             return self.server.authenticate(token)
         except InvalidCredential as exc:
-            raise _HttpError(401, exc, id, [(b"www-authenticate", b'Bearer error="invalid_token"')]) from None
+            # RFC 6750: no error code when no credential was sent at all.
+            challenge = self._challenge(error="invalid_token" if token else None)
+            raise _HttpError(401, exc, id, [(b"www-authenticate", challenge)]) from None
+
+    def _metadata_url(self) -> str | None:
+        resource = getattr(self.server.tokens, "protected_resource", None)
+        if resource is None:
+            return None
+        base = resource.resource
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(base)
+        return f"{parts.scheme}://{parts.netloc}/.well-known/oauth-protected-resource{parts.path}"
+
+    def _challenge(self, *, error: str | None = None, scope: str | None = None) -> bytes:
+        params = []
+        if error:
+            params.append(f'error="{error}"')
+        if scope:
+            params.append(f'scope="{scope}"')
+        metadata = self._metadata_url()
+        if metadata:
+            params.append(f'resource_metadata="{metadata}"')
+        return ("Bearer " + ", ".join(params) if params else 'Bearer realm="mcp"').encode()
 
     async def _body(self, headers: dict[str, str], receive: Receive) -> bytes:
         limit = self.limits.max_bytes
@@ -387,7 +417,7 @@ class HttpTransport:
             scopes = (error.get("data") or {}).get("requiredScopes") if isinstance(error, dict) else None
             if scopes:
                 headers.append((b"www-authenticate",
-                                f'Bearer error="insufficient_scope", scope="{" ".join(scopes)}"'.encode()))
+                                self._challenge(error="insufficient_scope", scope=" ".join(scopes))))
         await _respond(send, status, jsonrpc.encode(response) if response is not None else b"", headers)
 
     # -- sessions -------------------------------------------------------------------

@@ -80,6 +80,8 @@ class StdioConnection:
             return
         task = asyncio.get_running_loop().create_task(self._run(message, key))
         self.inflight[key] = task
+        # A task cancelled before it ever ran skips _run's cleanup: forget it here too.
+        task.add_done_callback(lambda t: self.inflight.pop(key, None) if self.inflight.get(key) is t else None)
 
     async def _run(self, message: jsonrpc.Incoming, key: Any) -> None:
         try:

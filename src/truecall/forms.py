@@ -1,0 +1,116 @@
+"""Elicitation red lines, checked before anybody is asked anything.
+
+A form asks for the parameters a task needs.  It never asks for credentials
+(those come from authorization, or a URL-mode page the user trusts), never
+invites the user to paste arbitrary content into the conversation, and never
+stands in for a destructive action's confirmation typed as text (that is
+``ctx.confirm()``: one boolean, and only ``accept`` with ``true`` counts).
+
+``check_form`` also enforces the spec's restricted schema: a flat object of
+primitive fields.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from .redact import redact_text
+
+__all__ = ["FormError", "check_form", "check_url"]
+
+
+class FormError(ValueError):
+    """A form or URL that must not be shown to a user."""
+
+
+_CREDENTIAL = re.compile(
+    r"pass(word|wd|code|phrase)|secret|token|api[\s_-]?key|apikey|access[\s_-]?key|private[\s_-]?key|"
+    r"credential|card[\s_-]?(number|no)|cardnumber|\bcvv\b|\bcvc\b|security[\s_-]?code|\bpin\b|\botp\b|"
+    r"one[\s_-]?time[\s_-]?code|\bssn\b|social[\s_-]?security|bank[\s_-]?account|iban|"
+    r"密码|口令|验证码|令牌|密钥|私钥|凭据|凭证|卡号|安全码|身份证",
+    re.IGNORECASE,
+)
+_PASTE_ANYTHING = re.compile(
+    r"\bpaste\b|\bhtml\b|page\s+source|entire\s+(page|file|document)|full\s+(page|file|document)|"
+    r"粘贴|完整.{0,4}(html|页面|网页|文件)|页面源码|网页源码",
+    re.IGNORECASE,
+)
+_DESTRUCTIVE = re.compile(
+    r"\bdelete\b|\bdestroy\b|\bdrop\b|\bwipe\b|\berase\b|\bpurge\b|remove\s+all|"
+    r"删除|销毁|清空|抹掉|格式化",
+    re.IGNORECASE,
+)
+_PRIMITIVE_KEYS = {
+    "string": {"type", "title", "description", "minLength", "maxLength", "format", "default", "enum", "enumNames",
+               "oneOf"},
+    "number": {"type", "title", "description", "minimum", "maximum", "default"},
+    "integer": {"type", "title", "description", "minimum", "maximum", "default"},
+    "boolean": {"type", "title", "description", "default"},
+    "array": {"type", "title", "description", "minItems", "maxItems", "items", "default"},
+}
+_FORMATS = {"email", "uri", "date", "date-time"}
+
+
+def _text_of(name: str, spec: dict[str, Any]) -> str:
+    return " ".join(str(x) for x in (name, spec.get("title", ""), spec.get("description", "")))
+
+
+def check_form(message: str, schema: Any) -> None:
+    """Raise :class:`FormError` unless ``schema`` is a form a user may safely be shown."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise FormError("a form's requestedSchema is an object schema (type: object)")
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        raise FormError("a form needs properties")
+    for name, spec in props.items():
+        if not isinstance(spec, dict):
+            raise FormError(f"form field '{name}' must be a schema object")
+        kind = spec.get("type")
+        allowed = _PRIMITIVE_KEYS.get(kind) if isinstance(kind, str) else None
+        if allowed is None:
+            raise FormError(f"form field '{name}' must be a string, number, integer, boolean or a multi-select "
+                            "array; forms are flat")
+        extra = set(spec) - allowed - {"$comment"}
+        if extra:
+            raise FormError(f"form field '{name}' uses keywords forms do not allow: {sorted(extra)}")
+        if kind == "string" and "format" in spec and spec["format"] not in _FORMATS:
+            raise FormError(f"form field '{name}': format must be one of {sorted(_FORMATS)}")
+        if kind == "array":
+            items = spec.get("items")
+            if not isinstance(items, dict) or not (("enum" in items) or ("anyOf" in items)):
+                raise FormError(f"form field '{name}': arrays are multi-selects of fixed options only")
+        if _CREDENTIAL.search(_text_of(name, spec)) or spec.get("format") == "password":
+            raise FormError(f"form field '{name}' asks for a credential; forms must never collect passwords, "
+                            "tokens, keys or payment data — send the user to a trusted page with URL mode "
+                            "(ctx.elicit(message, url=...)) or get it from authorization")
+        if _PASTE_ANYTHING.search(_text_of(name, spec)):
+            raise FormError(f"form field '{name}' invites pasting arbitrary content; ask for the specific "
+                            "parameters the task needs")
+    if _CREDENTIAL.search(message):
+        raise FormError("the form's message asks for a credential; use URL mode or authorization instead")
+    if _PASTE_ANYTHING.search(message):
+        raise FormError("the form's message invites pasting arbitrary content; ask for specific parameters")
+    if _DESTRUCTIVE.search(message) and not _is_boolean_confirmation(props, schema):
+        raise FormError("a destructive action is confirmed with ctx.confirm() (a single boolean that only "
+                        "'accept' with true satisfies), not with text a prompt injection could imitate")
+
+
+def _is_boolean_confirmation(props: dict[str, Any], schema: dict[str, Any]) -> bool:
+    return len(props) == 1 and next(iter(props.values())).get("type") == "boolean" and \
+        list(props) == list(schema.get("required", list(props)))
+
+
+def check_url(url: str) -> None:
+    """A URL-mode link: http(s), no embedded credentials, no secrets or personal data in it."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.netloc:
+        raise FormError("a URL-mode link must be an absolute http(s) URL")
+    if parts.username or parts.password:
+        raise FormError("a URL-mode link must not carry credentials")
+    if redact_text(url) != url or re.search(r"[^\s/@]+@[^\s/@]+\.[A-Za-z]{2,}", url):
+        raise FormError("a URL-mode link must not carry secrets or personal data")
+    for key, _ in parse_qsl(parts.query, keep_blank_values=True):
+        if _CREDENTIAL.search(key):
+            raise FormError(f"a URL-mode link must not carry credentials (query parameter '{key}')")
