@@ -128,7 +128,14 @@ def versions(peers_python: str) -> dict[str, str]:
             mine[p] = md.version(p)
         except md.PackageNotFoundError:
             pass
-    return {"truecall": truecall.__version__, "truecall_env": mine, "peers_env": json.loads(out),
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+        dirty = bool(subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "src"], capture_output=True,
+                                    text=True).stdout.strip())
+    except OSError:
+        commit, dirty = "", False
+    return {"truecall": truecall.__version__, "truecall_commit": commit, "truecall_src_dirty": dirty,
+            "truecall_env": mine, "peers_env": json.loads(out),
             "python": platform.python_version()}
 
 

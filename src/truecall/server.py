@@ -24,7 +24,7 @@ from .errors import (AccessDenied, InsufficientScope, InvalidParams, MissingCapa
                      TaskRequired, TenantMismatch, UnknownTool)
 from .ratelimit import RateLimit
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolResult, text, tool_error
-from .storage import Database
+from .storage import Database, open_database
 from .tasks import Task, TaskStore
 from .tasks.runtime import TaskRuntime
 from .tools import Prompt, Registry, Resource, ResourceTemplate, Tool
@@ -57,7 +57,7 @@ class Server:
         self.instructions = instructions
         self.registry = Registry()
         self.tokens: TokenVerifier = tokens if tokens is not None else StaticTokens()
-        self.db = db if isinstance(db, Database) else Database(db or ":memory:")
+        self.db = open_database(db)
         self.events = AuditLog(self.db, key=audit_key, enabled=audit)
         self.tasks = TaskStore(self.db)
         self.task_runtime = TaskRuntime(self.tasks, publish=lambda kind, value: self.changes.publish(kind, value))

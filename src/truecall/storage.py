@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-__all__ = ["Database", "Migration"]
+__all__ = ["Database", "Migration", "open_database"]
 
 #: (name, SQL script) pairs; applied once each, in order, recorded in ``_migrations``.
 Migration = tuple[str, str]
@@ -24,6 +24,8 @@ Migration = tuple[str, str]
 
 class Database:
     """A durable SQLite database with named, idempotent migrations."""
+
+    dialect = "sqlite"
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL") -> None:
         self.path = str(path)
@@ -92,3 +94,17 @@ class Database:
 
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def open_database(target: "str | os.PathLike[str] | Database | None" = None, **options: Any) -> Any:
+    """One setting picks the backend: a ``postgresql://`` URL, or a SQLite path (default in-memory)."""
+    if target is not None and not isinstance(target, (str, os.PathLike)):
+        return target  # already a database
+    text = str(target) if target is not None else ":memory:"
+    if text.startswith(("postgresql://", "postgres://")):
+        from .storage_pg import PostgresDatabase
+
+        return PostgresDatabase(text, **options)
+    if text.startswith("sqlite:///"):
+        text = text[len("sqlite:///"):]
+    return Database(text, **options)

@@ -1,0 +1,135 @@
+"""PostgreSQL behind the same :class:`~truecall.storage.Database` interface.
+
+Stores write one portable SQL dialect (``?`` placeholders, SQLite type names,
+``INSERT OR IGNORE``); :func:`to_postgres` translates it once per statement
+(cached).  A connection pool serves plain statements in autocommit; a
+``transaction()`` pins one connection to the current thread until it commits,
+so several replicas can share one database safely.  Migrations run under an
+advisory lock, so replicas starting together apply each one exactly once.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any, Iterator, Sequence
+
+__all__ = ["PostgresDatabase", "to_postgres"]
+
+_MIGRATION_LOCK = 0x7472756563616C6C  # "truecall"
+
+
+@lru_cache(maxsize=1024)
+def to_postgres(sql: str) -> str:
+    """The portable dialect → PostgreSQL."""
+    out = sql
+    ignore = re.match(r"\s*INSERT\s+OR\s+IGNORE\s+INTO", out, re.I)
+    if ignore:
+        out = re.sub(r"INSERT\s+OR\s+IGNORE\s+INTO", "INSERT INTO", out, count=1, flags=re.I).rstrip().rstrip(";")
+        out += " ON CONFLICT DO NOTHING"
+    out = re.sub(r"\bINTEGER\s+PRIMARY\s+KEY\s+AUTOINCREMENT\b", "BIGSERIAL PRIMARY KEY", out, flags=re.I)
+    out = re.sub(r"\bBLOB\b", "BYTEA", out, flags=re.I)
+    out = re.sub(r"\bREAL\b", "DOUBLE PRECISION", out, flags=re.I)
+    out = re.sub(r"\bINTEGER\b", "BIGINT", out, flags=re.I)
+    return out.replace("%", "%%").replace("?", "%s")
+
+
+class _Cursor:
+    """What callers use of a cursor: rows and ``rowcount``."""
+
+    def __init__(self, rows: list[tuple[Any, ...]], rowcount: int) -> None:
+        self._rows = rows
+        self.rowcount = rowcount
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self._rows[0] if self._rows else None
+
+    def fetchall(self) -> list[tuple[Any, ...]]:
+        return self._rows
+
+
+class PostgresDatabase:
+    """A pooled PostgreSQL database with the SQLite ``Database``'s methods."""
+
+    dialect = "postgresql"
+
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, schema: str | None = None) -> None:
+        from psycopg_pool import ConnectionPool
+
+        self.path = url
+        self.schema = schema
+
+        def configure(conn: Any) -> None:
+            conn.autocommit = True
+            if schema:
+                conn.execute(f'SET search_path TO "{schema}"')
+
+        self._pool = ConnectionPool(url, min_size=min_size, max_size=max_size, configure=configure, open=True,
+                                    timeout=10.0)
+        self._local = threading.local()
+        self._closed = False
+        if schema:
+            with self._pool.connection() as conn:
+                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+        self.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+
+    # -- statements -------------------------------------------------------------------
+
+    def _run(self, conn: Any, sql: str, params: Sequence[Any]) -> _Cursor:
+        cur = conn.execute(to_postgres(sql), [bytes(p) if isinstance(p, (bytearray, memoryview)) else p
+                                               for p in params])
+        rows = cur.fetchall() if cur.description is not None else []
+        return _Cursor([tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in rows],
+                       cur.rowcount)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> _Cursor:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            return self._run(conn, sql, params)
+        with self._pool.connection() as conn:
+            return self._run(conn, sql, params)
+
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        return self.execute(sql, params).fetchone()
+
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.execute(sql, params).fetchall()
+
+    @contextmanager
+    def transaction(self) -> Iterator[Any]:
+        """One connection, one transaction, on this thread; nested calls join it."""
+        if getattr(self._local, "conn", None) is not None:
+            yield self._local.conn
+            return
+        with self._pool.connection() as conn:
+            self._local.conn = conn
+            try:
+                with conn.transaction():
+                    yield conn
+            finally:
+                self._local.conn = None
+
+    def migrate(self, migrations: Sequence[tuple[str, str]]) -> None:
+        """Apply missing migrations under an advisory lock (replicas may start together)."""
+        with self.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            done = {row[0] for row in conn.execute("SELECT name FROM _migrations").fetchall()}
+            for name, script in migrations:
+                if name in done:
+                    continue
+                for statement in (s.strip() for s in script.split(";")):
+                    if statement:
+                        conn.execute(to_postgres(statement).replace("%%", "%"))
+                conn.execute("INSERT INTO _migrations VALUES (%s, %s)", (name, time.time()))
+
+    def integrity_check(self) -> str:
+        self.execute("SELECT 1")
+        return "ok"
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
