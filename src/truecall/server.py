@@ -58,7 +58,7 @@ class Server:
         self.registry = Registry()
         self.tokens: TokenVerifier = tokens if tokens is not None else StaticTokens()
         self.db = open_database(db)
-        self.events = AuditLog(self.db, key=audit_key, enabled=audit)
+        self.events = AuditLog(self.db, key=audit_key or _env_key("TRUECALL_AUDIT_KEY"), enabled=audit)
         self.tasks = TaskStore(self.db)
         self.task_runtime = TaskRuntime(self.tasks, publish=lambda kind, value: self.changes.publish(kind, value))
         #: Principal for local (stdio) connections; set by the app or the CLI.
@@ -459,6 +459,15 @@ class Server:
         if ref.get("type") == "ref/resource":
             return []
         raise InvalidParams("Unknown reference type")
+
+
+def _env_key(name: str) -> bytes | None:
+    """A shared secret from the environment (base64url), so every replica hashes alike."""
+    import base64
+    import os
+
+    raw = os.environ.get(name, "").strip()
+    return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)) if raw else None
 
 
 def _is_json(value: Any) -> bool:

@@ -96,9 +96,16 @@ class Session:
         self.last_seen = time.monotonic()
         #: Where unsolicited notifications go (stdout, or the session's GET stream).
         self.stream: Outbox | None = None
+        #: Called after the negotiated state changes (HTTP stores it for other replicas).
+        self.persist: Callable[["Session"], None] | None = None
+
+    def changed(self) -> None:
+        if self.persist is not None:
+            self.persist(self)
 
     def transition(self, event: SessionEvent) -> None:
         self.state = next_session_state(self.state, event)
+        self.changed()
 
     async def request(self, outbox: Outbox, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send a server-to-client request on ``outbox`` and wait for its response."""
@@ -248,7 +255,7 @@ class Engine:
         recover_on_start: bool = True,
     ) -> None:
         self.server = server
-        self.sealer = sealer or Sealer()
+        self.sealer = sealer or Sealer.from_env()
         self.client_request_timeout = client_request_timeout
         self.legacy_default_log_level = legacy_default_log_level
         self.server_info = {"name": server.name, "version": server.version}
@@ -278,6 +285,8 @@ class Engine:
             "tasks/list": self._tasks_list,
         }
         self.modern_methods = MODERN_METHODS
+        #: How often a listen stream re-reads the tasks it watches (changes made by other replicas).
+        self.task_poll_s = 1.0
         # The only process serving this database at start-up: whatever another runner
         # left unfinished is orphaned (shared databases rely on leases instead).
         if recover_on_start:
@@ -444,6 +453,7 @@ class Engine:
         session.client_capabilities = caps
         session.client_info = info if isinstance(info, dict) else {}
         session.log_level = self.legacy_default_log_level
+        session.changed()
         result: dict[str, Any] = {
             "protocolVersion": session.version,
             "capabilities": self.capabilities("legacy", session.version),
@@ -462,6 +472,7 @@ class Engine:
             raise InvalidParams("unknown log level")
         assert ctx.session is not None
         ctx.session.log_level = level
+        ctx.session.changed()
         return {}
 
     async def _subscribe(self, ctx: RequestContext) -> dict[str, Any]:
@@ -472,12 +483,14 @@ class Engine:
         if len(ctx.session.subscriptions) >= 1000:
             raise InvalidParams("too many subscriptions")
         ctx.session.subscriptions.add(uri)
+        ctx.session.changed()
         return {}
 
     async def _unsubscribe(self, ctx: RequestContext) -> dict[str, Any]:
         uri = _str_param(ctx.params, "uri")
         assert ctx.session is not None
         ctx.session.subscriptions.discard(uri)
+        ctx.session.changed()
         return {}
 
     # -- both eras ------------------------------------------------------------------------
@@ -596,16 +609,22 @@ class Engine:
             await ctx.outbox.send(jsonrpc.notification("notifications/subscriptions/acknowledged",
                                                        {"_meta": sub_meta, "notifications": honored}))
             watched = set(honored.get("resourceSubscriptions", ()))
+            last_update: dict[str, float] = {}
             while True:
-                kind, value = await queue.get()
+                if watched_tasks:
+                    # Tasks may change in another process (replicas share the database):
+                    # look at them now and then, not only when this process announces a change.
+                    try:
+                        kind, value = await asyncio.wait_for(queue.get(), timeout=self.task_poll_s)
+                    except TimeoutError:
+                        for task_id in watched_tasks:
+                            await self._notify_task(ctx, task_id, sub_meta, last_update)
+                        continue
+                else:
+                    kind, value = await queue.get()
                 if kind == "task":
                     if value in watched_tasks:
-                        try:
-                            task = self.server.tasks.get(value, owner=ctx.principal)
-                        except NotFound:
-                            continue
-                        await ctx.outbox.send(jsonrpc.notification(
-                            "notifications/tasks", {**ext_detailed(task, result_type=False), "_meta": sub_meta}))
+                        await self._notify_task(ctx, value, sub_meta, last_update)
                 elif kind == "resource":
                     if value in watched:
                         await ctx.outbox.send(jsonrpc.notification(
@@ -615,6 +634,18 @@ class Engine:
                                                                {"_meta": sub_meta}))
         finally:
             feed.unlisten(queue)
+
+    async def _notify_task(self, ctx: RequestContext, task_id: str, sub_meta: dict[str, Any],
+                           last_update: dict[str, float]) -> None:
+        try:
+            task = self.server.tasks.get(task_id, owner=ctx.principal)
+        except NotFound:
+            return
+        if last_update.get(task_id) == task.updated_at:
+            return
+        last_update[task_id] = task.updated_at
+        await ctx.outbox.send(jsonrpc.notification(
+            "notifications/tasks", {**ext_detailed(task, result_type=False), "_meta": sub_meta}))
 
     async def session_feed(self, session: Session) -> None:
         """Forward changes to a handshake-era session's stream until cancelled."""

@@ -45,6 +45,20 @@ class Sealer:
         self._aeads = [AESGCM(k) for k in keys]
         self.ttl_s = ttl_s
 
+    @classmethod
+    def from_env(cls, name: str = "TRUECALL_STATE_KEYS", **options: Any) -> "Sealer":
+        """Keys shared by every replica: ``TRUECALL_STATE_KEYS=new,old`` (base64url, 32 bytes each).
+
+        The first key seals; all of them open, so a rotated-out key keeps working
+        for states issued before the rotation until they expire.  Unset: a random
+        per-process key (right for a single process).
+        """
+        raw = os.environ.get(name, "").strip()
+        if not raw:
+            return cls(**options)
+        keys = [base64.urlsafe_b64decode(k.strip() + "=" * (-len(k.strip()) % 4)) for k in raw.split(",") if k.strip()]
+        return cls(keys, **options)
+
     def seal(self, payload: dict[str, Any]) -> str:
         body = dict(payload)
         body["exp"] = time.time() + self.ttl_s

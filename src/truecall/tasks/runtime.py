@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import time
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..context import ElicitationUnavailable
@@ -67,8 +68,10 @@ class TaskRuntime:
     """Background execution of accepted tool calls, with leases so no task is orphaned."""
 
     def __init__(self, store: TaskStore, *, publish: Callable[[str, Any], None] | None = None,
-                 runner_id: str | None = None, lease_s: float = LEASE_S) -> None:
+                 runner_id: str | None = None, lease_s: float = LEASE_S, poll_s: float = 0.5) -> None:
         self.store = store
+        #: How often a runner looks for cancel requests and answers from other processes.
+        self.poll_s = poll_s
         self.publish = publish or (lambda kind, value: None)
         self.runner_id = runner_id or secrets.token_hex(8)
         self.lease_s = lease_s
@@ -154,7 +157,7 @@ class TaskRuntime:
                 raise asyncio.CancelledError()
             event.clear()
             try:
-                await asyncio.wait_for(event.wait(), timeout=5.0)  # also re-checks now and then
+                await asyncio.wait_for(event.wait(), timeout=self.poll_s)  # answers may come via another process
             except TimeoutError:
                 pass
 
@@ -178,6 +181,11 @@ class TaskRuntime:
                 pass
         current = self.store.get(task.task_id)
         if not current.terminal and task.task_id not in self.running:
+            runner, lease_until = self.store.lease_holder(task.task_id)
+            if runner and runner != self.runner_id and lease_until and lease_until > time.time():
+                # Another live process runs it: ask that runner to stop (cooperative, eventual).
+                self.store.request_cancel(task.task_id)
+                return current
             try:
                 current = self.store.cancel(task.task_id)
             except InvalidTransition:
@@ -200,11 +208,19 @@ class TaskRuntime:
             self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
 
     async def _beat(self) -> None:
+        ticks = 0
         while self.running:
-            await asyncio.sleep(min(HEARTBEAT_S, self.lease_s / 3))
+            await asyncio.sleep(self.poll_s)
+            ticks += 1
             try:
-                self.store.renew_leases(self.runner_id, list(self.running), self.lease_s)
-                self.recover()
+                for task_id in self.store.cancel_requests(self.runner_id):
+                    work = self.running.get(task_id)
+                    if work is not None:
+                        work.cancel()
+                if ticks * self.poll_s >= min(HEARTBEAT_S, self.lease_s / 3):
+                    ticks = 0
+                    self.store.renew_leases(self.runner_id, list(self.running), self.lease_s)
+                    self.recover()
             except Exception:
                 continue
 

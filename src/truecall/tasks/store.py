@@ -65,6 +65,7 @@ TASK_MIGRATIONS = [
         ALTER TABLE tasks ADD COLUMN lease_until REAL
         """,
     ),
+    ("tasks-3", "ALTER TABLE tasks ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0"),
 ]
 
 
@@ -333,6 +334,20 @@ class TaskStore:
             for task_id in task_ids:
                 self.db.execute("UPDATE tasks SET lease_until = ? WHERE task_id = ? AND runner_id = ?",
                                 (until, task_id, runner_id))
+
+    def request_cancel(self, task_id: str) -> None:
+        """Flag a task another process runs; that runner stops it at its next heartbeat."""
+        self.db.execute("UPDATE tasks SET cancel_requested = 1 WHERE task_id = ?", (task_id,))
+
+    def cancel_requests(self, runner_id: str) -> list[str]:
+        """Unfinished tasks of ``runner_id`` that somebody asked to cancel."""
+        return [r[0] for r in self.db.fetchall(
+            "SELECT task_id FROM tasks WHERE runner_id = ? AND cancel_requested = 1 "
+            "AND status IN ('working', 'input_required')", (runner_id,))]
+
+    def lease_holder(self, task_id: str) -> tuple[str | None, float | None]:
+        row = self.db.fetchone("SELECT runner_id, lease_until FROM tasks WHERE task_id = ?", (task_id,))
+        return (row[0], row[1]) if row else (None, None)
 
     def orphans(self, *, now: float | None = None, other_than: str | None = None) -> list[Task]:
         """Unfinished tasks whose runner is gone: its lease ran out, or (``other_than``) any

@@ -30,6 +30,7 @@ from ..auth import Principal
 from ..errors import AccessDenied, HeaderMismatch, InsufficientScope, InvalidCredential, InvalidRequest, ProtocolError
 from ..protocol import jsonrpc
 from ..protocol.engine import MODERN_METHODS, Engine, Session
+from ..protocol.sessions import SessionStore
 from ..protocol.jsonrpc import DEFAULT_LIMITS, Incoming, Limits, MessageError
 from ..protocol.versions import LEGACY, META_VERSION, MODERN
 
@@ -152,6 +153,7 @@ class HttpTransport:
         self._feeds: dict[str, asyncio.Task[None]] = {}
         self.max_sessions = max_sessions
         self.session_idle_s = session_idle_s
+        self.session_store = SessionStore(self.server.db, idle_s=session_idle_s)
 
     # -- ASGI entry ---------------------------------------------------------------
 
@@ -427,14 +429,27 @@ class HttpTransport:
         if len(self.sessions) >= self.max_sessions:
             raise _HttpError(503, InvalidRequest("Too many sessions"))
         session = Session(principal=principal)
+        session.persist = self.session_store.save
         self.sessions[session.id] = session
         return session
 
     def _session(self, session_id: str, principal: Principal, id: Any) -> Session:
         session = self.sessions.get(session_id)
+        if session is None and len(session_id) <= 128:
+            # Negotiated on another replica (or before a restart): the shared store has it.
+            session = self.session_store.load(session_id, principal)
+            if session is not None:
+                session.persist = self.session_store.save
+                self.sessions[session_id] = session
         # Another principal's session answers exactly like a missing one.
-        if session is None or session.principal != principal or session.state.value == "closed":
+        if session is None or session.principal is None or session.state.value == "closed" or \
+                (session.principal.tenant, session.principal.subject) != (principal.tenant, principal.subject):
             raise _HttpError(404, InvalidRequest("Session not found"), id)
+        session.principal = principal  # a refreshed token may carry other scopes
+        now = time.monotonic()
+        if now - session.last_seen > 60:
+            self.session_store.touch(session_id)
+        session.last_seen = now
         return session
 
     def _expire_sessions(self) -> None:
@@ -443,6 +458,7 @@ class HttpTransport:
             self._end_session(sid)
 
     def _end_session(self, session_id: str) -> None:
+        self.session_store.delete(session_id)
         session = self.sessions.pop(session_id, None)
         if session is not None:
             session.close()

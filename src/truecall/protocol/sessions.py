@@ -1,0 +1,95 @@
+"""Handshake-era HTTP sessions in the shared database.
+
+A session is negotiated once (``initialize``) and then used by requests that a
+load balancer may send to any replica.  What the negotiation decided — version,
+client capabilities and info, log level, resource subscriptions, state — is
+stored, so another replica can serve the next request.  What cannot move is an
+open response stream and a server-to-client request waiting for its answer: those
+stay with the replica that holds the connection.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import orjson
+
+from ..auth import Principal
+from ..storage import Database
+from ._state import SessionState
+from .engine import Session
+
+__all__ = ["SessionStore", "SESSION_MIGRATIONS"]
+
+SESSION_MIGRATIONS = [
+    (
+        "sessions-1",
+        """
+        CREATE TABLE mcp_sessions (
+            session_id TEXT PRIMARY KEY,
+            tenant TEXT NOT NULL,
+            subject TEXT NOT NULL,
+            scopes BLOB NOT NULL,
+            state TEXT NOT NULL,
+            version TEXT,
+            data BLOB NOT NULL,
+            last_seen REAL NOT NULL
+        );
+        CREATE INDEX mcp_sessions_last_seen ON mcp_sessions (last_seen)
+        """,
+    )
+]
+
+
+class SessionStore:
+    def __init__(self, db: Database, *, idle_s: float = 3600.0) -> None:
+        self.db = db
+        self.idle_s = idle_s
+        db.migrate(SESSION_MIGRATIONS)
+
+    def save(self, session: Session) -> None:
+        principal = session.principal
+        assert principal is not None
+        data = orjson.dumps({
+            "caps": session.client_capabilities,
+            "client": session.client_info,
+            "log": session.log_level,
+            "subs": sorted(session.subscriptions),
+        })
+        now = time.time()
+        with self.db.transaction():
+            self.db.execute("DELETE FROM mcp_sessions WHERE session_id = ?", (session.id,))
+            self.db.execute(
+                "INSERT INTO mcp_sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (session.id, principal.tenant, principal.subject, orjson.dumps(sorted(principal.scopes)),
+                 session.state.value, session.version, data, now),
+            )
+
+    def load(self, session_id: str, principal: Principal) -> Session | None:
+        """The stored session, if it is this principal's and still alive."""
+        row = self.db.fetchone(
+            "SELECT state, version, data, scopes FROM mcp_sessions WHERE session_id = ? AND tenant = ? "
+            "AND subject = ? AND last_seen > ?",
+            (session_id, principal.tenant, principal.subject, time.time() - self.idle_s),
+        )
+        if row is None or row[0] == SessionState.CLOSED.value:
+            return None
+        session = Session(session_id, principal)
+        session.state = SessionState(row[0])
+        session.version = row[1]
+        data: dict[str, Any] = orjson.loads(row[2])
+        session.client_capabilities = data.get("caps") or {}
+        session.client_info = data.get("client") or {}
+        session.log_level = data.get("log")
+        session.subscriptions = set(data.get("subs") or [])
+        return session
+
+    def touch(self, session_id: str) -> None:
+        self.db.execute("UPDATE mcp_sessions SET last_seen = ? WHERE session_id = ?", (time.time(), session_id))
+
+    def delete(self, session_id: str) -> None:
+        self.db.execute("DELETE FROM mcp_sessions WHERE session_id = ?", (session_id,))
+
+    def purge_idle(self) -> int:
+        return self.db.execute("DELETE FROM mcp_sessions WHERE last_seen < ?", (time.time() - self.idle_s,)).rowcount
