@@ -170,6 +170,25 @@ def _run(coro: Any) -> None:
         asyncio.run(coro)
 
 
+@app.command()
+def migrate(
+    target: Optional[str] = typer.Argument(None, help="APP (default: the incident desk)"),
+) -> None:
+    """Apply the app's schema migrations to its database ($TRUECALL_DB: a path or a postgresql:// URL).
+
+    Safe to run while replicas start: PostgreSQL migrations take an advisory lock."""
+    server = load_app(target)
+    from .protocol.engine import Engine
+    from .protocol.sessions import SessionStore
+
+    Engine(server, recover_on_start=False)  # the engine's own tables
+    SessionStore(server.db)
+    rows = server.db.fetchall("SELECT name, applied_at FROM _migrations ORDER BY applied_at, name")
+    for name, applied in rows:
+        typer.echo(f"{name}\t{applied:.0f}")
+    typer.echo(f"{len(rows)} migrations applied ({getattr(server.db, 'dialect', 'sqlite')})")
+
+
 def _db_path(db: Optional[Path]) -> str:
     path = str(db) if db else os.environ.get("TRUECALL_DB") or os.path.join(".truecall", "desk.db")
     if path != ":memory:" and not Path(path).exists():

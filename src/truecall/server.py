@@ -66,6 +66,8 @@ class Server:
         self.changes = ChangeFeed()
         #: Per-principal call budget (None: unlimited).
         self.rate_limit = rate_limit
+        #: ``fn(tool, outcome, seconds)`` after every call (metrics); empty costs nothing.
+        self.observers: list[Callable[[str, str, float], None]] = []
         #: True while the tokens are the published demo ones: never served beyond loopback.
         self.demo_credentials = False
 
@@ -374,16 +376,20 @@ class Server:
     def _record(self, tool: Tool, principal: Principal, arguments: Any, result: ToolResult, started: float,
                 client: str | None) -> ToolResult:
         err = result.error
+        outcome = (err.get("kind", "error") if err else "error") if result.is_error else "ok"
+        elapsed = time.perf_counter() - started
         self.events.record(
             "tool.called",
             tool=tool.name,
             tenant=principal.tenant,
             subject=principal.subject,
-            outcome=(err.get("kind", "error") if err else "error") if result.is_error else "ok",
+            outcome=outcome,
             arguments=arguments,
-            durationMs=round((time.perf_counter() - started) * 1000, 3),
+            durationMs=round(elapsed * 1000, 3),
             client=client,
         )
+        for observe in self.observers:
+            observe(tool.name, outcome, elapsed)
         return result
 
     # -- resources and prompts ----------------------------------------------------

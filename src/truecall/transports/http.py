@@ -140,6 +140,7 @@ class HttpTransport:
         limits: Limits = DEFAULT_LIMITS,
         max_sessions: int = 10_000,
         session_idle_s: float = 3600.0,
+        metrics: bool = True,
     ) -> None:
         self.engine = engine
         self.server = engine.server
@@ -154,6 +155,12 @@ class HttpTransport:
         self.max_sessions = max_sessions
         self.session_idle_s = session_idle_s
         self.session_store = SessionStore(self.server.db, idle_s=session_idle_s)
+        if metrics:
+            from ..metrics import Metrics
+
+            self.metrics: Any = Metrics(self.server)
+        else:
+            self.metrics = None
 
     # -- ASGI entry ---------------------------------------------------------------
 
@@ -164,8 +171,19 @@ class HttpTransport:
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
-        if path in ("/healthz", "/readyz"):
+        if path == "/healthz":
             await _respond(send, 200, b'{"status":"ok"}')
+            return
+        if path == "/readyz":  # ready = the database answers
+            try:
+                self.server.db.fetchone("SELECT 1")
+            except Exception:
+                await _respond(send, 503, b'{"status":"database unavailable"}')
+                return
+            await _respond(send, 200, b'{"status":"ready"}')
+            return
+        if path == "/metrics" and self.metrics is not None:
+            await _respond(send, 200, self.metrics.render(), [(b"content-type", b"text/plain; version=0.0.4")])
             return
         if path.startswith("/.well-known/oauth-protected-resource"):
             resource = getattr(self.server.tokens, "protected_resource", None)
