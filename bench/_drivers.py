@@ -68,6 +68,26 @@ class Cell:
     content_type: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    slices: list[float] = field(default_factory=list)
+
+    def merge(self, other: "Cell") -> None:
+        """Add one slice (the cells are measured in rounds, interleaved across systems)."""
+        self.calls += other.calls
+        self.seconds += other.seconds
+        self.latencies_ns += other.latencies_ns
+        self.server_cpu_s += other.server_cpu_s
+        self.client_cpu_s += other.client_cpu_s
+        self.machine_cpu_s += other.machine_cpu_s
+        self.errors += other.errors
+        if self.content_type is None:
+            self.content_type = other.content_type
+        elif other.content_type not in (None, self.content_type):
+            self.content_type += f"|{other.content_type}"
+        for k, v in other.extra.items():
+            self.extra.setdefault(k, v)
+        if other.seconds:
+            self.slices.append(other.calls / other.seconds)
+
     def summary(self) -> dict[str, Any]:
         lat = sorted(self.latencies_ns)
 
@@ -90,6 +110,7 @@ class Cell:
                                    / self.seconds, 2) if self.seconds else None,
             "errors": self.errors,
             "content_type": self.content_type,
+            "slices_calls_per_s": [round(x, 1) for x in self.slices],
             **self.extra,
         }
 
@@ -494,9 +515,18 @@ class HttpClient:
         assert self.conn is not None
         return await self.conn.request(self.call_bytes(request_id))
 
-    def close(self) -> None:
-        if self.conn is not None and self.conn.transport is not None:
-            self.conn.transport.close()
+    async def aclose(self) -> None:
+        """End the session (handshake era: DELETE, as a well-behaved client does), then the connection."""
+        if self.conn is None or self.conn.transport is None:
+            return
+        if self.era == "legacy" and "Mcp-Session-Id" in self.headers:
+            head = [f"DELETE {self.path} HTTP/1.1", f"Host: 127.0.0.1:{self.port}"]
+            head += [f"{k}: {v}" for k, v in self.headers.items()]
+            try:
+                await asyncio.wait_for(self.conn.request(("\r\n".join(head) + "\r\n\r\n").encode()), 5)
+            except (BenchError, asyncio.TimeoutError):
+                pass
+        self.conn.transport.close()
 
 
 def run_async(coro: Any) -> Any:
@@ -549,6 +579,5 @@ async def http_cell(port: int, era: str, sse: bool, clients: int, warm_s: float,
     cell.client_cpu_s = time.process_time() - ccpu0
     cell.machine_cpu_s = machine_busy_seconds() - mcpu0
     cell.calls = len(cell.latencies_ns)
-    for p in peers:
-        p.close()
+    await asyncio.gather(*(p.aclose() for p in peers))
     return cell

@@ -46,7 +46,7 @@ try:
 except ImportError as exc:  # pragma: no cover
     sys.exit(f"run this with the Python truecall is installed in (pip install -e .): {exc}")
 
-from _drivers import BenchError, StdioPeer, http_cell, rss_mb, run_async, stdio_cold_start, stop  # noqa: E402
+from _drivers import BenchError, Cell, StdioPeer, http_cell, rss_mb, run_async, stdio_cold_start, stop  # noqa: E402
 
 # -- what runs --------------------------------------------------------------------------------
 
@@ -86,8 +86,8 @@ def systems(peers_python: str) -> list[System]:
 
 PROFILES = {
     # seconds of warm-up and of measurement per cell, cold-start spawns
-    "quick": {"warm_s": 0.3, "cell_s": 1.5, "stdio_warm_s": 0.5, "cold_runs": 3},
-    "full": {"warm_s": 1.0, "cell_s": 5.0, "stdio_warm_s": 1.5, "cold_runs": 7},
+    "quick": {"warm_s": 0.3, "cell_s": 1.5, "stdio_warm_s": 0.5, "cold_runs": 3, "rounds": 3},
+    "full": {"warm_s": 1.0, "cell_s": 5.0, "stdio_warm_s": 1.5, "cold_runs": 7, "rounds": 5},
 }
 
 HTTP_CELLS = [(era, sse, clients) for era in ("modern", "legacy") for sse in (False, True) for clients in (1, 16)]
@@ -142,11 +142,27 @@ def versions(peers_python: str) -> dict[str, str]:
 # -- one system ------------------------------------------------------------------------------------
 
 
+class Live:
+    """One running server: its process, its temporary folder, and how to reach it."""
+
+    def __init__(self, system: System, proc: subprocess.Popen[bytes], tmp: str, log_name: str,
+                 peer: StdioPeer | None = None, port: int = 0) -> None:
+        self.system, self.proc, self.tmp, self.log_name, self.peer, self.port = system, proc, tmp, log_name, peer, port
+
+    def stop(self) -> None:
+        stop(self.proc)
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
 class Runner:
+    """Measures every system in rounds: each cell is split into slices and the systems take
+    turns, so that load from elsewhere on the machine falls on all of them alike."""
+
     def __init__(self, profile: dict[str, Any], logs: Path, verbose: bool = True) -> None:
         self.p = profile
         self.logs = logs
         self.verbose = verbose
+        self.results: dict[str, dict[str, Any]] = {}
 
     def say(self, text: str) -> None:
         if self.verbose:
@@ -176,77 +192,130 @@ class Runner:
         except OSError:
             return ""
 
+    def fail(self, s: System, what: str, exc: BaseException, log_name: str | None = None) -> None:
+        tail = self.log_tail(log_name) if log_name else ""
+        message = f"{s.key} {what}: {exc}" + (f"\n{tail}" if tail else "")
+        self.results.setdefault(s.key, {})["error"] = message
+        self.say(f"  FAILED {message.splitlines()[0]}")
+
+    def alive(self, systems: list[System]) -> list[System]:
+        return [s for s in systems if "error" not in self.results.get(s.key, {})]
+
+    def rounds(self, systems: list[System]) -> list[list[System]]:
+        """The order of the systems in each round (alternating, so no one is always first)."""
+        n = max(1, int(self.p["rounds"]))
+        return [list(systems) if r % 2 == 0 else list(reversed(systems)) for r in range(n)]
+
     # stdio
 
-    def cold_start(self, s: System) -> dict[str, Any]:
-        runs = []
-        for i in range(self.p["cold_runs"] + 1):  # the first spawn only warms the page cache
-            tmp = tempfile.mkdtemp(prefix="tc-bench-")
-            try:
-                with open(self.logs / f"{s.key}-cold.log", "ab") as log:
-                    r = stdio_cold_start(s.stdio, self.env(tmp), str(ROOT), log)  # type: ignore[arg-type]
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-            if i:
-                runs.append(r)
-        return {
-            "first_response_ms": round(statistics.median(r["first_response_ms"] for r in runs), 1),
-            "first_call_ms": round(statistics.median(r["first_call_ms"] for r in runs), 1),
-            "runs": [{k: round(v, 1) for k, v in r.items()} for r in runs],
-        }
+    def cold_starts(self, systems: list[System]) -> None:
+        runs: dict[str, list[dict[str, float]]] = {s.key: [] for s in systems}
+        self.say(f"cold start: {self.p['cold_runs']} spawns each (after one discarded) ...")
+        for i in range(self.p["cold_runs"] + 1):  # the first spawn only warms the page and bytecode caches
+            for s in self.alive(systems) if i % 2 == 0 else list(reversed(self.alive(systems))):
+                tmp = tempfile.mkdtemp(prefix="tc-bench-")
+                try:
+                    with open(self.logs / f"{s.key}-cold.log", "ab") as log:
+                        r = stdio_cold_start(s.stdio, self.env(tmp), str(ROOT), log)  # type: ignore[arg-type]
+                except Exception as exc:
+                    self.fail(s, "cold start", exc, f"{s.key}-cold.log")
+                    continue
+                finally:
+                    shutil.rmtree(tmp, ignore_errors=True)
+                if i:
+                    runs[s.key].append(r)
+        for s in self.alive(systems):
+            rs = runs[s.key]
+            self.results.setdefault(s.key, {})["cold_start"] = {
+                "first_response_ms": round(statistics.median(r["first_response_ms"] for r in rs), 1),
+                "first_call_ms": round(statistics.median(r["first_call_ms"] for r in rs), 1),
+                "runs": [{k: round(v, 1) for k, v in r.items()} for r in rs],
+            }
 
-    def stdio(self, s: System) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        self.say(f"  cold start x{self.p['cold_runs']} ...")
-        out["cold_start"] = self.cold_start(s)
-        tmp = tempfile.mkdtemp(prefix="tc-bench-")
-        proc = self.spawn(s.stdio, tmp, f"{s.key}-stdio.log", stdio=True)  # type: ignore[arg-type]
+    def stdio(self, systems: list[System]) -> None:
+        self.cold_starts(systems)
+        lives: dict[str, Live] = {}
         try:
-            peer = StdioPeer(proc)
-            peer.handshake()
-            peer.warm_up(self.p["stdio_warm_s"])
-            out["rss_mb_after_warmup"] = round(rss_mb(proc.pid), 1)
-            self.say(f"  stdio sequential {self.p['cell_s']}s ...")
-            out["stdio-seq"] = peer.sequential(self.p["cell_s"]).summary()
-            self.say(f"  stdio pipelined (64 in flight) {self.p['cell_s']}s ...")
-            out["stdio-pipe64"] = peer.pipelined(self.p["cell_s"], 64).summary()
-            out["rss_mb_after_stdio"] = round(rss_mb(proc.pid), 1)
-        except Exception as exc:
-            raise BenchError(f"{s.key} stdio: {exc}\n{self.log_tail(f'{s.key}-stdio.log')}") from exc
+            for s in self.alive(systems):
+                tmp = tempfile.mkdtemp(prefix="tc-bench-")
+                log_name = f"{s.key}-stdio.log"
+                proc = self.spawn(s.stdio, tmp, log_name, stdio=True)  # type: ignore[arg-type]
+                live = lives[s.key] = Live(s, proc, tmp, log_name, peer=StdioPeer(proc))
+                try:
+                    live.peer.handshake()  # type: ignore[union-attr]
+                    live.peer.warm_up(self.p["stdio_warm_s"])  # type: ignore[union-attr]
+                    self.results.setdefault(s.key, {})["rss_mb_after_warmup"] = round(rss_mb(proc.pid), 1)
+                except Exception as exc:
+                    self.fail(s, "stdio start", exc, log_name)
+            slice_s = self.p["cell_s"] / max(1, int(self.p["rounds"]))
+            for key, label in (("stdio-seq", "sequential"), ("stdio-pipe64", "pipelined, 64 in flight")):
+                self.say(f"stdio {label}: {self.p['rounds']} rounds of {slice_s:.2f} s per system ...")
+                acc = {s.key: Cell() for s in systems}
+                for order in self.rounds(self.alive(list(s for s in systems if s.key in lives))):
+                    for s in order:
+                        if "error" in self.results.get(s.key, {}):
+                            continue
+                        peer = lives[s.key].peer
+                        try:
+                            cell = peer.sequential(slice_s) if key == "stdio-seq" else peer.pipelined(slice_s, 64)  # type: ignore[union-attr]
+                        except Exception as exc:
+                            self.fail(s, key, exc, lives[s.key].log_name)
+                            continue
+                        acc[s.key].merge(cell)
+                for s in self.alive([s for s in systems if s.key in lives]):
+                    self.results[s.key][key] = acc[s.key].summary()
+            for s in self.alive([s for s in systems if s.key in lives]):
+                self.results[s.key]["rss_mb_after_stdio"] = round(rss_mb(lives[s.key].proc.pid), 1)
         finally:
-            stop(proc)
-            shutil.rmtree(tmp, ignore_errors=True)
-        return out
+            for live in lives.values():
+                live.stop()
 
     # HTTP
 
-    def http(self, s: System) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def http(self, systems: list[System]) -> None:
+        slice_s = self.p["cell_s"] / max(1, int(self.p["rounds"]))
         for json_mode in (True, False):
             mode = "json" if json_mode else "sse"
-            port = free_port()
-            tmp = tempfile.mkdtemp(prefix="tc-bench-")
-            log_name = f"{s.key}-http-{mode}.log"
-            t0 = time.perf_counter()
-            proc = self.spawn(s.http(port, json_mode), tmp, log_name, stdio=False)  # type: ignore[misc]
+            lives: dict[str, Live] = {}
             try:
-                wait_listening(proc, port)
-                out[f"http_{mode}_ready_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+                for s in self.alive(systems):
+                    port = free_port()
+                    tmp = tempfile.mkdtemp(prefix="tc-bench-")
+                    log_name = f"{s.key}-http-{mode}.log"
+                    t0 = time.perf_counter()
+                    proc = self.spawn(s.http(port, json_mode), tmp, log_name, stdio=False)  # type: ignore[misc]
+                    lives[s.key] = Live(s, proc, tmp, log_name, port=port)
+                    try:
+                        wait_listening(proc, port)
+                        self.results.setdefault(s.key, {})[f"http_{mode}_ready_ms"] = round(
+                            (time.perf_counter() - t0) * 1000, 1)
+                    except Exception as exc:
+                        self.fail(s, f"http ({mode}) start", exc, log_name)
                 for era, sse, clients in HTTP_CELLS:
-                    if sse != (not json_mode):
+                    if sse == json_mode:
                         continue
                     key = http_key(era, sse, clients)
-                    self.say(f"  {key} {self.p['cell_s']}s ...")
-                    cell = run_async(http_cell(port, era, sse, clients, self.p["warm_s"], self.p["cell_s"],
-                                                 proc.pid))
-                    out[key] = cell.summary()
-                out[f"rss_mb_after_http_{mode}"] = round(rss_mb(proc.pid), 1)
-            except Exception as exc:
-                raise BenchError(f"{s.key} http ({mode}): {exc}\n{self.log_tail(log_name)}") from exc
+                    self.say(f"{key}: {self.p['rounds']} rounds of {slice_s:.2f} s per system ...")
+                    acc = {s.key: Cell() for s in systems}
+                    for i, order in enumerate(self.rounds(self.alive([s for s in systems if s.key in lives]))):
+                        warm = self.p["warm_s"] if i == 0 else min(0.2, self.p["warm_s"])
+                        for s in order:
+                            if "error" in self.results.get(s.key, {}):
+                                continue
+                            live = lives[s.key]
+                            try:
+                                cell = run_async(http_cell(live.port, era, sse, clients, warm, slice_s, live.proc.pid))
+                            except Exception as exc:
+                                self.fail(s, key, exc, live.log_name)
+                                continue
+                            acc[s.key].merge(cell)
+                    for s in self.alive([s for s in systems if s.key in lives]):
+                        self.results[s.key][key] = acc[s.key].summary()
+                for s in self.alive([s for s in systems if s.key in lives]):
+                    self.results[s.key][f"rss_mb_after_http_{mode}"] = round(rss_mb(lives[s.key].proc.pid), 1)
             finally:
-                stop(proc)
-                shutil.rmtree(tmp, ignore_errors=True)
-        return out
+                for live in lives.values():
+                    live.stop()
 
 
 def free_port() -> int:
@@ -373,7 +442,13 @@ def targets(results: dict[str, Any], system: str = "truecall") -> list[dict[str,
             return
         r = mine / theirs
         ok = r >= want if higher_is_better else r <= want
-        checks.append({"target": name, "measured": round(r, 3), "want": want, "ok": ok})
+        check = {"target": name, "measured": round(r, 3), "want": want, "ok": ok}
+        if path[-1] == "calls_per_s":  # the same ratio from server CPU per call: steadier on a busy machine
+            my_cpu = _get(results, system, path[0], "server_cpu_us_per_call")
+            their_cpu = _get(results, other, path[0], "server_cpu_us_per_call")
+            if my_cpu and their_cpu:
+                check["by_cpu"] = round(their_cpu / my_cpu, 3)
+        checks.append(check)
 
     ratio("stdio sequential ≥ 10× FastMCP", ("stdio-seq", "calls_per_s"), "fastmcp", 10)
     ratio("stdio sequential ≥ 5× mcp low-level", ("stdio-seq", "calls_per_s"), "mcp-lowlevel", 5)
@@ -392,11 +467,13 @@ def targets(results: dict[str, Any], system: str = "truecall") -> list[dict[str,
 
 
 def targets_text(checks: list[dict[str, Any]]) -> str:
-    out = ["targets (truecall, default configuration):"]
+    out = ["targets (truecall, default configuration; ratio = truecall ÷ other for calls/s, "
+           "truecall ÷ FastMCP for cold start and RSS):"]
     for c in checks:
         mark = "n/a " if c["ok"] is None else ("PASS" if c["ok"] else "FAIL")
         measured = "–" if c["measured"] is None else f"{c['measured']:.3g}"
-        out.append(f"  {mark}  {c['target']:<44} measured ratio {measured}")
+        by_cpu = f"   (by server CPU per call: {c['by_cpu']:.3g})" if "by_cpu" in c else ""
+        out.append(f"  {mark}  {c['target']:<44} measured ratio {measured:>6}{by_cpu}")
     held = sum(1 for c in checks if c["ok"])
     out.append(f"  {held}/{len(checks)} hold")
     return "\n".join(out)
@@ -427,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(profile, logs)
 
     peers_python = ensure_peers_venv(runner.say)
+    versions_at_start = versions(peers_python)  # the tree may change while we run: record what we started with
     all_systems = systems(peers_python)
     wanted = set(ns.systems.split(",")) if ns.systems else None
     if wanted:
@@ -435,19 +513,11 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
     chosen = [s for s in all_systems if wanted is None or s.key in wanted]
 
-    results: dict[str, Any] = {}
-    for s in chosen:
-        runner.say(f"[{s.label}]")
-        res: dict[str, Any] = {}
-        try:
-            if s.stdio and not ns.no_stdio:
-                res.update(runner.stdio(s))
-            if s.http and not ns.no_http:
-                res.update(runner.http(s))
-        except Exception as exc:  # one broken peer must not hide the others
-            res = {"error": str(exc)}
-            runner.say(f"  FAILED: {exc}")
-        results[s.key] = res
+    if not ns.no_stdio:
+        runner.stdio([s for s in chosen if s.stdio])
+    if not ns.no_http:
+        runner.http([s for s in chosen if s.http])
+    results = {s.key: runner.results.get(s.key, {}) for s in chosen}
 
     elapsed = time.perf_counter() - started
     checks = targets(results)
@@ -457,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": profile,
         "argv": sys.argv[1:],
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
-        "versions": versions(peers_python),
+        "versions": versions_at_start,
         "systems": {s.key: {"label": s.label} for s in chosen},
         "results": results,
         "targets": checks,

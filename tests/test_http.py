@@ -94,7 +94,7 @@ def test_tools_list_is_json_with_result_type(desk: Any, http: httpx.Client) -> N
     result = message["result"]
     assert message["id"] == 1
     assert result["resultType"] == "complete"
-    assert {t["name"] for t in result["tools"]} == {"incident.search", "incident.escalate"}
+    assert {t["name"] for t in result["tools"]} == {"incident.search", "incident.escalate", "incident.handle", "incident.reconcile"}
     assert "mcp-session-id" not in resp.headers  # stateless: no session is ever minted
 
 
@@ -382,7 +382,7 @@ def test_handshake_session_tools_call_over_sse(desk: Any, http: httpx.Client) ->
     assert final["result"]["structuredContent"] == {"service": "payments", "count": 2, "tenant": "acme"}
 
     resp = _post(http, desk.url, request(3, "tools/list", {}), _legacy_headers(OPERATOR, session, sse=False))
-    assert len(json_body(resp, LEGACY, "ListToolsResult")["result"]["tools"]) == 2
+    assert len(json_body(resp, LEGACY, "ListToolsResult")["result"]["tools"]) == 4
 
 
 def test_delete_ends_the_session(desk: Any, http: httpx.Client) -> None:

@@ -212,7 +212,7 @@ def test_list_tools_and_search(harness: Harness) -> None:
             assert client.protocol_version == VERSION[harness.mode]
             listed = await client.list_tools()
             by_name = {t.name: t for t in listed.tools}
-            assert set(by_name) == {"incident.search", "incident.escalate"}
+            assert set(by_name) == {"incident.search", "incident.escalate", "incident.handle", "incident.reconcile"}
             assert by_name["incident.search"].output_schema["required"] == ["service", "count", "tenant"]
             result = await client.call_tool("incident.search", {"service": "payments"})
             assert result.is_error is False

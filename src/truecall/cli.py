@@ -121,7 +121,7 @@ def serve(
 def _configure_credentials(server: Any, token_file: Path | None, issuer: str | None, audience: str | None,
                            jwks: str | None, tenant_claim: str, scope_claim: str) -> None:
     """Credentials from configuration replace the app's (and its demo tokens)."""
-    if issuer or jwks:
+    if issuer or jwks or audience:  # any one of them means JWTs were meant: never fall back silently
         if not (issuer and jwks and audience):
             raise typer.BadParameter("JWT verification needs --jwt-issuer, --jwt-audience and --jwks")
         from .oauth import ClaimNames, JWTVerifier
@@ -189,9 +189,12 @@ def migrate(
     typer.echo(f"{len(rows)} migrations applied ({getattr(server.db, 'dialect', 'sqlite')})")
 
 
-def _db_path(db: Optional[Path]) -> str:
+def _db_path(db: Optional[str]) -> str:
     path = str(db) if db else os.environ.get("TRUECALL_DB") or os.path.join(".truecall", "desk.db")
-    if path != ":memory:" and not Path(path).exists():
+    if path.startswith("sqlite:///"):
+        path = path[len("sqlite:///"):]
+    # A server URL (postgresql://…) names a database that is not a file: open_database decides.
+    if path != ":memory:" and "://" not in path and not Path(path).exists():
         typer.echo(f"no database at {path}", err=True)
         raise typer.Exit(2)
     return path
@@ -220,7 +223,8 @@ def _parse_time(value: Optional[str]) -> Optional[float]:
 
 @app.command()
 def audit(
-    db: Optional[Path] = typer.Option(None, "--db", help="Database (default $TRUECALL_DB or .truecall/desk.db)"),
+    db: Optional[str] = typer.Option(None, "--db", help="Database: a path or URL (default $TRUECALL_DB or "
+                                     ".truecall/desk.db)"),
     tenant: Optional[str] = typer.Option(None, "--tenant"),
     subject: Optional[str] = typer.Option(None, "--subject"),
     tool: Optional[str] = typer.Option(None, "--tool"),
@@ -233,9 +237,9 @@ def audit(
 ) -> None:
     """Query the audit trail (newest first)."""
     from .audit import AuditLog
-    from .storage import Database
+    from .storage import open_database
 
-    log = AuditLog(Database(_db_path(db)))
+    log = AuditLog(open_database(_db_path(db)))
     records = log.query(kind=kind, tenant=tenant, subject=subject, tool=tool, outcome=outcome,
                         since=_parse_time(since), until=_parse_time(until), limit=limit)
     if as_json:
@@ -258,6 +262,81 @@ def audit(
                       r.subject or "", r.tool or "", r.outcome or "", str(r.fields.get("durationMs", "")),
                       ", ".join(f"{k}={v}" for k, v in extra.items())[:80])
     Console().print(table)
+
+
+# -- operators: tasks and reconcile (over a server's database) -------------------------------------
+
+tasks_app = typer.Typer(add_completion=False, no_args_is_help=True,
+                        help="Inspect and cancel tasks in a server's database (default: the desk's).")
+app.add_typer(tasks_app, name="tasks")
+
+_DB_HELP = "SQLite database (default: $TRUECALL_DB or .truecall/desk.db)"
+
+
+def _ops(fn: Any, render: Any, as_json: bool, *args: Any, **kwargs: Any) -> None:
+    from .incidents import ops
+
+    try:
+        data = fn(*args, **kwargs)
+    except ops.OpsError as exc:
+        if as_json:
+            ops.print_json(exc.payload)
+        else:
+            typer.echo(str(exc), err=True)
+        raise typer.Exit(exc.status) from None
+    if as_json:
+        ops.print_json(data)
+    else:
+        render(data)
+
+
+@tasks_app.command("list")
+def tasks_list(
+    db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),
+    status: Optional[str] = typer.Option(None, "--status", help="Only tasks in this status"),
+    tool: Optional[str] = typer.Option(None, "--tool", help="Only tasks of this tool"),
+    limit: int = typer.Option(200, "--limit", help="At most this many tasks: the newest, listed oldest first"),
+    as_json: bool = typer.Option(False, "--json", help="JSON instead of a table"),
+) -> None:
+    """List tasks (all tenants): status, outcome, ticket and settlement."""
+    from .incidents import ops
+
+    _ops(ops.tasks_list, ops.render_list, as_json, db, status=status, tool=tool, limit=limit)
+
+
+@tasks_app.command("show")
+def tasks_show(
+    task_id: str = typer.Argument(..., help="The task id (one starting with '-' goes after '--')"),
+    db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="JSON instead of a table"),
+) -> None:
+    """One task in full: its result as it ended, the desk's records and any later settlement."""
+    from .incidents import ops
+
+    _ops(ops.tasks_show, ops.render_show, as_json, db, task_id)
+
+
+@tasks_app.command("cancel")
+def tasks_cancel(
+    task_id: str = typer.Argument(..., help="The task id (one starting with '-' goes after '--')"),
+    db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="JSON instead of text"),
+) -> None:
+    """Cancel a task through the task state table; a refusal names the current status (exit 1)."""
+    from .incidents import ops
+
+    _ops(ops.tasks_cancel, ops.render_cancel, as_json, db, task_id)
+
+
+@app.command()
+def reconcile(
+    db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="JSON instead of tables"),
+) -> None:
+    """Settle incident.handle tasks whose outcome was unknown against the ticket table."""
+    from .incidents import ops
+
+    _ops(ops.run_reconcile, ops.render_reconcile, as_json, db)
 
 
 def main() -> None:

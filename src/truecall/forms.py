@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .redact import redact_text
 
@@ -57,6 +57,13 @@ def _text_of(name: str, spec: dict[str, Any]) -> str:
     return " ".join(str(x) for x in (name, spec.get("title", ""), spec.get("description", "")))
 
 
+def _words(text: str) -> str:
+    """``text`` plus a copy where ``card_cvv``, ``cvvCode`` or ``page-html`` are separate words,
+    so that the ``\\b`` in the patterns also sees names written the way code writes them."""
+    split = re.sub(r"[_\-.]+", " ", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text))
+    return text if split == text else f"{text} {split}"
+
+
 def check_form(message: str, schema: Any) -> None:
     """Raise :class:`FormError` unless ``schema`` is a form a user may safely be shown."""
     if not isinstance(schema, dict) or schema.get("type") != "object":
@@ -75,24 +82,26 @@ def check_form(message: str, schema: Any) -> None:
         extra = set(spec) - allowed - {"$comment"}
         if extra:
             raise FormError(f"form field '{name}' uses keywords forms do not allow: {sorted(extra)}")
+        if _CREDENTIAL.search(_words(_text_of(name, spec))) or spec.get("format") == "password":
+            raise FormError(f"form field '{name}' asks for a credential; forms must never collect passwords, "
+                            "tokens, keys or payment data — send the user to a trusted page with URL mode "
+                            "(ctx.elicit(message, url=...)) or get it from authorization")
         if kind == "string" and "format" in spec and spec["format"] not in _FORMATS:
             raise FormError(f"form field '{name}': format must be one of {sorted(_FORMATS)}")
         if kind == "array":
             items = spec.get("items")
             if not isinstance(items, dict) or not (("enum" in items) or ("anyOf" in items)):
                 raise FormError(f"form field '{name}': arrays are multi-selects of fixed options only")
-        if _CREDENTIAL.search(_text_of(name, spec)) or spec.get("format") == "password":
-            raise FormError(f"form field '{name}' asks for a credential; forms must never collect passwords, "
-                            "tokens, keys or payment data — send the user to a trusted page with URL mode "
-                            "(ctx.elicit(message, url=...)) or get it from authorization")
-        if _PASTE_ANYTHING.search(_text_of(name, spec)):
+        if _PASTE_ANYTHING.search(_words(_text_of(name, spec))):
             raise FormError(f"form field '{name}' invites pasting arbitrary content; ask for the specific "
                             "parameters the task needs")
-    if _CREDENTIAL.search(message):
+    if _CREDENTIAL.search(_words(message)):
         raise FormError("the form's message asks for a credential; use URL mode or authorization instead")
-    if _PASTE_ANYTHING.search(message):
+    if _PASTE_ANYTHING.search(_words(message)):
         raise FormError("the form's message invites pasting arbitrary content; ask for specific parameters")
-    if _DESTRUCTIVE.search(message) and not _is_boolean_confirmation(props, schema):
+    destructive = _DESTRUCTIVE.search(message) or any(
+        _DESTRUCTIVE.search(_text_of(name, spec)) for name, spec in props.items())
+    if destructive and not _is_boolean_confirmation(props, schema):
         raise FormError("a destructive action is confirmed with ctx.confirm() (a single boolean that only "
                         "'accept' with true satisfies), not with text a prompt injection could imitate")
 
@@ -109,8 +118,10 @@ def check_url(url: str) -> None:
         raise FormError("a URL-mode link must be an absolute http(s) URL")
     if parts.username or parts.password:
         raise FormError("a URL-mode link must not carry credentials")
-    if redact_text(url) != url or re.search(r"[^\s/@]+@[^\s/@]+\.[A-Za-z]{2,}", url):
+    decoded = unquote(url)  # %20 and friends must not hide a secret from the patterns below
+    if redact_text(decoded) != decoded or re.search(r"[^\s/@]+@[^\s/@]+\.[A-Za-z]{2,}", decoded):
         raise FormError("a URL-mode link must not carry secrets or personal data")
-    for key, _ in parse_qsl(parts.query, keep_blank_values=True):
-        if _CREDENTIAL.search(key):
+    # The fragment (#access_token=… in implicit-flow style links) is as visible as the query.
+    for key, _ in parse_qsl(parts.query, keep_blank_values=True) + parse_qsl(parts.fragment, keep_blank_values=True):
+        if _CREDENTIAL.search(_words(key)):
             raise FormError(f"a URL-mode link must not carry credentials (query parameter '{key}')")

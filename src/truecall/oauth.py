@@ -25,6 +25,16 @@ from .errors import InvalidCredential
 
 __all__ = ["JWTVerifier", "ClaimNames", "ProtectedResource"]
 
+
+class _RefuseRedirect(urllib.request.HTTPRedirectHandler):
+    """A JWKS is fetched from exactly the configured URL: a redirect (say https → http) is refused."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_NO_REDIRECTS = urllib.request.build_opener(_RefuseRedirect)
+
 #: Asymmetric algorithms only: a JWKS of public keys cannot verify an HMAC, and ``none`` is never accepted.
 DEFAULT_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
 
@@ -72,6 +82,7 @@ class JWTVerifier:
         leeway_s: float = 30.0,
         check_audience: bool = True,
         jwks_cache_s: float = 300.0,
+        jwks_refetch_s: float = 10.0,
         scopes_supported: Iterable[str] = (),
         resource_name: str | None = None,
     ) -> None:
@@ -85,8 +96,12 @@ class JWTVerifier:
         self.check_audience = check_audience
         self._jwks_source = jwks
         self._jwks_cache_s = jwks_cache_s
+        # At most one fetch per this many seconds, whatever the tokens say: a stream of made-up
+        # kids (or an unreachable issuer) must not become a stream of blocking fetches.
+        self._jwks_refetch_s = jwks_refetch_s
         self._keys: dict[str | None, Any] = {}
         self._loaded_at = 0.0
+        self._fetched_at = 0.0
         self._lock = threading.Lock()
         self.protected_resource = ProtectedResource(audience or "", (issuer,), tuple(scopes_supported),
                                                     resource_name) if audience else None
@@ -99,17 +114,20 @@ class JWTVerifier:
         if isinstance(source, dict):
             return source
         text = str(source)
-        if text.startswith("https://") or text.startswith("http://127.0.0.1") or text.startswith("http://localhost"):
-            with urllib.request.urlopen(text, timeout=5) as response:  # noqa: S310 - https or loopback only
-                return orjson.loads(response.read(1024 * 1024))
         if "://" in text:
-            raise ValueError("a JWKS URL must be https (or loopback for tests)")
+            if not _fetchable(text):
+                raise ValueError("a JWKS URL must be https (or http on a loopback address, for tests)")
+            with _NO_REDIRECTS.open(text, timeout=5) as response:  # noqa: S310 - https or loopback only
+                return orjson.loads(response.read(1024 * 1024))
         return orjson.loads(Path(text).read_bytes())
 
     def _load_keys(self) -> None:
+        self._fetched_at = time.monotonic()
         data = self._fetch_jwks()
         keys: dict[str | None, Any] = {}
         for jwk in data.get("keys", []):
+            if not isinstance(jwk, dict) or jwk.get("kty") not in ("RSA", "EC", "OKP"):
+                continue  # only public keys verify anything here (never an HMAC secret)
             try:
                 key = jwt.PyJWK.from_dict(jwk)
             except (jwt.PyJWKError, jwt.InvalidKeyError, ValueError):
@@ -121,13 +139,16 @@ class JWTVerifier:
         self._loaded_at = time.monotonic()
 
     def _key_for(self, kid: str | None) -> Any:
-        stale = not isinstance(self._jwks_source, dict) and time.monotonic() - self._loaded_at > self._jwks_cache_s
-        if stale or (kid not in self._keys and kid is not None and not isinstance(self._jwks_source, dict)):
-            with self._lock:
-                try:
-                    self._load_keys()
-                except Exception:
-                    pass  # keep the keys we had; an unknown kid still fails below
+        if not isinstance(self._jwks_source, dict):
+            now = time.monotonic()
+            stale = now - self._loaded_at > self._jwks_cache_s
+            unknown = kid is not None and kid not in self._keys
+            if (stale or unknown) and now - self._fetched_at >= self._jwks_refetch_s:
+                with self._lock:
+                    try:
+                        self._load_keys()
+                    except Exception:
+                        pass  # keep the keys we had; an unknown kid still fails below
         if kid is None and len(self._keys) == 1:
             return next(iter(self._keys.values()))
         key = self._keys.get(kid)
@@ -171,6 +192,11 @@ class JWTVerifier:
             raise _denied("issuer") from None
         except jwt.InvalidSignatureError:
             raise _denied("signature") from None
+        except jwt.MissingRequiredClaimError as exc:
+            raise _denied({"aud": "audience", "iss": "issuer"}.get(exc.claim, "claims")) from None
+        except (jwt.InvalidAlgorithmError, jwt.InvalidKeyError, TypeError, ValueError):
+            # The header's alg does not fit the key its kid names (an EC alg on an RSA key…).
+            raise _denied("algorithm") from None
         except jwt.PyJWTError:
             raise _denied("invalid") from None
         subject, tenant = claims.get(self.claims.subject), claims.get(self.claims.tenant)
@@ -180,6 +206,26 @@ class JWTVerifier:
         scopes = raw_scopes.split() if isinstance(raw_scopes, str) else \
             [s for s in raw_scopes if isinstance(s, str)] if isinstance(raw_scopes, list) else []
         return Principal(subject, tenant, frozenset(scopes))
+
+
+def _fetchable(url: str) -> bool:
+    """https anywhere; plain http only to a loopback host (parsed, not prefix-matched)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None or not parts.hostname:
+        return False
+    if parts.scheme == "https":
+        return True
+    if parts.scheme != "http":
+        return False
+    if parts.hostname == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(parts.hostname).is_loopback
+    except ValueError:
+        return False
 
 
 def _denied(reason: str) -> InvalidCredential:

@@ -34,8 +34,11 @@ class RateLimit:
             bucket = self._buckets.get(key)
             if bucket is None:
                 if len(self._buckets) >= self._max:
-                    self._buckets.clear()  # bounded memory beats perfect fairness
+                    # Bounded memory: forget the least recently seen principal (dicts keep order).
+                    self._buckets.pop(next(iter(self._buckets)))
                 bucket = self._buckets[key] = _Bucket(float(self.burst), now)
+            else:
+                self._buckets[key] = self._buckets.pop(key)  # most recently seen last
             bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.updated) * self.rate)
             bucket.updated = now
             if bucket.tokens >= 1:

@@ -37,6 +37,7 @@ _SENSITIVE_VALUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("gcp_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
     ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b")),
     ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("truecall_token", re.compile(r"\btc_[A-Za-z0-9_-]{20,}")),
     ("api_key", re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj)?[-_]?[A-Za-z0-9]{16,}")),
     ("secret_assignment", re.compile(
         r"\b(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\s*[:=]\s*\S+", re.I)),

@@ -33,6 +33,14 @@ class Violation:
         return self.keyword == "required"
 
 
+def _safe_name(name: str) -> str:
+    """A client-sent field name fit to echo back: a name that is itself a secret is not."""
+    from .redact import REDACTED, is_sensitive_name, redact_text
+
+    name = name[:64]
+    return REDACTED if redact_text(name) != name or is_sensitive_name(name) else name
+
+
 def _field(path: list[Any]) -> str:
     return "/".join(str(p)[:64] for p in path)
 
@@ -48,7 +56,7 @@ def _describe(err: Any) -> Violation:
         full = _field(path + [name]) if name else where
         return Violation(full, "required", f"required field '{full}' is missing")
     if kind_name == "AdditionalProperties":
-        unexpected = [str(u)[:64] for u in getattr(err.kind, "unexpected", [])][:5]
+        unexpected = [_safe_name(str(u)) for u in getattr(err.kind, "unexpected", [])][:5]
         names = ", ".join(repr(u) for u in unexpected)
         return Violation(where, "additionalProperties", f"unexpected field(s) at {where}: {names}")
     if kind_name == "Type":

@@ -271,18 +271,19 @@ class Server:
 
         ctx._accept = accept
         work = loop.create_task(self._run(tool, ctx, principal, arguments, started, client))
+        def audit(kind: str, fields: dict[str, Any]) -> None:
+            self.events.record(kind, tool=name, tenant=principal.tenant, subject=principal.subject, **fields)
+
         try:
             await asyncio.wait({work, accepted}, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
-            if not accepted.done():
+            if accepted.done():  # the caller left after the work was accepted: it goes on as a task
+                self.task_runtime.adopt(accepted.result(), work, audit)
+            else:
                 work.cancel()
             raise
         if accepted.done():
             task = accepted.result()
-
-            def audit(kind: str, fields: dict[str, Any]) -> None:
-                self.events.record(kind, tool=name, tenant=principal.tenant, subject=principal.subject, **fields)
-
             self.task_runtime.adopt(task, work, audit)
             return task
         accepted.cancel()

@@ -12,9 +12,21 @@ import orjson
 
 from truecall import ErrorKind, Principal, Server, StaticTokens, ToolResult, resource_link, text, tool_error
 
+from .faults import FaultPlan
+from .handle import HANDLE_INPUT, HANDLE_OUTPUT, TOOL as HANDLE_TOOL, Handler, recover_hook
+from .reconcile import describe_settlement, reconcile
 from .store import IncidentStore
+from .tickets import TicketStore
+from .upstream import Upstream
 
-__all__ = ["build_desk", "DEMO_TOKENS", "READ", "WRITE"]
+__all__ = ["build_desk", "DEMO_TOKENS", "READ", "WRITE", "ENV_TIMEOUT_MS", "ENV_CLAIM_LEASE_MS", "ENV_WORKERS"]
+
+#: How long incident.handle waits for the upstream's ack (default 5000 ms).
+ENV_TIMEOUT_MS = "TRUECALL_DESK_TIMEOUT_MS"
+#: How long a worker's claim on a job holds before reconcile may fence it (default 30000 ms).
+ENV_CLAIM_LEASE_MS = "TRUECALL_DESK_CLAIM_LEASE_MS"
+#: Upstream worker count (default 4).
+ENV_WORKERS = "TRUECALL_DESK_WORKERS"
 
 READ = "incidents:read"
 WRITE = "incidents:write"
@@ -81,9 +93,55 @@ def incident_uri(tenant: str, incident_id: str) -> str:
     return f"incident://{tenant}/{incident_id}"
 
 
-def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, audit: bool = True) -> Server:
-    """The desk on ``db`` (default: ``$TRUECALL_DB`` or ``.truecall/desk.db``)."""
+RECONCILE_INPUT = {
+    "type": "object",
+    "properties": {"taskId": {"type": "string", "minLength": 1, "maxLength": 128,
+                              "description": "Only this task (default: all of yours)"}},
+    "additionalProperties": False,
+}
+
+RECONCILE_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "examined": {"type": "integer", "minimum": 0},
+        "settled": {"type": "array", "items": {"type": "object"}},
+        "pending": {"type": "array", "items": {"type": "object"}},
+        "alreadySettled": {"type": "array", "items": {"type": "object"}},
+    },
+    "required": ["examined", "settled", "pending", "alreadySettled"],
+    "additionalProperties": False,
+}
+
+
+def _env_number(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, not {raw!r}") from None
+    if value <= 0:
+        raise ValueError(f"{name} must be positive")
+    return value
+
+
+def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, audit: bool = True,
+               faults: FaultPlan | dict[str, Any] | str | None = None, ack_timeout_s: float | None = None,
+               claim_lease_s: float | None = None, workers: int | None = None) -> Server:
+    """The desk on ``db`` (default: ``$TRUECALL_DB`` or ``.truecall/desk.db``).
+
+    The upstream queue's faults, timeout, claim lease and workers come from the
+    arguments or, when omitted, from ``$TRUECALL_DESK_FAULTS`` (JSON, see
+    :mod:`truecall.incidents.faults`), ``$TRUECALL_DESK_TIMEOUT_MS``,
+    ``$TRUECALL_DESK_CLAIM_LEASE_MS`` and ``$TRUECALL_DESK_WORKERS``.
+    """
     path = db or os.environ.get("TRUECALL_DB") or os.path.join(".truecall", "desk.db")
+    plan = faults if isinstance(faults, FaultPlan) else (FaultPlan(faults) if faults is not None
+                                                         else FaultPlan.from_env())
+    timeout_s = ack_timeout_s if ack_timeout_s is not None else _env_number(ENV_TIMEOUT_MS, 5000) / 1000
+    lease_s = claim_lease_s if claim_lease_s is not None else _env_number(ENV_CLAIM_LEASE_MS, 30000) / 1000
+    n_workers = workers if workers is not None else int(_env_number(ENV_WORKERS, 4))
     server = Server(
         "truecall-incident-desk",
         "0.1.0",
@@ -96,6 +154,13 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
     server.local_principal = DEMO_TOKENS["demo-acme-operator"]
     server.demo_credentials = tokens is None
     incidents = IncidentStore(server.db)
+    tickets = TicketStore(server.db)
+
+    def upstream_event(kind: str, fields: dict[str, Any]) -> None:
+        server.events.record(kind, outcome="ok" if kind == "upstream.ticket_written" else "error", **fields)
+
+    upstream = Upstream(tickets, plan, workers=n_workers, claim_lease_s=lease_s, on_event=upstream_event)
+    handler = Handler(incidents, tickets, upstream, timeout_s=timeout_s, tasks=server.tasks)
 
     @server.tool(
         "incident.search",
@@ -131,8 +196,11 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
     async def incident_escalate(ctx, incidentId: str) -> ToolResult:
         found = incidents.get(ctx.tenant, incidentId)
         if found is None:  # another tenant's incident reads exactly like a missing one
-            return tool_error(ErrorKind.INVALID_INPUT, f"no incident {incidentId} for this tenant", field="incidentId")
-        answer = await ctx.elicit(f"Escalate {found.incident_id} ({found.title}, now {found.severity})?",
+            return tool_error(ErrorKind.INVALID_INPUT, "no such incident for this tenant", field="incidentId")
+        # Only fixed text and the incident's id and severity go into the question: free text
+        # (a title) is data, and data must never decide what a form may ask.
+        answer = await ctx.elicit(f"Escalate {found.incident_id} (now {found.severity})? Choose the new severity "
+                                  "and give a reason.",
                                   ESCALATE_FORM, key="escalation")
         if not answer.accepted:
             return tool_error(ErrorKind.DECLINED, f"the user did not accept ({answer.action.value}); "
@@ -146,6 +214,73 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
                            mime_type="application/json")],
             {"incidentId": updated.incident_id, "previousSeverity": found.severity, "severity": updated.severity},
         )
+
+    @server.tool(
+        HANDLE_TOOL,
+        title="Handle an incident: open a ticket and notify on-call",
+        description="Opens a ticket for one of your tenant's incidents through the upstream ticket queue and "
+                    "notifies on-call. Runs only as a task: the immediate answer is a task handle (accepted, NOT "
+                    "done). The task completes with ticketId and notified=true only once the ticket and the "
+                    "notification exist; dependency_unavailable means nothing was written (retry later); "
+                    "outcome_unknown means check first (reference = the idempotencyKey). Reuse the same "
+                    "idempotencyKey to retry safely: it never creates a second ticket.",
+        input_schema=HANDLE_INPUT,
+        output_schema=HANDLE_OUTPUT,
+        annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
+                     "openWorldHint": True},
+        scopes={WRITE},
+        task_support="required",
+    )
+    async def incident_handle(ctx, incidentId: str, idempotencyKey: str | None = None,
+                              note: str | None = None) -> ToolResult:
+        return await handler(ctx, incidentId, idempotencyKey, note)
+
+    server.task_runtime.recover_hooks[HANDLE_TOOL] = recover_hook(tickets)
+
+    @server.tool(
+        "incident.reconcile",
+        title="Reconcile unknown outcomes",
+        description="Settles your incident.handle tasks whose result was outcome_unknown against the ticket "
+                    "table: 'ticket_exists' (with the ticketId) or 'nothing_happened' (no ticket, and the job is "
+                    "withdrawn so none can be written). Task results are never rewritten: each settlement is "
+                    "recorded next to its task. A job a worker still holds stays pending.",
+        input_schema=RECONCILE_INPUT,
+        output_schema=RECONCILE_OUTPUT,
+        annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": True,
+                     "openWorldHint": False},
+        scopes={WRITE},
+    )
+    def incident_reconcile(ctx, taskId: str | None = None) -> ToolResult:
+        try:
+            report = reconcile(server.tasks, tickets, owner=ctx.principal, task_id=taskId,
+                               settled_by=f"incident.reconcile:{ctx.principal.subject}")
+        except LookupError:  # another owner's task reads exactly like an unknown one
+            return tool_error(ErrorKind.INVALID_INPUT, f"no task {taskId} of yours", field="taskId")
+        for s in report.settled:
+            server.events.record("desk.settled", tenant=s.tenant, subject=ctx.principal.subject, tool=HANDLE_TOOL,
+                                 outcome=s.outcome, taskId=s.task_id, ticketId=s.ticket_id, dispatchId=s.dispatch_id)
+        lines = [f"{s.task_id}: {describe_settlement(s, 'en')}" for s in [*report.settled, *report.already_settled]]
+        lines += [f"{p['taskId']}: still unknown — {p['reason']}" for p in report.pending]
+        head = (f"Examined {report.examined} task(s) with an unknown outcome: {len(report.settled)} settled now, "
+                f"{len(report.already_settled)} settled before, {len(report.pending)} still pending.")
+        content = [text("\n".join([head, *lines]))]
+        content += [resource_link(f"ticket://{ctx.tenant}/{s.ticket_id}", s.ticket_id, mime_type="application/json")
+                    for s in [*report.settled, *report.already_settled] if s.ticket_id]
+        return ToolResult(content, report.to_dict())
+
+    @server.resource_template(
+        "ticket://{tenant}/{ticket_id}",
+        name="ticket",
+        title="Ticket",
+        description="One ticket of the caller's tenant with its notifications, as JSON.",
+        mime_type="application/json",
+        scopes={READ},
+    )
+    def read_ticket(ctx, uri: str, tenant: str, ticket_id: str) -> Any:
+        if tenant != ctx.tenant:  # another tenant's ticket reads exactly like a missing one
+            return None
+        found = tickets.ticket(ctx.tenant, ticket_id)
+        return None if found is None else orjson.dumps(found.to_dict()).decode()
 
     @server.resource_template(
         "incident://{tenant}/{incident_id}",
@@ -177,4 +312,6 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         }]
 
     server.incidents = incidents  # type: ignore[attr-defined]
+    server.tickets = tickets  # type: ignore[attr-defined]
+    server.upstream = upstream  # type: ignore[attr-defined]
     return server

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from truecall import Database
+from truecall import Database, redact_text
 
 __all__ = ["Incident", "IncidentStore", "DESK_MIGRATIONS"]
 
@@ -113,6 +113,7 @@ class IncidentStore:
                             (severity, tenant, incident_id))
             self.db.execute(
                 "INSERT INTO incident_events (tenant, incident_id, kind, detail, actor, at) VALUES (?, ?, ?, ?, ?, ?)",
-                (tenant, incident_id, "escalated", f"{found.severity}->{severity}: {reason}", actor, time.time()),
+                (tenant, incident_id, "escalated", f"{found.severity}->{severity}: {redact_text(reason)}", actor,
+                 time.time()),
             )
         return self.get(tenant, incident_id)

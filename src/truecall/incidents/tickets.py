@@ -24,14 +24,13 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import orjson
 
 from truecall import Database
 
-from .dispatch_state import (NOTHING_WRITTEN, DispatchEvent, DispatchState, InvalidDispatchTransition,
-                             next_dispatch_state)
+from .dispatch_state import DispatchEvent, DispatchState, InvalidDispatchTransition, next_dispatch_state
 
 __all__ = [
     "TICKET_MIGRATIONS",
@@ -276,7 +275,7 @@ class TicketStore:
     @staticmethod
     def present(db: Database) -> bool:
         """Whether ``db`` holds the desk's ticket tables (without creating them)."""
-        return db.fetchone("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'handle_requests'") is not None
+        return db.fetchone("SELECT 1 FROM _migrations WHERE name = ?", (TICKET_MIGRATIONS[0][0],)) is not None
 
     # -- reads ------------------------------------------------------------------------
 
@@ -340,13 +339,14 @@ class TicketStore:
         """
         fp = fingerprint(incident_id, note)
         with self.db.transaction():
+            # Insert-if-absent, then compare: two first uses at once cannot both win.
+            cur = self.db.execute("INSERT OR IGNORE INTO idempotency_keys VALUES (?, ?, ?, ?, ?)",
+                                  (tenant, key, fp, incident_id, time.time()))
+            if cur.rowcount == 1:
+                return True
             row = self.db.fetchone("SELECT fingerprint FROM idempotency_keys WHERE tenant = ? AND idempotency_key = ?",
                                    (tenant, key))
-            if row is None:
-                self.db.execute("INSERT INTO idempotency_keys VALUES (?, ?, ?, ?, ?)",
-                                (tenant, key, fp, incident_id, time.time()))
-                return True
-        if bytes(row[0]) != fp:
+        if row is None or bytes(row[0]) != fp:
             raise KeyConflict("this idempotencyKey was already used with other arguments")
         return False
 
@@ -365,21 +365,29 @@ class TicketStore:
         with self.db.transaction():
             if still_wanted is not None and not still_wanted():
                 return Opened(None, False, None, gone=True)
-            ticket = self.ticket_for_key(tenant, key)
-            new = False
-            if ticket is not None:
-                dispatch_id: str | None = ticket.dispatch_id
-            else:
+            ticket, dispatch_id, new = None, None, False
+            for _attempt in range(3):
+                ticket = self.ticket_for_key(tenant, key)
+                if ticket is not None:
+                    dispatch_id = ticket.dispatch_id
+                    break
                 live = self.db.fetchone(
                     "SELECT dispatch_id FROM dispatches WHERE tenant = ? AND idempotency_key = ? "
                     "AND state IN ('queued', 'claimed')", (tenant, key))
                 if live is not None:
                     dispatch_id = live[0]
-                else:
-                    dispatch_id, new = new_dispatch_id(), True
-                    self.db.execute(
-                        f"INSERT INTO dispatches ({_DISPATCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, 'queued', NULL, NULL, "
-                        "NULL, ?, ?)", (tenant, dispatch_id, key, incident_id, note, now, now))
+                    break
+                candidate = new_dispatch_id()
+                # The partial unique index admits one live-or-done dispatch per key: a concurrent
+                # first attempt (on a server database) makes this a no-op, and we look again.
+                cur = self.db.execute(
+                    f"INSERT OR IGNORE INTO dispatches ({_DISPATCH_COLUMNS}) VALUES (?, ?, ?, ?, ?, 'queued', NULL, "
+                    "NULL, NULL, ?, ?)", (tenant, candidate, key, incident_id, note, now, now))
+                if cur.rowcount == 1:
+                    dispatch_id, new = candidate, True
+                    break
+            if dispatch_id is None:
+                raise RuntimeError("could not settle on a dispatch for this key")
             self.db.execute(f"INSERT INTO handle_requests ({_REQUEST_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                             (tenant, task_id, subject, key, incident_id, note, dispatch_id, now))
         return Opened(dispatch_id, new, ticket)
@@ -398,9 +406,19 @@ class TicketStore:
                 raise LookupError("no such dispatch")
             state = found.state
             if ticket is None and state is DispatchState.QUEUED:
-                state = self._transition(tenant, dispatch_id, DispatchEvent.ABANDON,
-                                         detail="withdrawn: no worker claimed it in time")
+                try:
+                    state = self._transition(tenant, dispatch_id, DispatchEvent.ABANDON,
+                                             detail="withdrawn: no worker claimed it in time")
+                except InvalidDispatchTransition:  # a worker claimed it meanwhile (server databases)
+                    state = self._state(tenant, dispatch_id)
+                    ticket = self.ticket_for_key(tenant, key)
         return state, ticket
+
+    def _state(self, tenant: str, dispatch_id: str) -> DispatchState:
+        found = self.dispatch(tenant, dispatch_id)
+        if found is None:
+            raise LookupError("no such dispatch")
+        return found.state
 
     # -- the worker's side ---------------------------------------------------------------
 
@@ -462,12 +480,15 @@ class TicketStore:
             found = self.dispatch(tenant, dispatch_id)
             if found is None:
                 raise LookupError("no such dispatch")
-            if found.state is DispatchState.QUEUED:
-                return self._transition(tenant, dispatch_id, DispatchEvent.ABANDON,
-                                        detail="withdrawn by reconcile before any worker claimed it")
-            if found.state is DispatchState.CLAIMED and (found.lease_until or 0) < now:
-                return self._transition(tenant, dispatch_id, DispatchEvent.EXPIRE,
-                                        detail="claim expired (worker presumed dead); fenced by reconcile")
+            try:
+                if found.state is DispatchState.QUEUED:
+                    return self._transition(tenant, dispatch_id, DispatchEvent.ABANDON,
+                                            detail="withdrawn by reconcile before any worker claimed it")
+                if found.state is DispatchState.CLAIMED and (found.lease_until or 0) < now:
+                    return self._transition(tenant, dispatch_id, DispatchEvent.EXPIRE,
+                                            detail="claim expired (worker presumed dead); fenced by reconcile")
+            except InvalidDispatchTransition:  # it moved meanwhile (server databases): report where it is
+                return self._state(tenant, dispatch_id)
             return found.state
 
     def add_settlement(self, settlement: Settlement) -> bool:
@@ -503,16 +524,8 @@ class TicketStore:
 
     # -- ground-truth helpers (tests, operators) ---------------------------------------------
 
-    def duplicate_keys(self) -> list[tuple[str, str, int]]:
-        """(tenant, key, count) for every key with more than one ticket — always empty."""
-        return [tuple(r) for r in self.db.fetchall(  # type: ignore[misc]
-            "SELECT tenant, idempotency_key, COUNT(*) FROM tickets GROUP BY tenant, idempotency_key HAVING COUNT(*) > 1")]
-
-    def iter_requests(self, tenant: str) -> Iterator[HandleRequest]:
-        for row in self.db.fetchall(f"SELECT {_REQUEST_COLUMNS} FROM handle_requests WHERE tenant = ? "
-                                    "ORDER BY created_at", (tenant,)):
-            yield HandleRequest(*row)
-
-
-def nothing_written(state: DispatchState) -> bool:
-    return state in NOTHING_WRITTEN
+    def duplicate_keys(self, tenant: str) -> list[tuple[str, int]]:
+        """(key, count) for every key of ``tenant`` with more than one ticket — always empty."""
+        return [(r[0], r[1]) for r in self.db.fetchall(
+            "SELECT idempotency_key, COUNT(*) FROM tickets WHERE tenant = ? GROUP BY idempotency_key "
+            "HAVING COUNT(*) > 1", (tenant,))]

@@ -150,6 +150,8 @@ class TaskRuntime:
             task = self.store.get(task_id)
             answer = (task.responses or {}).get(key)
             if answer is not None:
+                # The runner has it now: the store keeps that the key was answered, not what was said.
+                self.store.scrub_response(task_id, key)
                 if task.status is TaskStatus.WORKING:
                     self._changed(task_id)
                 return answer

@@ -217,7 +217,7 @@ class TaskStore:
         now = time.time()
         ttl = int(ttl_ms if ttl_ms is not None else self.default_ttl_ms)
         task = Task(
-            task_id=secrets.token_urlsafe(24),
+            task_id="t" + secrets.token_urlsafe(24),  # a letter first: never read as a CLI option
             status=TaskStatus.INPUT_REQUIRED if input_schema is not None else TaskStatus.WORKING,
             created_at=now,
             updated_at=now,
@@ -309,7 +309,7 @@ class TaskStore:
             if task.status is not TaskStatus.INPUT_REQUIRED:
                 return task  # late or duplicate answers change nothing
             outstanding = dict(task.input_requests or {})
-            accepted = {k: v for k, v in responses.items() if k in outstanding}
+            accepted = {k: _answer_to_keep(v) for k, v in responses.items() if k in outstanding}
             if not accepted:
                 return task
             for key in accepted:
@@ -324,6 +324,17 @@ class TaskStore:
                     changes["responses"] = all_responses
                     changes["status_message"] = None
         return self.get(task_id)
+
+    def scrub_response(self, task_id: str, key: str) -> None:
+        """Forget an answer's content once its runner has read it (the key stays used)."""
+        with self.db.transaction():
+            row = self.db.fetchone("SELECT responses FROM tasks WHERE task_id = ?", (task_id,))
+            responses = _load(row[0]) if row else None
+            if not responses or key not in responses:
+                return
+            answer = responses[key]
+            responses[key] = {"action": answer.get("action")} if isinstance(answer, dict) else {}
+            self.db.execute("UPDATE tasks SET responses = ? WHERE task_id = ?", (_dump(responses), task_id))
 
     def renew_leases(self, runner_id: str, task_ids: list[str], lease_s: float) -> None:
         """Heartbeat: the runner still holds these tasks."""
@@ -381,6 +392,13 @@ class TaskStore:
                 params.append(_dump(value) if column in _JSON_COLUMNS else value)
             params.append(task_id)
             self.db.execute(f"UPDATE tasks SET {', '.join(sets)} WHERE task_id = ?", params)
+
+
+def _answer_to_keep(answer: Any) -> Any:
+    """Only an accepted answer carries content anyone may read; the rest is dropped unread."""
+    if isinstance(answer, dict) and answer.get("action") in ("decline", "cancel"):
+        return {"action": answer["action"]}
+    return answer
 
 
 _JSON_COLUMNS = frozenset({"input_schema", "input", "result", "error", "request", "input_requests", "responses"})

@@ -171,6 +171,12 @@ class HttpTransport:
         if scope["type"] != "http":
             return
         path = scope.get("path", "")
+        headers = _headers(scope)
+        try:
+            self._check_origin(headers)  # every path, /metrics and /readyz included
+        except _HttpError as exc:
+            await _respond(send, exc.status, orjson.dumps(jsonrpc.error_message(None, exc.error)), _JSON)
+            return
         if path == "/healthz":
             await _respond(send, 200, b'{"status":"ok"}')
             return
@@ -195,9 +201,7 @@ class HttpTransport:
         if path != self.path:
             await _respond(send, 404, b'{"error":"not found"}')
             return
-        headers = _headers(scope)
         try:
-            self._check_origin(headers)
             method = scope["method"]
             if method == "POST":
                 await self._post(scope, headers, receive, send)

@@ -1,0 +1,234 @@
+"""``incident.handle``: accept, hand the job to the upstream, and say only what the ticket table proves.
+
+The tool's whole life, and what each ending may claim:
+
+1. validate (unknown incident, key used with other arguments → ``invalid_input``,
+   no task);
+2. ``await ctx.accept_as_task()`` — the caller now holds a task: *accepted, not done*;
+3. record the request and a dispatch in one transaction (or attach to the key's
+   live dispatch, or find the key's ticket);
+4. wait for the upstream's ack, at most ``timeout``;
+5. ask the database, fenced (:meth:`TicketStore.settle_wait`):
+
+   ======================================  ==========================================
+   the truth after waiting                 the task's result
+   ======================================  ==========================================
+   a ticket exists for the key             success: ticketId, ``notified: true``, link
+   still queued → abandoned now            ``dependency_unavailable``: nothing written
+   abandoned / failed                      ``dependency_unavailable``: nothing written
+   claimed (a worker holds it)             ``outcome_unknown``, reference = the key
+   ======================================  ==========================================
+
+The ack only decides how long we wait, never what we say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from typing import Any, Callable
+
+from truecall import ErrorKind, ToolResult, resource_link, text, tool_error
+
+from .dispatch_state import DispatchState
+from .tickets import KeyConflict, Ticket, TicketStore
+from .upstream import Job, Upstream
+
+__all__ = ["HANDLE_INPUT", "HANDLE_OUTPUT", "TOOL", "Handler", "new_key", "ticket_result", "unavailable_result",
+           "unknown_result", "CHECK_HINT"]
+
+TOOL = "incident.handle"
+
+KEY_PATTERN = r"^[A-Za-z0-9._:\-]{1,128}$"
+
+HANDLE_INPUT = {
+    "type": "object",
+    "properties": {
+        "incidentId": {"type": "string", "minLength": 1, "maxLength": 64, "description": "The incident to handle"},
+        "idempotencyKey": {"type": "string", "pattern": KEY_PATTERN,
+                           "description": "Your key for this request: the same key with the same arguments never "
+                                          "makes a second ticket. Omit it and one is generated and returned."},
+        "note": {"type": "string", "maxLength": 500, "description": "A note for the ticket and the notification"},
+    },
+    "required": ["incidentId"],
+    "additionalProperties": False,
+}
+
+HANDLE_OUTPUT = {
+    "type": "object",
+    "properties": {
+        "incidentId": {"type": "string"},
+        "ticketId": {"type": "string"},
+        "notified": {"type": "boolean", "const": True},
+        "idempotencyKey": {"type": "string"},
+        "replayed": {"type": "boolean", "description": "The ticket existed before this call (same key)"},
+    },
+    "required": ["incidentId", "ticketId", "notified", "idempotencyKey", "replayed"],
+    "additionalProperties": False,
+}
+
+CHECK_HINT = ("check whether a ticket exists for this idempotencyKey: run incident.reconcile (or `truecall "
+              "reconcile`), or call incident.handle again with the SAME idempotencyKey — it returns the ticket if "
+              "one exists and never creates a second; do not retry with a new key")
+
+
+def new_key() -> str:
+    return "ik-" + secrets.token_urlsafe(18)
+
+
+def ticket_result(ticket: Ticket, *, replayed: bool) -> ToolResult:
+    channels = ", ".join(sorted({n.channel for n in ticket.notifications}))
+    said = (f"Ticket {ticket.ticket_id} already existed for {ticket.incident_id} (same idempotencyKey); "
+            f"on-call was notified ({channels}) when it was opened." if replayed else
+            f"Ticket {ticket.ticket_id} opened for {ticket.incident_id}; on-call notified ({channels}).")
+    return ToolResult(
+        [text(said), resource_link(ticket.uri(), ticket.ticket_id, title=f"Ticket {ticket.ticket_id} for "
+                                   f"{ticket.incident_id}", mime_type="application/json")],
+        {"incidentId": ticket.incident_id, "ticketId": ticket.ticket_id, "notified": True,
+         "idempotencyKey": ticket.idempotency_key, "replayed": replayed},
+    )
+
+
+def unavailable_result(incident_id: str | None, key: str | None, dispatch_id: str | None, why: str) -> ToolResult:
+    details: dict[str, Any] = {}
+    if incident_id is not None:
+        details["incidentId"] = incident_id
+    if key is not None:
+        details["idempotencyKey"] = key
+    if dispatch_id is not None:
+        details["dispatchId"] = dispatch_id
+    subject = f" for {incident_id}" if incident_id else ""
+    return tool_error(
+        ErrorKind.DEPENDENCY_UNAVAILABLE,
+        f"No ticket was opened{subject}: {why}. Nothing was written and nothing can be written for this "
+        "attempt any more; retry later" + (" with the same idempotencyKey." if key else "."),
+        **details,
+    )
+
+
+def unknown_result(incident_id: str, key: str, dispatch_id: str, why: str) -> ToolResult:
+    return tool_error(
+        ErrorKind.OUTCOME_UNKNOWN,
+        f"Whether a ticket was opened for {incident_id} is unknown: {why}. A worker holds the job "
+        f"(dispatch {dispatch_id}) and may still write the ticket; {CHECK_HINT}.",
+        reference=key, incidentId=incident_id, idempotencyKey=key, dispatchId=dispatch_id, check=CHECK_HINT,
+    )
+
+
+class Handler:
+    """The tool's logic, bound to the desk's stores and upstream."""
+
+    def __init__(self, incidents: Any, tickets: TicketStore, upstream: Upstream, *, timeout_s: float,
+                 tasks: Any) -> None:
+        self.incidents = incidents
+        self.tickets = tickets
+        self.upstream = upstream
+        self.timeout_s = timeout_s
+        self.tasks = tasks
+
+    async def __call__(self, ctx: Any, incidentId: str, idempotencyKey: str | None = None,
+                       note: str | None = None) -> ToolResult:
+        tenant = ctx.tenant
+        found = self.incidents.get(tenant, incidentId)
+        if found is None:  # another tenant's incident reads exactly like a missing one
+            return tool_error(ErrorKind.INVALID_INPUT, "no such incident for this tenant", field="incidentId")
+        key = idempotencyKey or new_key()
+        started = time.time()
+
+        try:
+            self.tickets.bind_key(tenant, key, incidentId, note)
+        except KeyConflict:
+            return tool_error(ErrorKind.INVALID_INPUT, "this idempotencyKey was already used with other arguments "
+                              "(incidentId or note); use a new key for a different request", field="idempotencyKey")
+        task = await ctx.accept_as_task(f"ticket requested for {incidentId}; accepted, not done yet")
+        task_id = task.task_id if task is not None else "inline-" + secrets.token_hex(8)
+
+        def still_wanted() -> bool:
+            if task is None:
+                return True
+            try:
+                return not self.tasks.get(task_id).terminal
+            except LookupError:
+                return False
+
+        opened = self.tickets.open_request(tenant, ctx.principal.subject, task_id, key, incidentId, note,
+                                           still_wanted=still_wanted)
+        if opened.gone:
+            raise asyncio.CancelledError()
+        if opened.ticket is not None:
+            return ticket_result(opened.ticket, replayed=True)
+        dispatch_id = opened.dispatch_id
+        assert dispatch_id is not None
+        if opened.new:
+            ack = self.upstream.submit(Job(tenant, dispatch_id, incidentId, found.title, note))
+        else:
+            ack = self.upstream.waiter(dispatch_id)
+        try:
+            try:
+                await asyncio.wait({ack}, timeout=self.timeout_s)
+            except asyncio.CancelledError:
+                return self._on_cancel(tenant, incidentId, key, dispatch_id, started)
+            return self.conclude(tenant, incidentId, key, dispatch_id, started=started)
+        finally:
+            self.upstream.forget(dispatch_id)
+
+    def conclude(self, tenant: str, incident_id: str, key: str, dispatch_id: str, *, started: float,
+                 why_unknown: str | None = None) -> ToolResult:
+        """What may be said now, from the fenced database state."""
+        state, ticket = self.tickets.settle_wait(tenant, dispatch_id, key)
+        if ticket is not None and ticket.notified:
+            return ticket_result(ticket, replayed=ticket.created_at < started)
+        if ticket is not None:  # cannot happen: ticket and notification share one transaction
+            return unknown_result(incident_id, key, dispatch_id, "the ticket exists but its notification is missing")
+        ms = round(self.timeout_s * 1000)
+        if state is DispatchState.ABANDONED:
+            found = self.tickets.dispatch(tenant, dispatch_id)
+            detail = found.detail if found is not None and found.detail else "withdrawn"
+            return unavailable_result(incident_id, key, dispatch_id,
+                                      f"the upstream did not complete the job within {ms} ms and it was withdrawn "
+                                      f"before anything was written ({detail})")
+        if state is DispatchState.FAILED:
+            return unavailable_result(incident_id, key, dispatch_id,
+                                      "the ticket system reported an error before writing anything")
+        if state is DispatchState.CLAIMED:
+            return unknown_result(incident_id, key, dispatch_id,
+                                  why_unknown or f"a worker claimed the job but did not confirm within {ms} ms")
+        return unknown_result(incident_id, key, dispatch_id, f"the dispatch is {state.value} but no ticket was found")
+
+    def _on_cancel(self, tenant: str, incident_id: str, key: str, dispatch_id: str, started: float) -> ToolResult:
+        """Cancelled while waiting: stop only what can be stopped, and say what could not."""
+        state, ticket = self.tickets.settle_wait(tenant, dispatch_id, key)
+        if ticket is not None or state is DispatchState.CLAIMED or state is DispatchState.DONE:
+            # Too late to stop: the ticket exists, or a worker holds the job. The task completes with that truth.
+            return self.conclude(tenant, incident_id, key, dispatch_id, started=started,
+                                 why_unknown="the task was cancelled after a worker had claimed the job; "
+                                             "cancelling cannot stop it")
+        raise asyncio.CancelledError()  # withdrawn (or failed): nothing was written → the task is cancelled
+
+
+def recover_hook(tickets: TicketStore) -> Callable[[Any], ToolResult]:
+    """``server.task_runtime.recover_hooks["incident.handle"]``: settle a task whose process died.
+
+    The in-memory queue died with the process, so a job still ``queued`` is abandoned.
+    """
+
+    def recover(task: Any) -> ToolResult:
+        tenant = task.owner_tenant or ""
+        req = tickets.request(tenant, task.task_id)
+        if req is None or req.dispatch_id is None:
+            return unavailable_result(None, None, None,
+                                      "the server stopped before the job was handed to the upstream queue")
+        state, ticket = tickets.settle_wait(tenant, req.dispatch_id, req.idempotency_key)
+        if ticket is not None and ticket.notified:
+            return ticket_result(ticket, replayed=ticket.created_at < req.created_at)
+        if state is DispatchState.ABANDONED:
+            return unavailable_result(req.incident_id, req.idempotency_key, req.dispatch_id,
+                                      "the server stopped before any worker claimed the job (the queue lost it)")
+        if state is DispatchState.FAILED:
+            return unavailable_result(req.incident_id, req.idempotency_key, req.dispatch_id,
+                                      "the ticket system reported an error before writing anything")
+        return unknown_result(req.incident_id, req.idempotency_key, req.dispatch_id,
+                              "the server stopped while a worker held the job")
+
+    return recover

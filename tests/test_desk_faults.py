@@ -1,0 +1,226 @@
+"""The accident, a thousand times: random upstream faults vs. the ticket table.
+
+Every ``incident.handle`` run goes through the real pipeline (``acall_tool`` with
+``task_mode="ext"`` → a task → ``task_runtime.wait``) against an upstream queue
+that drops, delays, stalls, errors, crashes and loses acks at random.  Each
+run's reported outcome is compared with the ground truth in the ticket table:
+
+- success ⇒ the ticket exists, with its notification;
+- ``dependency_unavailable`` ⇒ its dispatch is final and wrote nothing, now and
+  after every worker has drained;
+- ``outcome_unknown`` ⇒ reconcile settles it, and the settlement matches the table;
+- never two tickets for one idempotency key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+
+from truecall import describe
+from truecall.incidents import DEMO_TOKENS, build_desk
+from truecall.incidents.dispatch_state import NOTHING_WRITTEN, DispatchState
+from truecall.incidents.faults import FaultPlan
+from truecall.incidents.reconcile import reconcile
+from truecall.incidents.tickets import NOTHING_HAPPENED, TICKET_EXISTS
+
+OPERATOR = DEMO_TOKENS["demo-acme-operator"]
+TENANT = OPERATOR.tenant
+RUNS = 1000
+BATCH = 40
+TIMEOUT_S = 0.015
+LEASE_S = 0.06
+
+FAULTS = {
+    "seed": 20261129,
+    "drop": 0.07,                            # lost before any side effect
+    "delay": {"p": 0.08, "ms": [2, 40]},     # queued past (or within) the timeout
+    "stall": {"p": 0.12, "ms": [2, 120]},    # claimed, then slow: within/past the timeout, within/past the lease
+    "error": 0.07,                           # the upstream raises before writing
+    "crash": 0.07,                           # worker dies after claiming: claim left behind, nothing written
+    "lose_ack": 0.08,                        # ticket written, ack never sent
+}
+
+INCIDENTS = ["INC-1001", "INC-1002", "INC-1003"]
+
+
+def _kind(result: dict[str, Any]) -> str:
+    if not result.get("isError"):
+        return "success"
+    return result["structuredContent"]["error"]["kind"]
+
+
+def test_a_thousand_runs_never_claim_more_than_the_ticket_table(tmp_path: Path) -> None:
+    server = build_desk(str(tmp_path / "desk.db"), faults=FAULTS, ack_timeout_s=TIMEOUT_S, claim_lease_s=LEASE_S,
+                        workers=16, audit=True)
+    tickets = server.tickets
+    rng = random.Random(4242)
+    runs: list[dict[str, Any]] = []
+    bound: dict[str, dict[str, Any]] = {}  # key → the arguments it was first used with
+    stats: Counter[str] = Counter()
+    started = time.perf_counter()
+    serial = iter(range(10**9))
+
+    def arguments_for_run() -> tuple[dict[str, Any], str]:
+        r = rng.random()
+        if bound and r < 0.25:  # reuse a key with its own arguments: same ticket, never a second one
+            key = rng.choice(sorted(bound))
+            return dict(bound[key]), "reuse"
+        if bound and r < 0.29:  # reuse a key with other arguments: refused
+            key = rng.choice(sorted(bound))
+            args = dict(bound[key])
+            args["note"] = (args.get("note") or "") + " (changed)"
+            return args, "conflict"
+        if r < 0.31:
+            return {"incidentId": "INC-9999"}, "unknown_incident"
+        args: dict[str, Any] = {"incidentId": rng.choice(INCIDENTS)}
+        if rng.random() < 0.5:
+            args["note"] = f"note {rng.randrange(1000)}"
+        if r < 0.45:
+            return args, "no_key"  # the desk generates a key and returns it
+        args["idempotencyKey"] = f"k-{next(serial)}"
+        return args, "new_key"
+
+    async def one(args: dict[str, Any], how: str) -> dict[str, Any]:
+        out = await server.acall_tool(OPERATOR, "incident.handle", args, task_mode="ext")
+        if not hasattr(out, "task_id"):  # refused before acceptance: a plain result, never a task
+            return {"args": args, "how": how, "task": None, "result": out.to_dict(), "kind": _kind(out.to_dict())}
+        assert out.status.value == "working"
+        assert "尚未完成" in describe(out.to_dict())  # accepted, not done
+        task = await server.task_runtime.wait(out.task_id)
+        assert task.terminal, task
+        assert task.status.value == "completed", task
+        return {"args": args, "how": how, "task": task, "result": task.result, "kind": _kind(task.result)}
+
+    async def main() -> None:
+        mid_reconciles = 0
+        while len(runs) < RUNS:
+            batch = []
+            for _ in range(min(BATCH, RUNS - len(runs))):
+                args, how = arguments_for_run()
+                if how == "new_key":
+                    bound[args["idempotencyKey"]] = dict(args)
+                batch.append((args, how))
+            done = await asyncio.gather(*(one(a, h) for a, h in batch))
+            runs.extend(done)
+            for run in done:  # generated keys become reusable too
+                sc = (run["result"].get("structuredContent") or {})
+                key = sc.get("idempotencyKey") or (sc.get("error") or {}).get("idempotencyKey")
+                if run["how"] == "no_key" and key:
+                    bound[key] = {**run["args"], "idempotencyKey": key}
+            # reconcile while stalled workers may still hold claims: the fence must beat late writes
+            if rng.random() < 0.3:
+                reconcile(server.tasks, tickets, settled_by="mid-run")
+                mid_reconciles += 1
+        stats["mid_reconciles"] = mid_reconciles
+        assert await server.upstream.drain(timeout=10)
+        assert server.upstream.waiting == 0  # every caller let go of its ack, answered or not
+
+    asyncio.run(main())
+    time.sleep(LEASE_S * 1.5)  # every claim left behind by a crashed worker is now past its lease
+    final = reconcile(server.tasks, tickets, settled_by="final")
+    assert not final.pending, final.pending
+
+    # -- the ground truth ------------------------------------------------------------------
+    assert tickets.duplicate_keys(TENANT) == []
+    done_per_key = Counter(d.idempotency_key for d in tickets.dispatches(TENANT) if d.state is DispatchState.DONE)
+    assert all(n == 1 for n in done_per_key.values())
+    assert len(tickets.tickets(TENANT)) == len(done_per_key)
+    assert server.tasks.list(status="working", limit=10) == []
+
+    kinds: Counter[str] = Counter()
+    settled: Counter[str] = Counter()
+    for run in runs:
+        kind = run["kind"]
+        kinds[kind] += 1
+        stats[f"how:{run['how']}"] += 1
+        result = run["result"]
+        said = describe(run["task"].to_dict()) if run["task"] is not None else describe(result)
+        if kind == "success":
+            sc = result["structuredContent"]
+            ticket = tickets.ticket(TENANT, sc["ticketId"])
+            assert ticket is not None, "the client saw success and no ticket exists"
+            assert ticket.notified and sc["notified"] is True
+            assert ticket.idempotency_key == sc["idempotencyKey"]
+            assert ticket.incident_id == run["args"]["incidentId"]
+            assert sc["ticketId"] in said
+            if sc["replayed"]:
+                stats["replayed"] += 1
+            continue
+        error = result["structuredContent"]["error"]
+        assert said.startswith("未成功")
+        if kind == "invalid_input":
+            assert run["task"] is None and run["how"] in ("conflict", "unknown_incident")
+            continue
+        assert run["how"] not in ("conflict", "unknown_incident")
+        dispatch = tickets.dispatch(TENANT, error["dispatchId"])
+        assert dispatch is not None
+        if kind == "dependency_unavailable":
+            assert dispatch.state in NOTHING_WRITTEN, dispatch
+            assert tickets.ticket_for_dispatch(TENANT, dispatch.dispatch_id) is None, \
+                "the client saw dependency_unavailable and its attempt wrote a ticket"
+            later = tickets.ticket_for_key(TENANT, error["idempotencyKey"])
+            if later is not None:  # a later attempt with the same key may have succeeded — after this one ended
+                newer = tickets.dispatch(TENANT, later.dispatch_id)
+                assert newer is not None and newer.created_at >= dispatch.updated_at
+                stats["unavailable_then_later_ticket"] += 1
+            continue
+        assert kind == "outcome_unknown", kind
+        assert error["reference"] == error["idempotencyKey"]
+        assert "reconcile" in error["check"]
+        settlement = tickets.settlement(TENANT, run["task"].task_id)
+        assert settlement is not None, "an outcome_unknown task was left unsettled"
+        settled[settlement.outcome] += 1
+        ticket = tickets.ticket_for_key(TENANT, error["idempotencyKey"])
+        if settlement.outcome == TICKET_EXISTS:
+            assert ticket is not None and ticket.ticket_id == settlement.ticket_id
+        else:
+            assert settlement.outcome == NOTHING_HAPPENED
+            final_dispatch = tickets.dispatch(TENANT, dispatch.dispatch_id)
+            assert final_dispatch is not None and final_dispatch.state in NOTHING_WRITTEN
+            assert tickets.ticket_for_dispatch(TENANT, dispatch.dispatch_id) is None
+            if ticket is not None:
+                stats["unknown_nothing_then_later_ticket"] += 1
+        # the task's own result was never rewritten
+        assert server.tasks.get(run["task"].task_id).result == result
+
+    elapsed = time.perf_counter() - started
+    summary = {
+        "runs": len(runs),
+        "outcomes": dict(kinds),
+        "settlements": dict(settled),
+        "faults_drawn": dict(server.upstream.faults.drawn),
+        "upstream": dict(server.upstream.stats),
+        "tickets": len(tickets.tickets(TENANT)),
+        "other": dict(stats),
+        "seconds": round(elapsed, 2),
+    }
+    print("\nfault-run statistics:", summary)
+    (tmp_path / "stats.txt").write_text(repr(summary))
+
+    assert len(runs) >= RUNS
+    # the mix really happened: every path was taken, many times
+    assert kinds["success"] >= 100
+    assert kinds["dependency_unavailable"] >= 50
+    assert kinds["outcome_unknown"] >= 30
+    assert kinds["invalid_input"] >= 10
+    assert settled[TICKET_EXISTS] >= 5 and settled[NOTHING_HAPPENED] >= 5
+    assert stats["replayed"] >= 20
+    assert elapsed < 60
+
+
+def test_fault_plan_mixes_by_probability_and_is_reproducible() -> None:
+    spec = {"seed": 1, "drop": 0.2, "delay": {"p": 0.2, "ms": [1, 3]}, "error": 0.1}
+    a, b = FaultPlan(spec), FaultPlan(spec)
+    draws_a = [(f.name, round(f.ms, 6)) if f else None for f in (a.draw() for _ in range(2000))]
+    draws_b = [(f.name, round(f.ms, 6)) if f else None for f in (b.draw() for _ in range(2000))]
+    assert draws_a == draws_b
+    counts = Counter(d[0] if d else "none" for d in draws_a)
+    assert 300 < counts["drop"] < 500 and 300 < counts["delay"] < 500 and 120 < counts["error"] < 280
+    assert all(1 <= d[1] <= 3 for d in draws_a if d and d[0] == "delay")
+    assert a.drawn == dict(counts)
