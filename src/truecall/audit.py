@@ -8,7 +8,9 @@ stored: callers pass ``arguments=`` and get a fingerprint (keys, size, HMAC).
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -37,10 +39,13 @@ AUDIT_MIGRATIONS = [
         CREATE INDEX audit_events_tenant_ts ON audit_events (tenant, ts);
         CREATE INDEX audit_events_kind ON audit_events (kind)
         """,
-    )
+    ),
+    # Every index is paid on every call; queries filter by tenant and time first.
+    ("audit-2", "DROP INDEX audit_events_kind"),
 ]
 
 _COLUMNS = ("tenant", "subject", "tool", "outcome")
+_INSERT = "INSERT INTO audit_events (ts, kind, tenant, subject, tool, outcome, fields) VALUES (?, ?, ?, ?, ?, ?, ?)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +83,48 @@ class AuditLog:
         self.enabled = enabled
         db.migrate(AUDIT_MIGRATIONS)
         self._key = key or secrets.token_bytes(32)
+        # Group commit (see :meth:`defer`): records made in one event-loop turn share a commit.
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._pending: list[tuple[Any, ...]] = []
+        self._flushing: asyncio.Future[None] | None = None
+
+    def defer(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Batch records made on ``loop`` into one commit per loop turn.
+
+        Transports call this when they start serving and then ``await durable()``
+        before an answer leaves: every record behind an answer is committed first,
+        yet concurrent calls share one commit instead of paying one each.
+        """
+        self._loop = loop
+        self._loop_thread = threading.get_ident()
+
+    async def durable(self) -> None:
+        """Return once every record made so far is committed (raises if the commit failed)."""
+        if self._flushing is not None:
+            await asyncio.shield(self._flushing)
+
+    def flush(self) -> None:
+        """Commit what is pending now (at shutdown)."""
+        if self._pending or self._flushing is not None:
+            self._flush()
+
+    def _flush(self) -> None:
+        rows, self._pending = self._pending, []
+        future, self._flushing = self._flushing, None
+        try:
+            with self.db.transaction():
+                for row in rows:
+                    self.db.execute(_INSERT, row)
+        except BaseException as exc:  # nothing behind these records may be acknowledged
+            if future is not None and not future.done():
+                future.set_exception(exc)
+                future.exception()  # retrieved here too: a waiter may already be gone
+            if not isinstance(exc, Exception):
+                raise
+            return
+        if future is not None and not future.done():
+            future.set_result(None)
 
     def fingerprint(self, arguments: Any) -> dict[str, Any]:
         return fingerprint(arguments, self._key)
@@ -92,10 +139,15 @@ class AuditLog:
         cols = [fields.pop(c, None) for c in _COLUMNS]
         cols = [None if v is None else redact(str(v))[:256] for v in cols]
         doc = orjson.dumps(redact(fields), default=str)
-        self.db.execute(
-            "INSERT INTO audit_events (ts, kind, tenant, subject, tool, outcome, fields) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (time.time(), kind, *cols, doc),
-        )
+        row = (time.time(), kind, *cols, doc)
+        loop = self._loop
+        if loop is not None and self._loop_thread == threading.get_ident():
+            self._pending.append(row)
+            if self._flushing is None:
+                self._flushing = loop.create_future()
+                loop.call_soon(self._flush)
+            return
+        self.db.execute(_INSERT, row)
 
     def query(
         self,

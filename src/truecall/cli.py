@@ -114,7 +114,8 @@ def serve(
     import uvicorn
 
     config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on", http="httptools",
-                            loop="uvloop" if _has_uvloop() else "asyncio", access_log=False)
+                            loop="uvloop" if _has_uvloop() else "asyncio", access_log=False,
+                            proxy_headers=False)
     uvicorn.Server(config).run()
 
 

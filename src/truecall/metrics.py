@@ -52,11 +52,16 @@ class Metrics:
         self.latency = Histogram("truecall_tool_call_seconds", "Tool call latency", ["tool"], registry=self.registry,
                                  buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10))
         self.registry.register(_TaskCollector(server))
+        self._children: dict[tuple[str, str], Any] = {}
         server.observers.append(self.observe)
 
     def observe(self, tool: str, outcome: str, seconds: float) -> None:
-        self.calls.labels(tool, outcome).inc()
-        self.latency.labels(tool).observe(seconds)
+        children = self._children.get((tool, outcome))
+        if children is None:  # label lookups are slow; the set of (tool, outcome) pairs is small
+            children = self._children[(tool, outcome)] = (self.calls.labels(tool, outcome),
+                                                           self.latency.labels(tool))
+        children[0].inc()
+        children[1].observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -45,6 +45,7 @@ _SENSITIVE_VALUES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+@lru_cache(maxsize=4096)
 def is_sensitive_name(name: str) -> bool:
     return bool(_SENSITIVE_NAME.search(name))
 
@@ -136,7 +137,7 @@ def fingerprint(arguments: Any, key: bytes) -> dict[str, Any]:
     return {
         "argKeys": keys,
         "argBytes": len(raw),
-        "argHash": hmac.new(key, raw, hashlib.sha256).hexdigest()[:32],
+        "argHash": hmac.digest(key, raw, "sha256").hex()[:32],
     }
 
 

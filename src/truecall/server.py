@@ -26,7 +26,7 @@ from .ratelimit import RateLimit
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolResult, text, tool_error
 from .storage import Database, open_database
 from .tasks import Task, TaskStore
-from .tasks.runtime import TaskRuntime
+from .tasks.runtime import LEASE_S, TaskRuntime
 from .tools import Prompt, Registry, Resource, ResourceTemplate, Tool
 
 __all__ = ["Server"]
@@ -60,7 +60,8 @@ class Server:
         self.db = open_database(db)
         self.events = AuditLog(self.db, key=audit_key or _env_key("TRUECALL_AUDIT_KEY"), enabled=audit)
         self.tasks = TaskStore(self.db)
-        self.task_runtime = TaskRuntime(self.tasks, publish=lambda kind, value: self.changes.publish(kind, value))
+        self.task_runtime = TaskRuntime(self.tasks, publish=lambda kind, value: self.changes.publish(kind, value),
+                                        lease_s=_env_seconds("TRUECALL_TASK_LEASE_S", LEASE_S))
         #: Principal for local (stdio) connections; set by the app or the CLI.
         self.local_principal: Principal | None = None
         self.changes = ChangeFeed()
@@ -229,6 +230,7 @@ class Server:
         client: str | None = None,
         task_mode: str | None = None,
         task_ttl_ms: int | None = None,
+        from_json: bool = False,
     ) -> ToolResult | Task:
         """Run one call for an authenticated principal and return an honest result.
 
@@ -251,7 +253,7 @@ class Server:
                 return tool_error(ErrorKind.RATE_LIMITED, f"too many calls; retry in {retry} ms", retryAfterMs=retry)
         if arguments is None:
             arguments = {}
-        rejection = self.check_input(tool, principal, arguments)
+        rejection = self.check_input(tool, principal, arguments, from_json=from_json)
         if rejection is not None:
             return rejection
         ctx = ToolContext(principal, tool, self, peer, request_id, meta)
@@ -339,11 +341,16 @@ class Server:
                                   "contract; it was withheld")
         return self._record(tool, principal, arguments, result, started, client)
 
-    def check_input(self, tool: Tool, principal: Principal, arguments: Any) -> ToolResult | None:
-        """``None`` when the arguments are valid, else the rejection (already recorded)."""
+    def check_input(self, tool: Tool, principal: Principal, arguments: Any, *,
+                    from_json: bool = False) -> ToolResult | None:
+        """``None`` when the arguments are valid, else the rejection (already recorded).
+
+        ``from_json``: the arguments were just decoded from a checked message, so
+        they are plain JSON within the depth limit and need not be walked again.
+        """
         if not isinstance(arguments, dict):
             return self._reject(tool, principal, arguments, "arguments must be a JSON object", "(root)")
-        if not _is_json(arguments):
+        if not from_json and not _is_json(arguments):
             return self._reject(tool, principal, {}, "arguments must be JSON data (UTF-8 text, numbers, "
                                 f"booleans, null, arrays, objects) nested at most {_MAX_ARGUMENT_DEPTH} deep",
                                 "(root)")
@@ -475,6 +482,22 @@ def _env_key(name: str) -> bytes | None:
 
     raw = os.environ.get(name, "").strip()
     return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)) if raw else None
+
+
+def _env_seconds(name: str, default: float) -> float:
+    """A positive duration in seconds from the environment (e.g. ``TRUECALL_TASK_LEASE_S``)."""
+    import os
+
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+    if not value > 0:
+        raise ValueError(f"{name} must be positive")
+    return value
 
 
 def _is_json(value: Any) -> bool:

@@ -26,6 +26,11 @@ class Database:
     """A durable SQLite database with named, idempotent migrations."""
 
     dialect = "sqlite"
+    #: What a server database appends to a ``SELECT`` whose rows the transaction will update
+    #: (row locks); SQLite's ``BEGIN IMMEDIATE`` already holds the write lock, so nothing here.
+    for_update = ""
+    #: Raised for a broken constraint (unique, primary key, check, foreign key), whatever the backend.
+    IntegrityError: type[Exception] = sqlite3.IntegrityError
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL") -> None:
         self.path = str(path)
@@ -50,6 +55,9 @@ class Database:
                 if name in done:
                     continue
                 with self.transaction():
+                    # Under the write lock: another process on this file may have applied it meanwhile.
+                    if self._conn.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
+                        continue
                     for statement in _statements(script):
                         self._conn.execute(statement)
                     self._conn.execute("INSERT INTO _migrations VALUES (?, ?)", (name, time.time()))
@@ -97,7 +105,11 @@ def _statements(script: str) -> list[str]:
 
 
 def open_database(target: "str | os.PathLike[str] | Database | None" = None, **options: Any) -> Any:
-    """One setting picks the backend: a ``postgresql://`` URL, or a SQLite path (default in-memory)."""
+    """One setting picks the backend: a ``postgresql://`` URL, or a SQLite path (default in-memory).
+
+    A PostgreSQL URL may carry ``?schema=NAME``: every table then lives in that schema
+    (created if missing), e.g. ``postgresql://app@db/truecall?schema=desk_eu``.
+    """
     if target is not None and not isinstance(target, (str, os.PathLike)):
         return target  # already a database
     text = str(target) if target is not None else ":memory:"

@@ -16,10 +16,28 @@ import time
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Iterator, Sequence
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["PostgresDatabase", "to_postgres"]
+__all__ = ["PostgresDatabase", "to_postgres", "split_schema"]
 
 _MIGRATION_LOCK = 0x7472756563616C6C  # "truecall"
+_SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+def split_schema(url: str) -> tuple[str, str | None]:
+    """``postgresql://…/db?schema=tc_x`` → (the URL without ``schema``, ``"tc_x"``).
+
+    libpq knows no ``schema`` parameter; truecall takes it off the URL and keeps
+    every table of this server in that schema (created if missing), so several
+    deployments or test runs can share one database without seeing each other.
+    """
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    schemas = [v for k, v in query if k == "schema"]
+    if not schemas:
+        return url, None
+    rest = [(k, v) for k, v in query if k != "schema"]
+    return urlunsplit(parts._replace(query=urlencode(rest))), schemas[-1]
 
 
 @lru_cache(maxsize=1024)
@@ -55,10 +73,21 @@ class PostgresDatabase:
     """A pooled PostgreSQL database with the SQLite ``Database``'s methods."""
 
     dialect = "postgresql"
+    #: Appended to a ``SELECT`` inside a transaction that will update the rows it read: another
+    #: process's transaction on the same rows waits (SQLite's ``BEGIN IMMEDIATE`` locks the whole file).
+    for_update = " FOR UPDATE"
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, schema: str | None = None) -> None:
+        import psycopg
         from psycopg_pool import ConnectionPool
 
+        #: Raised for a broken constraint, like :attr:`truecall.storage.Database.IntegrityError`.
+        self.IntegrityError: type[Exception] = psycopg.IntegrityError
+
+        url, in_url = split_schema(url)
+        schema = schema or in_url
+        if schema is not None and not _SCHEMA_NAME.match(schema):
+            raise ValueError("a schema name is letters, digits and underscores (at most 63), not starting with a digit")
         self.path = url
         self.schema = schema
 
@@ -71,10 +100,18 @@ class PostgresDatabase:
                                     timeout=10.0)
         self._local = threading.local()
         self._closed = False
-        if schema:
-            with self._pool.connection() as conn:
-                conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        self.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        try:
+            # Replicas may start together: CREATE … IF NOT EXISTS is not safe against a concurrent
+            # creator (it can fail on a catalog unique index), so creation takes the migration lock.
+            with self.transaction() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+                if schema:
+                    conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
+                conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, "
+                             "applied_at DOUBLE PRECISION NOT NULL)")
+        except BaseException:
+            self.close()
+            raise
 
     # -- statements -------------------------------------------------------------------
 

@@ -287,10 +287,10 @@ class Engine:
         self.modern_methods = MODERN_METHODS
         #: How often a listen stream re-reads the tasks it watches (changes made by other replicas).
         self.task_poll_s = 1.0
-        # The only process serving this database at start-up: whatever another runner
-        # left unfinished is orphaned (shared databases rely on leases instead).
+        # Alone on its database (SQLite), whatever another runner left unfinished is orphaned;
+        # replicas sharing a server database rely on leases instead (TaskRuntime.recover_at_start).
         if recover_on_start:
-            server.task_runtime.recover(sole_runner=True)
+            server.task_runtime.recover_at_start()
 
     # -- capabilities -------------------------------------------------------------
 
@@ -534,7 +534,7 @@ class Engine:
         try:
             result = await self.server.acall_tool(ctx.principal, name, arguments, peer=peer, request_id=ctx.id,
                                                   meta=ctx.meta, client=client if isinstance(client, str) else None,
-                                                  task_mode=task_mode, task_ttl_ms=ttl_ms)
+                                                  task_mode=task_mode, task_ttl_ms=ttl_ms, from_json=True)
         except TaskRequired:
             if ctx.era == "modern":
                 raise _tasks_capability_error() from None

@@ -102,7 +102,9 @@ def decode(data: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Incoming:
     id = raw_id if _valid_id(raw_id) else None
     if msg.get("jsonrpc") != "2.0":
         raise MessageError(InvalidRequest("jsonrpc must be \"2.0\""), id)
-    if not _depth_ok(msg, limits.max_depth):
+    # Only a message with more brackets than the depth limit can be too deep: count them in C first.
+    if (isinstance(data, bytes) and data.count(b"{") + data.count(b"[") > limits.max_depth
+            or isinstance(data, str)) and not _depth_ok(msg, limits.max_depth):
         raise MessageError(InvalidRequest("Message is nested too deeply"), id)
     method = msg.get("method")
     if method is not None:

@@ -17,8 +17,6 @@ import time
 from typing import Any, Sequence
 
 import orjson
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from ..errors import InvalidParams
 
@@ -42,8 +40,18 @@ class Sealer:
         keys = list(keys or [secrets.token_bytes(32)])
         if any(len(k) != 32 for k in keys):
             raise ValueError("requestState keys are 32 bytes (AES-256)")
-        self._aeads = [AESGCM(k) for k in keys]
+        self._keys = keys
+        self._aead_list: list[Any] | None = None
         self.ttl_s = ttl_s
+
+    @property
+    def _aeads(self) -> list[Any]:
+        # cryptography loads on first use: servers that never ask for input never pay for it.
+        if self._aead_list is None:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            self._aead_list = [AESGCM(k) for k in self._keys]
+        return self._aead_list
 
     @classmethod
     def from_env(cls, name: str = "TRUECALL_STATE_KEYS", **options: Any) -> "Sealer":
@@ -77,6 +85,8 @@ class Sealer:
             raise InvalidRequestState() from None
         if len(raw) < 29:
             raise InvalidRequestState()
+        from cryptography.exceptions import InvalidTag
+
         for aead in self._aeads:
             try:
                 body = orjson.loads(aead.decrypt(raw[:12], raw[12:], _AAD))

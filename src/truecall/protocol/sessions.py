@@ -58,13 +58,16 @@ class SessionStore:
             "subs": sorted(session.subscriptions),
         })
         now = time.time()
-        with self.db.transaction():
-            self.db.execute("DELETE FROM mcp_sessions WHERE session_id = ?", (session.id,))
-            self.db.execute(
-                "INSERT INTO mcp_sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (session.id, principal.tenant, principal.subject, orjson.dumps(sorted(principal.scopes)),
-                 session.state.value, session.version, data, now),
-            )
+        # One statement (an upsert), so replicas saving the same session at once cannot collide;
+        # a record of another principal is never overwritten.
+        self.db.execute(
+            "INSERT INTO mcp_sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+            "scopes = excluded.scopes, state = excluded.state, version = excluded.version, data = excluded.data, "
+            "last_seen = excluded.last_seen WHERE mcp_sessions.tenant = excluded.tenant "
+            "AND mcp_sessions.subject = excluded.subject",
+            (session.id, principal.tenant, principal.subject, orjson.dumps(sorted(principal.scopes)),
+             session.state.value, session.version, data, now),
+        )
 
     def load(self, session_id: str, principal: Principal) -> Session | None:
         """The stored session, if it is this principal's and still alive."""

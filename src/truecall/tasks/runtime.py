@@ -69,15 +69,23 @@ class TaskRuntime:
 
     def __init__(self, store: TaskStore, *, publish: Callable[[str, Any], None] | None = None,
                  runner_id: str | None = None, lease_s: float = LEASE_S, poll_s: float = 0.5) -> None:
+        if lease_s <= 0:
+            raise ValueError("lease_s must be positive")
         self.store = store
-        #: How often a runner looks for cancel requests and answers from other processes.
-        self.poll_s = poll_s
+        #: How often a runner looks for cancel requests and answers from other processes
+        #: (several times per lease, so a short lease is renewed in time).
+        self.poll_s = min(poll_s, lease_s / 4)
         self.publish = publish or (lambda kind, value: None)
         self.runner_id = runner_id or secrets.token_hex(8)
         self.lease_s = lease_s
+        #: Other processes may run tasks on this database (a server database such as PostgreSQL):
+        #: at start-up only tasks whose lease ran out are orphans, never merely "another runner's".
+        self.shared = getattr(store.db, "dialect", "sqlite") != "sqlite"
         self.running: dict[str, asyncio.Task[Any]] = {}
         self._wakeups: dict[str, asyncio.Event] = {}
         self._heartbeat: asyncio.Task[None] | None = None
+        #: Keep sweeping for orphans while idle (a serving process: ``start()``/``stop()``).
+        self._sweeping = False
         #: tool name → hook settling an orphaned task: ``fn(task) -> ToolResult``.
         self.recover_hooks: dict[str, Callable[[Task], ToolResult]] = {}
 
@@ -205,23 +213,44 @@ class TaskRuntime:
 
     # -- leases and recovery ------------------------------------------------------------
 
+    def start(self) -> None:
+        """Sweep for orphans even while nothing runs here (call in a serving process's event loop).
+
+        With replicas sharing a database, a replica that dies leaves its tasks to the
+        others: whichever sweeps first after their leases ran out settles them.
+        """
+        self._sweeping = True
+        self._ensure_heartbeat()
+
+    def stop(self) -> None:
+        self._sweeping = False
+        if self._heartbeat is not None and not self._heartbeat.done() and not self.running:
+            self._heartbeat.cancel()
+
+    def recover_at_start(self) -> list[Task]:
+        """Start-up recovery: a process alone on its database (SQLite) takes every other runner's
+        unfinished task as orphaned; on a shared database only expired leases count."""
+        return self.recover(sole_runner=not self.shared)
+
     def _ensure_heartbeat(self) -> None:
         if self._heartbeat is None or self._heartbeat.done():
             self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
 
     async def _beat(self) -> None:
         ticks = 0
-        while self.running:
+        while self.running or self._sweeping:
             await asyncio.sleep(self.poll_s)
             ticks += 1
             try:
-                for task_id in self.store.cancel_requests(self.runner_id):
-                    work = self.running.get(task_id)
-                    if work is not None:
-                        work.cancel()
+                if self.running:
+                    for task_id in self.store.cancel_requests(self.runner_id):
+                        work = self.running.get(task_id)
+                        if work is not None:
+                            work.cancel()
                 if ticks * self.poll_s >= min(HEARTBEAT_S, self.lease_s / 3):
                     ticks = 0
-                    self.store.renew_leases(self.runner_id, list(self.running), self.lease_s)
+                    if self.running:
+                        self.store.renew_leases(self.runner_id, list(self.running), self.lease_s)
                     self.recover()
             except Exception:
                 continue

@@ -167,6 +167,11 @@ class TaskStore:
 
     def get(self, task_id: str, owner: Principal | None = None) -> Task:
         """The task, if it exists, has not expired and belongs to ``owner`` (when given)."""
+        return self._get(task_id, owner)
+
+    def _get(self, task_id: str, owner: Principal | None = None, *, lock: bool = False) -> Task:
+        """``lock`` (inside a transaction that will write the row): a server database locks the
+        row, so a concurrent change from another process waits and then sees this one's result."""
         if not isinstance(task_id, str) or len(task_id) > 128:
             raise TaskNotFound()
         sql = f"SELECT {_COLUMNS} FROM tasks WHERE task_id = ? AND expires_at > ?"
@@ -174,6 +179,8 @@ class TaskStore:
         if owner is not None:
             sql += " AND owner_tenant = ? AND owner_subject = ?"
             params += [owner.tenant, owner.subject]
+        if lock:
+            sql += getattr(self.db, "for_update", "")
         row = self.db.fetchone(sql, params)
         if row is None:
             raise TaskNotFound()
@@ -285,7 +292,7 @@ class TaskStore:
         A task already waiting gets the new questions added (several asked at once).
         """
         with self.db.transaction():
-            task = self.get(task_id)
+            task = self._get(task_id, lock=True)
             clash = set(task.responses or {}).union(task.input_requests or {}).intersection(requests)
             if clash:
                 raise ValueError(f"input keys are unique for a task's life; already used: {sorted(clash)}")
@@ -305,7 +312,7 @@ class TaskStore:
         ``working``; a partial answer keeps it ``input_required``.
         """
         with self.db.transaction():
-            task = self.get(task_id, owner)
+            task = self._get(task_id, owner, lock=True)
             if task.status is not TaskStatus.INPUT_REQUIRED:
                 return task  # late or duplicate answers change nothing
             outstanding = dict(task.input_requests or {})
@@ -328,7 +335,8 @@ class TaskStore:
     def scrub_response(self, task_id: str, key: str) -> None:
         """Forget an answer's content once its runner has read it (the key stays used)."""
         with self.db.transaction():
-            row = self.db.fetchone("SELECT responses FROM tasks WHERE task_id = ?", (task_id,))
+            row = self.db.fetchone("SELECT responses FROM tasks WHERE task_id = ?" + getattr(self.db, "for_update", ""),
+                                   (task_id,))
             responses = _load(row[0]) if row else None
             if not responses or key not in responses:
                 return
@@ -382,7 +390,7 @@ class TaskStore:
     @contextmanager
     def _transition(self, task_id: str, event: TaskEvent, owner: Principal | None) -> Iterator[tuple[Task, dict[str, Any]]]:
         with self.db.transaction():
-            task = self.get(task_id, owner)
+            task = self._get(task_id, owner, lock=True)
             new_status = next_status(task.status, event)
             changes: dict[str, Any] = {}
             yield task, changes

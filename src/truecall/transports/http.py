@@ -27,7 +27,8 @@ from typing import Any, Awaitable, Callable, Iterable
 import orjson
 
 from ..auth import Principal
-from ..errors import AccessDenied, HeaderMismatch, InsufficientScope, InvalidCredential, InvalidRequest, ProtocolError
+from ..errors import (AccessDenied, HeaderMismatch, InsufficientScope, InternalError, InvalidCredential,
+                      InvalidRequest, ProtocolError)
 from ..protocol import jsonrpc
 from ..protocol.engine import MODERN_METHODS, Engine, Session
 from ..protocol.sessions import SessionStore
@@ -219,12 +220,16 @@ class HttpTransport:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                self.server.task_runtime.start()  # settle orphans of dead replicas, even while idle
+                self.server.events.defer(asyncio.get_running_loop())
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                self.server.task_runtime.stop()
                 for task in self._feeds.values():
                     task.cancel()
                 for session in self.sessions.values():
                     session.close()
+                self.server.events.flush()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -429,10 +434,20 @@ class HttpTransport:
         if not outbox.started and status != 200:
             await self._json(send, response, status, principal, extra)
             return
-        await outbox.finish(response)
+        await outbox.finish(await self._durable(response))
+
+    async def _durable(self, response: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Nothing is acknowledged before its audit record is committed."""
+        try:
+            await self.server.events.durable()
+        except Exception:
+            if response is not None and "id" in response:
+                return jsonrpc.error_message(response["id"], InternalError())
+        return response
 
     async def _json(self, send: Send, response: dict[str, Any] | None, status: int, principal: Principal,
                     extra: list[tuple[bytes, bytes]] | None = None) -> None:
+        response = await self._durable(response)
         headers = list(_JSON)
         if extra:
             headers += extra
@@ -548,24 +563,32 @@ async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[byt
 
 
 async def _until_disconnect(work: Awaitable[Any], receive: Receive) -> Any:
-    """Run ``work``; if the client disconnects first, cancel it and return ``None``."""
-    task = asyncio.ensure_future(work)
-    watcher = asyncio.ensure_future(_wait_disconnect(receive))
+    """Run ``work`` here; if the client disconnects first, cancel it and return ``None``.
+
+    One watcher task instead of two tasks and a wait: the watcher cancels this
+    (the request's own) task when the client goes away.
+    """
+    me = asyncio.current_task()
+    gone = False
+
+    async def watch() -> None:
+        nonlocal gone
+        await _wait_disconnect(receive)
+        gone = True
+        if me is not None:
+            me.cancel()
+
+    watcher = asyncio.get_running_loop().create_task(watch())
     try:
-        done, _ = await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        return await work
     except asyncio.CancelledError:
-        task.cancel()
-        watcher.cancel()
+        if gone:
+            if me is not None:
+                me.uncancel()
+            return None
         raise
-    if task in done:
+    finally:
         watcher.cancel()
-        return task.result()
-    task.cancel()
-    try:
-        await task
-    except (asyncio.CancelledError, Exception):
-        pass
-    return None
 
 
 async def _wait_disconnect(receive: Receive) -> None:

@@ -17,6 +17,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from ..auth import Principal
+from ..errors import InternalError
 from ..protocol import jsonrpc
 from ..protocol.engine import Engine, Session
 from ..protocol.jsonrpc import DEFAULT_LIMITS, Limits, MessageError
@@ -50,11 +51,28 @@ class StdioConnection:
         self.outbox = _StdoutOutbox(self.write)
         self.session.stream = self.outbox
         self.inflight: dict[Any, asyncio.Task[None]] = {}
+        self.audit = engine.server.events
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
         self._background: set[asyncio.Task[Any]] = set()
 
     def write(self, message: dict[str, Any]) -> None:
-        self.out.write(jsonrpc.encode(message) + b"\n")
-        self.out.flush()
+        """Queue one message; everything queued in a loop turn goes out in one write."""
+        self._out.append(jsonrpc.encode(message) + b"\n")
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:
+                self.flush()
+
+    def flush(self) -> None:
+        self._flush_scheduled = False
+        if self._out:
+            data = b"".join(self._out)
+            self._out.clear()
+            self.out.write(data)
+            self.out.flush()
 
     def receive_line(self, line: bytes) -> None:
         """Handle one line (without its newline); never raises."""
@@ -86,6 +104,10 @@ class StdioConnection:
     async def _run(self, message: jsonrpc.Incoming, key: Any) -> None:
         try:
             response = await self.engine.handle(message, self.principal, session=self.session, outbox=self.outbox)
+            try:
+                await self.audit.durable()  # nothing is acknowledged before its audit record is committed
+            except Exception:
+                response = jsonrpc.error_message(message.id, InternalError())
         except asyncio.CancelledError:
             return  # cancelled by the client: no response follows
         except Exception:  # the engine already turns faults into errors; this is the last net
@@ -112,8 +134,11 @@ class StdioConnection:
             done, still = await asyncio.wait(pending, timeout=timeout)
             for task in still:
                 task.cancel()
-        for task in list(self.inflight.values()) + list(self._background):
+        stopping = list(self.inflight.values()) + list(self._background)
+        for task in stopping:
             task.cancel()
+        if stopping:  # let them record their cancellation before the last commit
+            await asyncio.wait(stopping, timeout=1.0)
         self.session.close()
 
 
@@ -127,6 +152,7 @@ async def serve_stdio(engine: Engine, principal: Principal, *, stdin: BinaryIO |
     source = stdin or sys.stdin.buffer
     await loop.connect_read_pipe(lambda: protocol, os.fdopen(os.dup(source.fileno()), "rb", buffering=0))
     conn = StdioConnection(engine, principal, stdout or sys.stdout.buffer, limits=limits)
+    engine.server.events.defer(loop)
     conn.start_background()
     while True:
         try:
@@ -142,6 +168,8 @@ async def serve_stdio(engine: Engine, principal: Principal, *, stdin: BinaryIO |
             continue
         conn.receive_line(line[:-1])
     await conn.drain(eof_grace)
+    engine.server.events.flush()
+    conn.flush()
 
 
 async def _skip_line(reader: asyncio.StreamReader) -> None:
