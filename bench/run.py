@@ -1,7 +1,7 @@
 """truecall against its peers: stdio and Streamable HTTP throughput, latency, cold start, RSS, CPU.
 
-    python bench/run.py            # full run (about 7 minutes on 2 cores)
-    python bench/run.py --quick    # short run (about 2 minutes)
+    python bench/run.py            # full run (about 7–8 minutes on 2 cores)
+    python bench/run.py --quick    # short run (about 3 minutes)
 
 Run it with the interpreter of the virtual environment truecall is installed in
 (``pip install -e .``); the peers (fastmcp 4.2.3, mcp 2.3.0) are installed into

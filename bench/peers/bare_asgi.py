@@ -33,6 +33,11 @@ async def app(scope, receive, send):
                 return
     if scope["type"] != "http":
         return
+    if scope["method"] != "POST":  # DELETE of a session, GET of a stream: nothing to keep
+        await send({"type": "http.response.start", "status": 405 if scope["method"] == "GET" else 200,
+                    "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+        return
     body = b""
     while True:
         message = await receive()
