@@ -113,9 +113,12 @@ class AuditLog:
         rows, self._pending = self._pending, []
         future, self._flushing = self._flushing, None
         try:
-            with self.db.transaction():
-                for row in rows:
-                    self.db.execute(_INSERT, row)
+            if len(rows) == 1:  # an autocommit insert is one statement instead of three
+                self.db.execute(_INSERT, rows[0])
+            elif rows:
+                with self.db.transaction():
+                    for row in rows:
+                        self.db.execute(_INSERT, row)
         except BaseException as exc:  # nothing behind these records may be acknowledged
             if future is not None and not future.done():
                 future.set_exception(exc)
