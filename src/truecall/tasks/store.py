@@ -316,8 +316,20 @@ class TaskStore:
             if task.status is not TaskStatus.INPUT_REQUIRED:
                 return task  # late or duplicate answers change nothing
             outstanding = dict(task.input_requests or {})
-            accepted = {k: _answer_to_keep(v) for k, v in responses.items() if k in outstanding}
+            accepted, refusal = {}, None
+            for key, answer in responses.items():
+                if key not in outstanding:
+                    continue
+                problem = _form_problem(outstanding[key], answer)
+                if problem is not None:  # the question stays open; the task says why
+                    refusal = refusal or problem
+                    continue
+                accepted[key] = _answer_to_keep(answer)
             if not accepted:
+                if refusal is not None:
+                    self.db.execute("UPDATE tasks SET status_message = ?, updated_at = ? WHERE task_id = ?",
+                                    (refusal, time.time(), task_id))
+                    return self.get(task_id)
                 return task
             for key in accepted:
                 outstanding.pop(key)
@@ -400,6 +412,29 @@ class TaskStore:
                 params.append(_dump(value) if column in _JSON_COLUMNS else value)
             params.append(task_id)
             self.db.execute(f"UPDATE tasks SET {', '.join(sets)} WHERE task_id = ?", params)
+
+
+def _form_problem(request: Any, answer: Any) -> str | None:
+    """Why an accepted answer does not fill the form it answers (the seed's message for a
+    missing or empty required field), or ``None``."""
+    if not isinstance(answer, dict) or answer.get("action") != "accept":
+        return None if isinstance(answer, dict) else "task input is invalid: an answer must be an object"
+    if not isinstance(request, dict) or request.get("method") != "elicitation/create":
+        return None
+    schema = (request.get("params") or {}).get("requestedSchema")
+    if not isinstance(schema, dict):
+        return None
+    content = answer.get("content")
+    if content is None:
+        content = {}
+    validator = _validator(orjson.dumps(schema))
+    if not isinstance(content, dict) or validator.missing_required(content) or \
+            any(v.missing for v in validator.violations(content, 1)):
+        return MISSING_TASK_INPUT_TEXT
+    problems = validator.violations(content, 3)
+    if problems:
+        return "task input is invalid: " + "; ".join(p.message for p in problems)
+    return None
 
 
 def _answer_to_keep(answer: Any) -> Any:

@@ -1,0 +1,230 @@
+"""Tasks on the wire, both shapes, validated against the official schemas.
+
+- The seed's user-input run, made real with the tasks extension (2026-07-28): a task waits
+  in ``input_required`` with an elicitation form in ``inputRequests``; an answer missing the
+  required field keeps it waiting with the seed's message; a valid one moves it on; the
+  taskId never changes.
+- 2025-11-25 core tasks: the ``task`` request parameter, ``tasks/get|result|list|cancel``,
+  ``notifications/tasks/status`` and ``execution.taskSupport``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+import pytest
+
+import mcp_schema
+from truecall import Principal, Server, ToolResult, text
+from truecall.protocol import jsonrpc
+from truecall.protocol.engine import Engine, Session
+
+EXT = "io.modelcontextprotocol/tasks"
+MODERN, LEGACY = "2026-07-28", "2025-11-25"
+ME = Principal("newton@acme", "acme", frozenset({"ops"}))
+OTHER = Principal("grace@globex", "globex", frozenset({"ops"}))
+SERVICE_FORM = {"type": "object", "properties": {"service": {"type": "string", "minLength": 1}},
+                "required": ["service"]}
+
+
+class Outbox:
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+
+
+def make_server(tmp_path) -> Server:
+    server = Server("task-wire", db=str(tmp_path / "t.db"))
+
+    @server.tool(description="Diagnose a service; asks which one inside the task", scopes={"ops"},
+                 output_schema={"type": "object", "properties": {"service": {"type": "string"}},
+                                "required": ["service"]},
+                 task_support="required")
+    async def diagnose(ctx) -> ToolResult:
+        await ctx.accept_as_task("diagnosis accepted")
+        answer = await ctx.elicit("Which service should be diagnosed?", SERVICE_FORM, key="service")
+        if not answer.accepted:
+            from truecall import tool_error
+
+            return tool_error("declined", "no service given; nothing was diagnosed")
+        return ToolResult([text(f"diagnosed {answer.content['service']}")], {"service": answer.content["service"]})
+
+    @server.tool(description="A slow job that runs as a task when it can", scopes={"ops"}, task_support="optional")
+    async def slow(ctx, seconds: float = 0.05) -> ToolResult:
+        await ctx.accept_as_task()
+        await asyncio.sleep(seconds)
+        return ToolResult([text(f"slept {seconds}")])
+
+    return server
+
+
+def modern_meta(ext: bool = True) -> dict[str, Any]:
+    caps: dict[str, Any] = {"elicitation": {}}
+    if ext:
+        caps["extensions"] = {EXT: {}}
+    return {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": caps}
+
+
+async def call(engine: Engine, principal: Principal, id: int, method: str, params: dict[str, Any],
+               **kw: Any) -> dict[str, Any]:
+    message = jsonrpc.decode(orjson.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+    response = await engine.handle(message, principal, **kw)
+    assert response is not None and response["id"] == id
+    return response
+
+
+def ext_check(result: dict[str, Any], definition: str) -> None:
+    mcp_schema.check_result(result, definition, "ext-tasks")
+
+
+async def wait_status(engine: Engine, task_id: str, status: str, params: dict[str, Any]) -> dict[str, Any]:
+    for i in range(200):
+        got = (await call(engine, ME, 1000 + i, "tasks/get", {"taskId": task_id, **params}))["result"]
+        if got["status"] == status:
+            return got
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"task never reached {status}: {got}")
+
+
+def test_the_seeds_input_flow_on_the_wire(tmp_path) -> None:
+    async def run() -> None:
+        engine = Engine(make_server(tmp_path))
+        meta = {"_meta": modern_meta()}
+        created = await call(engine, ME, 1, "tools/call", {"name": "diagnose", **meta})
+        mcp_schema.check(created, MODERN)
+        result = created["result"]
+        assert result["resultType"] == "task" and result["status"] == "working"
+        ext_check(result, "CreateTaskResult")
+        task_id = result["taskId"]
+
+        waiting = await wait_status(engine, task_id, "input_required", meta)
+        ext_check(waiting, "GetTaskResult")
+        request = waiting["inputRequests"]["service"]
+        assert request["method"] == "elicitation/create"
+        assert request["params"]["requestedSchema"] == SERVICE_FORM
+        assert waiting["taskId"] == task_id
+
+        for bad in ({}, {"service": ""}):  # missing, then empty: the seed's refusal, still waiting
+            ack = await call(engine, ME, 2, "tasks/update",
+                             {"taskId": task_id, "inputResponses": {"service": {"action": "accept", "content": bad}},
+                              **meta})
+            assert ack["result"] == {"resultType": "complete", "_meta": ack["result"]["_meta"]}
+            still = (await call(engine, ME, 3, "tasks/get", {"taskId": task_id, **meta}))["result"]
+            assert still["status"] == "input_required"
+            assert still["statusMessage"] == "required task input is missing"
+            assert still["taskId"] == task_id and "service" in still["inputRequests"]
+
+        await call(engine, ME, 4, "tasks/update",
+                   {"taskId": task_id, "inputResponses": {"service": {"action": "accept",
+                                                                      "content": {"service": "payments"}}}, **meta})
+        done = await wait_status(engine, task_id, "completed", meta)
+        ext_check(done, "GetTaskResult")
+        assert done["taskId"] == task_id
+        assert done["result"]["structuredContent"] == {"service": "payments"}
+        mcp_schema.check_result(done["result"], "CallToolResult", MODERN)
+
+        # Another principal asking about this task hears exactly what an unknown id gets.
+        foreign = await call(engine, OTHER, 5, "tasks/get", {"taskId": task_id, **meta})
+        unknown = await call(engine, OTHER, 6, "tasks/get", {"taskId": "t-no-such-task", **meta})
+        assert foreign["error"] == unknown["error"] and foreign["error"]["code"] == -32602
+
+    asyncio.run(run())
+
+
+def test_a_client_without_the_extension_cannot_start_a_task_only_tool(tmp_path) -> None:
+    async def run() -> None:
+        engine = Engine(make_server(tmp_path))
+        refused = await call(engine, ME, 1, "tools/call", {"name": "diagnose", "_meta": modern_meta(ext=False)})
+        mcp_schema.check(refused, MODERN)
+        assert refused["error"]["code"] == -32021
+        assert refused["error"]["data"] == {"requiredCapabilities": {"extensions": {EXT: {}}}}
+        plain = await call(engine, ME, 2, "tools/call", {"name": "slow", "_meta": modern_meta(ext=False)})
+        assert plain["result"]["resultType"] == "complete" and plain["result"]["content"][0]["text"] == "slept 0.05"
+
+    asyncio.run(run())
+
+
+def legacy_session(engine: Engine, outbox: Outbox) -> Session:
+    session = Session(principal=ME)
+    session.stream = outbox
+    return session
+
+
+def test_core_tasks_of_2025_11_25(tmp_path) -> None:
+    async def run() -> None:
+        engine = Engine(make_server(tmp_path))
+        outbox = Outbox()
+        session = legacy_session(engine, outbox)
+        feed = asyncio.get_running_loop().create_task(engine.session_feed(session))
+        init = await call(engine, ME, 1, "initialize", {"protocolVersion": LEGACY, "capabilities": {},
+                                                        "clientInfo": {"name": "t", "version": "1"}},
+                          session=session)
+        mcp_schema.check(init, LEGACY, "InitializeResult")
+        assert init["result"]["capabilities"]["tasks"]["requests"]["tools"]["call"] == {}
+        await engine.handle(jsonrpc.decode(b'{"jsonrpc":"2.0","method":"notifications/initialized"}'), ME,
+                            session=session)
+
+        listed = await call(engine, ME, 2, "tools/list", {}, session=session)
+        mcp_schema.check(listed, LEGACY, "ListToolsResult")
+        support = {t["name"]: t.get("execution", {}).get("taskSupport") for t in listed["result"]["tools"]}
+        assert support == {"diagnose": "required", "slow": "optional"}
+
+        required = await call(engine, ME, 3, "tools/call", {"name": "diagnose"}, session=session)
+        assert required["error"]["code"] == -32601  # the 2025-11-25 rule for a task-required tool
+
+        created = await call(engine, ME, 4, "tools/call", {"name": "slow", "arguments": {"seconds": 0.05},
+                                                            "task": {"ttl": 60000}}, session=session)
+        mcp_schema.check(created, LEGACY, "CreateTaskResult")
+        task = created["result"]["task"]
+        assert task["status"] == "working" and task["ttl"] == 60000
+
+        got = await call(engine, ME, 5, "tasks/get", {"taskId": task["taskId"]}, session=session)
+        mcp_schema.check(got, LEGACY, "GetTaskResult")
+
+        payload = await call(engine, ME, 6, "tasks/result", {"taskId": task["taskId"]}, session=session)
+        mcp_schema.check(payload, LEGACY, "CallToolResult")
+        assert payload["result"]["content"][0]["text"] == "slept 0.05"
+        assert payload["result"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task["taskId"]}
+
+        listing = await call(engine, ME, 7, "tasks/list", {}, session=session)
+        mcp_schema.check(listing, LEGACY, "ListTasksResult")
+        assert [t["taskId"] for t in listing["result"]["tasks"]] == [task["taskId"]]
+        assert listing["result"]["tasks"][0]["status"] == "completed"
+
+        terminal = await call(engine, ME, 8, "tasks/cancel", {"taskId": task["taskId"]}, session=session)
+        assert terminal["error"]["code"] == -32602  # a finished task cannot be cancelled (2025-11-25)
+
+        long = (await call(engine, ME, 9, "tools/call", {"name": "slow", "arguments": {"seconds": 30},
+                                                          "task": {}}, session=session))["result"]["task"]
+        cancelled = await call(engine, ME, 10, "tasks/cancel", {"taskId": long["taskId"]}, session=session)
+        mcp_schema.check(cancelled, LEGACY, "CancelTaskResult")
+        assert cancelled["result"]["status"] == "cancelled"
+
+        await asyncio.sleep(0.05)
+        statuses = [m for m in outbox.messages if m.get("method") == "notifications/tasks/status"]
+        assert statuses, outbox.messages
+        for note in statuses:
+            mcp_schema.check(note, LEGACY, "TaskStatusNotification")
+        assert {n["params"]["status"] for n in statuses} >= {"completed", "cancelled"}
+        feed.cancel()
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("answer", [{"action": "decline"}, {"action": "cancel"}])
+def test_declined_task_input_never_reads_as_consent(tmp_path, answer) -> None:
+    async def run() -> None:
+        engine = Engine(make_server(tmp_path))
+        meta = {"_meta": modern_meta()}
+        task_id = (await call(engine, ME, 1, "tools/call", {"name": "diagnose", **meta}))["result"]["taskId"]
+        await wait_status(engine, task_id, "input_required", meta)
+        await call(engine, ME, 2, "tasks/update", {"taskId": task_id, "inputResponses": {"service": answer}, **meta})
+        done = await wait_status(engine, task_id, "completed", meta)
+        assert done["result"]["isError"] is True
+        assert done["result"]["structuredContent"]["error"]["kind"] == "declined"
+
+    asyncio.run(run())
