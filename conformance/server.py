@@ -530,10 +530,10 @@ async def confirm_delete(ctx, filename: str) -> ToolResult:
 async def multi_input(ctx) -> ToolResult:
     await ctx.accept_as_task("collecting two answers")
     first, second = await ctx.gather(
-        ctx.elicit("First value?", _form(value={"type": "string"}), key="first"),
-        ctx.elicit("Second value?", _form(value={"type": "string"}), key="second"),
+        ctx.elicit("First name?", _form(name={"type": "string"}), key="first"),
+        ctx.elicit("Second name?", _form(name={"type": "string"}), key="second"),
     )
-    values = [a.content.get("value", "") if a.accepted else "(declined)" for a in (first, second)]
+    values = [a.content.get("name", "") if a.accepted else "(declined)" for a in (first, second)]
     return ToolResult([text(f"Got {values[0]} and {values[1]}")])
 
 

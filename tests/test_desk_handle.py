@@ -20,6 +20,8 @@ from truecall.incidents.faults import FaultPlan
 from truecall.incidents.reconcile import CancelRefused, describe_with_settlement, fenced_cancel, reconcile
 from truecall.incidents.tickets import NOTHING_HAPPENED, TICKET_EXISTS
 
+from pg_support import BACKENDS, pg_schemas  # noqa: F401  (fixtures)
+
 OPERATOR = DEMO_TOKENS["demo-acme-operator"]
 READER = DEMO_TOKENS["demo-acme-reader"]
 GLOBEX = DEMO_TOKENS["demo-globex-reader"]
@@ -28,10 +30,38 @@ OTHER_ACME_OPERATOR = Principal("ada@acme", "acme", frozenset({"incidents:read",
 
 _dbs = itertools.count()
 
+# -- both storage backends: every test with a tmp_path runs on SQLite and on PostgreSQL --------------------------
+
+_backend: dict[str, Any] = {}  # the current test's backend, schema factory and desks (set by desk_backend)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "tmp_path" in metafunc.fixturenames:
+        metafunc.parametrize("desk_backend", BACKENDS, indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def desk_backend(request: pytest.FixtureRequest, pg_schemas: Any) -> Any:
+    _backend.clear()
+    _backend.update(name=getattr(request, "param", "sqlite"), schemas=pg_schemas, desks=[])
+    yield _backend["name"]
+    for server in _backend.pop("desks"):
+        server.db.close()
+    _backend.clear()
+
+
+def new_target(tmp_path: Path, name: str) -> str:
+    """A fresh database for this test's backend: a SQLite file, or a PostgreSQL schema."""
+    if _backend.get("name") == "postgresql":
+        return _backend["schemas"]().url
+    return str(tmp_path / f"{name}.db")
+
 
 def make_desk(tmp_path: Path, faults: Any = None, *, timeout: float = 0.5, lease: float = 30.0, **kw: Any):
-    return build_desk(str(tmp_path / f"desk-{next(_dbs)}.db"), faults=faults or {}, ack_timeout_s=timeout,
-                      claim_lease_s=lease, **kw)
+    server = build_desk(new_target(tmp_path, f"desk-{next(_dbs)}"), faults=faults or {}, ack_timeout_s=timeout,
+                        claim_lease_s=lease, **kw)
+    _backend.setdefault("desks", []).append(server)
+    return server
 
 
 async def handle(server, args: dict[str, Any], principal: Principal = OPERATOR) -> tuple[Task, Task]:
@@ -455,7 +485,7 @@ def test_operator_cancel_from_outside_is_fenced(tmp_path: Path) -> None:
 
 
 def test_recover_hook_settles_each_orphan_from_the_ticket_table(tmp_path: Path) -> None:
-    db = tmp_path / "desk.db"
+    db = new_target(tmp_path, "desk")
     first = build_desk(str(db), faults={})
     t = first.tickets
     store = first.tasks
@@ -534,7 +564,7 @@ def test_reconcile_tool_settles_only_the_callers_tasks(tmp_path: Path) -> None:
 def test_faults_come_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRUECALL_DESK_FAULTS", '{"sequence": ["drop"]}')
     monkeypatch.setenv("TRUECALL_DESK_TIMEOUT_MS", "20")
-    server = build_desk(str(tmp_path / "env.db"))
+    server = build_desk(new_target(tmp_path, "env"))
 
     async def main() -> None:
         _, done = await handle(server, {"incidentId": "INC-1001"})

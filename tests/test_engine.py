@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 import mcp_schema
+from pg_support import backend, db_targets, pg_schemas  # noqa: F401  (fixtures)
 from truecall import ErrorKind, Principal, Server, ToolResult, text, tool_error
 from truecall.incidents import DEMO_TOKENS, build_desk
 from truecall.protocol import Engine, Sealer, Session, jsonrpc
@@ -263,8 +264,9 @@ def build_server(path: Any) -> Server:
 
 
 @pytest.fixture
-def server(tmp_path):
-    s = build_server(tmp_path / "engine.db")
+def server(db_targets):
+    """On each backend (a SQLite file, a PostgreSQL schema): see pg_support."""
+    s = build_server(db_targets())
     yield s
     s.db.close()
 
@@ -275,8 +277,8 @@ def engine(server) -> Engine:
 
 
 @pytest.fixture
-def desk(tmp_path):
-    s = build_desk(str(tmp_path / "d.db"))
+def desk(db_targets):
+    s = build_desk(db_targets())
     yield s
     s.db.close()
 

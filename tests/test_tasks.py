@@ -23,6 +23,8 @@ from truecall import (
 )
 from truecall.tasks import MISSING_TASK_INPUT_TEXT, TERMINAL, TRANSITIONS, TaskEvent, next_status
 
+from pg_support import backend, database, db_target, db_targets, pg_schemas  # noqa: F401  (fixtures)
+
 S, E = TaskStatus, TaskEvent
 
 #: The documented table (tasks/_state.py docstring), written out independently of the code.
@@ -48,10 +50,9 @@ BOB = Principal("bob@acme", "acme", frozenset({"incidents:read"}))
 
 
 @pytest.fixture
-def task_db(tmp_path):
-    db = Database(tmp_path / "tasks.db")
-    yield db
-    db.close()
+def task_db(database):
+    """A fresh database on each backend (SQLite file, PostgreSQL schema): see pg_support."""
+    return database
 
 
 @pytest.fixture

@@ -1,0 +1,388 @@
+"""Two replicas, one PostgreSQL: work created on one is driven through the other, and a SIGKILL loses nothing.
+
+Each replica is a real ``truecall serve --http`` process on its own 127.0.0.1 port (see
+:func:`http_support.served`), serving ``tests/replica_app.py`` (the desk plus two plain task tools)
+with ``TRUECALL_DB`` naming one fresh PostgreSQL schema, the same ``TRUECALL_STATE_KEYS`` and
+``TRUECALL_AUDIT_KEY``, and the same ``--token-file`` (hashes only).  ``TRUECALL_TASK_LEASE_S``
+is short, so a dead replica's tasks are settled by the other within seconds.  The ground truth
+(tasks, tickets, dispatches, runs) is read straight from the schema.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import itertools
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+import orjson
+import pytest
+
+from http_support import LEGACY, meta, modern_call, request, served, sse_messages
+from pg_support import PgSchema, pg_schema, wait_until
+from truecall import hash_token
+
+APP = f"{Path(__file__).with_name('replica_app.py')}:build"
+TASKS_EXT = "io.modelcontextprotocol/tasks"
+CAPS = {"extensions": {TASKS_EXT: {}}, "elicitation": {"form": {}}}
+LEASE_S = 3.0  # renewed every second: a replica busy for a moment never loses its tasks
+TERMINAL = ("completed", "failed", "cancelled")
+_ids = itertools.count(1)
+
+
+def _key() -> str:
+    return base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
+
+
+@contextlib.contextmanager
+def replicas(root: Path, schema: PgSchema, *, faults_a: dict[str, Any] | None = None) -> Iterator[tuple[Any, Any, str]]:
+    """Replicas A and B on one schema; yields (A, B, the operator's bearer token)."""
+    token = "tc_" + _key()
+    token_file = root / "tokens.json"
+    token_file.write_bytes(orjson.dumps({"tokens": [{
+        "sha256": hash_token(token), "subject": "ops@acme", "tenant": "acme",
+        "scopes": ["incidents:read", "incidents:write"]}]}))
+    shared = {
+        "TRUECALL_DB": schema.url,
+        "TRUECALL_STATE_KEYS": f"{_key()},{_key()}",  # the first seals, both open
+        "TRUECALL_AUDIT_KEY": _key(),
+        "TRUECALL_TASK_LEASE_S": str(LEASE_S),
+        "TRUECALL_DESK_TIMEOUT_MS": "60000",        # incident.handle waits long: tasks stay mid-flight
+        "TRUECALL_DESK_CLAIM_LEASE_MS": "1000",
+        "TRUECALL_DESK_WORKERS": "8",
+        "TRUECALL_DESK_FAULTS": "",
+    }
+    args = (APP, "--token-file", str(token_file))
+    env_a = {**shared, "TRUECALL_DESK_FAULTS": orjson.dumps(faults_a).decode() if faults_a else ""}
+    with served(root / "a", *args, env=env_a, startup_timeout=30) as a, \
+            served(root / "b", *args, env=shared, startup_timeout=30) as b:
+        a.extra["env"] = b.extra["env"] = shared
+        yield a, b, token
+
+
+def rpc(http: httpx.Client, url: str, token: str, method: str, params: dict[str, Any], *,
+        caps: dict[str, Any] = CAPS) -> dict[str, Any]:
+    """One 2026-07-28 request; the JSON-RPC response message."""
+    params = {**params, "_meta": meta(caps=caps)}
+    name = params.get("taskId") if method.startswith("tasks/") else None
+    resp = modern_call(http, url, next(_ids), method, params, token=token, name=name)
+    assert resp.headers["content-type"].startswith("application/json"), resp.text
+    return orjson.loads(resp.content)
+
+
+def call(http: httpx.Client, url: str, token: str, tool: str, arguments: dict[str, Any], **kw: Any) -> dict[str, Any]:
+    message = rpc(http, url, token, "tools/call", {"name": tool, "arguments": arguments}, **kw)
+    assert "result" in message, message
+    return message["result"]
+
+
+def start_task(http: httpx.Client, url: str, token: str, tool: str, arguments: dict[str, Any]) -> str:
+    result = call(http, url, token, tool, arguments)
+    assert result["resultType"] == "task" and result["status"] in ("working", "input_required"), result
+    return result["taskId"]
+
+
+def get(http: httpx.Client, url: str, token: str, task_id: str) -> dict[str, Any]:
+    message = rpc(http, url, token, "tasks/get", {"taskId": task_id})
+    assert "result" in message, message
+    return message["result"]
+
+
+def poll(http: httpx.Client, url: str, token: str, task_id: str, until: tuple[str, ...] = TERMINAL,
+         timeout: float = 15.0) -> dict[str, Any]:
+    return wait_until(lambda: (lambda t: t if t["status"] in until else None)(get(http, url, token, task_id)),
+                      timeout, f"task {task_id} to reach {until}")
+
+
+def kind(task: dict[str, Any]) -> str:
+    result = task["result"]
+    return result["structuredContent"]["error"]["kind"] if result.get("isError") else "success"
+
+
+class Listener(threading.Thread):
+    """A ``subscriptions/listen`` stream (SSE) kept open on a background thread until ``stop_when``."""
+
+    def __init__(self, url: str, token: str, task_ids: list[str], stop_when: Any) -> None:
+        super().__init__(daemon=True)
+        self.url, self.token, self.task_ids, self.stop_when = url, token, task_ids, stop_when
+        self.messages: list[dict[str, Any]] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        params = {"notifications": {"taskIds": self.task_ids}, "_meta": meta(caps=CAPS)}
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                   "mcp-protocol-version": "2026-07-28", "mcp-method": "subscriptions/listen",
+                   "authorization": f"Bearer {self.token}"}
+        try:
+            with httpx.Client(timeout=httpx.Timeout(5.0, read=20.0)) as client, client.stream(
+                    "POST", self.url, content=orjson.dumps(request("listen", "subscriptions/listen", params)),
+                    headers=headers) as resp:
+                assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream")
+                buffer = ""
+                for chunk in resp.iter_text():
+                    buffer += chunk
+                    while "\n\n" in buffer:
+                        event, buffer = buffer.split("\n\n", 1)
+                        self.messages.extend(sse_messages(event + "\n\n"))
+                        if self.stop_when(self.messages):
+                            return
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            self.error = exc
+
+
+def task_notes(messages: list[dict[str, Any]], task_id: str) -> list[str]:
+    return [m["params"]["status"] for m in messages
+            if m.get("method") == "notifications/tasks" and m["params"].get("taskId") == task_id]
+
+
+# -- work shared across replicas ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Any, str, PgSchema]]:
+    with pg_schema() as schema, replicas(tmp_path_factory.mktemp("replicas"), schema) as (a, b, token):
+        yield a, b, token, schema
+
+
+@pytest.fixture(scope="module")
+def http() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=10) as client:
+        yield client
+
+
+def test_a_task_created_on_a_is_read_answered_and_watched_through_b(pair: Any, http: httpx.Client) -> None:
+    a, b, token, schema = pair
+    task_id = start_task(http, a.url, token, "survey", {})
+    waiting = poll(http, b.url, token, task_id, until=("input_required",))
+    assert set(waiting["inputRequests"]) == {"name"}
+    assert waiting["inputRequests"]["name"]["method"] == "elicitation/create"
+
+    listener = Listener(b.url, token, [task_id], lambda msgs: "completed" in task_notes(msgs, task_id))
+    listener.start()
+    wait_until(lambda: task_notes(listener.messages, task_id), 10, "the listen stream on B to report the task")
+    answer = {"name": {"action": "accept", "content": {"name": "Ada"}}}
+    updated = rpc(http, b.url, token, "tasks/update", {"taskId": task_id, "inputResponses": answer})
+    assert "result" in updated, updated
+
+    done = poll(http, b.url, token, task_id)
+    assert done["status"] == "completed" and done["result"]["structuredContent"] == {"name": "Ada", "pid": a.proc.pid}
+    listener.join(timeout=10)
+    assert not listener.is_alive() and listener.error is None, listener.error
+    notes = task_notes(listener.messages, task_id)
+    assert notes[0] == "input_required" and notes[-1] == "completed"  # A's work, B's stream
+    assert listener.messages[0]["method"] == "notifications/subscriptions/acknowledged"
+    # executed once, by the replica that accepted it
+    assert schema.rows("SELECT tool, pid FROM replica_runs WHERE task_id = %s", (task_id,)) == [("survey", a.proc.pid)]
+
+
+def test_a_task_running_on_a_is_cancelled_through_b(pair: Any, http: httpx.Client) -> None:
+    a, b, token, schema = pair
+    task_id = start_task(http, a.url, token, "nap", {"seconds": 600})
+    assert get(http, b.url, token, task_id)["status"] == "working"
+    answer = rpc(http, b.url, token, "tasks/cancel", {"taskId": task_id})
+    assert "result" in answer, answer  # B asks A's runner to stop (A holds the lease)
+    cancelled = poll(http, b.url, token, task_id, timeout=10)  # A's runner notices B's request
+    assert cancelled["status"] == "cancelled" and "result" not in cancelled
+    assert get(http, a.url, token, task_id)["status"] == "cancelled"
+    assert schema.rows("SELECT tool, pid FROM replica_runs WHERE task_id = %s", (task_id,)) == [("nap", a.proc.pid)]
+
+
+def test_a_handshake_session_from_a_is_served_by_b(pair: Any, http: httpx.Client) -> None:
+    a, b, token, _ = pair
+    headers = {"content-type": "application/json", "accept": "application/json", "authorization": f"Bearer {token}"}
+    init = http.post(a.url, headers=headers, content=orjson.dumps(request(1, "initialize", {
+        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "replicas", "version": "0"}})))
+    assert init.status_code == 200, init.text
+    session = init.headers["mcp-session-id"]
+    in_session = {**headers, "mcp-session-id": session, "mcp-protocol-version": LEGACY}
+    ready = http.post(a.url, headers=in_session, content=orjson.dumps({"jsonrpc": "2.0",
+                                                                        "method": "notifications/initialized"}))
+    assert ready.status_code == 202
+    for replica, id_ in ((b, 2), (a, 3), (b, 4)):
+        resp = http.post(replica.url, headers=in_session, content=orjson.dumps(request(id_, "tools/call", {
+            "name": "incident.search", "arguments": {"service": "payments"}})))
+        assert resp.status_code == 200 and resp.headers["content-type"].startswith("application/json"), resp.text
+        message = orjson.loads(resp.content)
+        assert message["id"] == id_ and message["result"]["structuredContent"] == {
+            "service": "payments", "count": 2, "tenant": "acme"}
+    # another principal's token cannot use it on either replica; an unknown session is 404 on both
+    for replica in (a, b):
+        stranger = {**in_session, "authorization": "Bearer not-a-token"}
+        assert http.post(replica.url, headers=stranger, content=orjson.dumps(request(5, "tools/list", {}))
+                         ).status_code == 401
+        unknown = {**in_session, "mcp-session-id": "s" + _key()}
+        assert http.post(replica.url, headers=unknown, content=orjson.dumps(request(6, "tools/list", {}))
+                         ).status_code == 404
+
+
+def test_a_request_state_sealed_by_a_is_redeemed_once_on_b(pair: Any, http: httpx.Client) -> None:
+    a, b, token, schema = pair
+    args = {"name": "incident.escalate", "arguments": {"incidentId": "INC-1003"}}
+    first = rpc(http, a.url, token, "tools/call", args)["result"]
+    assert first["resultType"] == "input_required" and set(first["inputRequests"]) == {"escalation"}
+    answer = {"escalation": {"action": "accept", "content": {"severity": "P1", "reason": "replica test"}}}
+    done = rpc(http, b.url, token, "tools/call", {**args, "inputResponses": answer,
+                                                  "requestState": first["requestState"]})["result"]
+    assert done["structuredContent"] == {"incidentId": "INC-1003", "previousSeverity": "P3", "severity": "P1"}
+    for replica in (a, b):  # single use, whichever replica sees it again
+        again = rpc(http, replica.url, token, "tools/call", {**args, "inputResponses": answer,
+                                                             "requestState": first["requestState"]})
+        assert again["error"]["code"] == -32602, again
+    assert schema.rows("SELECT severity FROM incidents WHERE tenant = 'acme' AND incident_id = 'INC-1003'") == [("P1",)]
+
+
+def test_shared_audit_key_metrics_and_readiness(pair: Any, http: httpx.Client) -> None:
+    a, b, token, schema = pair
+    arguments = {"service": "checkout", "includeLinks": True}
+    for replica in (a, b):
+        call(http, replica.url, token, "incident.search", arguments)
+    rows = schema.rows("SELECT fields FROM audit_events WHERE kind = 'tool.called' AND tool = 'incident.search'")
+    hashes = {orjson.loads(bytes(r[0]))["argHash"] for r in rows
+              if orjson.loads(bytes(r[0]))["argKeys"] == ["service", "includeLinks"]}
+    assert len(hashes) == 1  # one key for every replica: the same arguments hash alike
+    completed = schema.rows("SELECT COUNT(*) FROM tasks WHERE status = 'completed'")[0][0]
+    for replica in (a, b):
+        assert http.get(f"{replica.base}/healthz").status_code == 200
+        assert http.get(f"{replica.base}/readyz").json() == {"status": "ready"}
+        text = http.get(f"{replica.base}/metrics").text
+        assert f'truecall_tasks{{status="completed"}} {float(completed)}' in text  # the shared truth
+    assert 'truecall_tool_calls_total{outcome="ok",tool="incident.search"}' in http.get(f"{b.base}/metrics").text
+
+
+# -- a replica dies mid-task ---------------------------------------------------------------------------------
+
+PLAN_A = ["none", "hang", "delay", "none", "hang", "delay"]
+FAULTS_A = {"sequence": ["none", "hang", "delay"], "hang": {"at": "after_claim"}, "delay": {"ms": 600_000}}
+EXPECTED = {"none": "success", "hang": "outcome_unknown", "delay": "dependency_unavailable"}
+STATE_BEFORE = {"none": "done", "hang": "claimed", "delay": "queued"}
+
+
+def test_sigkill_of_the_replica_running_tasks_the_other_settles_them_honestly(tmp_path: Path) -> None:
+    with pg_schema() as schema, replicas(tmp_path, schema, faults_a=FAULTS_A) as (a, b, token), \
+            httpx.Client(timeout=10) as http:
+
+        def dispatch_states(key: str) -> list[str]:
+            return [r[0] for r in schema.rows("SELECT state FROM dispatches WHERE tenant = 'acme' AND "
+                                              "idempotency_key = %s ORDER BY created_at", (key,))]
+
+        def tickets(key: str) -> list[str]:
+            return [r[0] for r in schema.rows("SELECT ticket_id FROM tickets WHERE tenant = 'acme' AND "
+                                              "idempotency_key = %s", (key,))]
+
+        keys = [f"kill-{i}-{fault}" for i, fault in enumerate(PLAN_A)]
+        on_a = {key: start_task(http, a.url, token, "incident.handle", {"incidentId": "INC-1001",
+                                                                          "idempotencyKey": key}) for key in keys}
+        nap_a = start_task(http, a.url, token, "nap", {"seconds": 600})
+        survey_a = start_task(http, a.url, token, "survey", {})
+        on_b = start_task(http, b.url, token, "incident.handle", {"incidentId": "INC-1002", "idempotencyKey": "on-b"})
+        nap_b = start_task(http, b.url, token, "nap", {"seconds": 0.2})  # B then runs nothing: only its
+        # idle sweeper can notice A's death
+        wait_until(lambda: all((dispatch_states(k) or ["-"])[-1] == STATE_BEFORE[f] for k, f in zip(keys, PLAN_A)),
+                   15, "every job to reach its fault point")
+        poll(http, b.url, token, survey_a, until=("input_required",))
+        # A is alive: however long its tasks take, B (sweeping for orphans all along) leaves them alone,
+        # and so does a third replica starting now (a rolling deploy): live leases are never orphans
+        joined_at = time.monotonic()
+        with served(tmp_path / "c", APP, "--token-file", str(tmp_path / "tokens.json"), env=a.extra["env"],
+                    startup_timeout=30) as c:
+            time.sleep(max(0.0, LEASE_S * 1.25 - (time.monotonic() - joined_at)))
+            for key, fault in zip(keys, PLAN_A):
+                assert get(http, c.url, token, on_a[key])["status"] == ("completed" if fault == "none" else "working")
+            assert get(http, c.url, token, nap_a)["status"] == "working"
+            assert get(http, b.url, token, survey_a)["status"] == "input_required"
+
+        os.kill(a.proc.pid, signal.SIGKILL)
+        assert a.proc.wait(timeout=10) == -signal.SIGKILL
+        killed_at = time.monotonic()
+
+        ended: dict[str, dict[str, Any]] = {}
+        settled_after: dict[str, float] = {}
+        for task_id in [*on_a.values(), nap_a, survey_a]:
+            ended[task_id] = poll(http, b.url, token, task_id, timeout=LEASE_S * 5)
+            settled_after[task_id] = time.monotonic() - killed_at
+        # never stuck; and not settled while the dead replica's lease could still be held
+        for key, fault in zip(keys, PLAN_A):
+            if fault != "none":
+                assert settled_after[on_a[key]] > LEASE_S / 2 - 0.2, settled_after
+
+        # every task terminal, with an honest status, and the ticket table agrees
+        for key, fault in zip(keys, PLAN_A):
+            task = ended[on_a[key]]
+            assert task["status"] == "completed" and kind(task) == EXPECTED[fault], (fault, task)
+            found = tickets(key)
+            if fault == "none":
+                facts = task["result"]["structuredContent"]
+                assert found == [facts["ticketId"]] and facts["notified"] is True
+                assert schema.rows("SELECT COUNT(*) FROM notifications_outbox WHERE ticket_id = %s",
+                                   (facts["ticketId"],)) == [(1,)]
+            elif fault == "delay":  # the job died queued in A's memory: withdrawn, nothing written
+                assert found == [] and dispatch_states(key) == ["abandoned"]
+                assert "Nothing was written" in task["result"]["structuredContent"]["error"]["message"]
+            else:  # A's worker held the job when A died: unknown, and said so
+                error = task["result"]["structuredContent"]["error"]
+                assert found == [] and dispatch_states(key) == ["claimed"]
+                assert error["reference"] == key and "reconcile" in error["check"]
+        generic = ended[nap_a]["result"]
+        assert generic["isError"] is True and generic["structuredContent"]["error"]["kind"] == "outcome_unknown"
+        assert ended[survey_a]["status"] == "cancelled" and "result" not in ended[survey_a]
+        # B's own work was never disturbed
+        assert kind(poll(http, b.url, token, on_b)) == "success"
+        assert poll(http, b.url, token, nap_b)["result"]["structuredContent"]["pid"] == b.proc.pid
+
+        # executed exactly once: one run per task, one request and one dispatch per task, ≤ 1 ticket per key
+        runs = schema.rows("SELECT task_id, pid FROM replica_runs")
+        assert sorted(runs) == sorted([(nap_a, a.proc.pid), (survey_a, a.proc.pid), (nap_b, b.proc.pid)])
+        per_task = schema.rows("SELECT task_id, COUNT(*), COUNT(DISTINCT dispatch_id) FROM handle_requests "
+                               "GROUP BY task_id")
+        assert sorted(r[0] for r in per_task) == sorted([*on_a.values(), on_b])
+        assert all(r[1] == 1 and r[2] == 1 for r in per_task), per_task
+        assert all(len(dispatch_states(k)) == 1 for k in keys)
+        assert schema.rows("SELECT idempotency_key FROM tickets GROUP BY tenant, idempotency_key "
+                           "HAVING COUNT(*) > 1") == []
+
+        # the claims A's dead worker held expire; reconcile (through B) fences them: nothing happened
+        report = call(http, b.url, token, "incident.reconcile", {})["structuredContent"]
+        settled = {s["taskId"]: s["outcome"] for s in report["settled"]}
+        hung = [on_a[k] for k, f in zip(keys, PLAN_A) if f == "hang"]
+        assert settled == {t: "nothing_happened" for t in hung} and report["pending"] == []
+        for key, fault in zip(keys, PLAN_A):
+            if fault == "hang":
+                assert dispatch_states(key) == ["abandoned"] and tickets(key) == []
+                assert kind(get(http, b.url, token, on_a[key])) == "outcome_unknown"  # results are never rewritten
+        # retrying through B with the same keys: one ticket per key, never two
+        for key, fault in zip(keys[:3], PLAN_A[:3]):
+            again = poll(http, b.url, token, start_task(http, b.url, token, "incident.handle", {
+                "incidentId": "INC-1001", "idempotencyKey": key}))
+            assert kind(again) == "success" and again["result"]["structuredContent"]["replayed"] is (fault == "none")
+            assert tickets(key) == [again["result"]["structuredContent"]["ticketId"]]
+        assert schema.rows("SELECT COUNT(*) FROM tickets GROUP BY tenant, idempotency_key HAVING COUNT(*) > 1") == []
+        assert schema.rows("SELECT COUNT(*) FROM tasks WHERE status IN ('working', 'input_required')") == [(0,)]
+
+
+# -- rotation of the sealing key (in process) -----------------------------------------------------------------
+
+
+def test_state_key_rotation_keeps_old_states_valid_until_the_old_key_goes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from truecall.protocol.sealing import InvalidRequestState, Sealer
+
+    old, new = _key(), _key()
+    binding = {"sub": "ops@acme", "ten": "acme", "m": "tools/call", "n": "t", "h": "x"}
+    monkeypatch.setenv("TRUECALL_STATE_KEYS", old)
+    before = Sealer.from_env()
+    monkeypatch.setenv("TRUECALL_STATE_KEYS", f"{new},{old}")
+    during = Sealer.from_env()
+    monkeypatch.setenv("TRUECALL_STATE_KEYS", new)
+    after = Sealer.from_env()
+    issued_before, issued_during = before.seal(binding), during.seal(binding)
+    assert during.open(issued_before, binding)["sub"] == "ops@acme"  # grace: the old key still opens
+    assert after.open(issued_during, binding)["sub"] == "ops@acme"
+    with pytest.raises(InvalidRequestState):
+        after.open(issued_before, binding)  # the old key is gone: its states are refused
+    with pytest.raises(InvalidRequestState):
+        before.open(issued_during, binding)  # a replica not yet rotated cannot open the new key's states
