@@ -119,7 +119,8 @@ class ServerProcess:
     """``python -m truecall.cli serve [APP] [--http ...]`` in ``workdir``, stopped by PID."""
 
     def __init__(self, workdir: Path, *, app: str | None = None, http: bool = False,
-                 env: dict[str, str] | None = None, extra_args: Iterable[str] = ()) -> None:
+                 env: dict[str, str] | None = None, extra_args: Iterable[str] = (),
+                 launcher: list[str] | None = None) -> None:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.app = app
@@ -130,8 +131,12 @@ class ServerProcess:
         self.env.pop("TRUECALL_PRINCIPAL", None)
         self.env.setdefault("PYTHONUNBUFFERED", "1")
         self.extra_args = list(extra_args)
+        #: What runs ``serve ...`` (default: ``python -m truecall.cli``).
+        self.launcher = launcher or [sys.executable, "-m", "truecall.cli"]
         self.log = self.workdir / f"server-{'http' if http else 'stdio'}-{time.monotonic_ns()}.log"
         self.proc: subprocess.Popen[bytes] | None = None
+        #: Run in the child before exec (e.g. to lower its descriptor limit).
+        self.preexec: Any = None
 
     @property
     def pid(self) -> int:
@@ -143,14 +148,14 @@ class ServerProcess:
         return list(self.secrets.values())
 
     def start(self, timeout: float = 20.0) -> "ServerProcess":
-        cmd = [sys.executable, "-m", "truecall.cli", "serve"]
+        cmd = [*self.launcher, "serve"]
         if self.app:
             cmd.append(self.app)
         cmd += self.extra_args
         if not self.http:
             with open(self.log, "wb") as err:
                 self.proc = subprocess.Popen(cmd, cwd=self.workdir, env=self.env, stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE, stderr=err, bufsize=0)
+                                             stdout=subprocess.PIPE, stderr=err, preexec_fn=self.preexec)
             return self
         last = ""
         for _attempt in range(3):  # a probed port can be taken before the bind: retry with another
@@ -158,7 +163,7 @@ class ServerProcess:
             full = cmd + ["--http", "--host", HOST, "--port", str(self.port)]
             with open(self.log, "wb") as err:
                 self.proc = subprocess.Popen(full, cwd=self.workdir, env=self.env, stdin=subprocess.DEVNULL,
-                                             stdout=subprocess.DEVNULL, stderr=err)
+                                             stdout=subprocess.DEVNULL, stderr=err, preexec_fn=self.preexec)
             if self._wait_ready(timeout):
                 return self
             last = self.stderr()[-2000:]
@@ -324,7 +329,9 @@ class RawHttp:
         return out
 
     def read_response(self, deadline: float, *, method: str = "POST", first_event_only: bool = False,
-                      stream_grace: float = 0.3, on_event: Any = None) -> HttpResponse:
+                      stream_grace: float = 1.0, on_event: Any = None) -> HttpResponse:
+        """One response.  ``first_event_only``: an SSE stream is read until its first event or
+        ``stream_grace`` seconds after its headers, then the connection is closed (``streamed``)."""
         started = time.monotonic()
         while True:
             head = self._until(b"\r\n\r\n", deadline, self.MAX_HEAD)
@@ -348,8 +355,17 @@ class RawHttp:
         elif headers.get("transfer-encoding", "").lower() == "chunked":
             body = bytearray()
             parser = SseParser() if sse else None
+            if sse and first_event_only:
+                deadline = min(deadline, time.monotonic() + stream_grace)
             while True:
-                size_line = self._until(b"\r\n", deadline, 4096)
+                try:
+                    size_line = self._until(b"\r\n", deadline, 4096)
+                except socket.timeout:
+                    if not (sse and first_event_only):
+                        raise
+                    response.streamed = True  # an open stream with nothing (more) to say yet
+                    self.close()
+                    break
                 try:
                     size = int(size_line.split(b";")[0].strip(), 16)
                 except ValueError:
@@ -396,7 +412,7 @@ class RawHttp:
 
     def request(self, method: str, path: str, headers: Iterable[tuple[Any, Any]] = (), body: bytes | None = None,
                 *, timeout: float | None = None, first_event_only: bool = False, host: bytes | None = None,
-                chunks: list[int] | None = None, on_event: Any = None) -> HttpResponse:
+                chunks: list[int] | None = None, on_event: Any = None, stream_grace: float = 1.0) -> HttpResponse:
         """One request on the kept-alive connection (reconnecting if the server closed it)."""
         data = build_request(method, path, headers, body, port=self.port, host=host, chunks=chunks)
         deadline = time.monotonic() + (timeout or self.timeout)
@@ -405,7 +421,7 @@ class RawHttp:
             self.send_raw_safe(data, fresh)
             try:
                 return self.read_response(deadline, method=method, first_event_only=first_event_only,
-                                          on_event=on_event)
+                                          on_event=on_event, stream_grace=stream_grace)
             except ConnectionError:
                 # The server closed an idle keep-alive connection just as we reused it: retry once
                 # on a fresh connection (only if nothing at all was read).

@@ -9,6 +9,7 @@ stored: callers pass ``arguments=`` and get a fingerprint (keys, size, HMAC).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import secrets
 import threading
 import time
@@ -20,7 +21,20 @@ import orjson
 from .redact import fingerprint, redact
 from .storage import Database
 
-__all__ = ["AuditLog", "AuditRecord", "AUDIT_MIGRATIONS"]
+__all__ = ["AuditLog", "AuditRecord", "AuditUnavailable", "AUDIT_MIGRATIONS", "MAX_RETAINED"]
+
+#: Records whose commit failed are kept and written with the next batch, up to this many;
+#: beyond it the oldest are dropped and an ``audit.dropped`` record says how many.
+MAX_RETAINED = 10_000
+
+
+class AuditUnavailable(RuntimeError):
+    """A record made since the current request began could not be committed."""
+
+
+#: (log, records made when the current request began) for the running asyncio task; see :meth:`AuditLog.begin`.
+_REQUEST_MARK: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar("truecall_audit_mark",
+                                                                                     default=None)
 
 AUDIT_MIGRATIONS = [
     (
@@ -88,6 +102,13 @@ class AuditLog:
         self._loop_thread: int | None = None
         self._pending: list[tuple[Any, ...]] = []
         self._flushing: asyncio.Future[None] | None = None
+        #: Sequence numbers: records made so far, and the newest one whose commit ever failed.
+        self._made = 0
+        self._last_failed = 0
+        #: Sequence numbers of the pending rows (parallel to ``_pending``).
+        self._pending_seq: list[int] = []
+        #: Records dropped because too many were waiting for a commit (reported once written).
+        self._dropped = 0
 
     def defer(self, loop: asyncio.AbstractEventLoop) -> None:
         """Batch records made on ``loop`` into one commit per loop turn.
@@ -99,10 +120,27 @@ class AuditLog:
         self._loop = loop
         self._loop_thread = threading.get_ident()
 
+    def begin(self) -> None:
+        """Mark the start of one request in the current asyncio task (the engine does, per request).
+
+        :meth:`durable` in the same task then also raises when a commit that failed *earlier*
+        held a record made since: without the mark, a request whose record was in a failed
+        batch, and which awaited something else before answering, would find nothing pending
+        and be acknowledged without its record.
+        """
+        _REQUEST_MARK.set((id(self), self._made))
+
     async def durable(self) -> None:
-        """Return once every record made so far is committed (raises if the commit failed)."""
+        """Return once every record made so far is committed.
+
+        Raises if the pending commit fails, or if any record made since :meth:`begin` (in this
+        task) was in a commit that failed — conservatively, whoever made it: a batch is shared.
+        """
         if self._flushing is not None:
             await asyncio.shield(self._flushing)
+        mark = _REQUEST_MARK.get()
+        if mark is not None and mark[0] == id(self) and self._last_failed > mark[1]:
+            raise AuditUnavailable("an audit record made during this request could not be committed")
 
     def flush(self) -> None:
         """Commit what is pending now (at shutdown)."""
@@ -111,15 +149,22 @@ class AuditLog:
 
     def _flush(self) -> None:
         rows, self._pending = self._pending, []
+        seqs, self._pending_seq = self._pending_seq, []
         future, self._flushing = self._flushing, None
+        dropped, self._dropped = self._dropped, 0
+        batch = rows if not dropped else [*rows, self._row("audit.dropped", {"outcome": "error", "count": dropped,
+                                                                             "reason": "commit_failures"})]
         try:
-            if len(rows) == 1:  # an autocommit insert is one statement instead of three
-                self.db.execute(_INSERT, rows[0])
-            elif rows:
+            if len(batch) == 1:  # an autocommit insert is one statement instead of three
+                self.db.execute(_INSERT, batch[0])
+            elif batch:
                 with self.db.transaction():
-                    for row in rows:
+                    for row in batch:
                         self.db.execute(_INSERT, row)
         except BaseException as exc:  # nothing behind these records may be acknowledged
+            if seqs:
+                self._last_failed = max(self._last_failed, seqs[-1])
+            self._retain(rows, seqs, dropped)
             if future is not None and not future.done():
                 future.set_exception(exc)
                 future.exception()  # retrieved here too: a waiter may already be gone
@@ -128,6 +173,16 @@ class AuditLog:
             return
         if future is not None and not future.done():
             future.set_result(None)
+
+    def _retain(self, rows: list[tuple[Any, ...]], seqs: list[int], dropped: int) -> None:
+        """Keep records whose commit failed for the next batch (the database may come back: a lock
+        released, space freed, a server restarted).  Their answers have already been refused."""
+        rows, seqs = rows + self._pending, seqs + self._pending_seq  # older first
+        over = len(rows) - MAX_RETAINED
+        if over > 0:
+            rows, seqs = rows[over:], seqs[over:]
+            dropped += over
+        self._pending, self._pending_seq, self._dropped = rows, seqs, self._dropped + dropped
 
     def fingerprint(self, arguments: Any) -> dict[str, Any]:
         return fingerprint(arguments, self._key)
@@ -139,18 +194,24 @@ class AuditLog:
         arguments = fields.pop("arguments", _MISSING)
         if arguments is not _MISSING:
             fields.update(fingerprint(arguments, self._key))
-        cols = [fields.pop(c, None) for c in _COLUMNS]
-        cols = [None if v is None else redact(str(v))[:256] for v in cols]
-        doc = orjson.dumps(redact(fields), default=str)
-        row = (time.time(), kind, *cols, doc)
+        row = self._row(kind, fields)
         loop = self._loop
         if loop is not None and self._loop_thread == threading.get_ident():
+            self._made += 1
             self._pending.append(row)
+            self._pending_seq.append(self._made)
             if self._flushing is None:
                 self._flushing = loop.create_future()
                 loop.call_soon(self._flush)
             return
         self.db.execute(_INSERT, row)
+
+    @staticmethod
+    def _row(kind: str, fields: dict[str, Any]) -> tuple[Any, ...]:
+        cols = [fields.pop(c, None) for c in _COLUMNS]
+        cols = [None if v is None else redact(str(v))[:256] for v in cols]
+        doc = orjson.dumps(redact(fields), default=str)
+        return (time.time(), kind, *cols, doc)
 
     def query(
         self,

@@ -113,7 +113,10 @@ def serve(
     asgi = HttpTransport(engine, path=path, allowed_hosts=hosts, anonymous=anonymous)
     import uvicorn
 
-    config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on", http="httptools",
+    from .transports.guarded import SHUTDOWN_TIMEOUT_S, GuardedHttpToolsProtocol
+
+    config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on",
+                            http=GuardedHttpToolsProtocol, timeout_graceful_shutdown=SHUTDOWN_TIMEOUT_S,
                             loop="uvloop" if _has_uvloop() else "asyncio", access_log=False,
                             proxy_headers=False)
     uvicorn.Server(config).run()

@@ -24,7 +24,7 @@ from .errors import (AccessDenied, InsufficientScope, InvalidParams, MissingCapa
                      TaskRequired, TenantMismatch, UnknownTool)
 from .ratelimit import RateLimit
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolResult, text, tool_error
-from .storage import Database, open_database
+from .storage import Database, open_database, unavailable
 from .tasks import Task, TaskStore
 from .tasks.runtime import LEASE_S, TaskRuntime
 from .tools import Prompt, Registry, Resource, ResourceTemplate, Tool
@@ -253,7 +253,7 @@ class Server:
                 return tool_error(ErrorKind.RATE_LIMITED, f"too many calls; retry in {retry} ms", retryAfterMs=retry)
         if arguments is None:
             arguments = {}
-        rejection = self.check_input(tool, principal, arguments, from_json=from_json)
+        rejection = self.check_input(tool, principal, arguments, from_json=from_json, request_id=request_id)
         if rejection is not None:
             return rejection
         ctx = ToolContext(principal, tool, self, peer, request_id, meta)
@@ -265,7 +265,8 @@ class Server:
         async def accept(c: ToolContext, message: str | None) -> Task:
             task = self.task_runtime.accept(c, era=task_mode, ttl_ms=task_ttl_ms, message=message)
             self.events.record("task.created", tool=name, tenant=principal.tenant, subject=principal.subject,
-                               outcome="accepted", taskId=task.task_id, arguments=arguments)
+                               outcome="accepted", taskId=task.task_id, arguments=arguments,
+                               **_request_ref(request_id))
             if not accepted.done():
                 accepted.set_result(task)
             await asyncio.sleep(0)  # the caller hears of the task before the work goes on
@@ -307,27 +308,44 @@ class Server:
             else:
                 message = f"the client did not declare the {exc.capability} capability this tool needs"
             result = tool_error(ErrorKind.INVALID_INPUT, message, missing=exc.missing, capability=exc.capability)
-            return self._record(tool, principal, arguments, result, started, client)
+            return self._record(tool, principal, arguments, result, started, client, ctx.request_id)
         except InvalidElicitationAnswer as exc:
             result = tool_error(ErrorKind.INVALID_INPUT, f"the user's answer was not usable: {exc}")
-            return self._record(tool, principal, arguments, result, started, client)
+            return self._record(tool, principal, arguments, result, started, client, ctx.request_id)
         except asyncio.CancelledError:
             self.events.record("tool.cancelled", tool=name, tenant=principal.tenant, subject=principal.subject,
                                outcome="cancelled", arguments=arguments,
-                               durationMs=round((time.perf_counter() - started) * 1000, 3))
+                               durationMs=round((time.perf_counter() - started) * 1000, 3),
+                               **_request_ref(ctx.request_id))
             raise
-        except Exception as exc:  # a bug in the tool: safe message out, type name in the audit
-            result = tool_error(ErrorKind.INTERNAL, "the tool failed unexpectedly; nothing is known to have happened")
+        except Exception as exc:  # a bug in the tool, or a dependency down: safe message out, type in the audit
+            why = unavailable(exc)
+            if why is not None and (tool.annotations or {}).get("readOnlyHint") is True:
+                # A read-only tool changed nothing whatever point it reached: an honest, retryable
+                # "not now".  (A tool that writes may have done part of its work first: see below.)
+                result = tool_error(ErrorKind.DEPENDENCY_UNAVAILABLE,
+                                    f"{why}; this read-only tool changed nothing. Retry later.")
+                outcome, reason = ErrorKind.DEPENDENCY_UNAVAILABLE.value, "dependency_unavailable"
+            elif why is not None:
+                result = tool_error(ErrorKind.INTERNAL, f"the tool stopped part-way: {why}. What it did before "
+                                    "that is not known; check before retrying.")
+                outcome, reason = "internal", "dependency_unavailable"
+            else:
+                result = tool_error(ErrorKind.INTERNAL,
+                                    "the tool failed unexpectedly; nothing is known to have happened")
+                outcome, reason = "internal", "exception"
             self.events.record("tool.failed", tool=name, tenant=principal.tenant, subject=principal.subject,
-                               outcome="internal", reason="exception", exception=type(exc).__name__,
-                               arguments=arguments, durationMs=round((time.perf_counter() - started) * 1000, 3))
+                               outcome=outcome, reason=reason, exception=type(exc).__name__,
+                               arguments=arguments, durationMs=round((time.perf_counter() - started) * 1000, 3),
+                               **_request_ref(ctx.request_id))
             return result
         try:
             result = _as_result(out)
         except (TypeError, ValueError) as exc:  # not a result, or not JSON: a bug in the tool
             self.events.record("tool.failed", tool=name, tenant=principal.tenant, subject=principal.subject,
                                outcome="internal", reason="bad_result", exception=type(exc).__name__,
-                               arguments=arguments, durationMs=round((time.perf_counter() - started) * 1000, 3))
+                               arguments=arguments, durationMs=round((time.perf_counter() - started) * 1000, 3),
+                               **_request_ref(ctx.request_id))
             return tool_error(ErrorKind.INTERNAL, "the tool produced something that is not a result; it was withheld")
         if not result.is_error and tool.output_validator is not None:
             sc = result.structured_content
@@ -336,53 +354,55 @@ class Server:
                     [v.message for v in tool.output_validator.violations(sc, 5)]
                 self.events.record("tool.failed", tool=name, tenant=principal.tenant, subject=principal.subject,
                                    outcome="internal", reason="output_schema_violation", violations=problems,
-                                   arguments=arguments, durationMs=round((time.perf_counter() - started) * 1000, 3))
+                                   arguments=arguments, durationMs=round((time.perf_counter() - started) * 1000, 3),
+                                   **_request_ref(ctx.request_id))
                 return tool_error(ErrorKind.INTERNAL, "the tool produced a result that breaks its own output "
                                   "contract; it was withheld")
-        return self._record(tool, principal, arguments, result, started, client)
+        return self._record(tool, principal, arguments, result, started, client, ctx.request_id)
 
     def check_input(self, tool: Tool, principal: Principal, arguments: Any, *,
-                    from_json: bool = False) -> ToolResult | None:
+                    from_json: bool = False, request_id: Any = None) -> ToolResult | None:
         """``None`` when the arguments are valid, else the rejection (already recorded).
 
         ``from_json``: the arguments were just decoded from a checked message, so
         they are plain JSON within the depth limit and need not be walked again.
         """
         if not isinstance(arguments, dict):
-            return self._reject(tool, principal, arguments, "arguments must be a JSON object", "(root)")
+            return self._reject(tool, principal, arguments, "arguments must be a JSON object", "(root)", request_id)
         if not from_json and not _is_json(arguments):
             return self._reject(tool, principal, {}, "arguments must be JSON data (UTF-8 text, numbers, "
                                 f"booleans, null, arrays, objects) nested at most {_MAX_ARGUMENT_DEPTH} deep",
-                                "(root)")
+                                "(root)", request_id)
         validator = tool.input_validator
         if validator.is_valid(arguments):
             missing = validator.missing_required(arguments) if validator.required else None
             if not missing:
                 return None
-            return self._reject(tool, principal, arguments, None, missing[0])
+            return self._reject(tool, principal, arguments, None, missing[0], request_id)
         try:
             violations = validator.violations(arguments, 5)
         except (RecursionError, ValueError):
-            return self._reject(tool, principal, arguments, "arguments are too deeply nested", "(root)")
+            return self._reject(tool, principal, arguments, "arguments are too deeply nested", "(root)", request_id)
         for v in violations:
             if v.missing:
-                return self._reject(tool, principal, arguments, None, v.path)
+                return self._reject(tool, principal, arguments, None, v.path, request_id)
         empty = validator.missing_required(arguments)
         if empty:
-            return self._reject(tool, principal, arguments, None, empty[0])
+            return self._reject(tool, principal, arguments, None, empty[0], request_id)
         return self._reject(tool, principal, arguments, "; ".join(v.message for v in violations),
-                            violations[0].path if violations else "(root)")
+                            violations[0].path if violations else "(root)", request_id)
 
-    def _reject(self, tool: Tool, principal: Principal, arguments: Any, message: str | None, field: str) -> ToolResult:
+    def _reject(self, tool: Tool, principal: Principal, arguments: Any, message: str | None, field: str,
+                request_id: Any = None) -> ToolResult:
         self.events.record("tool.rejected", tool=tool.name, tenant=principal.tenant, subject=principal.subject,
                            reason="invalid_input", outcome="invalid_input", field=_declared_path(tool, field),
-                           arguments=arguments if isinstance(arguments, dict) else {})
+                           arguments=arguments if isinstance(arguments, dict) else {}, **_request_ref(request_id))
         if message is None:  # the seed's exact result for a missing or empty required field
             return ToolResult(list(_MISSING_RESULT_CONTENT), is_error=True)
         return tool_error(ErrorKind.INVALID_INPUT, f"invalid input: {message}", field=field)
 
     def _record(self, tool: Tool, principal: Principal, arguments: Any, result: ToolResult, started: float,
-                client: str | None) -> ToolResult:
+                client: str | None, request_id: Any = None) -> ToolResult:
         err = result.error
         outcome = (err.get("kind", "error") if err else "error") if result.is_error else "ok"
         elapsed = time.perf_counter() - started
@@ -395,6 +415,7 @@ class Server:
             arguments=arguments,
             durationMs=round(elapsed * 1000, 3),
             client=client,
+            **_request_ref(request_id),
         )
         for observe in self.observers:
             observe(tool.name, outcome, elapsed)
@@ -473,6 +494,16 @@ class Server:
         if ref.get("type") == "ref/resource":
             return []
         raise InvalidParams("Unknown reference type")
+
+
+def _request_ref(request_id: Any) -> dict[str, Any]:
+    """``{"requestId": …}`` for the audit record of a call that came with a JSON-RPC id: the one
+    field that ties an answer a client holds to its record (time, tool and outcome do not)."""
+    if request_id is None or isinstance(request_id, bool):
+        return {}
+    if isinstance(request_id, int):
+        return {"requestId": request_id}
+    return {"requestId": str(request_id)[:128]}
 
 
 def _env_key(name: str) -> bytes | None:

@@ -11,15 +11,49 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-__all__ = ["Database", "Migration", "open_database"]
+__all__ = ["Database", "Migration", "open_database", "unavailable", "ENV_BUSY_MS", "DEFAULT_BUSY_MS"]
 
 #: (name, SQL script) pairs; applied once each, in order, recorded in ``_migrations``.
 Migration = tuple[str, str]
+
+#: How long a statement waits for another connection's write lock before failing with
+#: ``database is locked`` (milliseconds).  The database is used from the event loop, so this is
+#: also how long one statement can hold the whole process up.
+ENV_BUSY_MS = "TRUECALL_DB_BUSY_MS"
+DEFAULT_BUSY_MS = 10_000
+#: Once a statement has waited the whole busy timeout in vain, the next ones wait only this long
+#: (milliseconds) until a write gets through again: a lock held for minutes must not turn every
+#: statement of every request into a full wait on the event loop (that is a hung server, not an
+#: honest "unavailable").
+FAST_FAIL_MS = 20
+
+# SQLite primary result codes that mean "the database is unavailable right now", not "this
+# statement is wrong": BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL.
+_SQLITE_UNAVAILABLE = {5: "busy (locked by another connection)", 6: "locked", 7: "out of memory",
+                       8: "read-only", 10: "disk I/O error", 13: "full (disk or size limit)",
+                       14: "cannot be opened", 15: "locking protocol error"}
+
+
+def unavailable(exc: BaseException) -> str | None:
+    """Why ``exc`` means the database is unavailable (locked, full, unreachable, restarted), or ``None``.
+
+    ``None`` for everything else, SQL mistakes and constraint violations included (those are bugs
+    or answers, not outages).  The reason is fixed text, safe for a client.
+    """
+    if isinstance(exc, sqlite3.OperationalError):
+        why = _SQLITE_UNAVAILABLE.get(getattr(exc, "sqlite_errorcode", 0) & 0xFF)
+        return f"the database is {why}" if why else None
+    psycopg = sys.modules.get("psycopg")  # loaded only when a PostgreSQL database is in use
+    if psycopg is not None and isinstance(exc, psycopg.OperationalError):
+        return "the database server is unreachable or refused the statement (connection lost, restart, " \
+               "timeout or out of resources)"
+    return None
 
 
 class Database:
@@ -32,16 +66,25 @@ class Database:
     #: Raised for a broken constraint (unique, primary key, check, foreign key), whatever the backend.
     IntegrityError: type[Exception] = sqlite3.IntegrityError
 
-    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL") -> None:
+    def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL",
+                 busy_timeout_ms: int | None = None) -> None:
+        """``busy_timeout_ms``: how long a statement waits for another connection's lock before it
+        fails with ``database is locked`` (default ``$TRUECALL_DB_BUSY_MS`` or 10000)."""
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        busy = _busy_ms(busy_timeout_ms)
+        self.busy_timeout_ms = busy
         self._lock = threading.RLock()
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=10.0)
+        #: Transactions open on this connection through :meth:`transaction` (nesting joins).
+        self._depth = 0
+        #: The last write gave up waiting for a lock: statements now fail fast (see FAST_FAIL_MS).
+        self._degraded = False
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=busy / 1000)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={synchronous}")
         self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.execute("PRAGMA busy_timeout=10000")
+        self._conn.execute(f"PRAGMA busy_timeout={busy}")
         self._conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
         self._closed = False
 
@@ -64,31 +107,84 @@ class Database:
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
-        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any exception."""
+        """``BEGIN IMMEDIATE`` … ``COMMIT``; rolls back on any exception.
+
+        A nested call joins the outer transaction.  Nesting is counted here, not read off the
+        connection: a transaction left open by a failed ``COMMIT`` must never be joined (its
+        writes would then never be committed while every caller believed they were).
+        """
         with self._lock:
-            if self._conn.in_transaction:  # nested: join the outer transaction
+            if self._depth:  # nested: join the outer transaction
                 yield self._conn
                 return
-            self._conn.execute("BEGIN IMMEDIATE")
+            if self._conn.in_transaction:  # left open by a COMMIT or ROLLBACK that failed
+                self._rollback()
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                self._gave_up(exc)
+                raise
+            if self._degraded:  # the write lock is ours again
+                self._recovered()
+            self._depth = 1
             try:
                 yield self._conn
             except BaseException:
-                self._conn.execute("ROLLBACK")
+                self._depth = 0
+                self._rollback()
                 raise
-            else:
+            self._depth = 0
+            try:
                 self._conn.execute("COMMIT")
+            except BaseException:
+                self._rollback()  # a failed COMMIT may leave the transaction open: end it, then say so
+                raise
+
+    def _rollback(self) -> None:
+        """Best effort: SQLite may have rolled back already (``SQLITE_FULL``, ``SQLITE_IOERR``), and a
+        failing rollback must not hide the error that caused it."""
+        if self._conn.in_transaction:
+            try:
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+
+    def _gave_up(self, exc: sqlite3.OperationalError) -> None:
+        """A statement waited in vain for another connection's lock: fail fast from now on."""
+        if not self._degraded and (getattr(exc, "sqlite_errorcode", 0) & 0xFF) in (5, 6):  # BUSY, LOCKED
+            self._degraded = True
+            self._conn.execute(f"PRAGMA busy_timeout={min(self.busy_timeout_ms, FAST_FAIL_MS)}")
+
+    def _recovered(self) -> None:
+        self._degraded = False
+        self._conn.execute(f"PRAGMA busy_timeout={self.busy_timeout_ms}")
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
         with self._lock:
-            return self._conn.execute(sql, params)
+            try:
+                cur = self._conn.execute(sql, params)
+            except sqlite3.OperationalError as exc:
+                self._gave_up(exc)
+                raise
+            if self._degraded and cur.rowcount != -1:  # a write went through: the lock is free again
+                self._recovered()
+            return cur
 
     def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         with self._lock:
-            return self._conn.execute(sql, params).fetchone()
+            try:
+                return self._conn.execute(sql, params).fetchone()
+            except sqlite3.OperationalError as exc:
+                self._gave_up(exc)
+                raise
 
     def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
         with self._lock:
-            return self._conn.execute(sql, params).fetchall()
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.OperationalError as exc:
+                self._gave_up(exc)
+                raise
 
     def integrity_check(self) -> str:
         return str(self.fetchone("PRAGMA integrity_check")[0])  # type: ignore[index]
@@ -98,6 +194,20 @@ class Database:
             if not self._closed:
                 self._closed = True
                 self._conn.close()
+
+
+def _busy_ms(value: int | None) -> int:
+    if value is None:
+        raw = os.environ.get(ENV_BUSY_MS, "").strip()
+        if not raw:
+            return DEFAULT_BUSY_MS
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValueError(f"{ENV_BUSY_MS} must be a whole number of milliseconds, not {raw!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError("busy_timeout_ms must be a whole number of milliseconds >= 0")
+    return value
 
 
 def _statements(script: str) -> list[str]:

@@ -11,12 +11,15 @@ advisory lock, so replicas starting together apply each one exactly once.
 from __future__ import annotations
 
 import re
+import select
 import threading
 import time
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any, Iterator, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from .storage import FAST_FAIL_MS
 
 __all__ = ["PostgresDatabase", "to_postgres", "split_schema"]
 
@@ -55,6 +58,43 @@ def to_postgres(sql: str) -> str:
     return out.replace("%", "%%").replace("?", "%s")
 
 
+#: Longest pause between two attempts of the pool to reconnect (seconds).  psycopg_pool doubles
+#: it after every failure without a bound, so after a long outage service would come back only
+#: long after the server did.
+MAX_RECONNECT_DELAY_S = 1.0
+
+
+def _pool_class() -> Any:
+    from psycopg_pool import ConnectionPool
+
+    class Pool(ConnectionPool):  # type: ignore[misc]
+        def _add_connection(self, attempt: Any, growing: bool = False) -> None:
+            if attempt is not None and getattr(attempt, "delay", 0) > MAX_RECONNECT_DELAY_S / 2:
+                attempt.delay = MAX_RECONNECT_DELAY_S / 2  # doubled once more when this attempt fails
+            super()._add_connection(attempt, growing)
+
+    return Pool
+
+
+def _alive(conn: Any) -> bool:
+    """Whether a pooled connection is still usable, before a statement is risked on it.
+
+    Free for a healthy idle connection: nothing arrives on its socket unasked, so only a readable
+    socket (the server's "terminating connection" message, or EOF after a restart) costs a round
+    trip to find out.
+    """
+    if conn.closed or conn.broken:
+        return False
+    try:
+        poller = select.poll()
+        poller.register(conn.pgconn.socket, select.POLLIN | select.POLLERR | select.POLLHUP)
+        if poller.poll(0):
+            conn.execute("")  # an empty query: fails if the server ended the session
+    except Exception:
+        return False
+    return True
+
+
 class _Cursor:
     """What callers use of a cursor: rows and ``rowcount``."""
 
@@ -77,9 +117,16 @@ class PostgresDatabase:
     #: process's transaction on the same rows waits (SQLite's ``BEGIN IMMEDIATE`` locks the whole file).
     for_update = " FOR UPDATE"
 
-    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, schema: str | None = None) -> None:
+    def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, schema: str | None = None,
+                 busy_timeout_ms: int | None = None) -> None:
+        """``busy_timeout_ms``: how long a statement waits for a pooled connection before it fails
+        (default ``$TRUECALL_DB_BUSY_MS`` or 10000), e.g. while the server restarts."""
         import psycopg
-        from psycopg_pool import ConnectionPool
+        from psycopg_pool import PoolTimeout
+
+        from .storage import _busy_ms
+
+        self._PoolTimeout = PoolTimeout
 
         #: Raised for a broken constraint, like :attr:`truecall.storage.Database.IntegrityError`.
         self.IntegrityError: type[Exception] = psycopg.IntegrityError
@@ -96,8 +143,12 @@ class PostgresDatabase:
             if schema:
                 conn.execute(f'SET search_path TO "{schema}"')
 
-        self._pool = ConnectionPool(url, min_size=min_size, max_size=max_size, configure=configure, open=True,
-                                    timeout=10.0)
+        self.busy_timeout_ms = _busy_ms(busy_timeout_ms)
+        self._max_size = max_size
+        #: The last statement found no connection in time: the next ones wait only briefly (see _connection).
+        self._unreachable = False
+        self._pool = _pool_class()(url, min_size=min_size, max_size=max_size, configure=configure, open=True,
+                                   timeout=self.busy_timeout_ms / 1000)
         self._local = threading.local()
         self._closed = False
         try:
@@ -122,11 +173,45 @@ class PostgresDatabase:
         return _Cursor([tuple(bytes(v) if isinstance(v, memoryview) else v for v in row) for row in rows],
                        cur.rowcount)
 
+    @contextmanager
+    def _connection(self) -> Iterator[Any]:
+        """Like ``pool.connection()``, but never a connection the server has already ended.
+
+        After a restart, a failover or ``pg_terminate_backend``, every idle pooled connection is
+        dead: each would fail one statement before the pool noticed.  Such a connection is
+        closed here (the pool then replaces it) and the next one taken, without a statement
+        failing on it.  (The pool's own ``check`` does the same, but sleeps a second after each
+        dead connection — on the event loop, that is the whole server.)
+        """
+        pool = self._pool
+        # While the server is unreachable, a statement waits only briefly for a connection: long
+        # enough to pick up one the pool has just made again, not the whole timeout on the event loop.
+        wait_ms = min(self.busy_timeout_ms, FAST_FAIL_MS) if self._unreachable else self.busy_timeout_ms
+        wait = max(1, wait_ms) / 1000  # the pool refuses a zero timeout even with a connection ready
+        deadline = time.monotonic() + wait
+        try:
+            conn = pool.getconn(timeout=wait)
+            for _ in range(self._max_size):
+                if _alive(conn):
+                    break
+                conn.close()
+                pool.putconn(conn)  # a closed connection is discarded and a new one is started
+                conn = pool.getconn(timeout=max(0.001, deadline - time.monotonic()))
+        except self._PoolTimeout:
+            self._unreachable = True
+            raise
+        self._unreachable = False
+        try:
+            with conn:  # what pool.connection() does: commit/rollback, keep the connection open
+                yield conn
+        finally:
+            pool.putconn(conn)
+
     def execute(self, sql: str, params: Sequence[Any] = ()) -> _Cursor:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             return self._run(conn, sql, params)
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             return self._run(conn, sql, params)
 
     def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
@@ -141,7 +226,7 @@ class PostgresDatabase:
         if getattr(self._local, "conn", None) is not None:
             yield self._local.conn
             return
-        with self._pool.connection() as conn:
+        with self._connection() as conn:
             self._local.conn = conn
             try:
                 with conn.transaction():

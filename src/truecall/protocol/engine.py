@@ -34,6 +34,7 @@ from ..errors import (
     UnsupportedVersion,
 )
 from ..server import Server
+from ..storage import unavailable
 from . import jsonrpc
 from ._state import SessionEvent, SessionState, SessionStateError, accepts_request, next_session_state
 from .jsonrpc import Incoming
@@ -195,7 +196,8 @@ class _Peer:
             if params:
                 request["params"] = params
             raise InputRequired({key: request})
-        if ctx.session is None:
+        if ctx.session is None or ctx.outbox is NULL_OUTBOX:
+            # No stream to this client (a JSON-only answer): nobody can be asked, say so now.
             raise ElicitationUnavailable(capability=method)
         try:
             return await ctx.session.request(ctx.outbox, method, params, self.engine.client_request_timeout)
@@ -348,9 +350,17 @@ class Engine:
         if message.kind != jsonrpc.REQUEST:
             await self.handle(message, principal, session=session, outbox=outbox)
             return None, 202
+        self.server.events.begin()  # the transport's durable() covers every record made from here on
         ctx = RequestContext(message, principal, session, outbox)
         try:
-            result = await self._serve(ctx, modern_hint)
+            try:
+                result = await self._serve(ctx, modern_hint)
+            except Exception as exc:
+                if isinstance(exc, ProtocolError):
+                    raise
+                # Outside any handler (a session's state, housekeeping), e.g. the database failed:
+                # a JSON-RPC error like any other, never an exception out of the engine (a bare 500).
+                raise InternalError() from None
         except ProtocolError as exc:
             status = exc.http_status if (ctx.era == "modern" or exc.http_status in (401, 403)) else 200
             if not isinstance(exc, _RECORDED_BY_SERVER):
@@ -761,7 +771,9 @@ class Engine:
         jti = body.get("jti")
         try:
             self.server.db.execute("INSERT INTO used_request_states VALUES (?, ?)", (jti, body.get("exp", 0)))
-        except Exception:
+        except Exception as exc:
+            if unavailable(exc) is not None:
+                raise  # the database failed, not the client's state: an internal error, never "invalid state"
             raise InvalidRequestState() from None
         prior = body.get("r")
         ctx.prior_responses = prior if isinstance(prior, dict) else {}
@@ -771,7 +783,10 @@ class Engine:
         answered = ctx.consumed
         state = self.sealer.seal({**self._binding(ctx, str(ctx.method), str(name), ctx.params.get("arguments") or {}),
                                   "r": answered})
-        self.server.db.execute("DELETE FROM used_request_states WHERE expires_at < ?", (time.time(),))
+        try:  # housekeeping: the answer does not depend on it
+            self.server.db.execute("DELETE FROM used_request_states WHERE expires_at < ?", (time.time(),))
+        except Exception:
+            pass
         return {"resultType": "input_required", "inputRequests": need.requests, "requestState": state,
                 "_meta": self._modern_meta}  # every result names the server, interim ones too
 

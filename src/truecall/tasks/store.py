@@ -20,6 +20,7 @@ import orjson
 
 from ..auth import Principal
 from ..errors import NotFound
+from ..redact import redact_text
 from ..schema import Validator
 from ..storage import Database
 from ._state import TERMINAL, InvalidTransition, TaskEvent, TaskStatus, next_status
@@ -224,7 +225,7 @@ class TaskStore:
         now = time.time()
         ttl = int(ttl_ms if ttl_ms is not None else self.default_ttl_ms)
         task = Task(
-            task_id="t" + secrets.token_urlsafe(24),  # a letter first: never read as a CLI option
+            task_id=_new_task_id(),
             status=TaskStatus.INPUT_REQUIRED if input_schema is not None else TaskStatus.WORKING,
             created_at=now,
             updated_at=now,
@@ -412,6 +413,19 @@ class TaskStore:
                 params.append(_dump(value) if column in _JSON_COLUMNS else value)
             params.append(task_id)
             self.db.execute(f"UPDATE tasks SET {', '.join(sets)} WHERE task_id = ?", params)
+
+
+def _new_task_id() -> str:
+    """``t`` + 192 random bits (a letter first: never read as a CLI option).
+
+    Redrawn when it happens to read like a credential — ``tc_…`` is a truecall token's shape,
+    one id in 4096 — because the audit trail redacts such values, and a task whose id is
+    written as ``[REDACTED]`` could no longer be traced.
+    """
+    while True:
+        task_id = "t" + secrets.token_urlsafe(24)
+        if redact_text(task_id) == task_id:
+            return task_id
 
 
 def _form_problem(request: Any, answer: Any) -> str | None:

@@ -50,6 +50,10 @@ _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")
 _B64 = re.compile(r"^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$")
 
 
+class _ClientGone(Exception):
+    """The client went away before its request was complete: nothing to answer."""
+
+
 class _HttpError(Exception):
     def __init__(self, status: int, error: ProtocolError, id: Any = None, headers: list[tuple[bytes, bytes]] | None = None) -> None:
         self.status, self.error, self.id, self.headers = status, error, id, headers or []
@@ -140,6 +144,7 @@ class HttpTransport:
         anonymous: Principal | None = None,
         limits: Limits = DEFAULT_LIMITS,
         max_sessions: int = 10_000,
+        max_sessions_per_principal: int = 100,
         session_idle_s: float = 3600.0,
         metrics: bool = True,
     ) -> None:
@@ -154,6 +159,7 @@ class HttpTransport:
         self.sessions: dict[str, Session] = {}
         self._feeds: dict[str, asyncio.Task[None]] = {}
         self.max_sessions = max_sessions
+        self.max_sessions_per_principal = max_sessions_per_principal
         self.session_idle_s = session_idle_s
         self.session_store = SessionStore(self.server.db, idle_s=session_idle_s)
         if metrics:
@@ -213,8 +219,14 @@ class HttpTransport:
             else:
                 await _respond(send, 405, b"", [(b"allow", b"GET, POST, DELETE")])
         except _HttpError as exc:
+            try:  # a refusal, too, leaves after its records (auth.denied …); it says nothing happened anyway
+                await self.server.events.durable()
+            except Exception:
+                pass
             await _respond(send, exc.status, orjson.dumps(jsonrpc.error_message(exc.id, exc.error)),
                            exc.headers + _JSON)
+        except _ClientGone:
+            return
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -292,7 +304,7 @@ class HttpTransport:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                raise asyncio.CancelledError()
+                raise _ClientGone()
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
@@ -424,8 +436,6 @@ class HttpTransport:
         outbox = _SseOutbox(send, extra)
         work = self.engine.handle_with_status(message, principal, session=session, outbox=outbox,
                                               modern_hint=session is None)
-        if message.method == "subscriptions/listen":
-            await outbox.start()
         result = await _until_disconnect(work, receive)
         if result is None:
             outbox.closed = True
@@ -465,6 +475,11 @@ class HttpTransport:
         self._expire_sessions()
         if len(self.sessions) >= self.max_sessions:
             raise _HttpError(503, InvalidRequest("Too many sessions"))
+        mine = [sid for sid, sess in self.sessions.items() if sess.principal is not None
+                and (sess.principal.tenant, sess.principal.subject) == (principal.tenant, principal.subject)]
+        if len(mine) >= self.max_sessions_per_principal:
+            # One principal cannot fill the table for everyone: its least recently used session goes.
+            self._end_session(min(mine, key=lambda sid: self.sessions[sid].last_seen))
         session = Session(principal=principal)
         session.persist = self.session_store.save
         self.sessions[session.id] = session

@@ -53,6 +53,7 @@ class StdioConnection:
         self.inflight: dict[Any, asyncio.Task[None]] = {}
         self.audit = engine.server.events
         self._out: list[bytes] = []
+        self._initializing: asyncio.Task[None] | None = None
         self._flush_scheduled = False
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -76,6 +77,12 @@ class StdioConnection:
 
     def receive_line(self, line: bytes) -> None:
         """Handle one line (without its newline); never raises."""
+        try:
+            self._receive_line(line)
+        except Exception:  # the last net: one bad line must never end the connection
+            self.write(jsonrpc.error_message(None, InternalError()))
+
+    def _receive_line(self, line: bytes) -> None:
         if not line.strip():
             return
         try:
@@ -86,6 +93,10 @@ class StdioConnection:
         if message.kind == jsonrpc.NOTIFICATION:
             if message.method == "notifications/cancelled":
                 self._cancel(message.params or {})
+                return
+            if message.method == "notifications/initialized" and self._initializing is not None:
+                # Pipelined right behind initialize: apply it once initialize has run.
+                self._initializing.add_done_callback(lambda _: self.engine._notification(message, self.session))
                 return
             self.engine._notification(message, self.session)
             return
@@ -98,6 +109,9 @@ class StdioConnection:
             return
         task = asyncio.get_running_loop().create_task(self._run(message, key))
         self.inflight[key] = task
+        if message.method == "initialize":
+            self._initializing = task
+            task.add_done_callback(lambda _: setattr(self, "_initializing", None))
         # A task cancelled before it ever ran skips _run's cleanup: forget it here too.
         task.add_done_callback(lambda t: self.inflight.pop(key, None) if self.inflight.get(key) is t else None)
 
@@ -119,6 +133,8 @@ class StdioConnection:
 
     def _cancel(self, params: dict[str, Any]) -> None:
         request_id = params.get("requestId")
+        if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
+            return  # not an id we could have issued: invalid cancellations are ignored
         task = self.inflight.get((type(request_id), request_id))
         if task is not None:
             task.cancel()

@@ -1,0 +1,1 @@
+"""Apps the stress commands serve (built on the public truecall API only)."""
