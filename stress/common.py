@@ -115,6 +115,24 @@ def secret_env() -> dict[str, str]:
     }
 
 
+def terminate(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int | None:
+    """Stop a process we started, by its PID: SIGTERM, then SIGKILL after ``timeout``."""
+    if proc.poll() is None:
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.kill(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=timeout)
+    return proc.returncode
+
+
 class ServerProcess:
     """``python -m truecall.cli serve [APP] [--http ...]`` in ``workdir``, stopped by PID."""
 
@@ -201,19 +219,7 @@ class ServerProcess:
         proc = self.proc
         if proc is None:
             return None
-        if proc.poll() is None:
-            try:
-                os.kill(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.kill(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait(timeout=timeout)
+        terminate(proc, timeout)
         for stream in (proc.stdin, proc.stdout):
             try:
                 if stream is not None:

@@ -56,6 +56,11 @@ from typing import Any, Callable
 
 import orjson
 
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from stress.common import terminate
+
 HOST = "127.0.0.1"
 MODERN = "2026-07-28"
 TASKS_EXT = "io.modelcontextprotocol/tasks"
@@ -149,20 +154,7 @@ class DeskProcess:
 
     def stop(self, timeout: float = 10.0) -> int | None:
         """SIGTERM by PID (a clean shutdown), SIGKILL after ``timeout``."""
-        proc = self.proc
-        if proc is None:
-            return None
-        if proc.poll() is None:
-            try:
-                os.kill(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=timeout)
-        return proc.returncode
+        return None if self.proc is None else terminate(self.proc, timeout)
 
 
 # -- the wire -------------------------------------------------------------------------------------------

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +20,8 @@ from typing import Any, Iterator
 
 import httpx
 import orjson
+
+from stress.common import terminate
 
 HOST = "127.0.0.1"
 MODERN = "2026-07-28"
@@ -64,23 +65,6 @@ class Served:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
 
 
-def _stop(proc: subprocess.Popen[bytes], timeout: float) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.kill(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.kill(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            return
-        proc.wait(timeout=timeout)
-
-
 @contextlib.contextmanager
 def served(
     tmp_path: Path,
@@ -108,16 +92,16 @@ def served(
                 break
             last_error = log.read_text(errors="replace")
         except BaseException:
-            _stop(proc, stop_timeout)
+            terminate(proc, stop_timeout)
             raise
-        _stop(proc, stop_timeout)
+        terminate(proc, stop_timeout)
     else:
         raise RuntimeError(f"truecall serve did not become ready: {last_error[-2000:]}")
     server = Served(proc, port, db, workdir, log)
     try:
         yield server
     finally:
-        _stop(proc, stop_timeout)
+        terminate(proc, stop_timeout)
 
 
 def _wait_ready(proc: subprocess.Popen[bytes], port: int, timeout: float) -> bool:

@@ -34,7 +34,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from typer.testing import CliRunner
 
 import mcp_schema
-from http_support import HOST, MODERN, _stop, _wait_ready, free_port, meta, modern_call
+from http_support import HOST, MODERN, _wait_ready, free_port, meta, modern_call
+from stress.common import terminate
 from truecall import InsufficientScope, InvalidCredential, Principal
 from truecall.cli import app as cli_app
 from truecall.incidents import build_desk
@@ -460,13 +461,13 @@ def jwt_served(directory: Path, jwks: str, *extra: str) -> Iterator[JwtServed]:
                                     stdout=subprocess.DEVNULL, stderr=err)
         if _wait_ready(proc, port, 15.0):
             break
-        _stop(proc, 5.0)
+        terminate(proc, 5.0)
     else:
         raise RuntimeError(f"serve did not start: {log.read_text(errors='replace')[-2000:]}")
     try:
         yield JwtServed(proc, port, db, log)
     finally:
-        _stop(proc, 5.0)
+        terminate(proc, 5.0)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -32,13 +31,9 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from stress import strategies  # noqa: E402
-from stress.common import LEGACY, RawHttp, ServerProcess, modern_meta  # noqa: E402
-from stress.fuzz import (KNOWN_DEFECTS, HttpFuzzer, StdioFuzzer, memory_verdict, print_summary,  # noqa: E402
+from stress import strategies
+from stress.common import LEGACY, RawHttp, ServerProcess, modern_meta
+from stress.fuzz import (KNOWN_DEFECTS, HttpFuzzer, StdioFuzzer, memory_verdict, print_summary,
                          stderr_tracebacks)
 
 FUZZ_STDIO_CASES = int(os.environ.get("TRUECALL_FUZZ_STDIO_CASES", "3000"))
