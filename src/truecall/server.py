@@ -22,6 +22,7 @@ from .auth import Principal, StaticTokens, TokenVerifier
 from .context import NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer, ToolContext
 from .errors import (AccessDenied, InsufficientScope, InvalidParams, MissingCapability, NotFound, ProtocolError,
                      TaskRequired, TenantMismatch, UnknownTool)
+from .keys import keys_from_env
 from .ratelimit import RateLimit
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolResult, text, tool_error
 from .storage import Database, open_database, unavailable
@@ -58,7 +59,9 @@ class Server:
         self.registry = Registry()
         self.tokens: TokenVerifier = tokens if tokens is not None else StaticTokens()
         self.db = open_database(db)
-        self.events = AuditLog(self.db, key=audit_key or _env_key("TRUECALL_AUDIT_KEY"), enabled=audit)
+        # The argument-hash key is shared by every replica when configured (TRUECALL_AUDIT_KEY).
+        shared = keys_from_env("TRUECALL_AUDIT_KEY")
+        self.events = AuditLog(self.db, key=audit_key or (shared[0] if shared else None), enabled=audit)
         self.tasks = TaskStore(self.db)
         self.task_runtime = TaskRuntime(self.tasks, publish=lambda kind, value: self.changes.publish(kind, value),
                                         lease_s=_env_seconds("TRUECALL_TASK_LEASE_S", LEASE_S))
@@ -504,15 +507,6 @@ def _request_ref(request_id: Any) -> dict[str, Any]:
     if isinstance(request_id, int):
         return {"requestId": request_id}
     return {"requestId": str(request_id)[:128]}
-
-
-def _env_key(name: str) -> bytes | None:
-    """A shared secret from the environment (base64url), so every replica hashes alike."""
-    import base64
-    import os
-
-    raw = os.environ.get(name, "").strip()
-    return base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)) if raw else None
 
 
 def _env_seconds(name: str, default: float) -> float:

@@ -16,7 +16,7 @@ from .faults import FaultPlan
 from .handle import HANDLE_INPUT, HANDLE_OUTPUT, TOOL as HANDLE_TOOL, Handler, recover_hook
 from .reconcile import describe_settlement, reconcile
 from .store import IncidentStore
-from .tickets import TicketStore
+from .tickets import TicketStore, ticket_uri
 from .upstream import Upstream
 
 __all__ = ["build_desk", "DEMO_TOKENS", "READ", "WRITE", "ENV_TIMEOUT_MS", "ENV_CLAIM_LEASE_MS", "ENV_WORKERS"]
@@ -264,7 +264,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         head = (f"Examined {report.examined} task(s) with an unknown outcome: {len(report.settled)} settled now, "
                 f"{len(report.already_settled)} settled before, {len(report.pending)} still pending.")
         content = [text("\n".join([head, *lines]))]
-        content += [resource_link(f"ticket://{ctx.tenant}/{s.ticket_id}", s.ticket_id, mime_type="application/json")
+        content += [resource_link(ticket_uri(ctx.tenant, s.ticket_id), s.ticket_id, mime_type="application/json")
                     for s in [*report.settled, *report.already_settled] if s.ticket_id]
         return ToolResult(content, report.to_dict())
 

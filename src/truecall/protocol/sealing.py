@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import orjson
 
 from ..errors import InvalidParams
+from ..keys import b64url_decode, keys_from_env
 
 __all__ = ["Sealer", "InvalidRequestState", "digest"]
 
@@ -61,11 +62,7 @@ class Sealer:
         for states issued before the rotation until they expire.  Unset: a random
         per-process key (right for a single process).
         """
-        raw = os.environ.get(name, "").strip()
-        if not raw:
-            return cls(**options)
-        keys = [base64.urlsafe_b64decode(k.strip() + "=" * (-len(k.strip()) % 4)) for k in raw.split(",") if k.strip()]
-        return cls(keys, **options)
+        return cls(keys_from_env(name) or None, **options)
 
     def seal(self, payload: dict[str, Any]) -> str:
         body = dict(payload)
@@ -80,7 +77,7 @@ class Sealer:
         if not isinstance(token, str) or len(token) > 256 * 1024:
             raise InvalidRequestState()
         try:
-            raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+            raw = b64url_decode(token)
         except (ValueError, TypeError):
             raise InvalidRequestState() from None
         if len(raw) < 29:
