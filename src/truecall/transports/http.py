@@ -48,6 +48,9 @@ _STREAMING_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), (b"x-accel-buffering", b"no")]
 _B64 = re.compile(r"^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$")
+# A key of http.response.start: the body message follows at once, so a server that knows it
+# (truecall's own protocol, transports/guarded.py) writes head and body together.  Others ignore it.
+_BODY_FOLLOWS = "truecall.body_follows"
 
 
 class _ClientGone(Exception):
@@ -108,15 +111,16 @@ class _SseOutbox:
         self.started = False
         self.closed = False
 
-    async def start(self) -> None:
+    async def start(self, body_follows: bool = False) -> None:
         if not self.started:
             self.started = True
-            await self.send_({"type": "http.response.start", "status": 200, "headers": _SSE + self.headers})
+            await self.send_({"type": "http.response.start", "status": 200, "headers": _SSE + self.headers,
+                              _BODY_FOLLOWS: body_follows})
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.closed:
             return
-        await self.start()
+        await self.start(True)
         await self.send_({"type": "http.response.body",
                           "body": b"event: message\ndata: " + jsonrpc.encode(message) + b"\n\n", "more_body": True})
 
@@ -125,7 +129,7 @@ class _SseOutbox:
             return
         if message is not None:
             await self.send(message)
-        await self.start()
+        await self.start(True)
         self.closed = True
         await self.send_({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -573,37 +577,64 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": headers or _JSON})
+    await send({"type": "http.response.start", "status": status, "headers": headers or _JSON, _BODY_FOLLOWS: True})
     await send({"type": "http.response.body", "body": body})
 
 
 async def _until_disconnect(work: Awaitable[Any], receive: Receive) -> Any:
     """Run ``work`` here; if the client disconnects first, cancel it and return ``None``.
 
-    One watcher task instead of two tasks and a wait: the watcher cancels this
-    (the request's own) task when the client goes away.
+    No task per request: under truecall's own protocol (``transports/guarded.py``) the
+    request cycle calls ``on_disconnect`` when the client goes away, which cancels this
+    (the request's own) task.  Under another ASGI server a watcher task waits for
+    ``http.disconnect``, started only if the work does not finish at once (a synchronous
+    tool never gives the loop a turn, and then nothing can be cancelled anyway).
     """
     me = asyncio.current_task()
+    assert me is not None
     gone = False
 
-    async def watch() -> None:
+    def leave() -> None:
         nonlocal gone
-        await _wait_disconnect(receive)
         gone = True
-        if me is not None:
-            me.cancel()
+        me.cancel()
 
-    watcher = asyncio.get_running_loop().create_task(watch())
+    cycle = getattr(receive, "__self__", None)
+    if hasattr(cycle, "on_disconnect") and not cycle.disconnected:  # type: ignore[union-attr]
+        cycle.on_disconnect = leave  # type: ignore[union-attr]
+        try:
+            return await work
+        except asyncio.CancelledError:
+            if gone:
+                me.uncancel()
+                return None
+            raise
+        finally:
+            cycle.on_disconnect = None  # type: ignore[union-attr]
+
+    watcher: asyncio.Task[None] | None = None
+
+    async def watch() -> None:
+        await _wait_disconnect(receive)
+        leave()
+
+    def start_watching() -> None:
+        nonlocal watcher
+        watcher = loop.create_task(watch())
+
+    loop = asyncio.get_running_loop()
+    later = loop.call_soon(start_watching)  # runs only if the work yields to the loop
     try:
         return await work
     except asyncio.CancelledError:
         if gone:
-            if me is not None:
-                me.uncancel()
+            me.uncancel()
             return None
         raise
     finally:
-        watcher.cancel()
+        later.cancel()
+        if watcher is not None:
+            watcher.cancel()
 
 
 async def _wait_disconnect(receive: Receive) -> None:
