@@ -76,7 +76,7 @@ def test_a_commit_that_failed_earlier_is_not_acknowledged_later(tmp_path: Path) 
     """The request's record was in a batch whose commit failed; by the time it asks for durability
     nothing is pending any more.  It must still hear of the failure."""
     db = Database(tmp_path / "a.db", busy_timeout_ms=20)
-    log = AuditLog(db, key=b"k" * 32)
+    log = AuditLog(db, key=b"k" * 32, journal=False)  # the database is the commit point (journal: test_audit_journal)
     lock = Lock(tmp_path / "a.db")
 
     async def scenario() -> None:
@@ -113,7 +113,7 @@ def test_refused_records_are_kept_within_a_bound_and_the_loss_is_recorded(tmp_pa
 
     monkeypatch.setattr(audit_module, "MAX_RETAINED", 3)
     db = Database(tmp_path / "b.db", busy_timeout_ms=20)
-    log = AuditLog(db, key=b"k" * 32)
+    log = AuditLog(db, key=b"k" * 32, journal=False)
     lock = Lock(tmp_path / "b.db")
 
     async def scenario() -> None:
@@ -142,7 +142,7 @@ def test_stdio_refuses_an_answer_whose_record_failed_and_serves_again_after(tmp_
     from truecall.protocol import Engine
     from truecall.transports.stdio import StdioConnection
 
-    app = Server("locked", db=Database(tmp_path / "s.db", busy_timeout_ms=20))
+    app = Server("locked", db=Database(tmp_path / "s.db", busy_timeout_ms=20), audit_journal=False)
     lock = Lock(tmp_path / "s.db")
 
     @app.tool("echo", description="Echoes.", annotations={"readOnlyHint": True})

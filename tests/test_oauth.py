@@ -38,6 +38,7 @@ from http_support import HOST, MODERN, _wait_ready, free_port, meta, modern_call
 from stress.common import terminate
 from truecall import InsufficientScope, InvalidCredential, Principal
 from truecall.cli import app as cli_app
+from truecall.journal import wait_loaded
 from truecall.incidents import build_desk
 from truecall.oauth import ClaimNames, JWTVerifier
 
@@ -433,6 +434,7 @@ class JwtServed:
         return f"{self.base}/.well-known/oauth-protected-resource/mcp"
 
     def audit_rows(self) -> list[tuple[Any, ...]]:
+        assert wait_loaded(self.db), "the server did not load its audit journal into the table"
         conn = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=5)
         try:
             return conn.execute("SELECT id, kind, tenant, subject, tool, outcome, fields FROM audit_events "
@@ -441,7 +443,8 @@ class JwtServed:
             conn.close()
 
     def persisted_bytes(self) -> bytes:
-        return b"".join(p.read_bytes() for p in self.db.parent.glob(self.db.name + "*"))
+        return b"".join(p.read_bytes() for p in sorted(self.db.parent.glob(self.db.name + "*")) + sorted(
+            self.db.parent.glob(self.db.name + "-audit/*")) if p.is_file())
 
 
 @contextlib.contextmanager

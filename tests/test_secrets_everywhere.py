@@ -82,7 +82,9 @@ class Planted:
 
 
 def persisted(db: Path, *extra: Path) -> bytes:
-    files = sorted(db.parent.glob(db.name + "*")) + [p for p in extra if p.exists()]
+    # The database, its WAL, and the audit journals beside it (``<db>-audit/``).
+    files = [p for p in sorted(db.parent.glob(db.name + "*")) + sorted(db.parent.glob(db.name + "-audit/*"))
+             if p.is_file()] + [p for p in extra if p.exists()]
     assert db.exists()
     return b"".join(p.read_bytes() for p in files)
 

@@ -23,6 +23,7 @@ import orjson
 import pytest
 
 import mcp_schema
+from truecall.journal import wait_loaded
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -460,6 +461,7 @@ def test_64_pipelined_requests_are_each_answered_exactly_once(spawn):
 
 
 def _audit(db: Path, kind: str) -> list[tuple[Any, ...]]:
+    assert wait_loaded(db), "the server did not load its audit journal into the table"
     conn = sqlite3.connect(db)
     try:
         return conn.execute("SELECT tool, outcome, subject, tenant FROM audit_events WHERE kind = ? ORDER BY id",

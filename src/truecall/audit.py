@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
+import os
 import secrets
 import threading
 import time
@@ -18,14 +20,24 @@ from typing import Any, Iterable
 
 import orjson
 
+from .journal import JOURNAL_MIGRATIONS, Journal, encode_rows, journal_dir, recover_journals
 from .redact import fingerprint, redact
 from .storage import Database
+
+log = logging.getLogger("truecall.audit")
 
 __all__ = ["AuditLog", "AuditRecord", "AuditUnavailable", "AUDIT_MIGRATIONS", "MAX_RETAINED"]
 
 #: Records whose commit failed are kept and written with the next batch, up to this many;
 #: beyond it the oldest are dropped and an ``audit.dropped`` record says how many.
 MAX_RETAINED = 10_000
+#: Journaled records are loaded into the table this long after the first of a batch was written
+#: (or at once when this many bytes wait); a failed load is retried after ``LOAD_RETRY_S``.
+LOAD_DELAY_S = 0.02
+LOAD_BYTES = 256 * 1024
+LOAD_RETRY_S = 1.0
+#: A fully loaded journal is replaced by a new file once it has grown past this.
+ROTATE_BYTES = 8 * 1024 * 1024
 
 
 class AuditUnavailable(RuntimeError):
@@ -89,10 +101,16 @@ class AuditRecord:
 class AuditLog:
     """Durable, redacted audit records in the given database."""
 
-    def __init__(self, db: Database, *, key: bytes | None = None, enabled: bool = True) -> None:
+    def __init__(self, db: Database, *, key: bytes | None = None, enabled: bool = True,
+                 journal: bool | None = None) -> None:
         """``key`` is the HMAC key for argument hashes; keep it outside the database
         (configuration or a key file) so that a copy of the database cannot be
-        brute-forced for short secrets.  Without one, a per-process key is used."""
+        brute-forced for short secrets.  Without one, a per-process key is used.
+
+        ``journal``: while serving, make records durable in a local journal and load them into
+        the table in batches (:mod:`truecall.journal`).  ``None`` (default) means yes for a SQLite
+        file unless ``$TRUECALL_AUDIT_JOURNAL`` is ``0``; a server database (PostgreSQL) always
+        commits each batch itself, as replicas on other hosts must see what it acknowledged."""
         self.db = db
         self.enabled = enabled
         db.migrate(AUDIT_MIGRATIONS)
@@ -109,6 +127,22 @@ class AuditLog:
         self._pending_seq: list[int] = []
         #: Records dropped because too many were waiting for a commit (reported once written).
         self._dropped = 0
+        #: Journal (SQLite file databases, once serving on a loop): see :mod:`truecall.journal`.
+        if journal is None:
+            journal = os.environ.get("TRUECALL_AUDIT_JOURNAL", "1").strip().lower() not in ("0", "false", "no", "off")
+        self._journal_dir = journal_dir(db) if enabled and journal else None
+        self._journal: Journal | None = None
+        self._load_handle: asyncio.TimerHandle | None = None
+        self._load_failures = 0
+        if self._journal_dir is not None:
+            db.migrate(JOURNAL_MIGRATIONS)
+            try:
+                recovered = recover_journals(db, self._journal_dir)
+            except Exception as exc:  # the files stay; the next process to open the database retries
+                log.warning("audit journals of ended processes could not be loaded yet: %s", type(exc).__name__)
+            else:
+                if recovered:
+                    log.info("loaded %d audit records journaled by processes that ended", recovered)
 
     def defer(self, loop: asyncio.AbstractEventLoop) -> None:
         """Batch records made on ``loop`` into one commit per loop turn.
@@ -143,9 +177,26 @@ class AuditLog:
             raise AuditUnavailable("an audit record made during this request could not be committed")
 
     def flush(self) -> None:
-        """Commit what is pending now (at shutdown)."""
+        """Commit what is pending now, and load the journal into the table (at shutdown)."""
         if self._pending or self._flushing is not None:
             self._flush()
+        journal = self._journal
+        if journal is not None:
+            if self._load_handle is not None:
+                self._load_handle.cancel()
+                self._load_handle = None
+            self._journal = None
+            try:
+                journal.load(self.db)
+            except Exception as exc:  # left on disk: the next process to open the database loads it
+                log.warning("audit journal %s not loaded at shutdown: %s", journal.name, type(exc).__name__)
+            journal.close(self.db)
+
+    def sync(self) -> None:
+        """Load the records this process has journaled into the table now (queries do)."""
+        journal = self._journal
+        if journal is not None and journal.pending:
+            journal.load(self.db)
 
     def _flush(self) -> None:
         rows, self._pending = self._pending, []
@@ -155,7 +206,9 @@ class AuditLog:
         batch = rows if not dropped else [*rows, self._row("audit.dropped", {"outcome": "error", "count": dropped,
                                                                              "reason": "commit_failures"})]
         try:
-            if len(batch) == 1:  # an autocommit insert is one statement instead of three
+            if self._journal_dir is not None and self._loop is not None:
+                self._append(batch)
+            elif len(batch) == 1:  # an autocommit insert is one statement instead of three
                 self.db.execute(_INSERT, batch[0])
             elif batch:
                 with self.db.transaction():
@@ -173,6 +226,45 @@ class AuditLog:
             return
         if future is not None and not future.done():
             future.set_result(None)
+
+    def _append(self, batch: list[tuple[Any, ...]]) -> None:
+        if not batch:
+            return
+        journal = self._journal
+        if journal is None:
+            journal = self._journal = Journal(self._journal_dir)  # type: ignore[arg-type]
+        journal.append(encode_rows(batch))
+        if self._load_handle is None and self._loop is not None:
+            delay = 0.0 if journal.pending >= LOAD_BYTES else LOAD_DELAY_S
+            self._load_handle = self._loop.call_later(delay, self._load)
+
+    def _load(self) -> None:
+        """Journal → table (on the loop, a batch at a time); the records are durable already."""
+        self._load_handle = None
+        journal = self._journal
+        if journal is None:
+            return
+        try:
+            journal.load(self.db)
+        except Exception as exc:
+            self._load_failures += 1
+            if self._load_failures == 1:
+                log.warning("audit records stay in the journal until the database takes them: %s",
+                            type(exc).__name__)
+            if self._loop is not None:
+                self._load_handle = self._loop.call_later(LOAD_RETRY_S, self._load)
+            return
+        if self._load_failures:
+            log.warning("audit journal loaded again after %d failed attempts", self._load_failures)
+            self._load_failures = 0
+        if journal.size >= ROTATE_BYTES and not journal.pending:
+            self._journal = None
+            try:
+                journal.close(self.db)
+            except Exception:  # the next process to open the database finishes the clean-up
+                pass
+        elif journal.pending and self._loop is not None:  # written while loading (another thread)
+            self._load_handle = self._loop.call_later(LOAD_DELAY_S, self._load)
 
     def _retain(self, rows: list[tuple[Any, ...]], seqs: list[int], dropped: int) -> None:
         """Keep records whose commit failed for the next batch (the database may come back: a lock
@@ -200,6 +292,9 @@ class AuditLog:
             self._made += 1
             self._pending.append(row)
             self._pending_seq.append(self._made)
+            if self._journal_dir is not None:
+                self._flush()  # one write() now: cheaper than a loop turn and a future, durable at once
+                return
             if self._flushing is None:
                 self._flushing = loop.create_future()
                 loop.call_soon(self._flush)
@@ -226,6 +321,7 @@ class AuditLog:
         limit: int = 100,
     ) -> list[AuditRecord]:
         """Newest first, filtered by the given columns."""
+        self.sync()
         where, params = [], []
         for name, value in (("kind", kind), ("tenant", tenant), ("subject", subject), ("tool", tool), ("outcome", outcome)):
             if value is not None:
@@ -245,6 +341,7 @@ class AuditLog:
         return [_row(r) for r in self.db.fetchall(sql, params)]
 
     def kinds(self) -> Iterable[str]:
+        self.sync()
         return [r[0] for r in self.db.fetchall("SELECT DISTINCT kind FROM audit_events ORDER BY kind")]
 
 

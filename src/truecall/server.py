@@ -50,6 +50,7 @@ class Server:
         db: Database | str | None = None,
         audit: bool = True,
         audit_key: bytes | None = None,
+        audit_journal: bool | None = None,
         rate_limit: "RateLimit | None" = None,
     ) -> None:
         self.name = name
@@ -61,7 +62,8 @@ class Server:
         self.db = open_database(db)
         # The argument-hash key is shared by every replica when configured (TRUECALL_AUDIT_KEY).
         shared = keys_from_env("TRUECALL_AUDIT_KEY")
-        self.events = AuditLog(self.db, key=audit_key or (shared[0] if shared else None), enabled=audit)
+        self.events = AuditLog(self.db, key=audit_key or (shared[0] if shared else None), enabled=audit,
+                               journal=audit_journal)
         self.tasks = TaskStore(self.db)
         self.task_runtime = TaskRuntime(self.tasks, publish=lambda kind, value: self.changes.publish(kind, value),
                                         lease_s=_env_seconds("TRUECALL_TASK_LEASE_S", LEASE_S))

@@ -1,0 +1,236 @@
+"""The audit journal: an append-only local file where an audit record becomes durable.
+
+On a SQLite file database every commit costs a WAL transaction (page writes, shared-memory
+locks): 25-50 µs, paid by every sequential call.  Appending one line to a file is one
+``write()`` with the same guarantee SQLite gives here (``synchronous=NORMAL``: the data is
+in the operating system when the call returns, so it survives the process being killed).
+So a serving process appends the records behind an answer to its own journal before the
+answer leaves, and loads them into the ``audit_events`` table in batches a few
+milliseconds later.
+
+Exactly once: the table ``audit_journal`` holds, per journal file, the offset up to which
+its lines are in ``audit_events``, updated in the same transaction as the rows it loads.
+A journal is locked (``flock``) by the process writing it; a journal nobody holds belongs to
+a process that ended without loading it (killed, crashed) and is loaded by the next one to
+open the database, then deleted.
+
+Journal lines are JSON arrays ``[ts, kind, tenant, subject, tool, outcome, {fields}]``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import threading
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+import orjson
+
+__all__ = ["Journal", "JOURNAL_MIGRATIONS", "journal_dir", "recover_journals", "encode_rows", "unloaded_bytes",
+           "wait_loaded"]
+
+JOURNAL_MIGRATIONS = [
+    ("audit-journal-1", "CREATE TABLE audit_journal (name TEXT PRIMARY KEY, loaded INTEGER NOT NULL)"),
+]
+
+_INSERT = "INSERT INTO audit_events (ts, kind, tenant, subject, tool, outcome, fields) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_MARK = ("INSERT INTO audit_journal (name, loaded) VALUES (?, ?) "
+         "ON CONFLICT (name) DO UPDATE SET loaded = excluded.loaded")
+_SUFFIX = ".jsonl"
+
+
+def journal_dir(db: Any) -> Path | None:
+    """Where journals of ``db`` live (``<file>-audit/``), or ``None`` when it takes none: an
+    in-memory SQLite database (no other process could recover it) or a server database,
+    whose own commit is shared by every host and so must stay the commit point."""
+    if getattr(db, "dialect", None) != "sqlite":
+        return None
+    path = str(getattr(db, "path", "") or "")
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    return Path(path + "-audit")
+
+
+def unloaded_bytes(db_path: str | os.PathLike[str]) -> int:
+    """Bytes journaled next to the SQLite file ``db_path`` and not in its table yet (any process's):
+    0 means a reader of the table sees every record acknowledged so far."""
+    directory = Path(str(db_path) + "-audit")
+    try:
+        names = [p for p in os.listdir(directory) if p.endswith(_SUFFIX)]
+    except FileNotFoundError:
+        return 0
+    if not names:
+        return 0
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
+    try:
+        try:
+            marks = dict(conn.execute("SELECT name, loaded FROM audit_journal").fetchall())
+        except sqlite3.OperationalError:  # no table yet: nothing loaded
+            marks = {}
+    finally:
+        conn.close()
+    total = 0
+    for name in names:
+        try:
+            size = os.stat(directory / name).st_size
+        except FileNotFoundError:
+            continue
+        total += max(0, size - int(marks.get(name, 0)))
+    return total
+
+
+def wait_loaded(db_path: str | os.PathLike[str], timeout: float = 2.0) -> bool:
+    """Wait until every live process has loaded what it journaled (they do within milliseconds);
+    ``False`` if some still wait after ``timeout`` (e.g. a killed process's, loaded by the next one
+    to open the database)."""
+    deadline = time.monotonic() + timeout
+    while unloaded_bytes(db_path):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def encode_rows(rows: Sequence[tuple[Any, ...]]) -> bytes:
+    """Rows as journal lines (the last element, the fields document, is already JSON bytes)."""
+    parts = []
+    for row in rows:
+        head = orjson.dumps(row[:6])
+        parts.append(head[:-1] + b"," + row[6] + b"]\n")
+    return b"".join(parts)
+
+
+def _decode(data: bytes) -> tuple[list[tuple[Any, ...]], int]:
+    """Complete lines of ``data`` as rows, and how many bytes they took.  A last line without
+    its newline was cut short by a crash mid-write: its answer never left, it is not loaded."""
+    end = data.rfind(b"\n") + 1
+    rows = []
+    for line in data[:end].splitlines():
+        if not line:
+            continue
+        try:
+            item = orjson.loads(line)
+            rows.append((*item[:6], orjson.dumps(item[6])))
+        except (orjson.JSONDecodeError, IndexError, TypeError):
+            continue  # a damaged line must not keep every later record out of the table
+    return rows, end
+
+
+class Journal:
+    """This process's journal file: appended in the serving thread, loaded into the table later."""
+
+    def __init__(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self.name = f"{time.time_ns():020d}-{os.getpid()}-{secrets.token_hex(4)}{_SUFFIX}"
+        self.path = directory / self.name
+        self.fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else holds it
+        #: Bytes written, and bytes whose rows are in the table.
+        self.size = 0
+        self.loaded = 0
+        self._lock = threading.Lock()  # one load at a time (queries may load from other threads)
+
+    @property
+    def pending(self) -> int:
+        return self.size - self.loaded
+
+    def append(self, data: bytes) -> None:
+        """Returns once every byte is written; raises ``OSError`` otherwise (nothing is then
+        counted as written: a partial line is skipped when loaded)."""
+        view = memoryview(data)
+        written = 0
+        try:
+            while written < len(data):
+                n = os.write(self.fd, view[written:])
+                if n <= 0:  # pragma: no cover - a regular file never returns 0 for a non-empty write
+                    raise OSError("journal write made no progress")
+                written += n
+        except BaseException:
+            if written:  # cut the partial line off, or the next write would be glued to it
+                try:
+                    os.ftruncate(self.fd, self.size)
+                except OSError:
+                    pass
+            raise
+        self.size += written
+
+    def load(self, db: Any) -> int:
+        """Move the lines not yet in the table into it; returns how many rows went in."""
+        with self._lock:
+            size = self.size
+            if self.loaded >= size or self.fd < 0:
+                return 0
+            data = os.pread(self.fd, size - self.loaded, self.loaded)
+            rows, used = _decode(data)
+            end = self.loaded + used
+            with db.transaction() as conn:
+                if rows:
+                    conn.executemany(_INSERT, rows)
+                conn.execute(_MARK, (self.name, end))
+            self.loaded = end
+            return len(rows)
+
+    def close(self, db: Any) -> None:
+        """Delete the file once all of it is in the table (else leave it for recovery)."""
+        with self._lock:
+            if self.fd < 0:
+                return
+            try:
+                if self.loaded >= self.size:
+                    os.unlink(self.path)
+                    db.execute("DELETE FROM audit_journal WHERE name = ?", (self.name,))
+            finally:
+                os.close(self.fd)
+                self.fd = -1
+
+
+def recover_journals(db: Any, directory: Path, *, skip: str | None = None) -> int:
+    """Load and delete the journals no live process holds; returns the rows loaded."""
+    try:
+        names = sorted(p for p in os.listdir(directory) if p.endswith(_SUFFIX) and p != skip)
+    except FileNotFoundError:
+        names = []
+    total = 0
+    for name in names:
+        total += _recover_one(db, directory / name, name)
+    # Marks of journals that are gone (deleted after their last load, before the mark was).
+    live = set(os.listdir(directory)) if directory.is_dir() else set()
+    for (name,) in db.fetchall("SELECT name FROM audit_journal"):
+        if name not in live:
+            db.execute("DELETE FROM audit_journal WHERE name = ?", (name,))
+    return total
+
+
+def _recover_one(db: Any, path: Path, name: str) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return 0  # recovered by someone else meanwhile
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return 0  # its process is alive and loads it itself
+        try:
+            if os.stat(path).st_ino != os.fstat(fd).st_ino:
+                return 0
+        except FileNotFoundError:
+            return 0  # recovered and deleted by someone else before we got the lock
+        mark = db.fetchone("SELECT loaded FROM audit_journal WHERE name = ?", (name,))
+        start = int(mark[0]) if mark else 0
+        size = os.fstat(fd).st_size
+        rows, used = _decode(os.pread(fd, max(0, size - start), start)) if size > start else ([], 0)
+        with db.transaction() as conn:
+            if rows:
+                conn.executemany(_INSERT, rows)
+            conn.execute(_MARK, (name, start + used))
+        os.unlink(path)
+        db.execute("DELETE FROM audit_journal WHERE name = ?", (name,))
+        return len(rows)
+    finally:
+        os.close(fd)

@@ -1,0 +1,280 @@
+"""The audit journal (truecall.journal): where a served call's audit record becomes durable.
+
+Contract: an answer leaves only after its records are written to the journal; every journaled
+record reaches ``audit_events`` exactly once — loaded by the process that wrote it, or, if that
+process was killed, by the next one to open the database — and a journal write that fails
+refuses the answer, as a failed commit does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+import truecall.audit as audit_module
+from truecall import Principal, Server
+from truecall.audit import AuditLog, AuditUnavailable
+from truecall.journal import Journal, encode_rows, journal_dir, recover_journals, unloaded_bytes, wait_loaded
+from truecall.storage import Database
+
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "journal", "version": "1"}}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _ids(db: Database) -> list[Any]:
+    rows = db.fetchall("SELECT fields FROM audit_events WHERE kind = 'tool.called' ORDER BY id")
+    return [orjson.loads(r[0]).get("requestId") for r in rows]
+
+
+def _journals(db_path: Path) -> list[str]:
+    directory = Path(str(db_path) + "-audit")
+    return sorted(os.listdir(directory)) if directory.is_dir() else []
+
+
+async def _served(log: AuditLog, request_id: str) -> None:
+    """What a transport does for one request: mark, record, wait for durability."""
+    log.begin()
+    log.record("tool.called", tool="t", tenant="acme", outcome="ok", requestId=request_id,
+               arguments={"password": "hunter2-secret"})
+    await log.durable()
+
+
+def test_which_databases_take_a_journal(tmp_path: Path) -> None:
+    assert journal_dir(Database(tmp_path / "a.db")) == Path(str(tmp_path / "a.db") + "-audit")
+    assert journal_dir(Database(":memory:")) is None
+    assert AuditLog(Database(tmp_path / "b.db"), journal=False)._journal_dir is None
+    assert AuditLog(Database(tmp_path / "c.db"), enabled=False)._journal_dir is None
+
+
+def test_records_are_journaled_before_durable_returns_and_loaded_soon_after(tmp_path: Path) -> None:
+    db = Database(tmp_path / "a.db")
+    log = AuditLog(db, key=b"k" * 32)
+
+    async def scenario() -> None:
+        log.defer(asyncio.get_running_loop())
+        for n in range(5):
+            await _served(log, f"r{n}")
+        # durable: in the journal (one line each), not yet in the table
+        [name] = _journals(tmp_path / "a.db")
+        lines = (Path(str(tmp_path / "a.db") + "-audit") / name).read_bytes().splitlines()
+        assert [orjson.loads(line)[6]["requestId"] for line in lines] == [f"r{n}" for n in range(5)]
+        assert b"hunter2" not in b"".join(lines)  # redacted before it is written anywhere
+        assert _ids(db) == []
+        assert unloaded_bytes(tmp_path / "a.db") == sum(len(line) + 1 for line in lines)
+        await asyncio.sleep(audit_module.LOAD_DELAY_S * 5)
+        assert _ids(db) == [f"r{n}" for n in range(5)]
+        assert unloaded_bytes(tmp_path / "a.db") == 0
+
+    asyncio.run(scenario())
+    log.flush()
+    assert _ids(db) == [f"r{n}" for n in range(5)]  # exactly once
+    assert _journals(tmp_path / "a.db") == []  # fully loaded at shutdown: deleted
+    assert db.fetchall("SELECT * FROM audit_journal") == []
+
+
+def test_a_query_in_the_serving_process_sees_what_was_just_journaled(tmp_path: Path) -> None:
+    log = AuditLog(Database(tmp_path / "a.db"))
+
+    async def scenario() -> list[str]:
+        log.defer(asyncio.get_running_loop())
+        await _served(log, "r1")
+        return [r.fields["requestId"] for r in log.query(kind="tool.called")]
+
+    assert asyncio.run(scenario()) == ["r1"]
+    log.flush()
+
+
+def test_a_locked_database_no_longer_refuses_answers_and_the_records_arrive_once_it_is_free(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from truecall.protocol import Engine
+    from truecall.transports.stdio import StdioConnection
+
+    monkeypatch.setattr(audit_module, "LOAD_RETRY_S", 0.05)
+    app = Server("locked", db=Database(tmp_path / "s.db", busy_timeout_ms=20))
+    holder = sqlite3.connect(tmp_path / "s.db", isolation_level=None, timeout=10)
+
+    @app.tool("echo", description="Echoes.", annotations={"readOnlyHint": True})
+    def echo(ctx, text: str = "") -> str:
+        return text
+
+    async def scenario() -> list[dict[str, Any]]:
+        out = io.BytesIO()
+        app.events.defer(asyncio.get_running_loop())
+        conn = StdioConnection(Engine(app), Principal("tester", "t1"), out)
+        holder.execute("BEGIN EXCLUSIVE")
+        for rid in (1, 2):
+            conn.receive_line(orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                            "params": {"name": "echo", "arguments": {"text": "x"}, "_meta": META}}))
+        await asyncio.sleep(0.2)  # loads fail meanwhile (locked) and are retried
+        assert _ids(app.db) == []
+        holder.execute("ROLLBACK")
+        await asyncio.sleep(0.3)
+        assert sorted(_ids(app.db)) == [1, 2]
+        await conn.drain(0.1)
+        return [orjson.loads(line) for line in out.getvalue().splitlines()]
+
+    try:
+        answers = asyncio.run(scenario())
+    finally:
+        holder.close()
+    assert sorted(a["id"] for a in answers) == [1, 2]
+    assert all(a["result"]["content"] == [{"type": "text", "text": "x"}] for a in answers)
+    app.events.flush()
+    assert sorted(_ids(app.db)) == [1, 2]
+
+
+def test_a_failed_journal_write_refuses_the_answer_and_the_record_is_written_with_the_next(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = Database(tmp_path / "a.db")
+    log = AuditLog(db, key=b"k" * 32)
+    real_append = Journal.append
+    full = {"on": False}
+
+    def append(self: Journal, data: bytes) -> None:
+        if full["on"]:
+            raise OSError(28, "No space left on device")
+        real_append(self, data)
+
+    monkeypatch.setattr(Journal, "append", append)
+
+    async def scenario() -> None:
+        log.defer(asyncio.get_running_loop())
+        full["on"] = True
+        with pytest.raises(AuditUnavailable):
+            await _served(log, "r1")
+        full["on"] = False
+
+        async def later() -> None:  # a request that began after the failure is not blamed for it
+            await _served(log, "r2")
+
+        await asyncio.create_task(later())
+
+    asyncio.run(scenario())
+    log.flush()
+    assert _ids(db) == ["r1", "r2"]  # the refused record was kept and written with the next batch
+
+
+def test_a_write_cut_short_is_cut_off_so_the_next_line_stays_whole(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    import truecall.journal as journal_module
+
+    db = Database(tmp_path / "a.db")
+    AuditLog(db)  # tables
+    journal = Journal(journal_dir(db))  # type: ignore[arg-type]
+    row = (1.0, "tool.called", "acme", "u", "t", "ok", orjson.dumps({"requestId": "r1"}))
+    journal.append(encode_rows([row]))
+    real_write = os.write
+    calls = {"n": 0}
+
+    def short_then_fail(fd: int, data: Any) -> int:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            return real_write(fd, bytes(data)[:10])
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(journal_module.os, "write", short_then_fail)
+    with pytest.raises(OSError):
+        journal.append(encode_rows([(*row[:6], orjson.dumps({"requestId": "lost"}))]))
+    monkeypatch.setattr(journal_module.os, "write", real_write)
+    assert os.path.getsize(journal.path) == journal.size  # the partial line is gone
+    journal.append(encode_rows([(*row[:6], orjson.dumps({"requestId": "r2"}))]))
+    assert journal.load(db) == 2
+    assert _ids(db) == ["r1", "r2"]
+    journal.close(db)
+
+
+def test_a_live_journal_is_left_to_its_process_and_an_orphan_is_loaded_exactly_once(tmp_path: Path) -> None:
+    db = Database(tmp_path / "a.db")
+    AuditLog(db)
+    rows = [(float(n), "tool.called", "acme", "u", "t", "ok", orjson.dumps({"requestId": f"r{n}"})) for n in range(4)]
+    journal = Journal(journal_dir(db))  # type: ignore[arg-type]
+    journal.append(encode_rows(rows[:2]))
+    assert journal.load(db) == 2
+    journal.append(encode_rows(rows[2:]))
+    # Another process opening the database now must not touch it: its writer holds the lock.
+    assert recover_journals(Database(tmp_path / "a.db"), journal_dir(db)) == 0  # type: ignore[arg-type]
+    assert _ids(db) == ["r0", "r1"]
+    # The writer dies after its first load (its file stays, the lock goes with the descriptor).
+    os.close(journal.fd)
+    with open(journal.path, "ab") as f:
+        f.write(b'[5.0,"tool.called","acme","u","t","ok",{"requestId":"to')  # torn by the crash
+    assert AuditLog(Database(tmp_path / "a.db"))._journal_dir is not None  # opening recovers
+    assert _ids(db) == ["r0", "r1", "r2", "r3"]  # the loaded two not again, the torn one never
+    assert _journals(tmp_path / "a.db") == []
+    assert db.fetchall("SELECT * FROM audit_journal") == []
+    assert recover_journals(db, journal_dir(db)) == 0  # type: ignore[arg-type]
+
+
+def test_a_full_journal_is_replaced_once_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(audit_module, "ROTATE_BYTES", 600)
+    db = Database(tmp_path / "a.db")
+    log = AuditLog(db)
+
+    async def scenario() -> set[str]:
+        log.defer(asyncio.get_running_loop())
+        seen: set[str] = set()
+        for n in range(20):
+            await _served(log, f"r{n}")
+            seen.update(_journals(tmp_path / "a.db"))
+            if n % 4 == 3:
+                log._load()
+        return seen
+
+    seen = asyncio.run(scenario())
+    log.flush()
+    assert len(seen) > 2  # rotated
+    assert _ids(db) == [f"r{n}" for n in range(20)]
+    assert _journals(tmp_path / "a.db") == [] and db.fetchall("SELECT * FROM audit_journal") == []
+
+
+_KILLED_WRITER = textwrap.dedent("""
+    import asyncio, sys
+    import truecall.audit as audit_module
+    from truecall.audit import AuditLog
+    from truecall.storage import Database
+
+    audit_module.LOAD_DELAY_S = 3600  # never loads: only the journal holds what it acknowledges
+    log = AuditLog(Database(sys.argv[1]))
+
+    async def main():
+        log.defer(asyncio.get_running_loop())
+        for n in range(50):
+            log.begin()
+            log.record("tool.called", tool="t", tenant="acme", outcome="ok", requestId=n)
+            await log.durable()
+            print(n, flush=True)  # acknowledged
+        await asyncio.sleep(3600)
+
+    asyncio.run(main())
+""")
+
+
+def test_records_acknowledged_by_a_killed_process_are_loaded_by_the_next_one(tmp_path: Path) -> None:
+    path = tmp_path / "k.db"
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(path)], stdout=subprocess.PIPE,
+                            cwd=ROOT, text=True)
+    try:
+        acked = [int(proc.stdout.readline()) for _ in range(50)]  # type: ignore[union-attr]
+        assert not wait_loaded(path, timeout=0.1)  # journaled, not loaded, and the writer is alive
+        assert recover_journals(Database(path), Path(str(path) + "-audit")) == 0  # alive: not touched
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        proc.stdout.close()  # type: ignore[union-attr]
+    db = Database(path)
+    assert _ids(db) == []
+    [record] = [r for r in AuditLog(db).query(kind="tool.called", limit=1)]  # opening recovers
+    assert sorted(_ids(db)) == acked and record.fields["requestId"] == 49
+    assert wait_loaded(path, timeout=0.1)
