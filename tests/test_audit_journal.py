@@ -142,10 +142,10 @@ def test_a_failed_journal_write_refuses_the_answer_and_the_record_is_written_wit
     real_append = Journal.append
     full = {"on": False}
 
-    def append(self: Journal, data: bytes) -> None:
+    def append(self: Journal, data: bytes, rows: Any = None) -> None:
         if full["on"]:
             raise OSError(28, "No space left on device")
-        real_append(self, data)
+        real_append(self, data, rows)
 
     monkeypatch.setattr(Journal, "append", append)
 
@@ -278,3 +278,40 @@ def test_records_acknowledged_by_a_killed_process_are_loaded_by_the_next_one(tmp
     [record] = [r for r in AuditLog(db).query(kind="tool.called", limit=1)]  # opening recovers
     assert sorted(_ids(db)) == acked and record.fields["requestId"] == 49
     assert wait_loaded(path, timeout=0.1)
+
+
+def test_a_journal_whose_end_is_lost_takes_no_more_records_and_the_next_one_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import truecall.journal as journal_module
+
+    db = Database(tmp_path / "a.db")
+    log = AuditLog(db)
+    real_write, real_truncate = os.write, os.ftruncate
+
+    async def scenario() -> None:
+        log.defer(asyncio.get_running_loop())
+        await _served(log, "r1")
+        first = log._journal
+        # A write cut short whose tail cannot be cut off either (the disk went read-only, say).
+        writes = {"n": 0}
+
+        def short_then_fail(fd: int, data: Any) -> int:
+            writes["n"] += 1
+            if writes["n"] > 1:
+                raise OSError(30, "Read-only file system")
+            return real_write(fd, bytes(data)[:7])
+
+        monkeypatch.setattr(journal_module.os, "write", short_then_fail)
+        monkeypatch.setattr(journal_module.os, "ftruncate", lambda fd, n: (_ for _ in ()).throw(OSError(30, "ro")))
+        with pytest.raises(AuditUnavailable):
+            await _served(log, "r2")
+        assert first.broken
+        monkeypatch.setattr(journal_module.os, "write", real_write)
+        monkeypatch.setattr(journal_module.os, "ftruncate", real_truncate)
+        await _served(log, "r3")  # a new journal; the refused r2 goes with it
+        assert log._journal is not first
+
+    asyncio.run(scenario())
+    log.flush()
+    assert _ids(db) == ["r1", "r2", "r3"]
+    assert _journals(tmp_path / "a.db") == []

@@ -231,9 +231,16 @@ class AuditLog:
         if not batch:
             return
         journal = self._journal
+        if journal is not None and journal.broken:  # ends mid-line: load what it holds, start another
+            try:
+                journal.load(self.db)
+                journal.close(self.db)
+            except Exception:  # left on disk for the next process that opens the database
+                pass
+            journal = None
         if journal is None:
             journal = self._journal = Journal(self._journal_dir)  # type: ignore[arg-type]
-        journal.append(encode_rows(batch))
+        journal.append(encode_rows(batch), batch)
         if self._load_handle is None and self._loop is not None:
             delay = 0.0 if journal.pending >= LOAD_BYTES else LOAD_DELAY_S
             self._load_handle = self._loop.call_later(delay, self._load)

@@ -134,30 +134,42 @@ class Journal:
         self.size = 0
         self.loaded = 0
         self._lock = threading.Lock()  # one load at a time (queries may load from other threads)
+        #: The rows of bytes ``loaded:size`` when all of them were appended with their rows.
+        self._rows: list[tuple[Any, ...]] | None = []
+        #: A failed write could not be cut off: the file ends mid-line and takes no more records.
+        self.broken = False
 
     @property
     def pending(self) -> int:
         return self.size - self.loaded
 
-    def append(self, data: bytes) -> None:
-        """Returns once every byte is written; raises ``OSError`` otherwise (nothing is then
-        counted as written: a partial line is skipped when loaded)."""
+    def append(self, data: bytes, rows: Sequence[tuple[Any, ...]] | None = None) -> None:
+        """Returns once every byte of ``data`` is written; raises ``OSError`` otherwise (nothing
+        is then counted as written).  ``rows`` are what ``data`` encodes: kept so that loading
+        need not read the file back."""
+        if self.broken:
+            raise OSError("this journal lost track of its end; a new one takes the next records")
         view = memoryview(data)
         written = 0
-        try:
-            while written < len(data):
-                n = os.write(self.fd, view[written:])
-                if n <= 0:  # pragma: no cover - a regular file never returns 0 for a non-empty write
-                    raise OSError("journal write made no progress")
-                written += n
-        except BaseException:
-            if written:  # cut the partial line off, or the next write would be glued to it
-                try:
-                    os.ftruncate(self.fd, self.size)
-                except OSError:
-                    pass
-            raise
-        self.size += written
+        with self._lock:
+            try:
+                while written < len(data):
+                    n = os.write(self.fd, view[written:])
+                    if n <= 0:  # pragma: no cover - a regular file never returns 0 for a non-empty write
+                        raise OSError("journal write made no progress")
+                    written += n
+            except BaseException:
+                if written:  # cut the partial line off, or the next write would be glued to it
+                    try:
+                        os.ftruncate(self.fd, self.size)
+                    except OSError:  # the file now ends mid-line: write no more to it
+                        self.broken = True
+                raise
+            self.size += written
+            if rows is not None and self._rows is not None:
+                self._rows.extend(rows)
+            else:
+                self._rows = None  # read the file back at the next load
 
     def load(self, db: Any) -> int:
         """Move the lines not yet in the table into it; returns how many rows went in."""
@@ -165,14 +177,18 @@ class Journal:
             size = self.size
             if self.loaded >= size or self.fd < 0:
                 return 0
-            data = os.pread(self.fd, size - self.loaded, self.loaded)
-            rows, used = _decode(data)
-            end = self.loaded + used
+            if self._rows is not None:
+                rows, end = self._rows, size
+            else:
+                data = os.pread(self.fd, size - self.loaded, self.loaded)
+                rows, used = _decode(data)
+                end = self.loaded + used
             with db.transaction() as conn:
                 if rows:
                     conn.executemany(_INSERT, rows)
                 conn.execute(_MARK, (self.name, end))
             self.loaded = end
+            self._rows = [] if end == size else None
             return len(rows)
 
     def close(self, db: Any) -> None:
