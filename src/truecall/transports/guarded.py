@@ -26,7 +26,8 @@ import asyncio
 import os
 from typing import Any, Callable
 
-from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
+from uvicorn.protocols.http.httptools_impl import (HEADER_RE, HEADER_VALUE_RE, STATUS_LINE, HttpToolsProtocol,
+                                                   RequestResponseCycle)
 
 __all__ = ["GuardedHttpToolsProtocol", "SHUTDOWN_TIMEOUT_S"]
 
@@ -82,23 +83,85 @@ class _Output:
         return getattr(self.transport, name)
 
 
+def _header_block(headers: Any) -> bytes | None:
+    """The header lines as uvicorn writes them, or ``None`` when one of them needs uvicorn's own
+    handling (framing, connection) or is invalid (uvicorn then raises as usual)."""
+    out = []
+    for name, value in headers:
+        if HEADER_RE.search(name) or HEADER_VALUE_RE.search(value):
+            return None
+        name = name.lower()
+        if name in (b"content-length", b"transfer-encoding", b"connection"):
+            return None
+        out += (name, b": ", value, b"\r\n")
+    return b"".join(out)
+
+
+_BLOCKS: dict[tuple[Any, ...], bytes | None] = {}  # the application's few distinct header lists
+_DEFAULTS: list[Any] = [None, None]  # [server_state.default_headers (replaced every second: date), its block]
+
+
 class _Cycle(RequestResponseCycle):
-    """uvicorn's request cycle, holding a promised head for its body, with a disconnect callback."""
+    """uvicorn's request cycle, with a one-write path for a promised head and its body, and a
+    disconnect callback."""
 
     #: Called (once, from the loop) when the client goes away before the response is complete.
     on_disconnect: Callable[[], None] | None = None
+    _start: Any = None  # a promised http.response.start, not written yet
 
     async def send(self, message: Any) -> None:
-        if message.get(BODY_FOLLOWS) and not self.response_started and not self.disconnected \
-                and not self.flow.write_paused:
-            out = self.transport
+        start = self._start
+        if start is not None:  # the message promised to follow this head
+            self._start = None
+            self.response_started = False
+            if message["type"] == "http.response.body" and not message.get("more_body", False) \
+                    and not self.disconnected and not self.flow.write_paused and self._send_whole(start, message):
+                return
+            out = self.transport  # anything else: uvicorn's way, the head held for this message
             out.hold = True  # type: ignore[attr-defined]
             try:
-                await super().send(message)
+                await super().send(start)
             finally:
                 out.hold = False  # type: ignore[attr-defined]  # (uvicorn refused the head: nothing held)
+        elif message.get(BODY_FOLLOWS) and not self.response_started and message["type"] == "http.response.start":
+            self._start = message
+            self.response_started = True
+            self.waiting_for_100_continue = False
             return
         await super().send(message)
+
+    def _send_whole(self, start: Any, message: Any) -> bool:
+        """A complete response in one write, with a content-length; False when it needs uvicorn's way."""
+        if not self.keep_alive or self.access_log or self.scope["method"] == "HEAD":
+            return False
+        status = start["status"]
+        headers = start.get("headers") or ()
+        try:
+            key = (status, *headers)
+            block = _BLOCKS.get(key, b"")
+        except TypeError:  # headers as lists (unhashable): uvicorn's way
+            return False
+        if block == b"":
+            block = _header_block(headers) if status in STATUS_LINE and status not in (204, 304) else None
+            if len(_BLOCKS) >= 256:  # (per-session values): start over rather than grow
+                _BLOCKS.clear()
+            _BLOCKS[key] = block
+        if block is None:
+            return False
+        defaults = self.default_headers
+        if _DEFAULTS[0] is not defaults:
+            default_block = _header_block(defaults)
+            if default_block is None:
+                return False
+            _DEFAULTS[:] = [defaults, default_block]
+        body = message.get("body", b"")
+        self.response_started = True
+        self.transport.write(b"".join((STATUS_LINE[status], _DEFAULTS[1], block, b"content-length: %d\r\n\r\n" % len(body),
+                                       body)))
+        self.response_complete = True
+        self.message_event.set()
+        self.on_response()
+        return True
 
 
 class GuardedHttpToolsProtocol(HttpToolsProtocol):
