@@ -291,9 +291,8 @@ class AuditLog:
         if not self.enabled:
             return
         arguments = fields.pop("arguments", _MISSING)
-        if arguments is not _MISSING:
-            fields.update(fingerprint(arguments, self._key))
-        row = self._row(kind, fields)
+        # The fingerprint is made of safe parts already (redacted keys, a size, a keyed hash).
+        row = self._row(kind, fields, None if arguments is _MISSING else fingerprint(arguments, self._key))
         loop = self._loop
         if loop is not None and self._loop_thread == threading.get_ident():
             self._made += 1
@@ -309,10 +308,10 @@ class AuditLog:
         self.db.execute(_INSERT, row)
 
     @staticmethod
-    def _row(kind: str, fields: dict[str, Any]) -> tuple[Any, ...]:
+    def _row(kind: str, fields: dict[str, Any], safe: dict[str, Any] | None = None) -> tuple[Any, ...]:
         cols = [fields.pop(c, None) for c in _COLUMNS]
         cols = [None if v is None else redact(str(v))[:256] for v in cols]
-        doc = orjson.dumps(redact(fields), default=str)
+        doc = orjson.dumps(redact(fields) if safe is None else {**redact(fields), **safe}, default=str)
         return (time.time(), kind, *cols, doc)
 
     def query(
