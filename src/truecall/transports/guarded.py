@@ -123,7 +123,12 @@ class _Cycle(RequestResponseCycle):
                 await super().send(start)
             finally:
                 out.hold = False  # type: ignore[attr-defined]  # (uvicorn refused the head: nothing held)
-        elif message.get(BODY_FOLLOWS) and not self.response_started and message["type"] == "http.response.start":
+            try:
+                await super().send(message)
+            finally:
+                out.flush()  # type: ignore[attr-defined]  # (nothing written for it: HEAD, a refused message)
+            return
+        if message.get(BODY_FOLLOWS) and not self.response_started and message["type"] == "http.response.start":
             self._start = message
             self.response_started = True
             self.waiting_for_100_continue = False

@@ -1,0 +1,402 @@
+"""The guarded HTTP protocol's per-request shortcuts, on a fake transport (no sockets).
+
+``transports/guarded.py`` writes a promised head together with its body (one write, with a
+content-length), carries the head/body/keep-alive deadlines on one lazily re-armed timer per
+connection, and calls ``on_disconnect`` instead of making the application watch for
+``http.disconnect`` with a task; ``transports/http.py:_until_disconnect`` uses that hook, or a
+watcher task under other servers.  These tests pin the wire bytes and the limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+import pytest
+from uvicorn.config import Config
+from uvicorn.server import ServerState
+
+from truecall.transports import guarded
+from truecall.transports.guarded import GuardedHttpToolsProtocol
+from truecall.transports.http import _BODY_FOLLOWS, _until_disconnect
+
+JSON = [(b"content-type", b"application/json")]
+
+
+class FakeTransport(asyncio.Transport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+        self.closed = False
+        self.protocol: Any = None
+
+    def write(self, data: Any) -> None:
+        assert not self.closed, "write after close"
+        self.writes.append(bytes(data))
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            if self.protocol is not None:
+                asyncio.get_running_loop().call_soon(self.protocol.connection_lost, None)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(name, default)
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+    @property
+    def data(self) -> bytes:
+        return b"".join(self.writes)
+
+
+def connect(app: Callable[..., Any], **limits: float) -> tuple[GuardedHttpToolsProtocol, FakeTransport]:
+    config = Config(app, lifespan="off", proxy_headers=False, access_log=False, log_level="warning",
+                    timeout_keep_alive=limits.pop("keep_alive", 5))
+    config.load()
+    state = ServerState()
+    state.default_headers = [(b"date", b"Thu, 01 Jan 2026 00:00:00 GMT"), (b"server", b"uvicorn")]
+    protocol = GuardedHttpToolsProtocol(config, state, {}, _loop=asyncio.get_running_loop())
+    for name, value in limits.items():
+        setattr(protocol, name, value)
+    transport = FakeTransport()
+    transport.protocol = protocol
+    protocol.connection_made(transport)
+    return protocol, transport
+
+
+def post(body: bytes = b'{"x":1}', path: str = "/mcp", extra: str = "") -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{extra}"
+            f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+async def settle(n: int = 20) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+async def echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """Answers the request body, the way HttpTransport answers JSON (head promised, then the body)."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    await send({"type": "http.response.start", "status": 200, "headers": JSON, _BODY_FOLLOWS: True})
+    await send({"type": "http.response.body", "body": b"echo:" + body})
+
+
+def test_json_answer_is_one_write_with_content_length() -> None:
+    async def main() -> None:
+        protocol, transport = connect(echo)
+        for i in range(3):  # kept alive: each answer is one write
+            transport.writes.clear()
+            protocol.data_received(post(b'{"n":%d}' % i))
+            await settle()
+            assert len(transport.writes) == 1, transport.writes
+            expected = b'echo:{"n":%d}' % i
+            assert transport.writes[0] == (
+                b"HTTP/1.1 200 OK\r\ndate: Thu, 01 Jan 2026 00:00:00 GMT\r\nserver: uvicorn\r\n"
+                b"content-type: application/json\r\ncontent-length: %d\r\n\r\n" % len(expected) + expected)
+        assert not transport.closed
+        protocol.connection_lost(None)
+
+    asyncio.run(main())
+
+
+def test_answers_without_the_promise_go_uvicorns_way() -> None:
+    """No promise, a streamed body, HEAD, connection: close, 204, an app's own content-length:
+    uvicorn's framing, exactly as before."""
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        kind = scope["path"]
+        if kind == "/plain":
+            await send({"type": "http.response.start", "status": 200, "headers": JSON})
+            await send({"type": "http.response.body", "body": b"abc"})
+        elif kind == "/stream":  # SSE: the head leaves with the first event, the rest chunked
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/event-stream")], _BODY_FOLLOWS: True})
+            await send({"type": "http.response.body", "body": b"event: a\n\n", "more_body": True})
+            await send({"type": "http.response.body", "body": b"event: b\n\n", "more_body": True})
+            await send({"type": "http.response.body", "body": b""})
+        elif kind == "/nocontent":
+            await send({"type": "http.response.start", "status": 204, "headers": [], _BODY_FOLLOWS: True})
+            await send({"type": "http.response.body", "body": b""})
+        elif kind == "/length":
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-length", b"3")], _BODY_FOLLOWS: True})
+            await send({"type": "http.response.body", "body": b"xyz"})
+
+    async def main() -> None:
+        protocol, transport = connect(app)
+        protocol.data_received(post(path="/plain"))
+        await settle()
+        assert transport.data.endswith(b"transfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+
+        transport.writes.clear()
+        protocol.data_received(post(path="/stream"))
+        await settle()
+        first = transport.writes[0]
+        assert first.startswith(b"HTTP/1.1 200 OK\r\n") and first.endswith(b"\r\n\r\na\r\nevent: a\n\n\r\n"), first
+        assert b"transfer-encoding: chunked" in first
+        assert transport.writes[1:] == [b"a\r\nevent: b\n\n\r\n", b"0\r\n\r\n"]
+
+        transport.writes.clear()
+        protocol.data_received(post(path="/nocontent"))
+        await settle()
+        assert transport.data.startswith(b"HTTP/1.1 204 No Content\r\n")
+        assert b"content-length" not in transport.data and b"chunked" not in transport.data
+
+        transport.writes.clear()
+        protocol.data_received(post(path="/length"))
+        await settle()
+        assert transport.data.endswith(b"content-length: 3\r\n\r\nxyz") and transport.data.count(b"content-length") == 1
+
+        transport.writes.clear()
+        protocol.data_received(b"HEAD /length HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        await settle()
+        assert transport.data.startswith(b"HTTP/1.1 200 OK\r\n") and transport.data.endswith(b"\r\n\r\n")
+
+        transport.writes.clear()
+        protocol.data_received(post(path="/plain", extra="Connection: close\r\n"))
+        await settle()
+        assert b"connection: close\r\n" in transport.data and transport.closed
+
+    asyncio.run(main())
+
+
+def test_a_head_without_the_promise_leaves_at_once() -> None:
+    """A stream opened for later events (the GET stream) must show its head before any event."""
+    async def main() -> None:
+        release = asyncio.Event()
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
+            await release.wait()
+            await send({"type": "http.response.body", "body": b""})
+
+        protocol, transport = connect(app)
+        protocol.data_received(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        await settle()
+        assert transport.data.startswith(b"HTTP/1.1 200 OK\r\n") and transport.data.endswith(b"\r\n\r\n")
+        release.set()
+        await settle()
+        assert transport.data.endswith(b"0\r\n\r\n")
+
+    asyncio.run(main())
+
+
+def test_invalid_headers_are_still_refused() -> None:
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await receive()
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"x-evil", b"a\r\nset-cookie: b")], _BODY_FOLLOWS: True})
+        await send({"type": "http.response.body", "body": b"no"})
+
+    async def main() -> None:
+        protocol, transport = connect(app)
+        protocol.data_received(post())
+        await settle()
+        assert b"set-cookie" not in transport.data
+        assert transport.closed  # uvicorn: exception after the head was started -> connection closed
+
+    asyncio.run(main())
+
+
+def test_no_timer_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests that arrive whole only move deadlines: the connection's one timer is armed
+    once, not once per request (head, body and keep-alive timers used to be three)."""
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        armed = []
+        real_call_at, real_call_later = loop.call_at, loop.call_later
+        monkeypatch.setattr(loop, "call_at", lambda *a, **k: armed.append(a) or real_call_at(*a, **k))
+        monkeypatch.setattr(loop, "call_later", lambda *a, **k: armed.append(a) or real_call_later(*a, **k))
+        protocol, transport = connect(echo)
+        for i in range(50):
+            protocol.data_received(post(b'{"n":%d}' % i))
+            await settle()
+        assert transport.data.count(b"HTTP/1.1 200 OK") == 50
+        assert len(armed) <= 2, armed
+        protocol.connection_lost(None)
+        assert protocol._guard is None
+
+    asyncio.run(main())
+
+
+def test_keep_alive_timeout_closes_quietly() -> None:
+    async def main() -> None:
+        protocol, transport = connect(echo, keep_alive=0.05)
+        protocol.data_received(post())
+        await settle()
+        answered = transport.data
+        await asyncio.sleep(0.15)
+        assert transport.closed and transport.data == answered  # no 408 for an idle kept-alive connection
+
+    asyncio.run(main())
+
+
+def test_keep_alive_is_reset_by_each_request() -> None:
+    async def main() -> None:
+        protocol, transport = connect(echo, keep_alive=0.2)
+        for _ in range(6):  # 0.3 s in all, each gap well under the timeout
+            protocol.data_received(post())
+            await asyncio.sleep(0.05)
+        assert not transport.closed
+        await asyncio.sleep(0.35)
+        assert transport.closed
+
+    asyncio.run(main())
+
+
+def test_head_and_body_deadlines_answer_408() -> None:
+    async def main() -> None:
+        protocol, transport = connect(echo, head_timeout=0.05, keep_alive=10)
+        protocol.data_received(b"POST /mcp HTTP/1.1\r\nHost: 1")  # a head that never ends
+        await asyncio.sleep(0.15)
+        assert transport.closed and transport.data.startswith(b"HTTP/1.1 408 ")
+
+        protocol, transport = connect(echo, body_timeout=0.05, keep_alive=10)
+        protocol.data_received(post(b"12345678")[:-4])  # a body that never ends
+        await asyncio.sleep(0.15)
+        assert transport.closed and transport.data.startswith(b"HTTP/1.1 408 ")
+
+        # the first request's head deadline starts at connecting; after an answer, at the next bytes
+        protocol, transport = connect(echo, head_timeout=0.1, keep_alive=10)
+        await asyncio.sleep(0.05)
+        protocol.data_received(post())
+        await settle()
+        await asyncio.sleep(0.15)
+        assert not transport.closed
+        protocol.data_received(b"POST /mcp HTTP/1.1\r\n")
+        await asyncio.sleep(0.05)
+        assert not transport.closed
+        await asyncio.sleep(0.15)
+        assert transport.closed  # (no 408 here: as before, only when the connection's last response has not started)
+
+    asyncio.run(main())
+
+
+def test_oversized_head_gets_431() -> None:
+    async def main() -> None:
+        protocol, transport = connect(echo, max_head_bytes=1024)
+        protocol.data_received(post(extra="X-Big: " + "a" * 2000 + "\r\n"))
+        await settle()
+        assert transport.data.startswith(b"HTTP/1.1 431 ") and transport.closed
+
+        protocol, transport = connect(echo, max_head_bytes=1024)
+        for _ in range(30):  # the same, dripped: counted before httptools completes the header
+            protocol.data_received(b"POST /mcp HTTP/1.1\r\nX-Big: " if not transport.writes and _ == 0 else b"a" * 100)
+            if transport.closed:
+                break
+        assert transport.data.startswith(b"HTTP/1.1 431 ")
+
+    asyncio.run(main())
+
+
+def test_disconnect_cancels_through_the_hook() -> None:
+    """Under the guarded protocol the request task is cancelled by on_disconnect: no watcher task."""
+    async def main() -> None:
+        outcome: list[Any] = []
+        started = asyncio.Event()
+
+        async def slow() -> str:
+            started.set()
+            await asyncio.sleep(30)
+            return "done"
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            await receive()
+            before = len(asyncio.all_tasks())
+            work = slow()
+            outcome.append(("tasks during the call", before))
+            outcome.append(("result", await _until_disconnect(work, receive)))
+            outcome.append(("cancelling", asyncio.current_task().cancelling()))  # type: ignore[union-attr]
+
+        protocol, transport = connect(app)
+        protocol.data_received(post())
+        await started.wait()
+        assert len(asyncio.all_tasks()) == outcome[0][1]  # no task was added for the call
+        protocol.connection_lost(None)
+        await settle()
+        assert outcome[1:] == [("result", None), ("cancelling", 0)]
+
+    asyncio.run(main())
+
+
+def test_until_disconnect_under_another_server() -> None:
+    """A plain ASGI receive: a watcher task only once the work yields; a disconnect cancels the work."""
+    async def main() -> None:
+        gone = asyncio.Event()
+
+        async def receive() -> dict[str, Any]:
+            await gone.wait()
+            return {"type": "http.disconnect"}
+
+        async def quick() -> int:
+            return 7
+
+        before = len(asyncio.all_tasks())
+        assert await _until_disconnect(quick(), receive) == 7
+        assert len(asyncio.all_tasks()) == before
+        await settle()
+        assert len(asyncio.all_tasks()) == before  # the deferred watcher never started
+
+        cancelled = []
+
+        async def slow() -> int:
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.append(True)
+                raise
+            return 1
+
+        async def leave_soon() -> None:
+            await asyncio.sleep(0.01)
+            gone.set()
+
+        leaver = asyncio.ensure_future(leave_soon())
+        assert await _until_disconnect(slow(), receive) is None
+        assert cancelled == [True] and asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+        await leaver
+
+        gone.clear()
+
+        async def medium() -> int:
+            await asyncio.sleep(0.01)
+            return 2
+
+        assert await _until_disconnect(medium(), receive) == 2
+        await settle()
+        assert len(asyncio.all_tasks()) == before  # the watcher was cancelled with the call
+
+    asyncio.run(main())
+
+
+def test_header_block_cache_stays_bounded() -> None:
+    async def main() -> None:
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            await receive()
+            sid = scope["path"].encode()
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [*JSON, (b"mcp-session-id", sid)], _BODY_FOLLOWS: True})
+            await send({"type": "http.response.body", "body": b"{}"})
+
+        protocol, transport = connect(app)
+        for i in range(300):
+            protocol.data_received(post(path=f"/s{i}"))
+            await settle()
+        assert transport.data.count(b"HTTP/1.1 200 OK") == 300
+        assert b"mcp-session-id: /s299\r\ncontent-length: 2\r\n\r\n{}" in transport.data
+        assert len(guarded._BLOCKS) <= 256
+
+    asyncio.run(main())
