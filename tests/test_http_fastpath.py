@@ -400,3 +400,36 @@ def test_header_block_cache_stays_bounded() -> None:
         assert len(guarded._BLOCKS) <= 256
 
     asyncio.run(main())
+
+
+def test_metrics_exposition_is_prometheus_clients(tmp_path: Any) -> None:
+    """The call counter and latency histogram, kept as plain numbers, write exactly what
+    prometheus_client's Counter and Histogram write for the same observations."""
+    import re
+
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+    from truecall import Server
+    from truecall.metrics import BUCKETS, Metrics
+
+    server = Server("m", "1", db=str(tmp_path / "m.db"), audit=False)
+    metrics = Metrics(server)
+    registry = CollectorRegistry()
+    calls = Counter("truecall_tool_calls", "Tool calls by tool and outcome class", ["tool", "outcome"],
+                    registry=registry)
+    latency = Histogram("truecall_tool_call_seconds", "Tool call latency", ["tool"], registry=registry,
+                        buckets=BUCKETS)
+    samples = [("a", "ok", 0.0004), ("a", "ok", 0.0005), ("a", "error", 0.003), ("b", "ok", 11.0),
+               ("b", "denied", 1.0), ("a", "ok", 0.25), ("c.d", "ok", 0.0)]
+    for tool, outcome, seconds in samples:
+        observe = server.observers[-1]
+        observe(tool, outcome, seconds)
+        calls.labels(tool, outcome).inc()
+        latency.labels(tool).observe(seconds)
+
+    def ours_only(text: bytes) -> str:
+        lines = [line for line in text.decode().splitlines() if "truecall_tool_call" in line]
+        return "\n".join(re.sub(r"_created(\{.*\}) \S+$", r"_created\1 T", line) for line in lines)
+
+    assert ours_only(metrics.render()) == ours_only(generate_latest(registry))
+    assert 'truecall_tool_call_seconds_bucket{le="+Inf",tool="b"} 2.0' in metrics.render().decode()

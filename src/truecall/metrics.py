@@ -6,11 +6,15 @@ through :attr:`Server.observers`, which costs nothing when empty.
 
 from __future__ import annotations
 
+import threading
 import time
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Any, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.samples import Sample
+from prometheus_client.utils import floatToGoString
 
 if TYPE_CHECKING:
     from .server import Server
@@ -44,24 +48,67 @@ class _TaskCollector:
         yield lag
 
 
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
+_LE = [floatToGoString(b) for b in BUCKETS] + ["+Inf"]
+
+
+class _CallCollector:
+    """``truecall_tool_calls`` (counter by tool and outcome) and ``truecall_tool_call_seconds``
+    (histogram by tool), kept as plain numbers: an observation is a few list increments, and
+    the exposition is what prometheus_client's Counter and Histogram would write."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.calls: dict[tuple[str, str], list[float]] = {}  # (tool, outcome) -> [count, created]
+        self.latency: dict[str, list[float]] = {}  # tool -> [per-bucket counts..., +Inf count, sum, created]
+
+    def describe(self) -> Iterator[Any]:
+        yield CounterMetricFamily("truecall_tool_calls", "Tool calls by tool and outcome class",
+                                  labels=["tool", "outcome"])
+        yield HistogramMetricFamily("truecall_tool_call_seconds", "Tool call latency", labels=["tool"])
+
+    def collect(self) -> Iterator[Any]:
+        with self.lock:
+            calls = {k: list(v) for k, v in self.calls.items()}
+            latency = {k: list(v) for k, v in self.latency.items()}
+        counter = CounterMetricFamily("truecall_tool_calls", "Tool calls by tool and outcome class",
+                                      labels=["tool", "outcome"])
+        for (tool, outcome), (count, created) in calls.items():
+            counter.add_metric([tool, outcome], count, created=created)
+        yield counter
+        histogram = HistogramMetricFamily("truecall_tool_call_seconds", "Tool call latency", labels=["tool"])
+        n = len(_LE)
+        for tool, values in latency.items():
+            cumulative, buckets = 0.0, []
+            for le, count in zip(_LE, values[:n]):
+                cumulative += count
+                buckets.append((le, cumulative))
+            histogram.add_metric([tool], buckets, values[n])
+            # (add_metric takes no created time for a histogram: the sample Histogram writes)
+            histogram.samples.append(Sample("truecall_tool_call_seconds_created", {"tool": tool}, values[n + 1]))
+        yield histogram
+
+
 class Metrics:
     def __init__(self, server: "Server") -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self.calls = Counter("truecall_tool_calls", "Tool calls by tool and outcome class",
-                             ["tool", "outcome"], registry=self.registry)
-        self.latency = Histogram("truecall_tool_call_seconds", "Tool call latency", ["tool"], registry=self.registry,
-                                 buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10))
+        self._collector = _CallCollector()
+        self.registry.register(self._collector)
         self.registry.register(_TaskCollector(server))
-        self._children: dict[tuple[str, str], Any] = {}
         server.observers.append(self.observe)
 
     def observe(self, tool: str, outcome: str, seconds: float) -> None:
-        children = self._children.get((tool, outcome))
-        if children is None:  # label lookups are slow; the set of (tool, outcome) pairs is small
-            children = self._children[(tool, outcome)] = (self.calls.labels(tool, outcome),
-                                                           self.latency.labels(tool))
-        children[0].inc()
-        children[1].observe(seconds)
+        c = self._collector
+        with c.lock:
+            count = c.calls.get((tool, outcome))
+            if count is None:
+                count = c.calls[(tool, outcome)] = [0.0, time.time()]
+            count[0] += 1
+            latency = c.latency.get(tool)
+            if latency is None:
+                latency = c.latency[tool] = [0.0] * (len(_LE) + 1) + [time.time()]
+            latency[bisect_left(BUCKETS, seconds)] += 1
+            latency[-2] += seconds
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
