@@ -26,6 +26,11 @@ from typing import Any, Awaitable, Callable, Iterable
 
 import orjson
 
+try:
+    from _asyncio import current_task as _current_task  # the C one (asyncio.current_task is Python in 3.11)
+except ImportError:  # pragma: no cover
+    _current_task = asyncio.current_task
+
 from ..auth import Principal
 from ..errors import (AccessDenied, HeaderMismatch, InsufficientScope, InternalError, InvalidCredential,
                       InvalidRequest, ProtocolError)
@@ -157,6 +162,9 @@ class HttpTransport:
         self.path = path
         self.allowed_hosts = frozenset(h.lower() for h in (allowed_hosts or LOOPBACK_HOSTS))
         self.allowed_origins = frozenset(h.lower() for h in (allowed_origins or self.allowed_hosts))
+        self._verdicts: dict[str, bool] = {}  # Host / "origin " + Origin value -> allowed
+        self._plain_path = path not in ("/healthz", "/readyz", "/metrics") and \
+            not path.startswith("/.well-known/oauth-protected-resource")  # (those paths win, as below)
         self._authenticate = authenticate
         self.anonymous = anonymous
         self.limits = limits
@@ -187,6 +195,14 @@ class HttpTransport:
             self._check_origin(headers)  # every path, /metrics and /readyz included
         except _HttpError as exc:
             await _respond(send, exc.status, orjson.dumps(jsonrpc.error_message(None, exc.error)), _JSON)
+            return
+        if path == self.path and scope["method"] == "POST" and self._plain_path:  # the hot path
+            try:
+                await self._post(scope, headers, receive, send)
+            except _HttpError as exc:
+                await self._refuse(send, exc)
+            except _ClientGone:
+                pass
             return
         if path == "/healthz":
             await _respond(send, 200, b'{"status":"ok"}')
@@ -223,14 +239,16 @@ class HttpTransport:
             else:
                 await _respond(send, 405, b"", [(b"allow", b"GET, POST, DELETE")])
         except _HttpError as exc:
-            try:  # a refusal, too, leaves after its records (auth.denied …); it says nothing happened anyway
-                await self.server.events.durable()
-            except Exception:
-                pass
-            await _respond(send, exc.status, orjson.dumps(jsonrpc.error_message(exc.id, exc.error)),
-                           exc.headers + _JSON)
+            await self._refuse(send, exc)
         except _ClientGone:
             return
+
+    async def _refuse(self, send: Send, exc: _HttpError) -> None:
+        try:  # a refusal, too, leaves after its records (auth.denied …); it says nothing happened anyway
+            await self.server.events.durable()
+        except Exception:
+            pass
+        await _respond(send, exc.status, orjson.dumps(jsonrpc.error_message(exc.id, exc.error)), exc.headers + _JSON)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -253,11 +271,28 @@ class HttpTransport:
 
     def _check_origin(self, headers: dict[str, str]) -> None:
         host = headers.get("host")
-        if host is None or _host_of(host) not in self.allowed_hosts:
+        ok = self._verdicts.get(host)  # type: ignore[arg-type]
+        if ok is None:
+            ok = host is not None and _host_of(host) in self.allowed_hosts
+            self._remember(host, ok)
+        if not ok:
             raise _HttpError(403, InvalidRequest("Host not allowed"))
         origin = headers.get("origin")
-        if origin is not None and _origin_host(origin) not in self.allowed_origins:
-            raise _HttpError(403, InvalidRequest("Origin not allowed"))
+        if origin is not None:
+            key = "origin " + origin  # (one cache for both: an Origin value has a scheme, a Host value none)
+            ok = self._verdicts.get(key)
+            if ok is None:
+                ok = _origin_host(origin) in self.allowed_origins
+                self._remember(key, ok)
+            if not ok:
+                raise _HttpError(403, InvalidRequest("Origin not allowed"))
+
+    def _remember(self, key: str | None, ok: bool) -> None:
+        if key is None:
+            return
+        if len(self._verdicts) >= 256:  # a client sending many values gets no memory, only the check
+            self._verdicts.clear()
+        self._verdicts[key] = ok
 
     def _principal(self, headers: dict[str, str], id: Any) -> Principal:
         auth = headers.get("authorization")
@@ -304,9 +339,14 @@ class HttpTransport:
         length = headers.get("content-length")
         if length is not None and (not length.isdigit() or int(length) > limit):
             raise _HttpError(413, InvalidRequest("Request body too large"))
+        message = await receive()
+        if message["type"] == "http.request" and not message.get("more_body"):  # the whole body at once
+            chunk = message.get("body", b"")
+            if len(chunk) > limit:
+                raise _HttpError(413, InvalidRequest("Request body too large"))
+            return chunk
         chunks, size = [], 0
         while True:
-            message = await receive()
             if message["type"] == "http.disconnect":
                 raise _ClientGone()
             chunk = message.get("body", b"")
@@ -316,6 +356,7 @@ class HttpTransport:
             chunks.append(chunk)
             if not message.get("more_body"):
                 return b"".join(chunks)
+            message = await receive()
 
     def _check_modern_headers(self, message: Incoming, headers: dict[str, str]) -> None:
         """2026-07-28: the routing headers must be present and match the body."""
@@ -461,17 +502,22 @@ class HttpTransport:
 
     async def _json(self, send: Send, response: dict[str, Any] | None, status: int, principal: Principal,
                     extra: list[tuple[bytes, bytes]] | None = None) -> None:
-        response = await self._durable(response)
-        headers = list(_JSON)
+        try:  # nothing is acknowledged before its audit record is committed (_durable, inline)
+            await self.server.events.durable()
+        except Exception:
+            if response is not None and "id" in response:
+                response = jsonrpc.error_message(response["id"], InternalError())
+        headers = _JSON
         if extra:
-            headers += extra
+            headers = _JSON + extra
         if status == 403 and response is not None:
             error = response.get("error", {})
             scopes = (error.get("data") or {}).get("requiredScopes") if isinstance(error, dict) else None
             if scopes:
-                headers.append((b"www-authenticate",
-                                self._challenge(error="insufficient_scope", scope=" ".join(scopes))))
-        await _respond(send, status, jsonrpc.encode(response) if response is not None else b"", headers)
+                headers = headers + [(b"www-authenticate",
+                                      self._challenge(error="insufficient_scope", scope=" ".join(scopes)))]
+        await send({"type": "http.response.start", "status": status, "headers": headers, _BODY_FOLLOWS: True})
+        await send({"type": "http.response.body", "body": jsonrpc.encode(response) if response is not None else b""})
 
     # -- sessions -------------------------------------------------------------------
 
@@ -590,7 +636,7 @@ async def _until_disconnect(work: Awaitable[Any], receive: Receive) -> Any:
     ``http.disconnect``, started only if the work does not finish at once (a synchronous
     tool never gives the loop a turn, and then nothing can be cancelled anyway).
     """
-    me = asyncio.current_task()
+    me = _current_task()
     assert me is not None
     gone = False
 
