@@ -135,6 +135,17 @@ class _Cycle(RequestResponseCycle):
             return
         await super().send(message)
 
+    async def receive(self) -> Any:
+        if self.more_body is False and not self.waiting_for_100_continue and not self.disconnected \
+                and not self.response_complete and self.message_event.is_set():
+            # the whole body is here already (the usual case): uvicorn's receive without the wait
+            self.flow.resume_reading()
+            self.message_event.clear()
+            message = {"type": "http.request", "body": bytes(self.body), "more_body": False}
+            self.body = bytearray()
+            return message
+        return await super().receive()
+
     def _send_whole(self, start: Any, message: Any) -> bool:
         """A complete response in one write, with a content-length; False when it needs uvicorn's way."""
         if not self.keep_alive or self.access_log or self.scope["method"] == "HEAD":
