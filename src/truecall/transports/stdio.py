@@ -158,42 +158,78 @@ class StdioConnection:
         self.session.close()
 
 
+class _LineReader(asyncio.Protocol):
+    """Splits stdin into lines and hands each to the connection as it arrives: no stream
+    reader, no future and no task switch per message.  A line longer than the limit is
+    answered once ("Message too large") and skipped up to its newline."""
+
+    def __init__(self, conn: StdioConnection, limit: int) -> None:
+        self.conn = conn
+        self.limit = limit
+        self.buffer = bytearray()
+        self.skipping = False  # inside an over-long line: drop bytes up to the next newline
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self.buffer
+        if self.skipping:
+            end = data.find(b"\n")
+            if end < 0:
+                return
+            self.skipping = False
+            data = data[end + 1:]
+        if buffer:
+            buffer += data
+            data = bytes(buffer)
+            buffer.clear()
+        start = 0
+        receive = self.conn.receive_line
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                break
+            if end - start > self.limit:
+                self._too_large()
+            else:
+                receive(data[start:end])
+            start = end + 1
+        if len(data) - start > self.limit:  # an over-long line still arriving
+            self._too_large()
+            self.skipping = True
+        elif start < len(data):
+            buffer += data[start:]
+
+    def _too_large(self) -> None:
+        self.conn.write(jsonrpc.error_message(None, jsonrpc.InvalidRequest("Message too large")))
+
+    def eof_received(self) -> bool:
+        if self.buffer and not self.skipping:  # a last line without its newline still counts
+            line, self.buffer = bytes(self.buffer), bytearray()
+            self.conn.receive_line(line)
+        if not self.closed.done():
+            self.closed.set_result(None)
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
 async def serve_stdio(engine: Engine, principal: Principal, *, stdin: BinaryIO | None = None,
                       stdout: BinaryIO | None = None, limits: Limits = DEFAULT_LIMITS,
                       eof_grace: float = EOF_GRACE_S) -> None:
     """Serve until stdin closes."""
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=limits.max_bytes + 1)
-    protocol = asyncio.StreamReaderProtocol(reader)
     source = stdin or sys.stdin.buffer
-    await loop.connect_read_pipe(lambda: protocol, os.fdopen(os.dup(source.fileno()), "rb", buffering=0))
     conn = StdioConnection(engine, principal, stdout or sys.stdout.buffer, limits=limits)
     engine.server.events.defer(loop)
     conn.start_background()
-    while True:
-        try:
-            line = await reader.readuntil(b"\n")
-        except asyncio.IncompleteReadError as eof:
-            if eof.partial:
-                conn.receive_line(eof.partial)  # a last line without its newline still counts
-            break
-        except asyncio.LimitOverrunError:
-            # An over-long line: answer it once, then skip to the next newline.
-            conn.write(jsonrpc.error_message(None, jsonrpc.InvalidRequest("Message too large")))
-            await _skip_line(reader)
-            continue
-        conn.receive_line(line[:-1])
+    reader = _LineReader(conn, limits.max_bytes)
+    transport, _ = await loop.connect_read_pipe(lambda: reader, os.fdopen(os.dup(source.fileno()), "rb", buffering=0))
+    try:
+        await reader.closed
+    finally:
+        transport.close()
     await conn.drain(eof_grace)
     engine.server.events.flush()
     conn.flush()
-
-
-async def _skip_line(reader: asyncio.StreamReader) -> None:
-    while True:
-        try:
-            await reader.readuntil(b"\n")
-            return
-        except asyncio.LimitOverrunError as exc:
-            await reader.readexactly(exc.consumed)
-        except asyncio.IncompleteReadError:
-            return
