@@ -15,6 +15,7 @@ import os
 import secrets
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -133,6 +134,8 @@ class AuditLog:
         self._journal_dir = journal_dir(db) if enabled and journal else None
         self._journal: Journal | None = None
         self._load_handle: asyncio.TimerHandle | None = None
+        self._loader: ThreadPoolExecutor | None = None
+        self._load_future: Future[int] | None = None
         self._load_failures = 0
         if self._journal_dir is not None:
             db.migrate(JOURNAL_MIGRATIONS)
@@ -180,6 +183,15 @@ class AuditLog:
         """Commit what is pending now, and load the journal into the table (at shutdown)."""
         if self._pending or self._flushing is not None:
             self._flush()
+        if self._load_future is not None:  # let the loader thread finish what it took
+            try:
+                self._load_future.result(timeout=60)
+            except Exception:  # loaded again just below
+                pass
+            self._load_future = None
+        if self._loader is not None:
+            self._loader.shutdown(wait=False)
+            self._loader = None
         journal = self._journal
         if journal is not None:
             if self._load_handle is not None:
@@ -246,20 +258,29 @@ class AuditLog:
             self._load_handle = self._loop.call_later(delay, self._load)
 
     def _load(self) -> None:
-        """Journal → table (on the loop, a batch at a time); the records are durable already."""
+        """Hand the journal to the loader thread (a timer on the loop): the records are durable
+        already, so the loop does not wait for the database; appends go on meanwhile."""
         self._load_handle = None
-        journal = self._journal
-        if journal is None:
+        journal, loop = self._journal, self._loop
+        if journal is None or loop is None or self._load_future is not None:
             return
-        try:
-            journal.load(self.db)
-        except Exception as exc:
+        if self._loader is None:
+            self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="truecall-audit-load")
+        future = self._load_future = self._loader.submit(journal.load, self.db)
+        future.add_done_callback(lambda f: _call_soon(loop, self._loaded, journal, f))
+
+    def _loaded(self, journal: Journal, future: "Future[int]") -> None:
+        if future is self._load_future:
+            self._load_future = None
+        if journal is not self._journal or self._loop is None:
+            return  # flushed (shutdown) or replaced meanwhile
+        exc = future.exception()
+        if exc is not None:
             self._load_failures += 1
             if self._load_failures == 1:
                 log.warning("audit records stay in the journal until the database takes them: %s",
                             type(exc).__name__)
-            if self._loop is not None:
-                self._load_handle = self._loop.call_later(LOAD_RETRY_S, self._load)
+            self._load_handle = self._loop.call_later(LOAD_RETRY_S, self._load)
             return
         if self._load_failures:
             log.warning("audit journal loaded again after %d failed attempts", self._load_failures)
@@ -270,7 +291,7 @@ class AuditLog:
                 journal.close(self.db)
             except Exception:  # the next process to open the database finishes the clean-up
                 pass
-        elif journal.pending and self._loop is not None:  # written while loading (another thread)
+        elif journal.pending and self._load_handle is None:  # written while it was loading
             self._load_handle = self._loop.call_later(LOAD_DELAY_S, self._load)
 
     def _retain(self, rows: list[tuple[Any, ...]], seqs: list[int], dropped: int) -> None:
@@ -352,6 +373,13 @@ class AuditLog:
 
 
 _MISSING = object()
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Any, *args: Any) -> None:
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:  # the loop is closed: flush() at shutdown has loaded what was left
+        pass
 
 
 def _row(r: tuple[Any, ...]) -> AuditRecord:

@@ -133,7 +133,8 @@ class Journal:
         #: Bytes written, and bytes whose rows are in the table.
         self.size = 0
         self.loaded = 0
-        self._lock = threading.Lock()  # one load at a time (queries may load from other threads)
+        self._lock = threading.Lock()  # guards size, loaded and the kept rows
+        self._loading = threading.Lock()  # one load at a time (a loader thread, queries)
         #: The rows of bytes ``loaded:size`` when all of them were appended with their rows.
         self._rows: list[tuple[Any, ...]] | None = []
         #: A failed write could not be cut off: the file ends mid-line and takes no more records.
@@ -172,28 +173,36 @@ class Journal:
                 self._rows = None  # read the file back at the next load
 
     def load(self, db: Any) -> int:
-        """Move the lines not yet in the table into it; returns how many rows went in."""
-        with self._lock:
-            size = self.size
-            if self.loaded >= size or self.fd < 0:
-                return 0
-            if self._rows is not None:
-                rows, end = self._rows, size
+        """Move the lines not yet in the table into it; returns how many rows went in.
+
+        Safe from any thread; appends wait only while the state is read and updated, not
+        during the database transaction."""
+        with self._loading:
+            with self._lock:
+                size, start = self.size, self.loaded
+                if start >= size or self.fd < 0:
+                    return 0
+                kept = self._rows[:] if self._rows is not None else None
+            if kept is not None:
+                rows, end = kept, size
             else:
-                data = os.pread(self.fd, size - self.loaded, self.loaded)
-                rows, used = _decode(data)
-                end = self.loaded + used
+                rows, used = _decode(os.pread(self.fd, size - start, start))
+                end = start + used
             with db.transaction() as conn:
                 if rows:
                     conn.executemany(_INSERT, rows)
                 conn.execute(_MARK, (self.name, end))
-            self.loaded = end
-            self._rows = [] if end == size else None
+            with self._lock:
+                self.loaded = end
+                if self._rows is not None and kept is not None:
+                    del self._rows[:len(kept)]
+                elif self._rows is None and end == self.size:
+                    self._rows = []  # caught up: keep rows in memory again
             return len(rows)
 
     def close(self, db: Any) -> None:
         """Delete the file once all of it is in the table (else leave it for recovery)."""
-        with self._lock:
+        with self._loading, self._lock:
             if self.fd < 0:
                 return
             try:
