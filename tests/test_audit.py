@@ -376,3 +376,31 @@ def test_desk_audit_holds_no_planted_values(tmp_path):
     desk.db.close()
     data += _db_bytes(path)
     assert secret[len("SeCrEt"):].encode() not in data
+
+
+# -- the row writer's unrolled redaction is redact() ------------------------------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from truecall.redact import redact  # noqa: E402
+
+_SECRETISH = st.sampled_from(["password", "api_key", "Authorization", "token", "note", "client", "requestId",
+                              "Bearer abcdefgh12345678", "4111 1111 1111 1111", "sk_live_0123456789abcdefXYZ"])
+_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _SECRETISH | st.text(),
+                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_SECRETISH | st.text(), inner,
+                                                                                 max_size=3), max_leaves=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_SECRETISH | st.text(), _VALUES, max_size=6), st.sampled_from([None, "acme", 7]))
+def test_a_row_redacts_its_fields_exactly_as_redact_does(fields: dict, tenant: object) -> None:
+    from truecall.audit import AuditLog
+
+    import json
+
+    expected = json.loads(json.dumps(redact({k: v for k, v in fields.items()
+                                             if k not in ("tenant", "subject", "tool", "outcome")})))
+    row = AuditLog._row("k", {**fields, "tenant": tenant})
+    assert json.loads(row[-1]) == expected
+    assert row[2] == (None if tenant is None else redact(str(tenant)))

@@ -229,9 +229,7 @@ def test_a_full_journal_is_replaced_once_loaded(tmp_path: Path, monkeypatch: pyt
             await _served(log, f"r{n}")
             seen.update(_journals(tmp_path / "a.db"))
             if n % 4 == 3:
-                log._load()  # on the loader thread; rotation follows on the loop
-                while log._load_future is not None:
-                    await asyncio.sleep(0.001)
+                log._load()
         return seen
 
     seen = asyncio.run(scenario())

@@ -77,3 +77,125 @@ def test_an_over_long_line_is_answered_once_while_it_is_still_arriving() -> None
     assert len(conn.written) == 1 and conn.lines == []
     conn = _feed([b"x" * (LIMIT + 1), b"y" * 10 + b"\nok\n"])
     assert len(conn.written) == 1 and conn.lines == [b"ok"]
+
+
+# -- a request whose first step ran outside any task, then waited ---------------------------------------------
+
+import contextvars  # noqa: E402
+
+from truecall.transports.stdio import _resume  # noqa: E402
+
+_VAR: contextvars.ContextVar[str] = contextvars.ContextVar("_VAR", default="unset")
+
+
+def _eager(coro: Any) -> tuple[asyncio.Task[Any] | None, Any]:
+    """What the connection does: the first step here, the rest (if any) in a task."""
+    context = contextvars.copy_context()
+    try:
+        waiting = context.run(coro.send, None)
+    except StopIteration as stop:
+        return None, stop.value
+    return asyncio.get_running_loop().create_task(_resume(coro, waiting), context=context), None
+
+
+def test_a_request_that_waits_after_its_first_step_goes_on_in_a_task_with_its_context() -> None:
+    async def run() -> None:
+        gate: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        seen: list[str] = []
+
+        async def request() -> str:
+            _VAR.set("request")
+            value = await gate
+            seen.append(_VAR.get())
+            await asyncio.sleep(0)  # and waits again
+            return value + "!"
+
+        task, done = _eager(request())
+        assert task is not None and done is None
+        assert _VAR.get() == "unset"  # the first step's context is its own
+        gate.set_result("answer")
+        assert await task == "answer!" and seen == ["request"]
+
+        task, done = _eager(_instant())
+        assert task is None and done == 42
+
+    asyncio.run(run())
+
+
+async def _instant() -> int:
+    return 42
+
+
+def test_cancelling_a_request_that_waits_reaches_it_and_errors_pass_through() -> None:
+    async def run() -> None:
+        gate: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        cleaned: list[str] = []
+
+        async def request() -> None:
+            try:
+                await gate
+            except asyncio.CancelledError:
+                cleaned.append("cancelled")
+                raise
+
+        task, _ = _eager(request())
+        assert task is not None
+        await asyncio.sleep(0)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            pass
+        assert cleaned == ["cancelled"] and gate.cancelled()
+
+        async def failing() -> None:
+            await asyncio.sleep(0)
+            raise LookupError("boom")
+
+        task, _ = _eager(failing())
+        assert task is not None
+        try:
+            await task
+        except LookupError as exc:
+            assert str(exc) == "boom"
+        else:
+            raise AssertionError("the error did not pass through")
+
+    asyncio.run(run())
+
+
+def test_stdio_answers_every_pipelined_sync_call_once_when_records_wait_for_a_commit(tmp_path: Any) -> None:
+    """Without the journal a record waits for its commit, so every eagerly started call waits."""
+    import io
+
+    import orjson
+
+    from truecall import Principal, Server
+    from truecall.protocol import Engine
+    from truecall.transports.stdio import StdioConnection
+
+    app = Server("eager", db=str(tmp_path / "e.db"), audit_journal=False)
+
+    @app.tool("echo", description="Echoes.")
+    def echo(ctx: Any, text: str = "") -> str:
+        return text
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "eager", "version": "1"}}
+
+    async def run() -> list[dict[str, Any]]:
+        out = io.BytesIO()
+        app.events.defer(asyncio.get_running_loop())
+        conn = StdioConnection(Engine(app), Principal("tester", "t1"), out)
+        for rid in range(50):
+            conn.receive_line(orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
+                "name": "echo", "arguments": {"text": str(rid)}, "_meta": meta}}))
+        assert len(conn.inflight) == 50  # each waits for the batch's commit
+        await conn.drain(5.0)
+        conn.flush()
+        return [orjson.loads(line) for line in out.getvalue().splitlines()]
+
+    answers = asyncio.run(run())
+    assert sorted(a["id"] for a in answers) == list(range(50))
+    assert all(a["result"]["content"] == [{"type": "text", "text": str(a["id"])}] for a in answers)
+    assert len(app.events.query(kind="tool.called", limit=100)) == 50

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import logging
 import os
 import secrets
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 import orjson
 
 from .journal import JOURNAL_MIGRATIONS, Journal, encode_rows, journal_dir, recover_journals
-from .redact import fingerprint, redact
+from .redact import REDACTED, fingerprint, is_sensitive_name, redact, redact_text
 from .storage import Database
 
 log = logging.getLogger("truecall.audit")
@@ -134,8 +134,6 @@ class AuditLog:
         self._journal_dir = journal_dir(db) if enabled and journal else None
         self._journal: Journal | None = None
         self._load_handle: asyncio.TimerHandle | None = None
-        self._loader: ThreadPoolExecutor | None = None
-        self._load_future: Future[int] | None = None
         self._load_failures = 0
         if self._journal_dir is not None:
             db.migrate(JOURNAL_MIGRATIONS)
@@ -183,15 +181,6 @@ class AuditLog:
         """Commit what is pending now, and load the journal into the table (at shutdown)."""
         if self._pending or self._flushing is not None:
             self._flush()
-        if self._load_future is not None:  # let the loader thread finish what it took
-            try:
-                self._load_future.result(timeout=60)
-            except Exception:  # loaded again just below
-                pass
-            self._load_future = None
-        if self._loader is not None:
-            self._loader.shutdown(wait=False)
-            self._loader = None
         journal = self._journal
         if journal is not None:
             if self._load_handle is not None:
@@ -258,29 +247,20 @@ class AuditLog:
             self._load_handle = self._loop.call_later(delay, self._load)
 
     def _load(self) -> None:
-        """Hand the journal to the loader thread (a timer on the loop): the records are durable
-        already, so the loop does not wait for the database; appends go on meanwhile."""
+        """Journal → table (on the loop, a batch at a time); the records are durable already."""
         self._load_handle = None
-        journal, loop = self._journal, self._loop
-        if journal is None or loop is None or self._load_future is not None:
+        journal = self._journal
+        if journal is None:
             return
-        if self._loader is None:
-            self._loader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="truecall-audit-load")
-        future = self._load_future = self._loader.submit(journal.load, self.db)
-        future.add_done_callback(lambda f: _call_soon(loop, self._loaded, journal, f))
-
-    def _loaded(self, journal: Journal, future: "Future[int]") -> None:
-        if future is self._load_future:
-            self._load_future = None
-        if journal is not self._journal or self._loop is None:
-            return  # flushed (shutdown) or replaced meanwhile
-        exc = future.exception()
-        if exc is not None:
+        try:
+            journal.load(self.db)
+        except Exception as exc:
             self._load_failures += 1
             if self._load_failures == 1:
                 log.warning("audit records stay in the journal until the database takes them: %s",
                             type(exc).__name__)
-            self._load_handle = self._loop.call_later(LOAD_RETRY_S, self._load)
+            if self._loop is not None:
+                self._load_handle = self._loop.call_later(LOAD_RETRY_S, self._load)
             return
         if self._load_failures:
             log.warning("audit journal loaded again after %d failed attempts", self._load_failures)
@@ -291,7 +271,7 @@ class AuditLog:
                 journal.close(self.db)
             except Exception:  # the next process to open the database finishes the clean-up
                 pass
-        elif journal.pending and self._load_handle is None:  # written while it was loading
+        elif journal.pending and self._loop is not None:  # written while loading (another thread)
             self._load_handle = self._loop.call_later(LOAD_DELAY_S, self._load)
 
     def _retain(self, rows: list[tuple[Any, ...]], seqs: list[int], dropped: int) -> None:
@@ -330,10 +310,30 @@ class AuditLog:
 
     @staticmethod
     def _row(kind: str, fields: dict[str, Any], safe: dict[str, Any] | None = None) -> tuple[Any, ...]:
-        cols = [fields.pop(c, None) for c in _COLUMNS]
-        cols = [None if v is None else redact(str(v))[:256] for v in cols]
-        doc = orjson.dumps(redact(fields) if safe is None else {**redact(fields), **safe}, default=str)
-        return (time.time(), kind, *cols, doc)
+        cols = []
+        for name in _COLUMNS:
+            value = fields.pop(name, None)
+            if value is not None:
+                value = redact_text(value if type(value) is str else str(value))[:256]
+            cols.append(value)
+        doc = {}
+        for key, value in fields.items():  # redact(fields), unrolled for the flat dict a record is
+            key = redact_text(key if type(key) is str else str(key))
+            if is_sensitive_name(key):
+                doc[key] = REDACTED
+            elif value is None or type(value) in _PLAIN:
+                doc[key] = value
+            elif type(value) is str:
+                doc[key] = redact_text(value)
+            else:
+                doc[key] = redact(value, 1)
+        if safe is not None:
+            doc.update(safe)
+        try:
+            encoded = orjson.dumps(doc, default=str)
+        except TypeError:  # an integer beyond 64 bits (only an in-process caller can pass one)
+            encoded = json.dumps(doc, default=str, ensure_ascii=False).encode("utf-8", "replace")
+        return (time.time(), kind, *cols, encoded)
 
     def query(
         self,
@@ -373,13 +373,7 @@ class AuditLog:
 
 
 _MISSING = object()
-
-
-def _call_soon(loop: asyncio.AbstractEventLoop, fn: Any, *args: Any) -> None:
-    try:
-        loop.call_soon_threadsafe(fn, *args)
-    except RuntimeError:  # the loop is closed: flush() at shutdown has loaded what was left
-        pass
+_PLAIN = (int, float, bool)
 
 
 def _row(r: tuple[Any, ...]) -> AuditRecord:

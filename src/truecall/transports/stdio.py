@@ -10,9 +10,11 @@ gets no response.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import sys
-from typing import Any, BinaryIO
+import types
+from typing import Any, BinaryIO, Coroutine, Generator
 
 import orjson
 
@@ -52,6 +54,7 @@ class StdioConnection:
         self.session.stream = self.outbox
         self.inflight: dict[Any, asyncio.Task[None]] = {}
         self.audit = engine.server.events
+        self._tools = engine.server.registry.tools
         self._out: list[bytes] = []
         self._initializing: asyncio.Task[None] | None = None
         self._flush_scheduled = False
@@ -107,13 +110,31 @@ class StdioConnection:
         if key in self.inflight:
             self.write(jsonrpc.error_message(message.id, jsonrpc.InvalidRequest("Duplicate request id in flight")))
             return
-        task = asyncio.get_running_loop().create_task(self._run(message, key))
+        coro = self._run(message, key)
+        context = contextvars.copy_context()
+        if self._runs_eagerly(message):
+            # A synchronous tool: the call usually completes without waiting for anything, so its
+            # first step runs right here; only if it does wait does it become a task.
+            try:
+                waiting = context.run(coro.send, None)
+            except StopIteration:
+                return
+            coro = _resume(coro, waiting)
+        task = asyncio.get_running_loop().create_task(coro, context=context)
         self.inflight[key] = task
         if message.method == "initialize":
             self._initializing = task
             task.add_done_callback(lambda _: setattr(self, "_initializing", None))
         # A task cancelled before it ever ran skips _run's cleanup: forget it here too.
         task.add_done_callback(lambda t: self.inflight.pop(key, None) if self.inflight.get(key) is t else None)
+
+    def _runs_eagerly(self, message: jsonrpc.Incoming) -> bool:
+        """``tools/call`` of a synchronous tool: nothing on its way can need a running task
+        (``asyncio.timeout`` does; a sync tool cannot elicit), so it may start outside one."""
+        if message.method != "tools/call" or not isinstance(message.params, dict):
+            return False
+        tool = self._tools.get(message.params.get("name"))  # type: ignore[arg-type]
+        return tool is not None and not tool.is_async
 
     async def _run(self, message: jsonrpc.Incoming, key: Any) -> None:
         try:
@@ -156,6 +177,26 @@ class StdioConnection:
         if stopping:  # let them record their cancellation before the last commit
             await asyncio.wait(stopping, timeout=1.0)
         self.session.close()
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, Any], waiting: Any) -> Generator[Any, Any, Any]:
+    """Go on driving ``coro``, whose first step already ran outside any task and stopped at
+    ``waiting`` (the future it awaits): handed to a task, this yields that future again, so the
+    task waits for it, then passes results, exceptions and cancellation through."""
+    while True:
+        try:
+            value = yield waiting
+        except BaseException as exc:
+            try:
+                waiting = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+        else:
+            try:
+                waiting = coro.send(value)
+            except StopIteration as stop:
+                return stop.value
 
 
 class _LineReader(asyncio.Protocol):
