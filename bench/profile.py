@@ -97,7 +97,7 @@ def main() -> None:
     spy = py_spy()
     RESULTS.mkdir(parents=True, exist_ok=True)
     attr = "app_noaudit" if ns.no_audit else "app"
-    argv = [sys.executable, "-m", "truecall.cli", "serve", f"{PEERS / 'truecall_app.py'}:{attr}"]
+    argv = [sys.executable, "-m", "truecall", "serve", f"{PEERS / 'truecall_app.py'}:{attr}"]
     tmp = tempfile.mkdtemp(prefix="tc-profile-")
     logs = RESULTS / "profile-logs"
     logs.mkdir(exist_ok=True)

@@ -83,7 +83,7 @@ def free_port() -> int:
 
 def start_replica(db: str, env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
-    cmd = [sys.executable, "-m", "truecall.cli", "serve", APP, "--http", "--host", "127.0.0.1", "--port", str(port)]
+    cmd = [sys.executable, "-m", "truecall", "serve", APP, "--http", "--host", "127.0.0.1", "--port", str(port)]
     with open(log, "ab") as err:
         proc = subprocess.Popen(cmd, env={**os.environ, **env, "TRUECALL_DB": db}, cwd=log.parent,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err)

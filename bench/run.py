@@ -64,7 +64,7 @@ def systems(peers_python: str) -> list[System]:
     me = sys.executable
 
     def truecall_cmd(attr: str) -> tuple[list[str], Callable[[int, bool], list[str]]]:
-        base = [me, "-m", "truecall.cli", "serve", f"{PEERS / 'truecall_app.py'}:{attr}"]
+        base = [me, "-m", "truecall", "serve", f"{PEERS / 'truecall_app.py'}:{attr}"]
         return base, lambda port, _json: base + ["--http", "--port", str(port)]
 
     def peer(script: str, python: str, stdio: bool = True, http: bool = True) -> tuple[Any, Any]:

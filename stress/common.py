@@ -134,7 +134,7 @@ def terminate(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int | None:
 
 
 class ServerProcess:
-    """``python -m truecall.cli serve [APP] [--http ...]`` in ``workdir``, stopped by PID."""
+    """``python -m truecall serve [APP] [--http ...]`` in ``workdir``, stopped by PID."""
 
     def __init__(self, workdir: Path, *, app: str | None = None, http: bool = False,
                  env: dict[str, str] | None = None, extra_args: Iterable[str] = (),
@@ -149,8 +149,8 @@ class ServerProcess:
         self.env.pop("TRUECALL_PRINCIPAL", None)
         self.env.setdefault("PYTHONUNBUFFERED", "1")
         self.extra_args = list(extra_args)
-        #: What runs ``serve ...`` (default: ``python -m truecall.cli``).
-        self.launcher = launcher or [sys.executable, "-m", "truecall.cli"]
+        #: What runs ``serve ...`` (default: ``python -m truecall``).
+        self.launcher = launcher or [sys.executable, "-m", "truecall"]
         self.log = self.workdir / f"server-{'http' if http else 'stdio'}-{time.monotonic_ns()}.log"
         self.proc: subprocess.Popen[bytes] | None = None
         #: Run in the child before exec (e.g. to lower its descriptor limit).

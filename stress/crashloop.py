@@ -99,7 +99,7 @@ class DeskProcess:
     def spawn(self) -> "DeskProcess":
         """Start the process without waiting for it to be ready."""
         self.port = free_port()
-        cmd = [sys.executable, "-m", "truecall.cli", "serve", "--http", "--host", HOST, "--port", str(self.port)]
+        cmd = [sys.executable, "-m", "truecall", "serve", "--http", "--host", HOST, "--port", str(self.port)]
         with open(self.log, "ab") as err:
             self.proc = subprocess.Popen(cmd, cwd=self.workdir, env=self.env, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=err)

@@ -7,7 +7,7 @@ import sys
 
 
 def main() -> None:
-    from truecall.cli import main as truecall_main
+    from truecall.__main__ import main as truecall_main
 
     sys.argv[0] = "truecall"
     truecall_main()

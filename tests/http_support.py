@@ -83,7 +83,7 @@ def served(
     last_error: str = ""
     for _attempt in range(3):  # a free port can be taken between probe and bind: retry a fresh one
         port = free_port()
-        cmd = [sys.executable, "-m", "truecall.cli", "serve", *args, "--http", "--host", HOST, "--port", str(port)]
+        cmd = [sys.executable, "-m", "truecall", "serve", *args, "--http", "--host", HOST, "--port", str(port)]
         with open(log, "wb") as err:
             proc = subprocess.Popen(cmd, cwd=workdir, env=full_env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=err)

@@ -387,7 +387,7 @@ from truecall.redact import redact  # noqa: E402
 
 _SECRETISH = st.sampled_from(["password", "api_key", "Authorization", "token", "note", "client", "requestId",
                               "Bearer abcdefgh12345678", "4111 1111 1111 1111", "sk_live_0123456789abcdefXYZ"])
-_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | _SECRETISH | st.text(),
+_VALUES = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _SECRETISH | st.text(),
                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_SECRETISH | st.text(), inner,
                                                                                  max_size=3), max_leaves=8)
 

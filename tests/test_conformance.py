@@ -36,7 +36,7 @@ def fixture_url(tmp_path_factory):
     port = _free_port()
     workdir = tmp_path_factory.mktemp("conformance")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "truecall.cli", "serve", str(CONF / "server.py") + ":app", "--http", "--port", str(port)],
+        [sys.executable, "-m", "truecall", "serve", str(CONF / "server.py") + ":app", "--http", "--port", str(port)],
         cwd=workdir, stdout=subprocess.DEVNULL, stderr=open(workdir / "server.err", "wb"),
     )
     try:

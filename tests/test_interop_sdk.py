@@ -155,7 +155,7 @@ def stdio_transport(workdir: Path, principal: str = "operator", app: list[str] |
     workdir.mkdir(parents=True, exist_ok=True)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "truecall.cli", "serve", *(app or [])],
+        args=["-m", "truecall", "serve", *(app or [])],
         env={"TRUECALL_DB": str(workdir / "desk.db"), "TRUECALL_PRINCIPAL": PRINCIPALS[principal][0], **(env or {})},
         cwd=str(workdir),
     )

@@ -457,7 +457,7 @@ def jwt_served(directory: Path, jwks: str, *extra: str) -> Iterator[JwtServed]:
     env.pop("TRUECALL_PRINCIPAL", None)
     for _attempt in range(3):
         port = free_port()
-        cmd = [sys.executable, "-m", "truecall.cli", "serve", "--http", "--host", HOST, "--port", str(port),
+        cmd = [sys.executable, "-m", "truecall", "serve", "--http", "--host", HOST, "--port", str(port),
                "--jwt-issuer", ISSUER, "--jwt-audience", f"http://{HOST}:{port}/mcp", "--jwks", jwks, *extra]
         with open(log, "wb") as err:
             proc = subprocess.Popen(cmd, cwd=directory, env=env, stdin=subprocess.DEVNULL,

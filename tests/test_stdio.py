@@ -75,7 +75,7 @@ class StdioServer:
         full_env["TRUECALL_DB"] = str(cwd / "desk.db")
         full_env.pop("TRUECALL_PRINCIPAL", None)
         full_env.update(env or {})
-        self.proc = subprocess.Popen([sys.executable, "-m", "truecall.cli", "serve", *args], cwd=cwd, env=full_env,
+        self.proc = subprocess.Popen([sys.executable, "-m", "truecall", "serve", *args], cwd=cwd, env=full_env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.version = version  # for server-initiated messages and answers we cannot attribute
         self.sent: dict[bytes, tuple[str, str]] = {}  # request id -> (version, method)

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import importlib
-import importlib.util
-import ipaddress
 import os
 import sys
 from pathlib import Path
@@ -13,9 +9,11 @@ from typing import Any, Optional
 
 import typer
 
+from . import serving
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="truecall: honest MCP servers.")
 
-DEFAULT_APP = "truecall.incidents.app:build_desk"
+DEFAULT_APP = serving.DEFAULT_APP
 
 
 @app.callback()
@@ -25,43 +23,10 @@ def _root() -> None:
 
 def load_app(spec: str | None) -> Any:
     """``module:attribute`` or ``path/to/file.py:attribute``; a callable is called for the server."""
-    from .server import Server
-
-    spec = spec or DEFAULT_APP
-    target, _, attr = spec.partition(":")
-    attr = attr or "app"
-    if target.endswith(".py") or os.sep in target or "/" in target:
-        path = Path(target).resolve()
-        if not path.is_file():
-            raise typer.BadParameter(f"no such file: {target}")
-        sys.path.insert(0, str(path.parent))
-        module_name = f"_truecall_app_{path.stem}"
-        spec_obj = importlib.util.spec_from_file_location(module_name, path)
-        if spec_obj is None or spec_obj.loader is None:
-            raise typer.BadParameter(f"cannot import {target}")
-        module = importlib.util.module_from_spec(spec_obj)
-        sys.modules[module_name] = module
-        spec_obj.loader.exec_module(module)
-    else:
-        sys.path.insert(0, os.getcwd())
-        module = importlib.import_module(target)
-    obj = module
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    if not isinstance(obj, Server) and callable(obj):
-        obj = obj()
-    if not isinstance(obj, Server):
-        raise typer.BadParameter(f"{spec} is not a truecall.Server (or a function returning one)")
-    return obj
-
-
-def _is_loopback(host: str) -> bool:
-    if host in ("localhost",):
-        return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+        return serving.load_app(spec)
+    except serving.ServeError as exc:
+        raise typer.BadParameter(str(exc)) from None
 
 
 @app.command()
@@ -84,94 +49,15 @@ def serve(
     tenant_claim: str = typer.Option("tenant", "--tenant-claim", help="JWT claim holding the tenant"),
     scope_claim: str = typer.Option("scope", "--scope-claim", help="JWT claim holding the scopes"),
 ) -> None:
-    """Serve APP over stdio (default) or Streamable HTTP."""
-    server = load_app(target)
-    _configure_credentials(server, token_file, jwt_issuer, jwt_audience, jwks, tenant_claim, scope_claim)
-    from .protocol.engine import Engine
-
-    engine = Engine(server)
-    if not http:
-        from .transports.stdio import serve_stdio
-
-        principal = _stdio_principal(server)
-        _run(serve_stdio(engine, principal))
-        return
-    loopback = _is_loopback(host)
-    entries = getattr(server.tokens, "entries", None)
-    has_tokens = entries is None or any(True for _ in entries())
-    if not loopback and (server.demo_credentials or not has_tokens):
-        typer.echo("refusing to bind a non-loopback address with demo or no credentials; "
-                   "configure a token file first", err=True)
-        raise typer.Exit(2)
-    from .transports.http import LOOPBACK_HOSTS, HttpTransport
-
-    hosts = set(LOOPBACK_HOSTS) if loopback else set()
-    hosts.update(h.lower() for h in allowed_host)
-    if not loopback:
-        hosts.add(host.lower())
-    anonymous = server.local_principal if (loopback and not has_tokens) else None
-    asgi = HttpTransport(engine, path=path, allowed_hosts=hosts, anonymous=anonymous)
-    import uvicorn
-
-    from .transports.guarded import SHUTDOWN_TIMEOUT_S, GuardedHttpToolsProtocol
-
-    config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on",
-                            http=GuardedHttpToolsProtocol, timeout_graceful_shutdown=SHUTDOWN_TIMEOUT_S,
-                            loop="uvloop" if _has_uvloop() else "asyncio", access_log=False,
-                            proxy_headers=False)
-    uvicorn.Server(config).run()
-
-
-def _configure_credentials(server: Any, token_file: Path | None, issuer: str | None, audience: str | None,
-                           jwks: str | None, tenant_claim: str, scope_claim: str) -> None:
-    """Credentials from configuration replace the app's (and its demo tokens)."""
-    if issuer or jwks or audience:  # any one of them means JWTs were meant: never fall back silently
-        if not (issuer and jwks and audience):
-            raise typer.BadParameter("JWT verification needs --jwt-issuer, --jwt-audience and --jwks")
-        from .oauth import ClaimNames, JWTVerifier
-
-        server.tokens = JWTVerifier(issuer=issuer, audience=audience, jwks=jwks,
-                                    claims=ClaimNames(tenant=tenant_claim, scope=scope_claim),
-                                    scopes_supported=sorted({s for t in server.registry.tools.values()
-                                                             for s in t.scopes}),
-                                    resource_name=server.title or server.name)
-        server.demo_credentials = False
-    elif token_file is not None:
-        from .auth import StaticTokens
-
-        server.tokens = StaticTokens.from_file(token_file)
-        server.demo_credentials = False
-
-
-def _has_uvloop() -> bool:
-    return importlib.util.find_spec("uvloop") is not None
-
-
-def _stdio_principal(server: Any) -> Any:
-    """stdio has no bearer token: the principal comes from local configuration.
-
-    ``TRUECALL_PRINCIPAL="subject,tenant,scope1 scope2"`` overrides the app's
-    ``local_principal`` (the desk's default is the acme operator).
-    """
-    from .auth import Principal
-
-    raw = os.environ.get("TRUECALL_PRINCIPAL")
-    if raw:
-        subject, tenant, scopes = (raw.split(",", 2) + ["", ""])[:3]
-        return Principal(subject.strip(), tenant.strip(), frozenset(scopes.split()))
-    if server.local_principal is None:
-        typer.echo("no local principal: set TRUECALL_PRINCIPAL or the app's local_principal", err=True)
-        raise typer.Exit(2)
-    return server.local_principal
-
-
-def _run(coro: Any) -> None:
-    if _has_uvloop():
-        import uvloop
-
-        uvloop.run(coro)
-    else:
-        asyncio.run(coro)
+    """Serve APP over stdio (default) or Streamable HTTP (``truecall serve`` runs the same without typer:
+    ``truecall.serving``)."""
+    try:
+        serving.serve(target, http=http, host=host, port=port, path=path, allowed_host=allowed_host,
+                      token_file=token_file, jwt_issuer=jwt_issuer, jwt_audience=jwt_audience, jwks=jwks,
+                      tenant_claim=tenant_claim, scope_claim=scope_claim)
+    except serving.ServeError as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
 
 
 @app.command()

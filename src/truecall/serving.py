@@ -1,0 +1,207 @@
+"""``truecall serve``: load an app and serve it over stdio or Streamable HTTP.
+
+Kept free of the CLI framework on purpose: ``truecall serve`` parses its options with
+``argparse`` (:mod:`truecall.__main__`) and starts without importing typer and click,
+which a server would carry in memory for nothing.  ``truecall.cli`` offers the same
+command, with the other operator commands, on top of these functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.util
+import ipaddress
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+__all__ = ["DEFAULT_APP", "ServeError", "load_app", "serve", "serve_parser", "main"]
+
+DEFAULT_APP = "truecall.incidents.app:build_desk"
+
+
+class ServeError(Exception):
+    """A usage or configuration error: said in one line, exit status 2, no traceback."""
+
+
+def load_app(spec: str | None) -> Any:
+    """``module:attribute`` or ``path/to/file.py:attribute``; a callable is called for the server."""
+    from .server import Server
+
+    spec = spec or DEFAULT_APP
+    target, _, attr = spec.partition(":")
+    attr = attr or "app"
+    if target.endswith(".py") or os.sep in target or "/" in target:
+        path = Path(target).resolve()
+        if not path.is_file():
+            raise ServeError(f"no such file: {target}")
+        sys.path.insert(0, str(path.parent))
+        module_name = f"_truecall_app_{path.stem}"
+        spec_obj = importlib.util.spec_from_file_location(module_name, path)
+        if spec_obj is None or spec_obj.loader is None:
+            raise ServeError(f"cannot import {target}")
+        module = importlib.util.module_from_spec(spec_obj)
+        sys.modules[module_name] = module
+        spec_obj.loader.exec_module(module)
+    else:
+        sys.path.insert(0, os.getcwd())
+        module = importlib.import_module(target)
+    obj = module
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    if not isinstance(obj, Server) and callable(obj):
+        obj = obj()
+    if not isinstance(obj, Server):
+        raise ServeError(f"{spec} is not a truecall.Server (or a function returning one)")
+    return obj
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost",):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(
+    target: str | None = None,
+    *,
+    http: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    allowed_host: Sequence[str] = (),
+    token_file: Path | None = None,
+    jwt_issuer: str | None = None,
+    jwt_audience: str | None = None,
+    jwks: str | None = None,
+    tenant_claim: str = "tenant",
+    scope_claim: str = "scope",
+) -> None:
+    """Serve APP over stdio (default) or Streamable HTTP; raises :class:`ServeError` on bad usage."""
+    server = load_app(target)
+    _configure_credentials(server, token_file, jwt_issuer, jwt_audience, jwks, tenant_claim, scope_claim)
+    from .protocol.engine import Engine
+
+    engine = Engine(server)
+    if not http:
+        from .transports.stdio import serve_stdio
+
+        principal = _stdio_principal(server)
+        _run(serve_stdio(engine, principal))
+        return
+    loopback = _is_loopback(host)
+    entries = getattr(server.tokens, "entries", None)
+    has_tokens = entries is None or any(True for _ in entries())
+    if not loopback and (server.demo_credentials or not has_tokens):
+        raise ServeError("refusing to bind a non-loopback address with demo or no credentials; "
+                         "configure a token file first")
+    from .transports.http import LOOPBACK_HOSTS, HttpTransport
+
+    hosts = set(LOOPBACK_HOSTS) if loopback else set()
+    hosts.update(h.lower() for h in allowed_host)
+    if not loopback:
+        hosts.add(host.lower())
+    anonymous = server.local_principal if (loopback and not has_tokens) else None
+    asgi = HttpTransport(engine, path=path, allowed_hosts=hosts, anonymous=anonymous)
+    import uvicorn
+
+    from .transports.guarded import SHUTDOWN_TIMEOUT_S, GuardedHttpToolsProtocol
+
+    config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on",
+                            http=GuardedHttpToolsProtocol, timeout_graceful_shutdown=SHUTDOWN_TIMEOUT_S,
+                            loop="uvloop" if _has_uvloop() else "asyncio", access_log=False,
+                            proxy_headers=False)
+    uvicorn.Server(config).run()
+
+
+def _configure_credentials(server: Any, token_file: Path | None, issuer: str | None, audience: str | None,
+                           jwks: str | None, tenant_claim: str, scope_claim: str) -> None:
+    """Credentials from configuration replace the app's (and its demo tokens)."""
+    if issuer or jwks or audience:  # any one of them means JWTs were meant: never fall back silently
+        if not (issuer and jwks and audience):
+            raise ServeError("JWT verification needs --jwt-issuer, --jwt-audience and --jwks")
+        from .oauth import ClaimNames, JWTVerifier
+
+        server.tokens = JWTVerifier(issuer=issuer, audience=audience, jwks=jwks,
+                                    claims=ClaimNames(tenant=tenant_claim, scope=scope_claim),
+                                    scopes_supported=sorted({s for t in server.registry.tools.values()
+                                                             for s in t.scopes}),
+                                    resource_name=server.title or server.name)
+        server.demo_credentials = False
+    elif token_file is not None:
+        from .auth import StaticTokens
+
+        server.tokens = StaticTokens.from_file(token_file)
+        server.demo_credentials = False
+
+
+def _has_uvloop() -> bool:
+    return importlib.util.find_spec("uvloop") is not None
+
+
+def _stdio_principal(server: Any) -> Any:
+    """stdio has no bearer token: the principal comes from local configuration.
+
+    ``TRUECALL_PRINCIPAL="subject,tenant,scope1 scope2"`` overrides the app's
+    ``local_principal`` (the desk's default is the acme operator).
+    """
+    from .auth import Principal
+
+    raw = os.environ.get("TRUECALL_PRINCIPAL")
+    if raw:
+        subject, tenant, scopes = (raw.split(",", 2) + ["", ""])[:3]
+        return Principal(subject.strip(), tenant.strip(), frozenset(scopes.split()))
+    if server.local_principal is None:
+        raise ServeError("no local principal: set TRUECALL_PRINCIPAL or the app's local_principal")
+    return server.local_principal
+
+
+def _run(coro: Any) -> None:
+    if _has_uvloop():
+        import uvloop
+
+        uvloop.run(coro)
+    else:
+        asyncio.run(coro)
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    """The options of ``truecall serve`` (the same as ``truecall.cli``'s serve command)."""
+    env = os.environ.get
+    p = argparse.ArgumentParser(prog="truecall serve", description="Serve APP over stdio (default) or "
+                                "Streamable HTTP.")
+    p.add_argument("target", nargs="?", default=None, metavar="APP",
+                   help="APP as module:attribute or file.py:attribute (default: the incident desk)")
+    p.add_argument("--http", action="store_true", help="Serve Streamable HTTP instead of stdio")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (loopback by default)")
+    p.add_argument("--port", type=int, default=8000, help="HTTP port")
+    p.add_argument("--path", default="/mcp", help="HTTP endpoint path")
+    p.add_argument("--allowed-host", action="append", default=[], help="Extra Host/Origin names to accept")
+    p.add_argument("--token-file", type=Path, default=env("TRUECALL_TOKEN_FILE") or None,
+                   help="JSON file of hashed bearer tokens (replaces the app's) [env TRUECALL_TOKEN_FILE]")
+    p.add_argument("--jwt-issuer", default=env("TRUECALL_JWT_ISSUER") or None,
+                   help="Accept bearer JWTs from this issuer [env TRUECALL_JWT_ISSUER]")
+    p.add_argument("--jwt-audience", default=env("TRUECALL_JWT_AUDIENCE") or None,
+                   help="This server's resource URL; tokens must name it [env TRUECALL_JWT_AUDIENCE]")
+    p.add_argument("--jwks", default=env("TRUECALL_JWKS") or None,
+                   help="The issuer's JWKS: a file path or an https URL [env TRUECALL_JWKS]")
+    p.add_argument("--tenant-claim", default="tenant", help="JWT claim holding the tenant")
+    p.add_argument("--scope-claim", default="scope", help="JWT claim holding the scopes")
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
+    """``truecall serve ARGS``: the exit status."""
+    options = vars(serve_parser().parse_args(list(argv)))
+    try:
+        serve(options.pop("target"), **options)
+    except ServeError as exc:
+        print(f"truecall serve: {exc}", file=sys.stderr)
+        return 2
+    return 0
