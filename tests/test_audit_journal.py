@@ -315,3 +315,16 @@ def test_a_journal_whose_end_is_lost_takes_no_more_records_and_the_next_one_does
     log.flush()
     assert _ids(db) == ["r1", "r2", "r3"]
     assert _journals(tmp_path / "a.db") == []
+
+
+@pytest.mark.parametrize("count", [1, 5, 17, 300, 777])
+def test_a_load_keeps_the_journal_order_whatever_the_batch_size(tmp_path: Path, count: int) -> None:
+    db = Database(tmp_path / "a.db")
+    AuditLog(db)
+    journal = Journal(journal_dir(db))  # type: ignore[arg-type]
+    rows = [(float(n), "tool.called", "acme", "u", "t", "ok", orjson.dumps({"requestId": n})) for n in range(count)]
+    journal.append(encode_rows(rows[: count // 2]), rows[: count // 2])
+    journal.append(encode_rows(rows[count // 2:]))  # without its rows: read back from the file
+    assert journal.load(db) == count
+    assert _ids(db) == list(range(count))
+    journal.close(db)
