@@ -378,6 +378,8 @@ def test_handshake_session_tools_call_over_sse(desk: Any, http: httpx.Client) ->
         mcp_schema.check(message, LEGACY)
     final = messages[-1]
     assert final["id"] == 2
+    # Nothing was streamed before the answer: the stream is that one event, sent whole.
+    assert len(messages) == 1 and resp.headers["content-length"] == str(len(resp.content))
     mcp_schema.check(final, LEGACY, "CallToolResult")
     assert final["result"]["structuredContent"] == {"service": "payments", "count": 2, "tenant": "acme"}
 
@@ -443,6 +445,7 @@ def test_progress_streams_over_sse(app: Any, http: httpx.Client) -> None:
     assert all(p["params"]["progressToken"] == "tok-1" and p["params"]["total"] == 3 for p in progress)
     final = messages[-1]
     assert final["id"] == 60 and len(messages) == 4
+    assert resp.headers["transfer-encoding"] == "chunked"  # streamed as the progress came
     mcp_schema.check(final, MODERN, "CallToolResult")
     assert final["result"]["structuredContent"] == {"steps": 3}
 

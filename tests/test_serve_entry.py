@@ -79,3 +79,16 @@ def test_the_other_commands_still_go_to_the_cli() -> None:
     out = subprocess.run([sys.executable, "-m", "truecall", "--help"], capture_output=True, text=True,
                          timeout=60, cwd=ROOT)
     assert out.returncode == 0 and "audit" in out.stdout and "tasks" in out.stdout
+
+
+def test_a_served_process_moves_its_start_up_objects_out_of_the_collectors_way() -> None:
+    import gc
+
+    before = gc.get_threshold()
+    try:
+        serving._tune_gc()
+        assert gc.get_threshold()[0] == serving.GC_GEN0_THRESHOLD and gc.get_threshold()[1:] == before[1:]
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

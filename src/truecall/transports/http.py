@@ -132,6 +132,14 @@ class _SseOutbox:
     async def finish(self, message: dict[str, Any] | None) -> None:
         if self.closed:
             return
+        if not self.started and message is not None:
+            # Nothing was streamed before the answer: the whole stream is this one event, sent as
+            # one body (one write, with a content-length, under truecall's own protocol).
+            await self.start(True)
+            self.closed = True
+            await self.send_({"type": "http.response.body", "more_body": False,
+                              "body": b"event: message\ndata: " + jsonrpc.encode(message) + b"\n\n"})
+            return
         if message is not None:
             await self.send(message)
         await self.start(True)
