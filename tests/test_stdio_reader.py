@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -199,3 +200,36 @@ def test_stdio_answers_every_pipelined_sync_call_once_when_records_wait_for_a_co
     assert sorted(a["id"] for a in answers) == list(range(50))
     assert all(a["result"]["content"] == [{"type": "text", "text": str(a["id"])}] for a in answers)
     assert len(app.events.query(kind="tool.called", limit=100)) == 50
+
+
+@pytest.mark.parametrize("name", [["incident"], {"a": 1}, 7, None, "missing-tool"])
+def test_a_tools_call_with_any_name_is_answered_once(tmp_path: Any, name: Any) -> None:
+    import io
+
+    import orjson
+
+    from truecall import Principal, Server
+    from truecall.protocol import Engine
+    from truecall.transports.stdio import StdioConnection
+
+    app = Server("names", db=str(tmp_path / "n.db"))
+
+    @app.tool("echo", description="Echoes.")
+    def echo(ctx: Any, text: str = "") -> str:
+        return text
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "names", "version": "1"}}
+
+    async def run() -> list[dict[str, Any]]:
+        out = io.BytesIO()
+        app.events.defer(asyncio.get_running_loop())
+        conn = StdioConnection(Engine(app), Principal("tester", "t1"), out)
+        conn.receive_line(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                        "params": {"name": name, "arguments": {}, "_meta": meta}}))
+        await conn.drain(5.0)
+        conn.flush()
+        return [orjson.loads(line) for line in out.getvalue().splitlines()]
+
+    [answer] = asyncio.run(run())
+    assert answer["id"] == 1 and answer["error"]["code"] in (-32602, -32601)

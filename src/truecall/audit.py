@@ -318,8 +318,11 @@ class AuditLog:
             cols.append(value)
         doc = {}
         for key, value in fields.items():  # redact(fields), unrolled for the flat dict a record is
-            key = redact_text(key if type(key) is str else str(key))
-            if is_sensitive_name(key):
+            safe_key = _KEYS.get(key)
+            if safe_key is None:
+                safe_key = _key_verdict(key)
+            key, sensitive = safe_key
+            if sensitive:
                 doc[key] = REDACTED
             elif value is None or type(value) in _PLAIN:
                 doc[key] = value
@@ -374,6 +377,16 @@ class AuditLog:
 
 _MISSING = object()
 _PLAIN = (int, float, bool)
+#: Field name → (its redacted form, whether it names a secret): records use a few dozen names.
+_KEYS: dict[Any, tuple[str, bool]] = {}
+
+
+def _key_verdict(key: Any) -> tuple[str, bool]:
+    name = redact_text(key if type(key) is str else str(key))
+    verdict = (name, is_sensitive_name(name))
+    if len(_KEYS) < 4096 and type(key) is str:
+        _KEYS[key] = verdict
+    return verdict
 
 
 def _row(r: tuple[Any, ...]) -> AuditRecord:

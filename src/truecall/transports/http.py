@@ -624,10 +624,7 @@ def _header_params(tool: Any) -> list[tuple[str, str]]:
 
 
 def _headers(scope: Scope) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for name, value in scope.get("headers", ()):
-        out[name.decode("latin-1").lower()] = value.decode("latin-1")
-    return out
+    return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", ())}
 
 
 async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:

@@ -110,9 +110,10 @@ class StdioConnection:
         if key in self.inflight:
             self.write(jsonrpc.error_message(message.id, jsonrpc.InvalidRequest("Duplicate request id in flight")))
             return
+        eager = self._runs_eagerly(message)
         coro = self._run(message, key)
         context = contextvars.copy_context()
-        if self._runs_eagerly(message):
+        if eager:
             # A synchronous tool: the call usually completes without waiting for anything, so its
             # first step runs right here; only if it does wait does it become a task.
             try:
@@ -133,7 +134,8 @@ class StdioConnection:
         (``asyncio.timeout`` does; a sync tool cannot elicit), so it may start outside one."""
         if message.method != "tools/call" or not isinstance(message.params, dict):
             return False
-        tool = self._tools.get(message.params.get("name"))  # type: ignore[arg-type]
+        name = message.params.get("name")
+        tool = self._tools.get(name) if type(name) is str else None  # any JSON may be here: a list is unhashable
         return tool is not None and not tool.is_async
 
     async def _run(self, message: jsonrpc.Incoming, key: Any) -> None:
