@@ -165,8 +165,14 @@ def test_cancelling_a_request_that_waits_reaches_it_and_errors_pass_through() ->
     asyncio.run(run())
 
 
-def test_stdio_answers_every_pipelined_sync_call_once_when_records_wait_for_a_commit(tmp_path: Any) -> None:
-    """Without the journal a record waits for its commit, so every eagerly started call waits."""
+_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+         "io.modelcontextprotocol/clientInfo": {"name": "stdio-reader", "version": "1"}}
+
+
+def _echo_over_stdio(db: str, calls: list[dict[str, Any]], *, journal: bool = True,
+                     waiting: int | None = None) -> tuple[Any, list[dict[str, Any]]]:
+    """An app with a synchronous ``echo`` tool; ``calls`` (tools/call params) sent at once on one
+    connection; returns the app and the answers.  ``waiting``: how many must be in flight after."""
     import io
 
     import orjson
@@ -175,28 +181,32 @@ def test_stdio_answers_every_pipelined_sync_call_once_when_records_wait_for_a_co
     from truecall.protocol import Engine
     from truecall.transports.stdio import StdioConnection
 
-    app = Server("eager", db=str(tmp_path / "e.db"), audit_journal=False)
+    app = Server("echo", db=db, audit_journal=journal)
 
     @app.tool("echo", description="Echoes.")
     def echo(ctx: Any, text: str = "") -> str:
         return text
 
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "eager", "version": "1"}}
-
     async def run() -> list[dict[str, Any]]:
         out = io.BytesIO()
         app.events.defer(asyncio.get_running_loop())
         conn = StdioConnection(Engine(app), Principal("tester", "t1"), out)
-        for rid in range(50):
-            conn.receive_line(orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {
-                "name": "echo", "arguments": {"text": str(rid)}, "_meta": meta}}))
-        assert len(conn.inflight) == 50  # each waits for the batch's commit
+        for rid, params in enumerate(calls):
+            conn.receive_line(orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                            "params": {**params, "_meta": _META}}))
+        if waiting is not None:
+            assert len(conn.inflight) == waiting
         await conn.drain(5.0)
         conn.flush()
         return [orjson.loads(line) for line in out.getvalue().splitlines()]
 
-    answers = asyncio.run(run())
+    return app, asyncio.run(run())
+
+
+def test_stdio_answers_every_pipelined_sync_call_once_when_records_wait_for_a_commit(tmp_path: Any) -> None:
+    """Without the journal a record waits for its commit, so every eagerly started call waits."""
+    calls = [{"name": "echo", "arguments": {"text": str(rid)}} for rid in range(50)]
+    app, answers = _echo_over_stdio(str(tmp_path / "e.db"), calls, journal=False, waiting=50)
     assert sorted(a["id"] for a in answers) == list(range(50))
     assert all(a["result"]["content"] == [{"type": "text", "text": str(a["id"])}] for a in answers)
     assert len(app.events.query(kind="tool.called", limit=100)) == 50
@@ -204,32 +214,5 @@ def test_stdio_answers_every_pipelined_sync_call_once_when_records_wait_for_a_co
 
 @pytest.mark.parametrize("name", [["incident"], {"a": 1}, 7, None, "missing-tool"])
 def test_a_tools_call_with_any_name_is_answered_once(tmp_path: Any, name: Any) -> None:
-    import io
-
-    import orjson
-
-    from truecall import Principal, Server
-    from truecall.protocol import Engine
-    from truecall.transports.stdio import StdioConnection
-
-    app = Server("names", db=str(tmp_path / "n.db"))
-
-    @app.tool("echo", description="Echoes.")
-    def echo(ctx: Any, text: str = "") -> str:
-        return text
-
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "names", "version": "1"}}
-
-    async def run() -> list[dict[str, Any]]:
-        out = io.BytesIO()
-        app.events.defer(asyncio.get_running_loop())
-        conn = StdioConnection(Engine(app), Principal("tester", "t1"), out)
-        conn.receive_line(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                        "params": {"name": name, "arguments": {}, "_meta": meta}}))
-        await conn.drain(5.0)
-        conn.flush()
-        return [orjson.loads(line) for line in out.getvalue().splitlines()]
-
-    [answer] = asyncio.run(run())
-    assert answer["id"] == 1 and answer["error"]["code"] in (-32602, -32601)
+    _, [answer] = _echo_over_stdio(str(tmp_path / "n.db"), [{"name": name, "arguments": {}}])
+    assert answer["id"] == 0 and answer["error"]["code"] in (-32602, -32601)

@@ -659,30 +659,22 @@ async def _until_disconnect(work: Awaitable[Any], receive: Receive) -> Any:
         me.cancel()
 
     cycle = getattr(receive, "__self__", None)
-    if hasattr(cycle, "on_disconnect") and not cycle.disconnected:  # type: ignore[union-attr]
-        cycle.on_disconnect = leave  # type: ignore[union-attr]
-        try:
-            return await work
-        except asyncio.CancelledError:
-            if gone:
-                me.uncancel()
-                return None
-            raise
-        finally:
-            cycle.on_disconnect = None  # type: ignore[union-attr]
-
+    hooked = hasattr(cycle, "on_disconnect") and not cycle.disconnected  # type: ignore[union-attr]
     watcher: asyncio.Task[None] | None = None
+    later: asyncio.Handle | None = None
+    if hooked:
+        cycle.on_disconnect = leave  # type: ignore[union-attr]
+    else:
+        async def watch() -> None:
+            await _wait_disconnect(receive)
+            leave()
 
-    async def watch() -> None:
-        await _wait_disconnect(receive)
-        leave()
+        def start_watching() -> None:
+            nonlocal watcher
+            watcher = loop.create_task(watch())
 
-    def start_watching() -> None:
-        nonlocal watcher
-        watcher = loop.create_task(watch())
-
-    loop = asyncio.get_running_loop()
-    later = loop.call_soon(start_watching)  # runs only if the work yields to the loop
+        loop = asyncio.get_running_loop()
+        later = loop.call_soon(start_watching)  # runs only if the work yields to the loop
     try:
         return await work
     except asyncio.CancelledError:
@@ -691,9 +683,12 @@ async def _until_disconnect(work: Awaitable[Any], receive: Receive) -> Any:
             return None
         raise
     finally:
-        later.cancel()
-        if watcher is not None:
-            watcher.cancel()
+        if hooked:
+            cycle.on_disconnect = None  # type: ignore[union-attr]
+        else:
+            later.cancel()  # type: ignore[union-attr]
+            if watcher is not None:
+                watcher.cancel()
 
 
 async def _wait_disconnect(receive: Receive) -> None:
