@@ -328,3 +328,46 @@ def test_a_load_keeps_the_journal_order_whatever_the_batch_size(tmp_path: Path, 
     assert journal.load(db) == count
     assert _ids(db) == list(range(count))
     journal.close(db)
+
+
+_LIVE_WRITER = textwrap.dedent("""
+    import asyncio, sys
+    import truecall.audit as audit_module
+    from truecall.audit import AuditLog
+    from truecall.storage import Database
+
+    audit_module.LOAD_DELAY_S = float(sys.argv[2])
+    log = AuditLog(Database(sys.argv[1]))
+
+    async def main():
+        log.defer(asyncio.get_running_loop())
+        log.begin()
+        log.record("tool.called", tool="t", tenant="acme", outcome="ok", requestId="just-now")
+        await log.durable()
+        print("acknowledged", flush=True)
+        await asyncio.sleep(3600)
+
+    asyncio.run(main())
+""")
+
+
+@pytest.mark.parametrize("delay, shown", [(0.3, True), (60.0, False)], ids=["loads-soon", "stuck"])
+def test_the_audit_command_shows_what_a_running_server_acknowledged_a_moment_ago(
+        tmp_path: Path, delay: float, shown: bool) -> None:
+    path = tmp_path / "live.db"
+    proc = subprocess.Popen([sys.executable, "-c", _LIVE_WRITER, str(path), str(delay)], stdout=subprocess.PIPE,
+                            cwd=ROOT, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "acknowledged"  # type: ignore[union-attr]
+        out = subprocess.run([sys.executable, "-m", "truecall", "audit", "--db", str(path), "--json"],
+                             capture_output=True, text=True, timeout=60, cwd=ROOT)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        proc.stdout.close()  # type: ignore[union-attr]
+    assert out.returncode == 0, out.stderr
+    ids = [orjson.loads(line).get("requestId") for line in out.stdout.splitlines()]
+    if shown:  # the command waited for the server's load
+        assert ids == ["just-now"] and out.stderr == ""
+    else:  # it says so instead of pretending the trail is complete
+        assert ids == [] and "not in the table yet" in out.stderr

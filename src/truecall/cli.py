@@ -127,9 +127,14 @@ def audit(
 ) -> None:
     """Query the audit trail (newest first)."""
     from .audit import AuditLog
+    from .journal import journal_dir, unloaded_bytes, wait_loaded
     from .storage import open_database
 
-    log = AuditLog(open_database(_db_path(db)))
+    path = _db_path(db)
+    log = AuditLog(open_database(path))  # opening loads the journals of servers that were killed
+    if journal_dir(log.db) is not None and not wait_loaded(path, timeout=2.0):
+        typer.echo(f"note: {unloaded_bytes(path)} bytes of audit records that a running server acknowledged "
+                   "are not in the table yet (it loads them as soon as the database takes them)", err=True)
     records = log.query(kind=kind, tenant=tenant, subject=subject, tool=tool, outcome=outcome,
                         since=_parse_time(since), until=_parse_time(until), limit=limit)
     if as_json:
