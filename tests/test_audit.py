@@ -404,3 +404,25 @@ def test_a_row_redacts_its_fields_exactly_as_redact_does(fields: dict, tenant: o
     row = AuditLog._row("k", {**fields, "tenant": tenant})
     assert json.loads(row[-1]) == expected
     assert row[2] == (None if tenant is None else redact(str(tenant)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(tool=st.text(max_size=20) | _SECRETISH, tenant=st.none() | st.text(max_size=10) | _SECRETISH,
+       subject=st.none() | _SECRETISH, outcome=st.sampled_from(["ok", "invalid_input", "internal"]),
+       arguments=st.dictionaries(_SECRETISH | st.text(max_size=8), _VALUES, max_size=4),
+       duration=st.floats(min_value=0, max_value=1e6), client=st.none() | _SECRETISH | st.text(max_size=10),
+       request_id=st.none() | st.integers(min_value=-2**63, max_value=2**63 - 1) | st.text(max_size=20) | _SECRETISH)
+def test_the_straight_line_call_record_is_the_generic_record(tool: str, tenant: Any, subject: Any, outcome: str,
+                                                              arguments: dict, duration: float, client: Any,
+                                                              request_id: Any) -> None:
+    from truecall.audit import AuditLog
+
+    rows: list[tuple] = []
+    log = AuditLog.__new__(AuditLog)  # only the row building is under test here
+    log.enabled, log._key, log._commit = True, b"k" * 32, rows.append  # type: ignore[method-assign]
+    log.record_call("tool.called", tool, tenant, subject, outcome, arguments, duration, client, request_id)
+    ref = {} if request_id is None else {"requestId": request_id}
+    log.record("tool.called", tool=tool, tenant=tenant, subject=subject, outcome=outcome, arguments=arguments,
+               durationMs=duration, client=client, **ref)
+    straight, generic = rows
+    assert straight[1:] == generic[1:]

@@ -293,7 +293,23 @@ class AuditLog:
             return
         arguments = fields.pop("arguments", _MISSING)
         # The fingerprint is made of safe parts already (redacted keys, a size, a keyed hash).
-        row = self._row(kind, fields, None if arguments is _MISSING else fingerprint(arguments, self._key))
+        self._commit(self._row(kind, fields, None if arguments is _MISSING else fingerprint(arguments, self._key)))
+
+    def record_call(self, kind: str, tool: str, tenant: Any, subject: Any, outcome: str, arguments: Any,
+                    duration_ms: float, client: str | None, request_id: Any) -> None:
+        """``record(kind, tool=…, tenant=…, subject=…, outcome=…, arguments=…, durationMs=…,
+        client=…[, requestId=…])`` — the same row, straight-line: one of these per tool call."""
+        if not self.enabled:
+            return
+        doc: dict[str, Any] = {"durationMs": duration_ms,
+                               "client": None if client is None else redact_text(client)}
+        if request_id is not None:
+            doc["requestId"] = request_id if type(request_id) is int else redact_text(request_id)
+        doc.update(fingerprint(arguments, self._key))
+        self._commit((time.time(), kind, _column(tenant), _column(subject), _column(tool), _column(outcome),
+                      orjson.dumps(doc)))
+
+    def _commit(self, row: tuple[Any, ...]) -> None:
         loop = self._loop
         if loop is not None and self._loop_thread == threading.get_ident():
             self._made += 1
@@ -310,12 +326,7 @@ class AuditLog:
 
     @staticmethod
     def _row(kind: str, fields: dict[str, Any], safe: dict[str, Any] | None = None) -> tuple[Any, ...]:
-        cols = []
-        for name in _COLUMNS:
-            value = fields.pop(name, None)
-            if value is not None:
-                value = redact_text(value if type(value) is str else str(value))[:256]
-            cols.append(value)
+        cols = [_column(fields.pop(name, None)) for name in _COLUMNS]
         doc = {}
         for key, value in fields.items():  # redact(fields), unrolled for the flat dict a record is
             safe_key = _KEYS.get(key)
@@ -379,6 +390,10 @@ _MISSING = object()
 _PLAIN = (int, float, bool)
 #: Field name → (its redacted form, whether it names a secret): records use a few dozen names.
 _KEYS: dict[Any, tuple[str, bool]] = {}
+
+
+def _column(value: Any) -> str | None:
+    return None if value is None else redact_text(value if type(value) is str else str(value))[:256]
 
 
 def _key_verdict(key: Any) -> tuple[str, bool]:

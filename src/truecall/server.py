@@ -411,17 +411,9 @@ class Server:
         err = result.error
         outcome = (err.get("kind", "error") if err else "error") if result.is_error else "ok"
         elapsed = time.perf_counter() - started
-        self.events.record(
-            "tool.called",
-            tool=tool.name,
-            tenant=principal.tenant,
-            subject=principal.subject,
-            outcome=outcome,
-            arguments=arguments,
-            durationMs=round(elapsed * 1000, 3),
-            client=client,
-            **_request_ref(request_id),
-        )
+        ref = _request_ref(request_id).get("requestId") if request_id is not None else None
+        self.events.record_call("tool.called", tool.name, principal.tenant, principal.subject, outcome, arguments,
+                                round(elapsed * 1000, 3), client, ref)
         for observe in self.observers:
             observe(tool.name, outcome, elapsed)
         return result
