@@ -238,7 +238,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._out.close()
             return
         self._out.flush()
-        if self.cycle is None or not self.cycle.response_started:
+        # A head still being read after the last answer ended is a new request: it gets its 408 too
+        # (the cycle is the previous one's).  While an answer is still going out, no bytes are added.
+        if (self._reading_head and self._response_done) or self.cycle is None or not self.cycle.response_started:
             self.transport.write(_408)
         self.transport.close()
 
