@@ -457,3 +457,17 @@ def test_desk_under_a_dependency_fault(tmp_path: Path, scenario: str) -> None:
     assert checks.acked_calls > 50 and checks.audit_matched == checks.acked_calls
     assert report.refused_with_record == report.refused_calls
     assert checks.final_status and set(checks.final_status) <= {"completed", "cancelled", "failed"}
+
+
+def test_the_page_cache_is_configurable_and_nonsense_is_refused(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from truecall.storage import DEFAULT_CACHE_KIB
+
+    assert Database(tmp_path / "c.db").fetchone("PRAGMA cache_size")[0] == -DEFAULT_CACHE_KIB
+    assert Database(tmp_path / "c.db", cache_kib=4096).fetchone("PRAGMA cache_size")[0] == -4096
+    monkeypatch.setenv("TRUECALL_DB_CACHE_KIB", "1024")
+    assert Database(tmp_path / "c.db").fetchone("PRAGMA cache_size")[0] == -1024
+    for bad in ("lots", "0"):
+        monkeypatch.setenv("TRUECALL_DB_CACHE_KIB", bad)
+        with pytest.raises(ValueError, match="KiB"):
+            Database(tmp_path / "c.db")

@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-__all__ = ["Database", "Migration", "open_database", "unavailable", "ENV_BUSY_MS", "DEFAULT_BUSY_MS"]
+__all__ = ["Database", "Migration", "open_database", "unavailable", "ENV_BUSY_MS", "DEFAULT_BUSY_MS", "ENV_CACHE_KIB",
+           "DEFAULT_CACHE_KIB"]
 
 #: (name, SQL script) pairs; applied once each, in order, recorded in ``_migrations``.
 Migration = tuple[str, str]
@@ -27,6 +28,11 @@ Migration = tuple[str, str]
 #: also how long one statement can hold the whole process up.
 ENV_BUSY_MS = "TRUECALL_DB_BUSY_MS"
 DEFAULT_BUSY_MS = 10_000
+#: SQLite's own page cache per connection, in KiB.  Small on purpose: a server's hot pages are few
+#: (the right edge of the audit table, the open tasks), and a miss is one read from the operating
+#: system's page cache, which holds the rest; SQLite's default (2 MiB) is that much more memory.
+ENV_CACHE_KIB = "TRUECALL_DB_CACHE_KIB"
+DEFAULT_CACHE_KIB = 512
 #: Once a statement has waited the whole busy timeout in vain, the next ones wait only this long
 #: (milliseconds) until a write gets through again: a lock held for minutes must not turn every
 #: statement of every request into a full wait on the event loop (that is a hung server, not an
@@ -67,9 +73,11 @@ class Database:
     IntegrityError: type[Exception] = sqlite3.IntegrityError
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL",
-                 busy_timeout_ms: int | None = None) -> None:
+                 busy_timeout_ms: int | None = None, cache_kib: int | None = None) -> None:
         """``busy_timeout_ms``: how long a statement waits for another connection's lock before it
-        fails with ``database is locked`` (default ``$TRUECALL_DB_BUSY_MS`` or 10000)."""
+        fails with ``database is locked`` (default ``$TRUECALL_DB_BUSY_MS`` or 10000).
+        ``cache_kib``: SQLite's page cache for this connection (default ``$TRUECALL_DB_CACHE_KIB``
+        or 512)."""
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -84,6 +92,7 @@ class Database:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute(f"PRAGMA synchronous={synchronous}")
         self._conn.execute("PRAGMA foreign_keys=ON")
+        self._conn.execute(f"PRAGMA cache_size=-{_cache_kib(cache_kib)}")
         self._conn.execute(f"PRAGMA busy_timeout={busy}")
         self._conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
         self._closed = False
@@ -207,6 +216,20 @@ def _busy_ms(value: int | None) -> int:
             raise ValueError(f"{ENV_BUSY_MS} must be a whole number of milliseconds, not {raw!r}") from None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError("busy_timeout_ms must be a whole number of milliseconds >= 0")
+    return value
+
+
+def _cache_kib(value: int | None) -> int:
+    if value is None:
+        raw = os.environ.get(ENV_CACHE_KIB, "").strip()
+        if not raw:
+            return DEFAULT_CACHE_KIB
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValueError(f"{ENV_CACHE_KIB} must be a whole number of KiB, not {raw!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 64:
+        raise ValueError("the SQLite page cache must be a whole number of KiB >= 64")
     return value
 
 
