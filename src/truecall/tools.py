@@ -194,6 +194,15 @@ class Registry:
         self.templates: list[ResourceTemplate] = []
         self.prompts: dict[str, Prompt] = {}
 
+    def answers_at_once(self, params: Any) -> bool:
+        """``tools/call`` ``params`` that name a synchronous tool without task support: its handler
+        runs without ever giving the loop a turn, so the call needs no task of its own to start in
+        and no watcher for a disconnect that could not interrupt it anyway.  (Any JSON may be in
+        ``params``: a name that is a list is unhashable.)"""
+        name = params.get("name") if isinstance(params, dict) else None
+        tool = self.tools.get(name) if type(name) is str else None
+        return tool is not None and not tool.is_async and tool.task_support == "forbidden"
+
     def add_tool(self, tool: Tool) -> Tool:
         if tool.name in self.tools:
             raise ValueError(f"tool {tool.name!r} is already registered")

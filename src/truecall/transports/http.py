@@ -454,7 +454,7 @@ class HttpTransport:
         if streaming:
             await self._stream(message, principal, None, [], receive, send)
             return
-        if message.method == "tools/call" and not self._runs_at_once(message):
+        if message.method == "tools/call" and not self.server.registry.answers_at_once(message.params):
             result = await _until_disconnect(
                 self.engine.handle_with_status(message, principal, modern_hint=True), receive)
             if result is None:
@@ -463,13 +463,6 @@ class HttpTransport:
         else:
             response, status = await self.engine.handle_with_status(message, principal, modern_hint=True)
         await self._json(send, response, status, principal)
-
-    def _runs_at_once(self, message: Incoming) -> bool:
-        """A synchronous tool without task support never gives the loop a turn before it answers:
-        a disconnect could not cancel it, so nothing needs to watch for one."""
-        name = (message.params or {}).get("name")
-        tool = self.server.registry.tools.get(name) if type(name) is str else None
-        return tool is not None and not tool.is_async and tool.task_support == "forbidden"
 
     async def _post_legacy(self, message: Incoming, headers: dict[str, str], session_id: str | None,
                            principal: Principal, receive: Receive, send: Send) -> None:
@@ -496,7 +489,7 @@ class HttpTransport:
         outbox = _SseOutbox(send, extra)
         work = self.engine.handle_with_status(message, principal, session=session, outbox=outbox,
                                               modern_hint=session is None)
-        result = await (work if message.method == "tools/call" and self._runs_at_once(message)
+        result = await (work if message.method == "tools/call" and self.server.registry.answers_at_once(message.params)
                         else _until_disconnect(work, receive))
         if result is None:
             outbox.closed = True

@@ -54,7 +54,7 @@ class StdioConnection:
         self.session.stream = self.outbox
         self.inflight: dict[Any, asyncio.Task[None]] = {}
         self.audit = engine.server.events
-        self._tools = engine.server.registry.tools
+        self._registry = engine.server.registry
         self._out: list[bytes] = []
         self._initializing: asyncio.Task[None] | None = None
         self._flush_scheduled = False
@@ -110,12 +110,12 @@ class StdioConnection:
         if key in self.inflight:
             self.write(jsonrpc.error_message(message.id, jsonrpc.InvalidRequest("Duplicate request id in flight")))
             return
-        eager = self._runs_eagerly(message)
+        eager = message.method == "tools/call" and self._registry.answers_at_once(message.params)
         coro = self._run(message, key)
         context = contextvars.copy_context()
         if eager:
-            # A synchronous tool: the call usually completes without waiting for anything, so its
-            # first step runs right here; only if it does wait does it become a task.
+            # The call usually completes without waiting for anything (its records may wait for a
+            # commit), so its first step runs right here; only if it does wait does it become a task.
             try:
                 waiting = context.run(coro.send, None)
             except StopIteration:
@@ -128,15 +128,6 @@ class StdioConnection:
             task.add_done_callback(lambda _: setattr(self, "_initializing", None))
         # A task cancelled before it ever ran skips _run's cleanup: forget it here too.
         task.add_done_callback(lambda t: self.inflight.pop(key, None) if self.inflight.get(key) is t else None)
-
-    def _runs_eagerly(self, message: jsonrpc.Incoming) -> bool:
-        """``tools/call`` of a synchronous tool: nothing on its way can need a running task
-        (``asyncio.timeout`` does; a sync tool cannot elicit), so it may start outside one."""
-        if message.method != "tools/call" or not isinstance(message.params, dict):
-            return False
-        name = message.params.get("name")
-        tool = self._tools.get(name) if type(name) is str else None  # any JSON may be here: a list is unhashable
-        return tool is not None and not tool.is_async
 
     async def _run(self, message: jsonrpc.Incoming, key: Any) -> None:
         try:
