@@ -18,7 +18,7 @@ from uvicorn.server import ServerState
 
 from truecall.transports import guarded
 from truecall.transports.guarded import GuardedHttpToolsProtocol
-from truecall.transports.http import _BODY_FOLLOWS, _until_disconnect
+from truecall.transports.http import BODY_FOLLOWS as _BODY_FOLLOWS, _until_disconnect
 
 JSON = [(b"content-type", b"application/json")]
 

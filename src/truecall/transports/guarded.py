@@ -29,6 +29,8 @@ from typing import Any, Callable
 from uvicorn.protocols.http.httptools_impl import (HEADER_RE, HEADER_VALUE_RE, STATUS_LINE, HttpToolsProtocol,
                                                    RequestResponseCycle)
 
+from .http import BODY_FOLLOWS
+
 __all__ = ["GuardedHttpToolsProtocol", "SHUTDOWN_TIMEOUT_S"]
 
 HEAD_TIMEOUT_S = float(os.environ.get("TRUECALL_HEAD_TIMEOUT_S", "10"))
@@ -40,9 +42,6 @@ _408 = b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\ncontent-len
 _431 = (b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain\r\ncontent-length: 31\r\n"
         b"connection: close\r\n\r\nRequest Header Fields Too Large")
 _SLACK_S = 0.002  # the loop's timers have millisecond resolution: a timer this close to its deadline has expired
-
-#: Key of an ``http.response.start`` message: the body message follows at once (hold the head for it).
-BODY_FOLLOWS = "truecall.body_follows"
 
 
 class _Output:

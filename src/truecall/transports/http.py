@@ -40,7 +40,7 @@ from ..protocol.sessions import SessionStore
 from ..protocol.jsonrpc import DEFAULT_LIMITS, Incoming, Limits, MessageError
 from ..protocol.versions import LEGACY, META_VERSION, MODERN
 
-__all__ = ["HttpTransport", "LOOPBACK_HOSTS"]
+__all__ = ["HttpTransport", "LOOPBACK_HOSTS", "BODY_FOLLOWS"]
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -55,7 +55,7 @@ _SSE = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")
 _B64 = re.compile(r"^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$")
 # A key of http.response.start: the body message follows at once, so a server that knows it
 # (truecall's own protocol, transports/guarded.py) writes head and body together.  Others ignore it.
-_BODY_FOLLOWS = "truecall.body_follows"
+BODY_FOLLOWS = "truecall.body_follows"
 
 
 class _ClientGone(Exception):
@@ -120,14 +120,13 @@ class _SseOutbox:
         if not self.started:
             self.started = True
             await self.send_({"type": "http.response.start", "status": 200, "headers": _SSE + self.headers,
-                              _BODY_FOLLOWS: body_follows})
+                              BODY_FOLLOWS: body_follows})
 
     async def send(self, message: dict[str, Any]) -> None:
         if self.closed:
             return
         await self.start(True)
-        await self.send_({"type": "http.response.body",
-                          "body": b"event: message\ndata: " + jsonrpc.encode(message) + b"\n\n", "more_body": True})
+        await self.send_({"type": "http.response.body", "body": _event(message), "more_body": True})
 
     async def finish(self, message: dict[str, Any] | None) -> None:
         if self.closed:
@@ -137,14 +136,18 @@ class _SseOutbox:
             # one body (one write, with a content-length, under truecall's own protocol).
             await self.start(True)
             self.closed = True
-            await self.send_({"type": "http.response.body", "more_body": False,
-                              "body": b"event: message\ndata: " + jsonrpc.encode(message) + b"\n\n"})
+            await self.send_({"type": "http.response.body", "body": _event(message), "more_body": False})
             return
         if message is not None:
             await self.send(message)
         await self.start(True)
         self.closed = True
         await self.send_({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def _event(message: dict[str, Any]) -> bytes:
+    """One JSON-RPC message as an SSE event."""
+    return b"event: message\ndata: " + jsonrpc.encode(message) + b"\n\n"
 
 
 class HttpTransport:
@@ -511,11 +514,7 @@ class HttpTransport:
 
     async def _json(self, send: Send, response: dict[str, Any] | None, status: int, principal: Principal,
                     extra: list[tuple[bytes, bytes]] | None = None) -> None:
-        try:  # nothing is acknowledged before its audit record is committed (_durable, inline)
-            await self.server.events.durable()
-        except Exception:
-            if response is not None and "id" in response:
-                response = jsonrpc.error_message(response["id"], InternalError())
+        response = await self._durable(response)
         headers = _JSON
         if extra:
             headers = _JSON + extra
@@ -525,8 +524,7 @@ class HttpTransport:
             if scopes:
                 headers = headers + [(b"www-authenticate",
                                       self._challenge(error="insufficient_scope", scope=" ".join(scopes)))]
-        await send({"type": "http.response.start", "status": status, "headers": headers, _BODY_FOLLOWS: True})
-        await send({"type": "http.response.body", "body": jsonrpc.encode(response) if response is not None else b""})
+        await _respond(send, status, jsonrpc.encode(response) if response is not None else b"", headers)
 
     # -- sessions -------------------------------------------------------------------
 
@@ -629,7 +627,7 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    await send({"type": "http.response.start", "status": status, "headers": headers or _JSON, _BODY_FOLLOWS: True})
+    await send({"type": "http.response.start", "status": status, "headers": headers or _JSON, BODY_FOLLOWS: True})
     await send({"type": "http.response.body", "body": body})
 
 
