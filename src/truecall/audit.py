@@ -181,17 +181,11 @@ class AuditLog:
         """Commit what is pending now, and load the journal into the table (at shutdown)."""
         if self._pending or self._flushing is not None:
             self._flush()
-        journal = self._journal
-        if journal is not None:
+        if self._journal is not None:
             if self._load_handle is not None:
                 self._load_handle.cancel()
                 self._load_handle = None
-            self._journal = None
-            try:
-                journal.load(self.db)
-            except Exception as exc:  # left on disk: the next process to open the database loads it
-                log.warning("audit journal %s not loaded at shutdown: %s", journal.name, type(exc).__name__)
-            journal.close(self.db)
+            self._retire()
 
     def sync(self) -> None:
         """Load the records this process has journaled into the table now (queries do)."""
@@ -231,14 +225,9 @@ class AuditLog:
     def _append(self, batch: list[tuple[Any, ...]]) -> None:
         if not batch:
             return
+        if self._journal is not None and self._journal.broken:  # ends mid-line: load what it holds, start another
+            self._retire()
         journal = self._journal
-        if journal is not None and journal.broken:  # ends mid-line: load what it holds, start another
-            try:
-                journal.load(self.db)
-                journal.close(self.db)
-            except Exception:  # left on disk for the next process that opens the database
-                pass
-            journal = None
         if journal is None:
             journal = self._journal = Journal(self._journal_dir)  # type: ignore[arg-type]
         journal.append(encode_rows(batch), batch)
@@ -265,14 +254,23 @@ class AuditLog:
         if self._load_failures:
             log.warning("audit journal loaded again after %d failed attempts", self._load_failures)
             self._load_failures = 0
-        if journal.size >= ROTATE_BYTES and not journal.pending:
-            self._journal = None
-            try:
-                journal.close(self.db)
-            except Exception:  # the next process to open the database finishes the clean-up
-                pass
-        elif journal.pending and self._loop is not None:  # written while loading (another thread)
-            self._load_handle = self._loop.call_later(LOAD_DELAY_S, self._load)
+        if journal.size >= ROTATE_BYTES:  # (all of it is loaded: appends happen on this loop only)
+            self._retire()
+
+    def _retire(self) -> None:
+        """This process's journal takes no more records: what it holds goes into the table and the
+        file is deleted; whatever fails is left on disk for the next process that opens the database."""
+        journal, self._journal = self._journal, None
+        if journal is None:
+            return
+        try:
+            journal.load(self.db)
+        except Exception as exc:
+            log.warning("audit journal %s left for the next start: %s", journal.name, type(exc).__name__)
+        try:
+            journal.close(self.db)
+        except Exception:  # a mark or the file left behind: swept at the next start
+            pass
 
     def _retain(self, rows: list[tuple[Any, ...]], seqs: list[int], dropped: int) -> None:
         """Keep records whose commit failed for the next batch (the database may come back: a lock

@@ -54,13 +54,17 @@ def journal_dir(db: Any) -> Path | None:
     path = str(getattr(db, "path", "") or "")
     if not path or path == ":memory:" or path.startswith("file:"):
         return None
-    return Path(path + "-audit")
+    return _dir_of(path)
+
+
+def _dir_of(db_path: str | os.PathLike[str]) -> Path:
+    return Path(str(db_path) + "-audit")
 
 
 def unloaded_bytes(db_path: str | os.PathLike[str]) -> int:
     """Bytes journaled next to the SQLite file ``db_path`` and not in its table yet (any process's):
     0 means a reader of the table sees every record acknowledged so far."""
-    directory = Path(str(db_path) + "-audit")
+    directory = _dir_of(db_path)
     try:
         names = [p for p in os.listdir(directory) if p.endswith(_SUFFIX)]
     except FileNotFoundError:
@@ -118,6 +122,20 @@ def _insert(conn: Any, rows: Sequence[tuple[Any, ...]]) -> None:
             start += size
 
 
+def _load_rows(db: Any, name: str, rows: Sequence[tuple[Any, ...]], end: int) -> None:
+    """``rows`` into the table and the journal's loaded offset (``end``), in one transaction."""
+    with db.transaction() as conn:
+        if rows:
+            _insert(conn, rows)
+        conn.execute(_MARK, (name, end))
+
+
+def _forget(db: Any, path: Path, name: str) -> None:
+    """Delete a fully loaded journal, then its mark (a mark left by a crash in between is swept)."""
+    os.unlink(path)
+    db.execute("DELETE FROM audit_journal WHERE name = ?", (name,))
+
+
 def _decode(data: bytes) -> tuple[list[tuple[Any, ...]], int]:
     """Complete lines of ``data`` as rows, and how many bytes they took.  A last line without
     its newline was cut short by a crash mid-write: its answer never left, it is not loaded."""
@@ -147,7 +165,7 @@ class Journal:
         self.size = 0
         self.loaded = 0
         self._lock = threading.Lock()  # guards size, loaded and the kept rows
-        self._loading = threading.Lock()  # one load at a time (a loader thread, queries)
+        self._loading = threading.Lock()  # one load at a time (the loop, a query from another thread)
         #: The rows of bytes ``loaded:size`` when all of them were appended with their rows.
         self._rows: list[tuple[Any, ...]] | None = []
         #: A failed write could not be cut off: the file ends mid-line and takes no more records.
@@ -201,10 +219,7 @@ class Journal:
             else:
                 rows, used = _decode(os.pread(self.fd, size - start, start))
                 end = start + used
-            with db.transaction() as conn:
-                if rows:
-                    _insert(conn, rows)
-                conn.execute(_MARK, (self.name, end))
+            _load_rows(db, self.name, rows, end)
             with self._lock:
                 self.loaded = end
                 if self._rows is not None and kept is not None:
@@ -220,17 +235,16 @@ class Journal:
                 return
             try:
                 if self.loaded >= self.size:
-                    os.unlink(self.path)
-                    db.execute("DELETE FROM audit_journal WHERE name = ?", (self.name,))
+                    _forget(db, self.path, self.name)
             finally:
                 os.close(self.fd)
                 self.fd = -1
 
 
-def recover_journals(db: Any, directory: Path, *, skip: str | None = None) -> int:
+def recover_journals(db: Any, directory: Path) -> int:
     """Load and delete the journals no live process holds; returns the rows loaded."""
     try:
-        names = sorted(p for p in os.listdir(directory) if p.endswith(_SUFFIX) and p != skip)
+        names = sorted(p for p in os.listdir(directory) if p.endswith(_SUFFIX))
     except FileNotFoundError:
         names = []
     total = 0
@@ -263,12 +277,8 @@ def _recover_one(db: Any, path: Path, name: str) -> int:
         start = int(mark[0]) if mark else 0
         size = os.fstat(fd).st_size
         rows, used = _decode(os.pread(fd, max(0, size - start), start)) if size > start else ([], 0)
-        with db.transaction() as conn:
-            if rows:
-                _insert(conn, rows)
-            conn.execute(_MARK, (name, start + used))
-        os.unlink(path)
-        db.execute("DELETE FROM audit_journal WHERE name = ?", (name,))
+        _load_rows(db, name, rows, start + used)
+        _forget(db, path, name)
         return len(rows)
     finally:
         os.close(fd)
