@@ -133,8 +133,7 @@ def fingerprint(arguments: Any, key: bytes) -> dict[str, Any]:
             raw = repr(arguments).encode("utf-8", "replace")
         except RecursionError:  # nested deeper than repr can go: the fingerprint says so
             raw = f"<{type(arguments).__name__} nested too deeply>".encode()
-    keys = [_safe_key(k) if type(k) is str else _safe_key_any(k) for k in arguments] \
-        if isinstance(arguments, dict) else []
+    keys = [_safe_key(k) for k in arguments] if isinstance(arguments, dict) else []
     mac = _hmac_for(key).copy()  # the key schedule is done once per key, not once per call
     mac.update(raw)
     return {
@@ -149,11 +148,9 @@ def _hmac_for(key: bytes) -> "hmac.HMAC":
     return hmac.new(key, digestmod=hashlib.sha256)
 
 
-def _safe_key_any(key: Any) -> str:
+@lru_cache(maxsize=4096, typed=True)  # typed: 1, 1.0 and True are different keys with different names
+def _safe_key(key: Any) -> str:
     """An argument name fit for the audit trail: keys are client data too, so a key that
     is itself a secret (or names one) is recorded as ``[REDACTED]``."""
     name = redact_text(str(key))
     return REDACTED if name != str(key) or is_sensitive_name(name) else name[:64]
-
-
-_safe_key = lru_cache(maxsize=4096)(_safe_key_any)

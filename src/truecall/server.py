@@ -411,9 +411,8 @@ class Server:
         err = result.error
         outcome = (err.get("kind", "error") if err else "error") if result.is_error else "ok"
         elapsed = time.perf_counter() - started
-        ref = _request_ref(request_id).get("requestId") if request_id is not None else None
         self.events.record_call("tool.called", tool.name, principal.tenant, principal.subject, outcome, arguments,
-                                round(elapsed * 1000, 3), client, ref)
+                                round(elapsed * 1000, 3), client, _audited_id(request_id))
         for observe in self.observers:
             observe(tool.name, outcome, elapsed)
         return result
@@ -496,11 +495,17 @@ class Server:
 def _request_ref(request_id: Any) -> dict[str, Any]:
     """``{"requestId": …}`` for the audit record of a call that came with a JSON-RPC id: the one
     field that ties an answer a client holds to its record (time, tool and outcome do not)."""
+    ref = _audited_id(request_id)
+    return {} if ref is None else {"requestId": ref}
+
+
+def _audited_id(request_id: Any) -> int | str | None:
+    """The JSON-RPC id as the audit trail keeps it (``None``: no id worth keeping)."""
     if request_id is None or isinstance(request_id, bool):
-        return {}
+        return None
     if isinstance(request_id, int):
-        return {"requestId": request_id}
-    return {"requestId": str(request_id)[:128]}
+        return request_id
+    return str(request_id)[:128]
 
 
 def _env_seconds(name: str, default: float) -> float:

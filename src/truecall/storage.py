@@ -206,30 +206,25 @@ class Database:
 
 
 def _busy_ms(value: int | None) -> int:
-    if value is None:
-        raw = os.environ.get(ENV_BUSY_MS, "").strip()
-        if not raw:
-            return DEFAULT_BUSY_MS
-        try:
-            value = int(raw)
-        except ValueError:
-            raise ValueError(f"{ENV_BUSY_MS} must be a whole number of milliseconds, not {raw!r}") from None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError("busy_timeout_ms must be a whole number of milliseconds >= 0")
-    return value
+    return _whole(value, ENV_BUSY_MS, DEFAULT_BUSY_MS, 0, "milliseconds", "busy_timeout_ms")
 
 
 def _cache_kib(value: int | None) -> int:
+    return _whole(value, ENV_CACHE_KIB, DEFAULT_CACHE_KIB, 64, "KiB", "the SQLite page cache")
+
+
+def _whole(value: int | None, env: str, default: int, minimum: int, unit: str, what: str) -> int:
+    """``value``, else ``$env``, else ``default``: a whole number of ``unit`` >= ``minimum``."""
     if value is None:
-        raw = os.environ.get(ENV_CACHE_KIB, "").strip()
+        raw = os.environ.get(env, "").strip()
         if not raw:
-            return DEFAULT_CACHE_KIB
+            return default
         try:
             value = int(raw)
         except ValueError:
-            raise ValueError(f"{ENV_CACHE_KIB} must be a whole number of KiB, not {raw!r}") from None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 64:
-        raise ValueError("the SQLite page cache must be a whole number of KiB >= 64")
+            raise ValueError(f"{env} must be a whole number of {unit}, not {raw!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{what} must be a whole number of {unit} >= {minimum}")
     return value
 
 
