@@ -13,13 +13,65 @@ Fixture names say what they give:
 from __future__ import annotations
 
 import itertools
+import os
+import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
 from truecall import Principal, Server, StaticTokens
 from truecall.incidents import DEMO_TOKENS, build_desk
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def outside_the_repository(path: "str | bytes | os.PathLike[Any]") -> bool:
+    """True for a path in a folder beside the checkout (``../shared``, a sibling clone): the suite
+    must pass from a clone with nothing beside it, so it may read nothing there.  Folders that
+    hold the temporary directory (a clone directly under ``/tmp``) are not counted as beside it."""
+    full = Path(os.path.abspath(os.fsdecode(path)))
+    parent = ROOT.parent
+    if full == ROOT or ROOT in full.parents or parent not in full.parents:
+        return False
+    sibling = parent / full.relative_to(parent).parts[0]
+    temp = Path(tempfile.gettempdir()).resolve()
+    return not (sibling == temp or sibling in temp.parents or temp in sibling.parents)
+
+
+def _refuse_reads_beside_the_checkout(event: str, args: tuple[Any, ...]) -> None:
+    if event in ("open", "os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes, os.PathLike)):
+        if outside_the_repository(args[0]):
+            raise PermissionError(f"the test suite read {os.fsdecode(args[0])}, outside the repository; "
+                                  "a fresh clone has nothing beside it")
+
+
+if ROOT.parent != Path(ROOT.anchor):
+    import sys
+
+    sys.addaudithook(_refuse_reads_beside_the_checkout)
+
+_private_pg: Any = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Start a private PostgreSQL (tests/pg_server.py) unless ``TRUECALL_TEST_PG_URL`` names one."""
+    global _private_pg
+    if os.environ.get("TRUECALL_TEST_PG_URL"):
+        return
+    import pg_server
+
+    _private_pg = pg_server.start()
+    os.environ["TRUECALL_TEST_PG_URL"] = _private_pg.url  # server processes the tests start inherit it
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _private_pg
+    if _private_pg is not None:
+        _private_pg.stop()
+        os.environ.pop("TRUECALL_TEST_PG_URL", None)
+        _private_pg = None
+
 
 #: Plain tokens used by the ``make_server`` default table.
 ACME_ALL = "test-acme-all"

@@ -1,7 +1,7 @@
 """Validate what the server sends against the official MCP JSON Schemas (tests only).
 
-The schemas live in ``shared/mcp-spec/<version>/schema.json`` beside the checkout
-(CI lays ``shared/`` next to the clone).  ``check(message, version)`` picks the
+The schemas are vendored in the repository, ``spec/<version>/schema.json`` (source, commit and
+licence in ``spec/README.md``).  ``check(message, version)`` picks the
 definition from the message's shape; ``check_result(result, "CallToolResult", v)``
 validates a bare result against a named definition.
 """
@@ -16,10 +16,7 @@ import jsonschema_rs
 import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
-SPEC_DIR = next(
-    (p for p in (ROOT.parent / "shared" / "mcp-spec", ROOT / "shared" / "mcp-spec") if p.is_dir()),
-    ROOT.parent / "shared" / "mcp-spec",
-)
+SPEC_DIR = ROOT / "spec"
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,7 +1,7 @@
 """PostgreSQL for the tests: a fresh schema per test, and fixtures over both storage backends.
 
-- ``PG_URL`` — the server (``$TRUECALL_TEST_PG_URL``, default
-  ``postgresql://postgres@127.0.0.1:5432/test``: loopback, trust auth, as CI runs it).
+- ``PG_URL`` — the server: ``$TRUECALL_TEST_PG_URL``, which ``conftest.py`` sets to a private
+  server it starts for the run (``tests/pg_server.py``) unless it already names one.
 - ``pg_schema()`` — a context manager: ``CREATE SCHEMA tc_<random>``, yields a :class:`PgSchema`
   (``.name``, ``.url`` = the server URL with ``?schema=<name>&application_name=<name>``), then
   ends every connection that still uses it and ``DROP SCHEMA … CASCADE``.  A server process
@@ -13,8 +13,7 @@
   ``tmp_path`` or a fresh schema URL), ``db_target`` (one) and ``database`` (an open
   ``Database`` on a fresh target, closed after the test).
 
-PostgreSQL unreachable is a test *failure*, never a skip: ``scripts/test`` (and so ``.ci/run``)
-starts it when it is down.
+PostgreSQL unreachable is a test *failure*, never a skip.
 
 Use from a test module with ``from pg_support import database, backend, ...  # noqa: F401`` (pytest
 finds fixtures imported into the module).
@@ -33,7 +32,7 @@ from typing import Any, Callable, Iterator
 import psycopg
 import pytest
 
-PG_URL = os.environ.get("TRUECALL_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+PG_URL = os.environ["TRUECALL_TEST_PG_URL"]
 BACKENDS = ["sqlite", "postgresql"]
 
 _reachable: bool | None = None
@@ -51,7 +50,7 @@ def require_pg() -> None:
             _reachable = False
             reason = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
             pytest.fail(f"PostgreSQL is unreachable at {PG_URL} ({reason}); the storage tests need it. "
-                        "scripts/test starts it (pg_ctlcluster … main start).", pytrace=False)
+                        "Unset TRUECALL_TEST_PG_URL to let the suite start its own.", pytrace=False)
     if not _reachable:
         pytest.fail(f"PostgreSQL is unreachable at {PG_URL}", pytrace=False)
 

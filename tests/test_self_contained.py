@@ -1,0 +1,68 @@
+"""A fresh clone is the whole product: nothing in it reads outside its own root.
+
+``conftest.py`` refuses, for the whole run, every file the suite opens in a folder beside the
+checkout; these tests pin that guard and scan the sources for paths that would climb out.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT, outside_the_repository
+
+#: ``../shared``, ``parent / "shared"``, ``parents[2]``: the ways a path climbs out of the checkout.
+_CLIMBS = re.compile(r"\.\./shared|['\"]shared['\"]\s*/|/\s*['\"]shared['\"]|ROOT\.parent\b|parents\[[2-9]\]")
+
+
+def test_the_guard_refuses_a_folder_beside_the_checkout() -> None:
+    beside = ROOT.parent / "shared" / "mcp-spec" / "2026-07-28" / "schema.json"
+    assert outside_the_repository(beside)
+    assert outside_the_repository(str(ROOT.parent / "other-clone" / "x.py"))
+    assert not outside_the_repository(ROOT / "spec" / "2026-07-28" / "schema.json")
+    assert not outside_the_repository(Path(tempfile.gettempdir()) / "x")
+    assert not outside_the_repository("/usr/lib/x")
+    if ROOT.parent != Path(ROOT.anchor):
+        with pytest.raises(PermissionError, match="outside the repository"):
+            open(beside, "rb")  # noqa: SIM115 - the guard refuses before anything is opened
+
+
+def test_the_schemas_are_vendored_in_the_repository() -> None:
+    import mcp_schema
+
+    assert ROOT in Path(mcp_schema.SPEC_DIR).resolve().parents
+    for version in ("2025-06-18", "2025-11-25", "2026-07-28", "ext-tasks"):
+        assert (Path(mcp_schema.SPEC_DIR) / version / "schema.json").is_file(), version
+    assert "CallToolResult" in mcp_schema._schema("2026-07-28")["$defs"]
+    assert "commit" in (ROOT / "spec" / "README.md").read_text()
+
+
+def test_no_source_climbs_out_of_the_checkout() -> None:
+    offenders = []
+    for folder in ("src", "tests", "stress", "bench", "conformance", "examples", "scripts", ".ci"):
+        for path in (ROOT / folder).rglob("*"):
+            if not path.is_file() or "node_modules" in path.parts or path.suffix not in ("", ".py", ".sh", ".toml"):
+                continue
+            if path in (Path(__file__), ROOT / "tests" / "conftest.py"):  # the guard and its test name them
+                continue
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+                if _CLIMBS.search(line):
+                    offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not offenders, "paths that climb out of the checkout:\n" + "\n".join(offenders)
+
+
+def test_the_private_postgres_is_what_the_suite_uses() -> None:
+    import conftest
+    import pg_support
+
+    url = os.environ["TRUECALL_TEST_PG_URL"]
+    assert pg_support.PG_URL == url
+    if conftest._private_pg is not None:  # no server was named: the suite runs its own
+        assert url == conftest._private_pg.url
+        assert Path(tempfile.gettempdir()).resolve() in conftest._private_pg.folder.resolve().parents
+        with pg_support.admin() as conn:
+            assert conn.execute("SHOW fsync").fetchone() == ("off",)
