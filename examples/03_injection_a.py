@@ -1,7 +1,13 @@
-"""Failure injection A: a missing required field is a result the model can fix, not an exception."""
+"""Failure injection A: a missing required field is a result the model can fix, not an exception.
+
+The first line is the seed chapter's: the narrative and the control flag.  Production adds the
+kind for programs: ``structuredContent.error = {kind: "invalid_input", missing: [...]}`` (second line).
+"""
 
 from _common import OPERATOR_TOKEN, desk
 
 server = desk()
 result = server.call_tool("incident.search", {}, OPERATOR_TOKEN, "acme")
-print(result.to_dict(), "| is_error =", result.is_error)
+seed = {key: value for key, value in result.to_dict().items() if key != "structuredContent"}
+print(seed, "| is_error =", result.is_error)
+print("production adds structuredContent:", result.structured_content)

@@ -118,7 +118,8 @@ def test_none_arguments_are_an_empty_object(hostile, desk, operator_token):
     assert hostile.call_tool("loose", None, TOKEN).to_dict() == {
         "content": [{"type": "text", "text": '{"keys":0}'}], "structuredContent": {"keys": 0}}
     result = hostile.call_tool("strict", None, TOKEN)
-    assert result.to_dict() == {"content": [{"type": "text", "text": "required input is missing"}], "isError": True}
+    assert result.content == [{"type": "text", "text": "required input is missing"}] and result.is_error
+    assert result.error["kind"] == "invalid_input" and result.error["missing"] == ["service"]
     assert desk.call_tool("incident.search", None, operator_token, "acme").to_dict() == result.to_dict()
 
 
@@ -261,11 +262,10 @@ def test_wrong_types_name_the_field(hostile, arguments, field):
     result = assert_typed_and_clean(lambda: hostile.call_tool("strict", arguments, TOKEN))
     assert isinstance(result, ToolResult)
     err = result.error
-    if err is None:  # the seed's plain result for a missing/empty required field
-        assert result.to_dict() == {"content": [{"type": "text", "text": "required input is missing"}],
-                                    "isError": True}
-        assert field == "service"
+    assert err is not None and err["kind"] == "invalid_input"  # every input error is typed
+    if "missing" in err:  # the seed's text for a missing/empty required field
+        assert result.content == [{"type": "text", "text": "required input is missing"}]
+        assert err["missing"] == ["service"] and field == "service"
     else:
-        assert err["kind"] == "invalid_input"
         assert err["field"].split("/")[0] == field
     assert hostile.ran == []

@@ -67,9 +67,13 @@ def test_02_ids_differ_between_runs(tmp_path):
 
 
 def test_03_injection_a(tmp_path):
-    assert run_example("03_injection_a.py", tmp_path) == [
+    seed_line, production_line = run_example("03_injection_a.py", tmp_path)
+    assert seed_line == \
         "{'content': [{'type': 'text', 'text': 'required input is missing'}], 'isError': True} | is_error = True"
-    ]
+    head = "production adds structuredContent: "
+    assert production_line.startswith(head)
+    error = ast.literal_eval(production_line[len(head):])["error"]
+    assert error["kind"] == "invalid_input" and error["missing"] == ["service"]
 
 
 def test_04_injection_b(tmp_path):

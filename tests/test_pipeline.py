@@ -19,12 +19,23 @@ from truecall import (
     text,
     tool_error,
 )
+from mcp_schema import check_result
 
 CHAPTER_04 = {
     "content": [{"type": "text", "text": "payments: 2 个已授权事件摘要"}],
     "structuredContent": {"service": "payments", "count": 2, "tenant": "acme"},
 }
-MISSING = {"content": [{"type": "text", "text": "required input is missing"}], "isError": True}
+#: The seed's narrative for a missing required field, with the kind and the field names for programs.
+SEED_MISSING = {"content": [{"type": "text", "text": "required input is missing"}], "isError": True}
+
+
+def missing(*fields: str) -> dict:
+    return SEED_MISSING | {"structuredContent": {"error": {
+        "kind": "invalid_input", "message": "required input is missing", "retryable": False,
+        "field": fields[0], "missing": list(fields)}}}
+
+
+MISSING = missing("service")
 
 ACME_RW = "tok-acme-rw"
 ACME_R = "tok-acme-r"
@@ -66,7 +77,11 @@ def test_success_is_audited(desk, operator_token):
 def test_missing_or_empty_service_is_the_seed_result(desk, operator_token, arguments):
     result = desk.call_tool("incident.search", arguments, operator_token, "acme")
     assert result.to_dict() == MISSING
+    assert {k: v for k, v in result.to_dict().items() if k != "structuredContent"} == SEED_MISSING
     assert result.is_error is True
+    assert result.error["kind"] == "invalid_input" and result.error["missing"] == ["service"]
+    for version in ("2025-06-18", "2025-11-25"):
+        check_result(result.to_dict(), "CallToolResult", version)
     rejected = desk.events.query(kind="tool.rejected")
     assert len(rejected) == 1
     rec = rejected[0]
@@ -75,6 +90,53 @@ def test_missing_or_empty_service_is_the_seed_result(desk, operator_token, argum
     assert rec.tenant == "acme" and rec.subject == "newton@acme"
     assert rec.fields.get("field") == "service"
     assert desk.events.query(kind="tool.called") == []  # the tool never ran
+
+
+def test_every_missing_field_is_named_and_client_keys_are_not_echoed(make_server):
+    server = make_server(tokens=TOKENS)
+    schema = {"type": "object", "properties": {
+        "a": {"type": "string"}, "b": {"type": "integer"},
+        "box": {"type": "object", "properties": {"inner": {"type": "string"}}, "required": ["inner"]},
+        "bag": {"type": "object", "additionalProperties": {"type": "object", "required": ["v"]}}},
+        "required": ["a", "b"]}
+
+    @server.tool("many", description="needs a and b", input_schema=schema)
+    def many(ctx, **kwargs):
+        return "ran"
+
+    result = server.call_tool("many", {"a": ""}, ACME_RW, "acme")
+    assert result.to_dict() == missing("b", "a") or result.to_dict() == missing("a", "b")
+    assert sorted(result.error["missing"]) == ["a", "b"]
+    nested = server.call_tool("many", {"a": "x", "b": 1, "box": {}}, ACME_RW, "acme")
+    assert nested.to_dict() == missing("box/inner")
+    secret_key = "sk-live-" + "k" * 24
+    keyed = server.call_tool("many", {"a": "x", "b": 1, "bag": {secret_key: {}}}, ACME_RW, "acme")
+    assert keyed.error["missing"] == ["bag/[undeclared]/v"]
+    assert secret_key not in str(keyed.to_dict())
+    for r in (result, nested, keyed):
+        assert r.content == SEED_MISSING["content"]
+        check_result(r.to_dict(), "CallToolResult", "2025-11-25")
+
+
+def test_missing_input_on_the_wire_is_a_valid_typed_call_tool_result(desk):
+    import orjson
+
+    from mcp_schema import check
+    from truecall.incidents import DEMO_TOKENS
+    from truecall.protocol import Engine, jsonrpc
+
+    engine = Engine(desk)
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "incident.search", "arguments": {}, "_meta": meta}}
+    response, status = asyncio.run(engine.handle_with_status(jsonrpc.decode(orjson.dumps(msg)),
+                                                             DEMO_TOKENS["demo-acme-operator"]))
+    assert status == 200
+    check(response, "2026-07-28", "CallToolResult")
+    result = response["result"]
+    assert result["isError"] is True and result["content"] == SEED_MISSING["content"]
+    assert result["structuredContent"]["error"]["kind"] == "invalid_input"
+    assert result["structuredContent"]["error"]["missing"] == ["service"]
 
 
 @pytest.mark.parametrize(
@@ -344,7 +406,7 @@ def test_async_tools_work_through_call_tool(make_server):
     assert server.call_tool("slow.count", {"n": 3}, ACME_RW, "acme").to_dict() == {
         "content": [{"type": "text", "text": '{"count":3}'}], "structuredContent": {"count": 3}}
     # the same pipeline guards async tools
-    assert server.call_tool("slow.count", {}, ACME_RW, "acme").to_dict() == MISSING
+    assert server.call_tool("slow.count", {}, ACME_RW, "acme").to_dict() == missing("n")
     broken = server.call_tool("slow.count", {"n": -1}, ACME_RW, "acme")
     assert broken.is_error and broken.error["kind"] == "internal"
 

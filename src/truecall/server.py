@@ -32,7 +32,6 @@ from .tools import Prompt, Registry, Resource, ResourceTemplate, Tool
 
 __all__ = ["Server"]
 
-_MISSING_RESULT_CONTENT = [text(MISSING_INPUT_TEXT)]
 _MAX_ARGUMENT_DEPTH = 64
 
 
@@ -383,27 +382,34 @@ class Server:
             missing = validator.missing_required(arguments) if validator.required else None
             if not missing:
                 return None
-            return self._reject(tool, principal, arguments, None, missing[0], request_id)
+            return self._reject(tool, principal, arguments, None, missing, request_id)
         try:
             violations = validator.violations(arguments, 5)
         except (RecursionError, ValueError):
             return self._reject(tool, principal, arguments, "arguments are too deeply nested", "(root)", request_id)
-        for v in violations:
-            if v.missing:
-                return self._reject(tool, principal, arguments, None, v.path, request_id)
-        empty = validator.missing_required(arguments)
-        if empty:
-            return self._reject(tool, principal, arguments, None, empty[0], request_id)
+        missing = list(dict.fromkeys([*(v.path for v in violations if v.missing),
+                                      *validator.missing_required(arguments)]))
+        if missing:
+            return self._reject(tool, principal, arguments, None, missing, request_id)
         return self._reject(tool, principal, arguments, "; ".join(v.message for v in violations),
                             violations[0].path if violations else "(root)", request_id)
 
-    def _reject(self, tool: Tool, principal: Principal, arguments: Any, message: str | None, field: str,
-                request_id: Any = None) -> ToolResult:
+    def _reject(self, tool: Tool, principal: Principal, arguments: Any, message: str | None,
+                field: str | list[str], request_id: Any = None) -> ToolResult:
+        """Record and build an ``invalid_input`` result.
+
+        ``message`` ``None``: required fields (``field``, a list) are missing or empty.  The
+        narrative stays the seed's exact text; ``structuredContent.error`` carries the kind and
+        the ``missing`` fields for programs.  A path's client-chosen parts (keys the schema does
+        not declare) are never echoed; the required names come from the schema itself.
+        """
+        missing = [_missing_path(tool, f) for f in field] if isinstance(field, list) else None
+        first = field[0] if isinstance(field, list) else field
         self.events.record("tool.rejected", tool=tool.name, tenant=principal.tenant, subject=principal.subject,
-                           reason="invalid_input", outcome="invalid_input", field=_declared_path(tool, field),
+                           reason="invalid_input", outcome="invalid_input", field=_declared_path(tool, first),
                            arguments=arguments if isinstance(arguments, dict) else {}, **_request_ref(request_id))
-        if message is None:  # the seed's exact result for a missing or empty required field
-            return ToolResult(list(_MISSING_RESULT_CONTENT), is_error=True)
+        if missing is not None:
+            return tool_error(ErrorKind.INVALID_INPUT, MISSING_INPUT_TEXT, field=missing[0], missing=missing)
         return tool_error(ErrorKind.INVALID_INPUT, f"invalid input: {message}", field=field)
 
     def _record(self, tool: Tool, principal: Principal, arguments: Any, result: ToolResult, started: float,
@@ -556,6 +562,13 @@ def _declared_path(tool: Tool, path: str) -> str:
     declared = tool.declared_fields
     parts = path.split("/") if path and path != "(root)" else []
     return "/".join(p if (p in declared or p.isdigit()) else "[undeclared]" for p in parts) or "(root)"
+
+
+def _missing_path(tool: Tool, path: str) -> str:
+    """A missing field's path fit to echo: the last part is a name the schema requires, the
+    parts before it are checked like :func:`_declared_path`."""
+    prefix, _, name = path.rpartition("/")
+    return f"{_declared_path(tool, prefix)}/{name}" if prefix else name
 
 
 def _missing_capability(exc: ElicitationUnavailable) -> MissingCapability:
