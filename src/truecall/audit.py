@@ -77,6 +77,8 @@ _INSERT = "INSERT INTO audit_events (ts, kind, tenant, subject, tool, outcome, f
 
 @dataclass(frozen=True, slots=True)
 class AuditRecord:
+    """One audit row as :meth:`AuditLog.query` returns it: already redacted when it was written."""
+
     id: int
     ts: float
     kind: str

@@ -42,10 +42,13 @@ class Principal:
 
 
 class TokenVerifier(Protocol):
+    """Anything that turns a bearer token into a :class:`Principal` or raises ``InvalidCredential``."""
+
     def authenticate(self, token: str | None) -> Principal: ...
 
 
 def hash_token(token: str) -> str:
+    """The SHA-256 hex digest a token file keeps instead of the token."""
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 

@@ -30,6 +30,8 @@ __all__ = [
 
 
 class ElicitAction(str, enum.Enum):
+    """The user's three answers to an elicitation; only ``accept`` carries content."""
+
     ACCEPT = "accept"
     DECLINE = "decline"
     CANCEL = "cancel"

@@ -71,32 +71,46 @@ class ProtocolError(Exception):
 
 
 class ParseError(ProtocolError):
+    """The message is not JSON (-32700, HTTP 400)."""
+
     code, http_status, default_message = PARSE_ERROR, 400, "Parse error"
 
 
 class InvalidRequest(ProtocolError):
+    """Not a valid JSON-RPC request, or not allowed in the session's state (-32600, HTTP 400)."""
+
     code, http_status, default_message = INVALID_REQUEST, 400, "Invalid request"
 
 
 class MethodNotFound(ProtocolError):
+    """The server has no such method (-32601, HTTP 404)."""
+
     code, http_status, default_message = METHOD_NOT_FOUND, 404, "Method not found"
 
 
 class InvalidParams(ProtocolError):
+    """The request's parameters are wrong: an unknown tool or prompt, a missing resource (-32602)."""
+
     # Over HTTP a -32602 about the content (an unknown tool, a missing resource) is a
     # normal JSON-RPC answer; envelope faults (a request's _meta) use 400 instead.
     code, http_status, default_message = INVALID_PARAMS, 200, "Invalid params"
 
 
 class InternalError(ProtocolError):
+    """A fault on the server's side; the message says nothing of internals (-32603, HTTP 500)."""
+
     code, http_status, default_message = INTERNAL_ERROR, 500, "Internal error"
 
 
 class HeaderMismatch(ProtocolError):
+    """An ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*`` header disagrees with the body (-32020, HTTP 400)."""
+
     code, http_status, default_message = HEADER_MISMATCH, 400, "Header does not match the request body"
 
 
 class MissingCapability(ProtocolError):
+    """The request needs a client capability the client did not declare (-32021, HTTP 400)."""
+
     code, http_status, default_message = MISSING_CAPABILITY, 400, "Missing required client capability"
 
 
@@ -107,6 +121,8 @@ class TaskRequired(MissingCapability):
 
 
 class UnsupportedVersion(ProtocolError):
+    """The client asked for a protocol version this server does not speak (-32022, HTTP 400)."""
+
     code, http_status, default_message = UNSUPPORTED_VERSION, 400, "Unsupported protocol version"
 
 
@@ -117,6 +133,8 @@ class NotFound(InvalidParams):
 
 
 class UnknownTool(InvalidParams, LookupError):
+    """No tool of that name (-32602): a protocol error, since the model cannot fix it by retrying."""
+
     def __init__(self, name: str) -> None:
         super().__init__(f"Unknown tool: {name}"[:200])
 
@@ -128,10 +146,14 @@ class AccessDenied(ProtocolError, PermissionError):
 
 
 class InvalidCredential(AccessDenied):
+    """No credential, or one that does not verify (-32001, HTTP 401); the caller never learns why."""
+
     code, http_status, default_message = UNAUTHORIZED, 401, "Invalid or missing credential"
 
 
 class TenantMismatch(AccessDenied):
+    """The credential is valid but not for the tenant the call names (-32003, HTTP 403)."""
+
     default_message = "Credential is not valid for this tenant"
 
 

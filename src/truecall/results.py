@@ -29,6 +29,7 @@ __all__ = [
 
 #: The seed's exact narrative for a missing or empty required field.
 MISSING_INPUT_TEXT = "required input is missing"
+"""The narrative of the result for a missing or empty required field (no ``structuredContent``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +136,7 @@ def _b64(data: bytes | str) -> str:
 
 
 def text(value: str, *, annotations: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A text content block."""
     return _annotated({"type": "text", "text": value}, annotations, meta)
 
 
@@ -144,6 +146,7 @@ def image(data: bytes | str, mime_type: str, *, annotations: dict[str, Any] | No
 
 
 def audio(data: bytes | str, mime_type: str, *, annotations: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An audio block; ``data`` is raw bytes or already base64 text."""
     return _annotated({"type": "audio", "data": _b64(data), "mimeType": mime_type}, annotations, None)
 
 

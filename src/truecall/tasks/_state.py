@@ -22,6 +22,8 @@ __all__ = ["TaskStatus", "TaskEvent", "InvalidTransition", "TRANSITIONS", "TERMI
 
 
 class TaskStatus(str, enum.Enum):
+    """Where a task is; ``completed``, ``failed`` and ``cancelled`` are final (``tasks/_state.py`` has the table)."""
+
     WORKING = "working"
     INPUT_REQUIRED = "input_required"
     COMPLETED = "completed"
