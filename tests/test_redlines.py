@@ -504,3 +504,89 @@ def test_the_examples_folder_is_where_the_schema_helper_says(tmp_path: Path) -> 
     assert (EXAMPLES / "ElicitRequestFormParams").is_dir(), EXAMPLES
     assert json.loads((EXAMPLES / "ElicitRequest" / "elicitation-request.json").read_text())["method"] == \
         "elicitation/create"
+
+
+# =================================================================================================
+# Consent bound to the question (2026-07-28): an answer counts only with the requestState of the
+# round that asked it, for that same question, once
+# =================================================================================================
+
+OPERATOR = Principal("newton@acme", "acme", frozenset({"incidents:read", "incidents:write"}))
+ESCALATION = {"escalation": {"action": "accept", "content": {"severity": "P1", "reason": "r"}}}
+
+
+async def desk_call(engine: Engine, principal: Principal, arguments: dict[str, Any], *,
+                    responses: dict[str, Any] | None = None, state: str | None = None,
+                    name: str = "incident.escalate") -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": arguments,
+                              "_meta": _meta({"elicitation": {"form": {}}})}
+    if responses is not None:
+        params["inputResponses"] = responses
+    if state is not None:
+        params["requestState"] = state
+    message = {"jsonrpc": "2.0", "id": next(_ids), "method": "tools/call", "params": params}
+    response = orjson.loads(orjson.dumps(await engine.handle(jsonrpc.decode(orjson.dumps(message)), principal)))
+    mcp_schema.check(response, MODERN)
+    return response
+
+
+def severity(desk: Server, incident: str = "INC-1001") -> str:
+    return str(desk.db.fetchone("SELECT severity FROM incidents WHERE incident_id = ?", (incident,))[0])
+
+
+@aio
+async def test_answers_without_a_question_change_nothing_and_replays_change_nothing(desk: Server) -> None:
+    engine = Engine(desk)
+    args = {"incidentId": "INC-1001"}
+    assert severity(desk) == "P2"
+    # volunteered answers, no requestState: the question is asked, nothing escalates, however often
+    for _ in range(3):
+        volunteered = (await desk_call(engine, OPERATOR, args, responses=ESCALATION))["result"]
+        assert volunteered["resultType"] == "input_required", volunteered
+        assert "escalation" in volunteered["inputRequests"]
+        assert severity(desk) == "P2"
+    # the answer to the question asked, with its state: escalates once
+    asked = (await desk_call(engine, OPERATOR, args))["result"]
+    done = (await desk_call(engine, OPERATOR, args, responses=ESCALATION, state=asked["requestState"]))["result"]
+    assert done["structuredContent"]["severity"] == "P1" and severity(desk) == "P1"
+    # the same body again: the state was used, refused
+    replay = await desk_call(engine, OPERATOR, args, responses=ESCALATION, state=asked["requestState"])
+    assert replay["error"]["code"] == -32602
+    escalations = [f for k, f in audit_kinds(desk, "incident.escalate") if k == "tool.called"
+                   and f.get("durationMs") is not None]
+    assert desk.db.fetchone("SELECT COUNT(*) FROM audit_events WHERE kind = 'tool.called' "
+                            "AND tool = 'incident.escalate' AND outcome = 'ok'")[0] == 1, escalations
+
+
+@aio
+async def test_a_state_answers_only_the_question_it_was_issued_for(desk: Server) -> None:
+    engine = Engine(desk)
+    args = {"incidentId": "INC-1001"}
+    # a state issued for another call (other arguments, another tool's question) answers nothing here
+    other = (await desk_call(engine, OPERATOR, {"incidentId": "INC-1002"}))["result"]
+    wrong = await desk_call(engine, OPERATOR, args, responses=ESCALATION, state=other["requestState"])
+    assert wrong["error"]["code"] == -32602 and severity(desk) == "P2"
+    # the question changed between the rounds (the severity it shows is no longer true): asked again
+    asked = (await desk_call(engine, OPERATOR, args))["result"]
+    desk.db.execute("UPDATE incidents SET severity = 'P3' WHERE incident_id = 'INC-1001'")
+    again = (await desk_call(engine, OPERATOR, args, responses=ESCALATION, state=asked["requestState"]))["result"]
+    assert again["resultType"] == "input_required" and severity(desk) == "P3"
+    assert "now P3" in again["inputRequests"]["escalation"]["params"]["message"]
+    done = (await desk_call(engine, OPERATOR, args, responses=ESCALATION, state=again["requestState"]))["result"]
+    assert done["structuredContent"] == {"incidentId": "INC-1001", "previousSeverity": "P3", "severity": "P1"}
+
+
+@aio
+async def test_a_state_does_not_carry_answers_to_questions_it_did_not_ask(app: App) -> None:
+    """``wipe`` asks one confirmation; an answer under another key (the next question a tool might
+    ask) is not consent, even with an authentic state."""
+    engine = Engine(app.server)
+    caps = {"elicitation": {"form": {}}}
+    first = await modern_call(engine, "wipe", caps)
+    yes = {"action": "accept", "content": {"confirm": True}}
+    final = await modern_call(engine, "wipe", caps, responses={"elicit-2": yes, "other": yes},
+                              state=first["requestState"])
+    assert final["resultType"] == "input_required" and app.deleted == []
+    # and a volunteered yes without any state is no yes at all
+    final = await modern_call(engine, "wipe", caps, responses={CONFIRM_KEY: yes})
+    assert final["resultType"] == "input_required" and app.deleted == []

@@ -149,7 +149,7 @@ class RequestContext:
     """What the engine knows about one request while serving it."""
 
     __slots__ = ("id", "method", "params", "era", "version", "caps", "client_info", "log_level", "progress_token",
-                 "principal", "session", "outbox", "meta", "input_responses", "prior_responses", "consumed")
+                 "principal", "session", "outbox", "meta", "input_responses", "prior_responses", "consumed", "asked")
 
     def __init__(self, message: Incoming, principal: Principal, session: Session | None, outbox: Outbox) -> None:
         self.id = message.id
@@ -170,6 +170,8 @@ class RequestContext:
         self.prior_responses: dict[str, Any] = {}
         #: Answers the tool actually used in this round; carried forward in the next state.
         self.consumed: dict[str, Any] = {}
+        #: key → digest of the question this server asked under it (from an authentic requestState).
+        self.asked: dict[str, str] = {}
 
 
 class _Peer:
@@ -186,15 +188,22 @@ class _Peer:
     async def request(self, method: str, params: dict[str, Any], key: str) -> dict[str, Any]:
         ctx = self.ctx
         if ctx.era == "modern":
-            answer = ctx.input_responses.get(key, ctx.prior_responses.get(key))
+            request = {"method": method}
+            if params:
+                request["params"] = params
+            # An answer counts only for a question this server asked, in these words, in the round
+            # whose sealed state came back: volunteered answers (no state, a key never asked, a
+            # question that changed since) are not consent, and the question is asked (again).
+            answer = None
+            if ctx.asked.get(key) == digest(request):
+                answer = ctx.prior_responses.get(key)  # sealed: a retry cannot change an earlier answer
+                if answer is None:
+                    answer = ctx.input_responses.get(key)
             if answer is not None and not isinstance(answer, dict):
                 raise InvalidParams(f"inputResponses[{key!r}] must be an object")
             if answer is not None:
                 ctx.consumed[key] = answer
                 return answer
-            request = {"method": method}
-            if params:
-                request["params"] = params
             raise InputRequired({key: request})
         if ctx.session is None or ctx.outbox is NULL_OUTBOX:
             # No stream to this client (a JSON-only answer): nobody can be asked, say so now.
@@ -775,14 +784,18 @@ class Engine:
             if unavailable(exc) is not None:
                 raise  # the database failed, not the client's state: an internal error, never "invalid state"
             raise InvalidRequestState() from None
-        prior = body.get("r")
+        prior, asked = body.get("r"), body.get("q")
         ctx.prior_responses = prior if isinstance(prior, dict) else {}
+        ctx.asked = asked if isinstance(asked, dict) else {}
 
     def _input_required(self, ctx: RequestContext, need: InputRequired) -> dict[str, Any]:
         name = ctx.params.get("name") or ctx.params.get("uri") or ""
         answered = ctx.consumed
+        # The questions this state answers: the ones asked now, and those whose answers it carries.
+        asked = {key: ctx.asked[key] for key in answered if key in ctx.asked}
+        asked.update((key, digest(request)) for key, request in need.requests.items())
         state = self.sealer.seal({**self._binding(ctx, str(ctx.method), str(name), ctx.params.get("arguments") or {}),
-                                  "r": answered})
+                                  "r": answered, "q": asked})
         try:  # housekeeping: the answer does not depend on it
             self.server.db.execute("DELETE FROM used_request_states WHERE expires_at < ?", (time.time(),))
         except Exception:

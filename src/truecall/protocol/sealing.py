@@ -2,7 +2,9 @@
 
 The client carries the state between rounds, so it is attacker-controlled: it
 is encrypted and authenticated (AES-256-GCM) and bound to the caller, the
-method, the tool or resource, a digest of the arguments and an expiry.  Each
+method, the tool or resource, a digest of the arguments and an expiry, and it
+names the questions it answers (a digest of each question asked, by key): the
+engine reads an ``inputResponses`` entry only for such a question.  Each
 state is single-use (its id is recorded when it is redeemed), so a replayed
 state is refused.  Keys rotate: the first key seals, every key opens.
 """
