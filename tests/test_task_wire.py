@@ -228,3 +228,55 @@ def test_declined_task_input_never_reads_as_consent(tmp_path, answer) -> None:
         assert done["result"]["structuredContent"]["error"]["kind"] == "declined"
 
     asyncio.run(run())
+
+
+def _legacy_init(engine: Engine, session: Session, caps: dict[str, Any]):
+    async def run() -> None:
+        init = await call(engine, ME, 1, "initialize", {"protocolVersion": LEGACY, "capabilities": caps,
+                                                        "clientInfo": {"name": "t", "version": "1"}},
+                          session=session)
+        assert init["result"]["protocolVersion"] == LEGACY
+        await engine.handle(jsonrpc.decode(b'{"jsonrpc":"2.0","method":"notifications/initialized"}'), ME,
+                            session=session)
+    return run()
+
+
+@pytest.mark.parametrize("caps", [{"elicitation": {"form": {}}}, {"elicitation": {}}])
+def test_a_2025_11_25_task_asks_after_acceptance_through_tasks_result(tmp_path, caps) -> None:
+    """The question goes to the client as ``elicitation/create`` on the ``tasks/result`` stream, with
+    the related-task ``_meta``; the answer moves the task on (2025-11-25 "Input Required Status")."""
+    async def run() -> None:
+        engine = Engine(make_server(tmp_path))
+        session = Session(principal=ME)
+        await _legacy_init(engine, session, caps)
+        created = await call(engine, ME, 2, "tools/call", {"name": "diagnose", "task": {"ttl": 60000}},
+                             session=session)
+        mcp_schema.check(created, LEGACY, "CreateTaskResult")
+        task_id = created["result"]["task"]["taskId"]
+        for i in range(200):
+            got = (await call(engine, ME, 100 + i, "tasks/get", {"taskId": task_id}, session=session))["result"]
+            if got["status"] != "working":
+                break
+            await asyncio.sleep(0.01)
+        assert got["status"] == "input_required", got
+        outbox = Outbox()
+        result = asyncio.ensure_future(call(engine, ME, 3, "tasks/result", {"taskId": task_id}, session=session,
+                                            outbox=outbox))
+        for _ in range(500):
+            asked = [m for m in outbox.messages if m.get("method") == "elicitation/create"]
+            if asked:
+                break
+            await asyncio.sleep(0.01)
+        (question,) = asked
+        mcp_schema.check(orjson.loads(orjson.dumps(question)), LEGACY)
+        assert question["params"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+        assert question["params"]["requestedSchema"] == SERVICE_FORM
+        reply = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept",
+                                                                   "content": {"service": "payments"}}}
+        assert await engine.handle(jsonrpc.decode(orjson.dumps(reply)), ME, session=session) is None
+        final = await asyncio.wait_for(result, 5)
+        mcp_schema.check(final, LEGACY, "CallToolResult")
+        assert final["result"]["structuredContent"] == {"service": "payments"}
+        assert final["result"].get("isError") is not True
+
+    asyncio.run(run())

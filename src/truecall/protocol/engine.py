@@ -58,6 +58,8 @@ from .taskwire import core_task, ext_detailed, ext_task
 
 __all__ = ["Engine", "Session", "Outbox", "RequestContext", "MODERN_METHODS", "LEGACY_METHODS"]
 
+_RELATED_TASK = "io.modelcontextprotocol/related-task"
+
 _USED_STATE_MIGRATIONS = [
     ("request-state-1", "CREATE TABLE used_request_states (jti TEXT PRIMARY KEY, expires_at REAL NOT NULL)"),
 ]
@@ -734,8 +736,11 @@ class Engine:
     async def _tasks_result(self, ctx: RequestContext) -> dict[str, Any]:
         task = self._task_for(ctx)
         queue = self.server.changes.listen()
+        asking: dict[str, asyncio.Task[None]] = {}
         try:
             while not task.terminal:
+                if task.status is TaskStatus.INPUT_REQUIRED and ctx.era == "legacy":
+                    self._ask_for_task(ctx, task, asking)
                 try:
                     async with asyncio.timeout(5.0):
                         while True:
@@ -747,7 +752,9 @@ class Engine:
                 task = self.server.tasks.get(task.task_id, owner=ctx.principal)
         finally:
             self.server.changes.unlisten(queue)
-        related = {"io.modelcontextprotocol/related-task": {"taskId": task.task_id}}
+            for asked in asking.values():
+                asked.cancel()
+        related = {_RELATED_TASK: {"taskId": task.task_id}}
         if task.status is TaskStatus.FAILED:
             error = task.error or {}
             raise ProtocolError(str(error.get("message", "Task failed"))[:500], {"taskId": task.task_id}) \
@@ -755,6 +762,37 @@ class Engine:
         if task.status is TaskStatus.CANCELLED:
             raise InvalidParams("Task was cancelled", {"taskId": task.task_id})
         return {**(task.result or {"content": []}), "_meta": related}
+
+    def _ask_for_task(self, ctx: RequestContext, task: Task, asking: dict[str, "asyncio.Task[None]"]) -> None:
+        """2025-11-25: a task's open questions go to the client as requests on the ``tasks/result``
+        stream (or the session's GET stream), marked with the related task; each answer is stored
+        as ``tasks/update`` would store it.  Each question is sent once per ``tasks/result``."""
+        session = ctx.session
+        outbox = ctx.outbox if ctx.outbox is not NULL_OUTBOX else (session.stream if session else None)
+        if session is None or outbox is None:
+            return
+        for key, request in (task.input_requests or {}).items():
+            if key in asking or not isinstance(request, dict) or not isinstance(request.get("method"), str):
+                continue
+            asking[key] = asyncio.get_running_loop().create_task(
+                self._relay_question(ctx, session, outbox, task.task_id, key, request))
+
+    async def _relay_question(self, ctx: RequestContext, session: Session, outbox: Outbox, task_id: str, key: str,
+                              request: dict[str, Any]) -> None:
+        params = dict(request.get("params") or {})
+        params["_meta"] = {**(params.get("_meta") or {}), _RELATED_TASK: {"taskId": task_id}}
+        try:
+            answer: dict[str, Any] = await session.request(outbox, request["method"], params,
+                                                           self.client_request_timeout)
+        except (_ClientError, TimeoutError):
+            answer = {"action": "cancel"}  # no answer is never consent
+        try:
+            self.server.tasks.answer(task_id, {key: answer}, owner=ctx.principal)
+        except NotFound:
+            return  # the task ended or expired meanwhile
+        self.server.task_runtime.answered(task_id)
+        self.server.events.record("task.input", tenant=ctx.principal.tenant, subject=ctx.principal.subject,
+                                  outcome="ok", taskId=task_id, arguments={key: answer})
 
     async def _tasks_list(self, ctx: RequestContext) -> dict[str, Any]:
         _check_cursor(ctx.params)

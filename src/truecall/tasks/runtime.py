@@ -98,7 +98,9 @@ class TaskRuntime:
                                  status_message=message, runner_id=self.runner_id, lease_s=self.lease_s)
         caps = ctx.peer.client_capabilities
         ctx.peer = TaskPeer(self, task.task_id, caps, ctx.peer.version,
-                            can_ask=era == "ext" and isinstance(caps.get("elicitation"), dict))
+                            # Both task eras can ask: the extension through tasks/get + tasks/update,
+                            # 2025-11-25 through requests on the tasks/result stream (the engine's).
+                            can_ask=era in ("ext", "core") and isinstance(caps.get("elicitation"), dict))
         ctx.task = task
         self._changed(task.task_id)
         return task
