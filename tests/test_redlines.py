@@ -184,10 +184,90 @@ def test_the_desk_escalation_form_is_accepted() -> None:
     check_form("Escalate INC-1001 (Card authorisations failing for EU issuers, now P2)?", ESCALATE_FORM)
 
 
+def test_the_desk_declares_its_form_so_it_is_linted_at_registration(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    import truecall.forms
+    from truecall.incidents import build_desk
+
+    linted: list[Any] = []
+    real = truecall.forms.check_form
+    monkeypatch.setattr(truecall.forms, "check_form", lambda m, s: (linted.append((m, s)), real(m, s))[1])
+    desk = build_desk(str(tmp_path / "d.db"))
+    desk.db.close()
+    assert [s for _, s in linted] == [ESCALATE_FORM]
+    assert "Escalate" in linted[0][0]
+    # and a credential field slipped into that form would stop the desk from starting
+    monkeypatch.setitem(ESCALATE_FORM["properties"], "otp", {"type": "string", "title": "One-time code"})
+    with pytest.raises(FormError):
+        build_desk(str(tmp_path / "e.db"))
+
+
 @pytest.mark.parametrize("name", ["description", "opinion", "shipping_address", "dropOffPoint", "spinCount",
-                                  "service", "reason", "severity"])
+                                  "service", "reason", "severity", "author", "authorName", "keyboard_layout",
+                                  "monkey", "keyword", "passenger_count", "compass_heading", "bypass_cache",
+                                  "secretary", "pinned", "spinner", "tokenizerName", "mfaster", "cardigan_size",
+                                  "ibanez_model", "sessionDate", "cookbook", "pwa_enabled", "keynote_title"])
 def test_ordinary_fields_are_accepted(name: str) -> None:
     check_form("Please fill in", form(**{name: {"type": "string"}}))
+    check_form("Please fill in", form(value={"type": "string", "title": name}))
+
+
+@pytest.mark.parametrize("message,field", [
+    ("Who wrote the post-mortem?", {"type": "string", "title": "Author", "description": "The author's name"}),
+    ("Which keyboard layout?", {"type": "string", "title": "Keyboard", "enum": ["US", "DE"]}),
+    ("Card authorisations are failing: how severe is it?", {"type": "string", "title": "Severity"}),
+    ("请选择严重级别并说明原因", {"type": "string", "title": "原因", "description": "升级的原因"}),
+    ("Pick the session date", {"type": "string", "title": "Session date", "format": "date"}),
+    ("What is the passenger's e-mail?", {"type": "string", "title": "E-mail", "format": "email"}),
+])
+def test_ordinary_questions_are_accepted(message: str, field: dict[str, Any]) -> None:
+    check_form(message, form(value=field))
+
+
+# The credential family, beyond the first list: every one refused by name, title and description.
+CREDENTIAL_FAMILY = [
+    # passwords and passphrases
+    "pw", "pwd", "passwd", "user_password", "passphrase", "Pass phrase", "db-pass-word", "口令", "登录密码",
+    # PINs
+    "pin", "PIN code", "pin_code", "PIN码",
+    # one-time and MFA codes
+    "mfa_code", "2FA code", "2fa", "totp", "hotp", "otp", "one-time password", "verification code",
+    "auth code", "authenticator code", "security code", "sms code", "recovery code", "backup_codes",
+    "two-factor code", "验证码", "动态码", "短信验证码", "两步验证码", "一次性密码",
+    # tokens, keys, secrets
+    "auth", "bearer", "bearer_token", "jwt", "refreshToken", "apikey", "API-Key", "access key", "secret",
+    "client_secret", "secret key", "signing key", "ssh key", "private key", "encryption key", "license key",
+    "令牌", "访问令牌", "密钥", "秘钥", "私钥", "凭据", "凭证",
+    # payment data
+    "card number", "credit card number", "cc_number", "cvv", "CVV2", "cvc", "iban", "IBAN", "卡号", "银行卡号",
+    "信用卡安全码", "安全码",
+    # session cookies
+    "cookie", "session cookie", "session_id", "sessionId", "sessionToken", "会话令牌", "会话 Cookie",
+]
+
+
+@pytest.mark.parametrize("term", CREDENTIAL_FAMILY)
+@pytest.mark.parametrize("where", ["name", "title", "description"])
+def test_the_whole_credential_family_is_refused(term: str, where: str) -> None:
+    if where == "name":
+        field = {term: {"type": "string"}}
+    else:
+        field = {"value": {"type": "string", where: term if where == "title" else f"Please enter your {term} here"}}
+    message = refused("Please fill in the form to continue", form(**field))
+    assert "credential" in message and "URL mode" in message
+
+
+@pytest.mark.parametrize("fmt", ["password", "otp", "pin", "credit-card", "token", "secret"])
+def test_a_credential_format_is_refused_as_a_credential(fmt: str) -> None:
+    message = refused("Please fill in", form(value={"type": "string", "format": fmt}))
+    assert "credential" in message
+
+
+@pytest.mark.parametrize("message", ["Enter your PIN", "Type the 2FA code from your phone", "请输入短信验证码",
+                                     "What is your IBAN?", "Paste your session cookie", "请输入支付口令",
+                                     "Enter the code we sent you by SMS", "Please provide your MFA code"])
+def test_the_credential_family_in_the_message_is_refused(message: str) -> None:
+    assert "URL mode" in refused(message, form(value={"type": "string"}))
 
 
 # =================================================================================================
@@ -249,6 +329,13 @@ def test_server_tool_refuses_a_credential_form_at_registration(tmp_path: Path) -
         server.tool("escalate", description="Escalates.", forms=[("Escalate INC-1?", ESCALATE_FORM)])(
             lambda ctx: "ok")
         assert "escalate" in server.registry.tools
+        # the names the first lint missed are refused at registration too
+        for field in ({"pw": {"type": "string"}}, {"pwd": {"type": "string"}}, {"auth": {"type": "string"}},
+                      {"bearer": {"type": "string"}}, {"mfa_code": {"type": "string"}},
+                      {"code": {"type": "string", "title": "2FA code"}}):
+            with pytest.raises(FormError):
+                server.tool("mfa", description="Asks for a code.", forms=[("Sign in", form(**field))])
+        assert "mfa" not in server.registry.tools
     finally:
         server.db.close()
 
@@ -387,25 +474,33 @@ def audit_kinds(server: Server, tool: str) -> list[tuple[str, dict[str, Any]]]:
     return [(k, orjson.loads(f)) for k, f in rows]
 
 
-@pytest.mark.parametrize("tool", ["login", "paste", "typed_confirm", "bad_link"])
+@pytest.mark.parametrize("tool,rule", [("login", "credential"), ("paste", "paste"),
+                                       ("typed_confirm", "confirmation"), ("bad_link", "url")])
 @aio
-async def test_a_red_line_form_at_run_time_is_an_internal_error_and_nothing_is_asked(app: App, tool: str) -> None:
+async def test_a_red_line_form_at_run_time_is_refused_by_the_server_and_nothing_is_asked(app: App, tool: str,
+                                                                                       rule: str) -> None:
+    """Not an unexplained ``internal`` fault: the question was refused before anybody saw it, so
+    the step that needed its answer did not run (``declined``, refused by the server, the rule named)."""
     engine = Engine(app.server)
     caps = {"elicitation": {"form": {}, "url": {}}}
     # stateless era: no input_required, no question to the client
     result = await modern_call(engine, tool, caps)
     assert result["resultType"] == "complete" and result["isError"] is True
-    assert result["structuredContent"]["error"]["kind"] == "internal"
+    error = result["structuredContent"]["error"]
+    assert (error["kind"], error["refusedBy"], error["redLine"], error["retryable"]) == \
+        ("declined", "server", rule, False)
+    assert "nothing was asked" in result["content"][0]["text"]
     assert "inputRequests" not in result
     # handshake era: the peer records no request at all
     session = await handshake(engine, caps)
     result, outbox = await legacy_call(engine, session, tool, answer=None)
-    assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "internal"
+    assert result["isError"] is True and result["structuredContent"]["error"]["redLine"] == rule
     assert outbox.requests() == []
     assert app.deleted == []
     records = audit_kinds(app.server, tool)
-    assert [k for k, _ in records] == ["tool.failed", "tool.failed"]
-    assert all(f["exception"] == "FormError" for _, f in records)
+    assert [(k, f.get("rule")) for k, f in records] == [("tool.form_refused", rule), ("tool.called", None)] * 2
+    assert app.server.db.fetchall("SELECT DISTINCT outcome FROM audit_events WHERE tool = ? AND kind = 'tool.called'",
+                                  (tool,)) == [("declined",)]
 
 
 # -- ctx.confirm(): only an explicit yes --------------------------------------------------------------------

@@ -22,6 +22,7 @@ from .auth import Principal, StaticTokens, TokenVerifier
 from .context import NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer, ToolContext
 from .errors import (AccessDenied, InsufficientScope, InvalidParams, MissingCapability, NotFound, ProtocolError,
                      TaskRequired, TenantMismatch, UnknownTool)
+from .forms import FormError, refused_result
 from .keys import keys_from_env
 from .ratelimit import RateLimit
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolResult, text, tool_error
@@ -111,10 +112,9 @@ class Server:
         confirmations of destructive actions) is refused at registration rather than
         at the first call.
         """
-        from .forms import check_form
+        from .forms import check_forms
 
-        for message, form in forms:
-            check_form(message, form)
+        check_forms(forms)  # the red lines, at registration
 
         def decorate(fn: Callable[..., Any]) -> Tool:
             desc = description or (fn.__doc__ or "").strip()
@@ -313,6 +313,10 @@ class Server:
                 message = f"the client did not declare the {exc.capability} capability this tool needs"
             result = tool_error(ErrorKind.INVALID_INPUT, message, missing=exc.missing, capability=exc.capability)
             return self._record(tool, principal, arguments, result, started, client, ctx.request_id)
+        except FormError as exc:  # a red line held at run time: nobody was asked
+            self.events.record("tool.form_refused", tool=name, tenant=principal.tenant, subject=principal.subject,
+                               outcome="refused", rule=exc.rule, **_request_ref(ctx.request_id))
+            return self._record(tool, principal, arguments, refused_result(exc), started, client, ctx.request_id)
         except InvalidElicitationAnswer as exc:
             result = tool_error(ErrorKind.INVALID_INPUT, f"the user's answer was not usable: {exc}")
             return self._record(tool, principal, arguments, result, started, client, ctx.request_id)

@@ -192,6 +192,8 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         annotations={"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False,
                      "openWorldHint": False},
         scopes={WRITE},
+        # the question it asks (id and severity filled in at run time), linted at registration
+        forms=[("Escalate INC-1001 (now P2)? Choose the new severity and give a reason.", ESCALATE_FORM)],
     )
     async def incident_escalate(ctx, incidentId: str) -> ToolResult:
         found = incidents.get(ctx.tenant, incidentId)
