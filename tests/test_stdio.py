@@ -244,7 +244,7 @@ def _exactly_once(server: StdioServer, ids: list[Any]) -> None:
     counts = server.answers()
     for id in ids:
         assert counts[_key(id)] == 1, (id, counts[_key(id)])
-    assert all(n == 1 for k, n in counts.items() if k != b"null"), counts
+    assert all(n == 1 for k, n in counts.items() if k not in (b"null", b'"slow-2"')), counts
 
 
 # -- handshake era -------------------------------------------------------------------------------------
@@ -511,9 +511,13 @@ def test_cancelled_request_gets_no_answer_and_eof_mid_call_exits_cleanly(spawn, 
 
     answered = server.answers()
     assert _key("slow-1") not in answered and _key("slow-0") not in answered  # cancelled: no response, ever
-    assert not any(orjson.loads(line).get("id") == "slow-2" and "result" in orjson.loads(line)
-                   for line in server.raw_lines)  # it never finished, so nothing claims it did
-    _exactly_once(server, [1, 2, 3, 4, "slow-2"])
+    slow_2 = [m for m in map(orjson.loads, server.raw_lines) if m.get("id") == "slow-2"]
+    # it never finished, so nothing claims it did; but it was read, so it is answered: the server
+    # stopped it at the end of the input, and cannot say whether it took effect
+    assert [m["error"]["code"] for m in slow_2] == [-32600, -32603], slow_2
+    assert "stopped" in slow_2[1]["error"]["message"] and "unknown" in slow_2[1]["error"]["message"]
+    assert answered[_key("slow-2")] == 2  # the duplicate's refusal, and the stopped call's answer
+    _exactly_once(server, [1, 2, 3, 4])
     # both interrupted calls are on the record as cancelled, not as done
     assert [r[0] for r in _audit(app.with_name("slow.db"), "tool.cancelled")] == ["slow", "slow"]
     assert [r[0] for r in _audit(app.with_name("slow.db"), "tool.called")] == ["quick"] * 4
@@ -576,3 +580,191 @@ def test_closing_stdin_right_away_exits_cleanly(spawn):
     server = spawn()
     assert server.close() < 5
     assert server.raw_lines == []
+
+
+# -- whatever stdin and stdout are ------------------------------------------------------------------
+
+HANDSHAKE_BATCH = [
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "batch", "version": "1"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "incident.search", "arguments": {"service": "payments"}}},
+    {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+]
+
+
+def _serve_shell(tmp_path: Path, redirections: str, timeout: float = 20.0) -> subprocess.CompletedProcess[bytes]:
+    """``truecall serve`` with stdin/stdout as the shell redirections say (files, /dev/null, closed)."""
+    env = dict(os.environ, TRUECALL_DB=str(tmp_path / "desk.db"))
+    env.pop("TRUECALL_PRINCIPAL", None)
+    command = f'exec "{sys.executable}" -m truecall serve {redirections}'
+    return subprocess.run(["sh", "-c", command], cwd=tmp_path, env=env, capture_output=True, timeout=timeout)
+
+
+def _batch_file(tmp_path: Path, messages: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "requests.jsonl"
+    path.write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in messages))
+    return path
+
+
+def _check_clean(done: subprocess.CompletedProcess[bytes]) -> None:
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert b"Traceback" not in done.stderr and b"Fatal Python error" not in done.stderr, done.stderr[-3000:]
+
+
+def _answers_by_id(lines: list[bytes]) -> dict[Any, dict[str, Any]]:
+    out = {}
+    for line in lines:
+        message = orjson.loads(line)
+        mcp_schema.check(message, LEGACY)
+        if "method" not in message:
+            assert message["id"] not in out, message
+            out[message["id"]] = message
+    return out
+
+
+def test_stdin_a_regular_file_is_served_to_its_end_and_exits_0(tmp_path):
+    # was: exit 134, "Fatal Python error: Aborted" inside uvloop's connect_read_pipe
+    _batch_file(tmp_path, HANDSHAKE_BATCH)
+    done = _serve_shell(tmp_path, "< requests.jsonl")
+    _check_clean(done)
+    answers = _answers_by_id(done.stdout.splitlines())
+    assert set(answers) == {1, 2, 3}
+    assert answers[2]["result"]["structuredContent"]["count"] == 2
+    assert answers[3]["result"]["tools"]
+
+
+def test_stdout_a_regular_file_gets_every_answer(tmp_path):
+    _batch_file(tmp_path, HANDSHAKE_BATCH)
+    done = _serve_shell(tmp_path, "< requests.jsonl > answers.jsonl")
+    _check_clean(done)
+    assert done.stdout == b""
+    assert set(_answers_by_id((tmp_path / "answers.jsonl").read_bytes().splitlines())) == {1, 2, 3}
+
+
+@pytest.mark.parametrize("redirections", ["< /dev/null", "<&-", "< /dev/null >&-", "< requests.jsonl >&-"])
+def test_stdin_devnull_or_closed_and_stdout_closed_end_cleanly(tmp_path, redirections):
+    _batch_file(tmp_path, HANDSHAKE_BATCH)
+    done = _serve_shell(tmp_path, redirections)
+    _check_clean(done)
+    assert done.stdout == b""
+
+
+def test_a_reader_that_hangs_up_on_stdout_ends_the_server_cleanly(tmp_path):
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will ever read: the first answer meets EPIPE
+    env = dict(os.environ, TRUECALL_DB=str(tmp_path / "desk.db"))
+    env.pop("TRUECALL_PRINCIPAL", None)
+    proc = subprocess.Popen([sys.executable, "-m", "truecall", "serve"], cwd=tmp_path, env=env,
+                            stdin=subprocess.PIPE, stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    try:
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.write(b"".join(orjson.dumps(m) + b"\n" for m in HANDSHAKE_BATCH))
+        proc.stdin.flush()  # stdin stays open: only the lost output can end the server
+        returncode = proc.wait(15)
+        stderr = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert returncode == 0, stderr[-3000:]
+    assert b"Traceback" not in stderr and b"Exception" not in stderr, stderr[-3000:]
+
+
+# -- answers in the order owed ----------------------------------------------------------------------
+
+
+def test_a_handshake_written_in_one_go_with_a_call_is_answered_in_order(spawn):
+    # was: the tools/call answered first, with -32600 "not allowed in session state: new"
+    server = spawn(version=LEGACY)
+    for message in HANDSHAKE_BATCH:
+        server.sent[_key(message.get("id"))] = (LEGACY, message["method"])
+    server.write(b"".join(orjson.dumps(m) + b"\n" for m in HANDSHAKE_BATCH))  # one write
+    first = server.next_message()
+    assert first["id"] == 1 and first["result"]["protocolVersion"] == LEGACY, first
+    call = server.response(2)
+    assert call["result"]["structuredContent"]["count"] == 2, call
+    assert server.response(3)["result"]["tools"]
+    server.close()
+    _exactly_once(server, [1, 2, 3])
+
+
+def test_lines_behind_an_initialize_wait_for_its_answer_and_keep_their_order():
+    """In process: whatever follows an initialize in the stream (a call, a malformed line, an
+    over-long line, a second initialize) is answered after it, in stream order."""
+    import asyncio
+    import io
+
+    from truecall import Principal, Server
+    from truecall.protocol import Engine
+    from truecall.transports.stdio import StdioConnection, _LineReader
+
+    app = Server("inproc", db=":memory:")
+
+    @app.tool("quick", description="Answers at once.")
+    def quick(ctx) -> str:
+        return "quick"
+
+    init = {"jsonrpc": "2.0", "id": "i1", "method": "initialize",
+            "params": {"protocolVersion": LEGACY, "capabilities": {}}}
+    lines = [init, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": "c1", "method": "tools/call", "params": {"name": "quick"}}]
+
+    async def scenario() -> list[dict[str, Any]]:
+        out = io.BytesIO()
+        conn = StdioConnection(Engine(app), Principal("tester", "t1"), out)
+        reader = _LineReader(conn, 4096)
+        data = b"".join(orjson.dumps(m) + b"\n" for m in lines) + b"{broken\n" + b"x" * 5000 + b"\n" \
+            + orjson.dumps({**init, "id": "i2"}) + b"\n" \
+            + orjson.dumps({"jsonrpc": "2.0", "id": "c2", "method": "tools/call", "params": {"name": "quick"}})
+        reader.data_received(data)
+        reader.eof_received()
+        await conn.drain(5.0)
+        conn.flush()
+        app.db.close()
+        return [orjson.loads(line) for line in out.getvalue().splitlines()]
+
+    answers = asyncio.run(scenario())
+    assert [a.get("id") for a in answers] == ["i1", "c1", None, None, "i2", "c2"], answers
+    assert answers[1]["result"]["content"][0]["text"] == "quick"
+    assert answers[2]["error"]["code"] == -32700 and answers[3]["error"]["message"] == "Message too large"
+    assert answers[4]["error"]["code"] == -32600  # a second initialize in a ready session
+    assert answers[5]["result"]["content"][0]["text"] == "quick"
+
+
+def test_a_task_status_never_reaches_the_client_before_its_handle(spawn):
+    # was: notifications/tasks/status (working) written before the tools/call answer carrying the task
+    server = spawn(version=LEGACY)
+    server.request(1, "initialize", {"protocolVersion": LEGACY, "capabilities": {},
+                                     "clientInfo": {"name": "stdio-tests", "version": "1.0"}})
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    for i in range(3):
+        server.write(orjson.dumps({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": {
+            "name": "incident.handle", "arguments": {"incidentId": "INC-1001"}, "task": {}}}) + b"\n")
+        server.sent[_key(10 + i)] = (LEGACY, "tools/call with task")  # checked as CreateTaskResult below
+    handles: dict[str, int] = {}
+    while len(handles) < 3:
+        m = server.next_message()
+        if m.get("method") == "notifications/tasks/status":
+            assert m["params"]["taskId"] in handles, f"status of a task whose handle was not written: {m}"
+        elif "id" in m and "result" in m:
+            mcp_schema.check_result(m["result"], "CreateTaskResult", LEGACY)
+            handles[m["result"]["task"]["taskId"]] = m["id"]
+    server.close()
+
+
+def test_at_the_end_of_the_input_a_question_nobody_can_answer_fails_and_the_call_is_answered(spawn, tmp_path):
+    server = spawn(version=LEGACY)
+    server.request(1, "initialize", {"protocolVersion": LEGACY, "capabilities": {"elicitation": {}},
+                                     "clientInfo": {"name": "stdio-tests", "version": "1.0"}})
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    server.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "incident.escalate", "arguments": {"incidentId": "INC-1002"}}})
+    server.wait_for(lambda m: m.get("method") == "elicitation/create")
+    took = server.close()  # the client leaves without answering the question
+    assert took < 5
+    answer = [m for m in map(orjson.loads, server.raw_lines) if m.get("id") == 2 and "method" not in m]
+    assert len(answer) == 1 and answer[0]["result"]["isError"] is True, answer  # could not ask: nothing changed
+    assert _severity(tmp_path / "desk.db", "INC-1002") == "P3"

@@ -26,6 +26,9 @@ class _Conn:
     def write(self, message: dict[str, Any]) -> None:
         self.written.append(message)
 
+    def too_large(self) -> None:
+        self.write({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Message too large"}})
+
 
 def _feed(chunks: list[bytes], eof: bool = True) -> _Conn:
     async def run() -> _Conn:

@@ -101,6 +101,14 @@ class Session:
         self.stream: Outbox | None = None
         #: Called after the negotiated state changes (HTTP stores it for other replicas).
         self.persist: Callable[["Session"], None] | None = None
+        #: The client can answer nothing any more (see :meth:`hang_up`).
+        self.hung_up = False
+        #: Task-augmented calls whose answer (the task handle) is not written yet: while there
+        #: are any, task status notifications wait (see :meth:`hold_task_notes`).
+        self._handles_due = 0
+        self._held_notes: set[str] = set()
+        self._feed: asyncio.Queue[Any] | None = None
+        self.announced_tasks: set[str] = set()
 
     def changed(self) -> None:
         if self.persist is not None:
@@ -112,6 +120,8 @@ class Session:
 
     async def request(self, outbox: Outbox, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send a server-to-client request on ``outbox`` and wait for its response."""
+        if self.hung_up:
+            raise _ClientError({"message": "the client closed its input"})
         request_id = f"s-{next(self._ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = future
@@ -132,6 +142,49 @@ class Session:
         else:
             result = message.raw.get("result")
             future.set_result(result if isinstance(result, dict) else {})
+
+    def hold_task_notes(self) -> None:
+        """A transport is about to serve a task-augmented ``tools/call``: until it calls
+        :meth:`release_task_notes` (after writing the answer), no ``notifications/tasks/status``
+        leaves for a task this session was not told about yet, so a status never reaches the
+        client before the handle of its task.  (Which id the call will create is known only
+        once it is accepted, so every unannounced task waits: only for the few milliseconds a
+        handle takes.)"""
+        self._handles_due += 1
+
+    def release_task_notes(self, response: dict[str, Any] | None) -> None:
+        """The answer of a held call is written: the task it announces is known from now on, and
+        the status changes that waited are sent (each task's current status, once)."""
+        self._handles_due -= 1
+        result = response.get("result") if response is not None else None
+        task = result.get("task") if isinstance(result, dict) else None
+        if isinstance(task, dict) and isinstance(task.get("taskId"), str):
+            self.announced_tasks.add(task["taskId"])
+            if len(self.announced_tasks) > 10_000:  # a bound: a forgotten one only waits like an unknown one
+                self.announced_tasks.pop()
+        if self._handles_due == 0 and self._held_notes:
+            held, self._held_notes = self._held_notes, set()
+            feed = self._feed
+            for task_id in held:
+                if feed is not None:
+                    if feed.full():
+                        feed.get_nowait()
+                    feed.put_nowait(("task", task_id))
+
+    def task_note_waits(self, task_id: str) -> bool:
+        """Whether a status change of ``task_id`` must wait for a handle still being written."""
+        if self._handles_due and task_id not in self.announced_tasks:
+            self._held_notes.add(task_id)
+            return True
+        return False
+
+    def hang_up(self) -> None:
+        """The client can send nothing more (stdin ended): requests waiting for its answer fail
+        now, as later ones will, instead of waiting out their timeout."""
+        self.hung_up = True
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(_ClientError({"message": "the client closed its input"}))
 
     def close(self) -> None:
         self.state = SessionState.CLOSED
@@ -672,6 +725,7 @@ class Engine:
         """Forward changes to a handshake-era session's stream until cancelled."""
         feed = self.server.changes
         queue = feed.listen()
+        session._feed = queue
         try:
             while session.state is not SessionState.CLOSED:
                 kind, value = await queue.get()
@@ -680,6 +734,8 @@ class Engine:
                     continue
                 if kind == "task":
                     if session.version != "2025-11-25" or session.principal is None:
+                        continue
+                    if session.task_note_waits(value):
                         continue
                     try:
                         task = self.server.tasks.get(value, owner=session.principal)
@@ -692,6 +748,8 @@ class Engine:
                 else:
                     await stream.send(jsonrpc.notification(f"notifications/{kind}/list_changed"))
         finally:
+            if session._feed is queue:
+                session._feed = None
             feed.unlisten(queue)
 
     # -- tasks ------------------------------------------------------------------------

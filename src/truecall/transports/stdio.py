@@ -4,15 +4,21 @@ A thin adapter: it splits lines, hands each message to the engine, and writes
 what comes back.  Requests run concurrently (a slow tool or one waiting for the
 user does not hold up the others, and pipelined requests are answered as they
 finish); ``notifications/cancelled`` cancels the matching request, which then
-gets no response.
+gets no response.  Order is kept where it is owed: the lines behind an ``initialize``
+wait until it is answered, and a task's status notification waits for the answer
+carrying its handle.  stdin may be a pipe, a file, ``/dev/null`` or closed; its end
+ends the server once what was read is answered (:meth:`StdioConnection.drain`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
 import os
+import stat
 import sys
+import threading
 import types
 from typing import Any, BinaryIO, Coroutine, Generator
 
@@ -56,9 +62,17 @@ class StdioConnection:
         self.audit = engine.server.events
         self._registry = engine.server.registry
         self._out: list[bytes] = []
+        #: The ``initialize`` being served; lines read meanwhile wait in ``_held`` (None: a line too large).
         self._initializing: asyncio.Task[None] | None = None
+        self._held: collections.deque[bytes | None] = collections.deque()
+        #: Set once the input has ended and the grace for work in flight is over (see drain).
+        self._stopping = False
         self._flush_scheduled = False
         self._background: set[asyncio.Task[Any]] = set()
+        #: The reader of stdout went away (EPIPE) or stdout failed: nothing more can be said.
+        self.output_lost = False
+        #: Called once when that happens (the server then ends as at the end of its input).
+        self.on_output_lost: Any = None
 
     def write(self, message: dict[str, Any]) -> None:
         """Queue one message; everything queued in a loop turn goes out in one write."""
@@ -75,15 +89,49 @@ class StdioConnection:
         if self._out:
             data = b"".join(self._out)
             self._out.clear()
-            self.out.write(data)
-            self.out.flush()
+            if self.output_lost:
+                return
+            try:
+                self.out.write(data)
+                self.out.flush()
+            except (OSError, ValueError):  # EPIPE: the client stopped reading; or stdout was closed
+                self.output_lost = True
+                if self.on_output_lost is not None:
+                    self.on_output_lost()
 
     def receive_line(self, line: bytes) -> None:
-        """Handle one line (without its newline); never raises."""
+        """Handle one line (without its newline); never raises.
+
+        While an ``initialize`` is being served, the lines after it wait (in order) until it has
+        been answered: whatever follows a handshake on the stream is served in the session that
+        handshake opened, and answered after it.
+        """
+        if self._initializing is not None:
+            self._held.append(line)
+            return
         try:
             self._receive_line(line)
         except Exception:  # the last net: one bad line must never end the connection
             self.write(jsonrpc.error_message(None, InternalError()))
+
+    def too_large(self) -> None:
+        """A line over the size limit (the reader skips it): answered in its place in the stream."""
+        if self._initializing is not None:
+            self._held.append(None)
+            return
+        self.write(jsonrpc.error_message(None, jsonrpc.InvalidRequest("Message too large")))
+
+    def _initialized(self, task: asyncio.Task[None]) -> None:
+        """The ``initialize`` was answered: the lines that arrived meanwhile are served now, in
+        order (up to the next ``initialize``, which holds the rest again)."""
+        self._initializing = None
+        held = self._held
+        while held and self._initializing is None:
+            line = held.popleft()
+            if line is None:
+                self.too_large()
+            else:
+                self.receive_line(line)
 
     def _receive_line(self, line: bytes) -> None:
         if not line.strip():
@@ -96,10 +144,6 @@ class StdioConnection:
         if message.kind == jsonrpc.NOTIFICATION:
             if message.method == "notifications/cancelled":
                 self._cancel(message.params or {})
-                return
-            if message.method == "notifications/initialized" and self._initializing is not None:
-                # Pipelined right behind initialize: apply it once initialize has run.
-                self._initializing.add_done_callback(lambda _: self.engine._notification(message, self.session))
                 return
             self.engine._notification(message, self.session)
             return
@@ -125,25 +169,37 @@ class StdioConnection:
         self.inflight[key] = task
         if message.method == "initialize":
             self._initializing = task
-            task.add_done_callback(lambda _: setattr(self, "_initializing", None))
+            task.add_done_callback(self._initialized)
         # A task cancelled before it ever ran skips _run's cleanup: forget it here too.
         task.add_done_callback(lambda t: self.inflight.pop(key, None) if self.inflight.get(key) is t else None)
 
     async def _run(self, message: jsonrpc.Incoming, key: Any) -> None:
+        params = message.params
+        handle = message.method == "tools/call" and isinstance(params, dict) and isinstance(params.get("task"), dict)
+        if handle:  # its answer may be a task handle: no status of that task goes out before it
+            self.session.hold_task_notes()
+        response = None
         try:
-            response = await self.engine.handle(message, self.principal, session=self.session, outbox=self.outbox)
             try:
-                await self.audit.durable()  # nothing is acknowledged before its audit record is committed
-            except Exception:
-                response = jsonrpc.error_message(message.id, InternalError())
-        except asyncio.CancelledError:
-            return  # cancelled by the client: no response follows
-        except Exception:  # the engine already turns faults into errors; this is the last net
-            response = jsonrpc.error_message(message.id, jsonrpc.ProtocolError())
+                response = await self.engine.handle(message, self.principal, session=self.session,
+                                                    outbox=self.outbox)
+                try:
+                    await self.audit.durable()  # nothing is acknowledged before its audit record is committed
+                except Exception:
+                    response = jsonrpc.error_message(message.id, InternalError())
+            except asyncio.CancelledError:
+                if not self._stopping:
+                    return  # cancelled by the client: no response follows
+                response = jsonrpc.error_message(message.id, _Stopped())
+            except Exception:  # the engine already turns faults into errors; this is the last net
+                response = jsonrpc.error_message(message.id, jsonrpc.ProtocolError())
+            finally:
+                self.inflight.pop(key, None)
+            if response is not None:
+                self.write(response)
         finally:
-            self.inflight.pop(key, None)
-        if response is not None:
-            self.write(response)
+            if handle:
+                self.session.release_task_notes(response)
 
     def _cancel(self, params: dict[str, Any]) -> None:
         request_id = params.get("requestId")
@@ -158,18 +214,59 @@ class StdioConnection:
         self._background.add(task)
 
     async def drain(self, timeout: float = 30.0) -> None:
-        """Let in-flight requests finish (up to ``timeout``), then stop everything."""
-        pending = [t for t in self.inflight.values() if not t.done()]
-        if pending:
-            done, still = await asyncio.wait(pending, timeout=timeout)
-            for task in still:
-                task.cancel()
-        stopping = list(self.inflight.values()) + list(self._background)
+        """The input has ended: answer what was read, then stop everything.
+
+        What "answered" means for work in flight at the end of the input:
+
+        - every request read is answered exactly once, unless the client cancelled it
+          (``notifications/cancelled``: no answer, as always);
+        - server-to-client requests still waiting (elicitation) fail at once: nobody can answer
+          them now, and the tool says so in its result like any other "could not ask";
+        - requests and accepted tasks get ``timeout`` seconds to finish as usual; then what still
+          runs is cancelled: a request is answered with an error saying the server stopped before
+          it finished and that whether it took effect is unknown (its audit record says
+          ``tool.cancelled``); a task (its handle was acknowledged) is settled by the task
+          runtime's cancellation rules and stays readable in the task store, its settlement
+          audited, its status notification written if the session still listens;
+        - the audit records of all of it are committed before the process exits.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        self.session.hang_up()
+        runtime = self.engine.server.task_runtime
+        while True:
+            await asyncio.sleep(0)  # held lines replay on their initialize's callback
+            pending = [t for t in self.inflight.values() if not t.done()]
+            pending += [t for t in runtime.running.values() if not t.done()]
+            left = deadline - loop.time()
+            if not pending or left <= 0:
+                if not self._held or left <= 0:
+                    break
+                continue
+            await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+        self._stopping = True
+        while self._held:  # (an initialize that outlived the grace) still answered, as stopped
+            self._initializing = None
+            self._initialized(None)  # type: ignore[arg-type]
+        await asyncio.sleep(0)  # every request's task has started: its _run answers its cancellation
+        stopping = [t for t in self.inflight.values() if not t.done()]
+        stopping += [t for t in runtime.running.values() if not t.done()]
         for task in stopping:
             task.cancel()
-        if stopping:  # let them record their cancellation before the last commit
+        if stopping:  # let them answer and record their cancellation before the last commit
             await asyncio.wait(stopping, timeout=1.0)
+        for _ in range(3):  # settlements publish changes: the session feed writes their status
+            await asyncio.sleep(0)
+        for task in self._background:
+            task.cancel()
+        if self._background:
+            await asyncio.wait(self._background, timeout=1.0)
         self.session.close()
+
+
+class _Stopped(InternalError):
+    default_message = ("The server stopped (its input ended) before this request finished; "
+                       "whether it took effect is unknown")
 
 
 @types.coroutine
@@ -234,7 +331,7 @@ class _LineReader(asyncio.Protocol):
             buffer += data[start:]
 
     def _too_large(self) -> None:
-        self.conn.write(jsonrpc.error_message(None, jsonrpc.InvalidRequest("Message too large")))
+        self.conn.too_large()
 
     def eof_received(self) -> bool:
         if self.buffer and not self.skipping:  # a last line without its newline still counts
@@ -245,25 +342,123 @@ class _LineReader(asyncio.Protocol):
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop serving as if the input had ended (nobody can hear the answers any more)."""
         if not self.closed.done():
             self.closed.set_result(None)
+
+
+def _is_pipe(fd: int) -> bool:
+    """Whether ``fd`` is a pipe or a socket: what the loop's pipe transport can watch.
+
+    Anything else (a regular file, ``/dev/null``, a terminal) is read by :class:`_ThreadReader`:
+    uvloop aborts the whole process on ``connect_read_pipe`` of a regular file or ``/dev/null``
+    (asyncio raises), so it is never asked to."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+class _ThreadReader:
+    """stdin that is not a pipe: blocking reads on a daemon thread, each chunk handed to the loop
+    and taken in before the next read (a large file is not read ahead of the server).  A daemon,
+    so a terminal nobody types into never holds up the exit."""
+
+    def __init__(self, fd: int, reader: _LineReader, loop: asyncio.AbstractEventLoop) -> None:
+        self.fd, self.reader, self.loop = fd, reader, loop
+        self.thread = threading.Thread(target=self._run, name="truecall-stdin", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        taken = threading.Event()
+
+        def hand_over(data: bytes) -> None:
+            try:
+                self.reader.data_received(data)
+            finally:
+                taken.set()
+
+        try:
+            while not self.reader.closed.done():
+                try:
+                    data = os.read(self.fd, _READ_SIZE)
+                except InterruptedError:
+                    continue
+                except OSError:  # unreadable (EBADF, EIO of a terminal gone): the same as its end
+                    break
+                if not data:
+                    break
+                taken.clear()
+                self.loop.call_soon_threadsafe(hand_over, data)
+                taken.wait()
+            self.loop.call_soon_threadsafe(self.reader.eof_received)
+        except RuntimeError:  # the loop is closed: the server has ended anyway
+            pass
+        finally:
+            os.close(self.fd)
+
+    def close(self) -> None:
+        pass  # the thread ends at the input's end (or with the process: it is a daemon)
+
+
+_READ_SIZE = 256 * 1024
+
+
+class _NoOutput:
+    """stdout closed (``>&-``): answers have nowhere to go and are dropped."""
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def _fileno(stream: Any) -> int | None:
+    if stream is None:
+        return None
+    try:
+        fd = stream.fileno()
+        os.fstat(fd)
+    except (AttributeError, ValueError, OSError):  # closed, detached, or not a real descriptor
+        return None
+    return int(fd)
 
 
 async def serve_stdio(engine: Engine, principal: Principal, *, stdin: BinaryIO | None = None,
                       stdout: BinaryIO | None = None, limits: Limits = DEFAULT_LIMITS,
                       eof_grace: float = EOF_GRACE_S) -> None:
-    """Serve until stdin closes."""
+    """Serve until stdin ends.
+
+    stdin may be anything: a pipe or socket (watched by the loop), a regular file, ``/dev/null``
+    or a terminal (read on a thread), or closed (Python then has no ``sys.stdin``: no input at
+    all).  Its end is the end of the input, however it comes: see :meth:`StdioConnection.drain`
+    for what is still answered.  stdout may be a pipe, a file, or closed (answers are dropped).
+    """
     loop = asyncio.get_running_loop()
-    source = stdin or sys.stdin.buffer
-    conn = StdioConnection(engine, principal, stdout or sys.stdout.buffer, limits=limits)
+    source = stdin if stdin is not None else getattr(sys.stdin, "buffer", None)
+    sink: Any = stdout if stdout is not None else getattr(sys.stdout, "buffer", None)
+    if _fileno(sink) is None and stdout is None:
+        sink = _NoOutput()
+    conn = StdioConnection(engine, principal, sink, limits=limits)
     engine.server.events.defer(loop)
     conn.start_background()
     reader = _LineReader(conn, limits.max_bytes)
-    transport, _ = await loop.connect_read_pipe(lambda: reader, os.fdopen(os.dup(source.fileno()), "rb", buffering=0))
+    conn.on_output_lost = reader.stop
+    fd = _fileno(source)
+    transport: Any = None
+    if fd is None:
+        reader.eof_received()  # no stdin at all: an input that is over before it began
+    elif _is_pipe(fd):
+        transport, _ = await loop.connect_read_pipe(lambda: reader, os.fdopen(os.dup(fd), "rb", buffering=0))
+    else:
+        transport = _ThreadReader(os.dup(fd), reader, loop)
     try:
         await reader.closed
     finally:
-        transport.close()
+        if transport is not None:
+            transport.close()
     await conn.drain(eof_grace)
     engine.server.events.flush()
     conn.flush()
