@@ -46,10 +46,14 @@ from .tools import Prompt, Resource, ResourceTemplate, Tool
 __version__ = "0.1.0"
 
 _LAZY = {"ClaimNames": "oauth", "JWTVerifier": "oauth", "ProtectedResource": "oauth"}
+# The client loads on first use too: a server never imports it (nor httpx).
+_LAZY.update({name: "client" for name in (
+    "Client", "Done", "Failed", "Accepted", "Unknown", "Cancelled", "Outcome", "FormRequest", "UrlRequest", "Accept",
+    "Decline", "Cancel", "ConnectionLost", "NotSent", "ClientStateError")})
 
 
 def __getattr__(name: str) -> object:
-    """JOSE support loads on first use: servers without JWTs do not pay its import time."""
+    """JOSE support and the client load on first use: servers do not pay their import time."""
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'truecall' has no attribute {name!r}")
@@ -58,6 +62,21 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(f".{module}", __name__), name)
 
 __all__ = [
+    "Accept",
+    "Accepted",
+    "Cancel",
+    "Cancelled",
+    "Client",
+    "ClientStateError",
+    "ConnectionLost",
+    "Decline",
+    "Done",
+    "Failed",
+    "FormRequest",
+    "NotSent",
+    "Outcome",
+    "Unknown",
+    "UrlRequest",
     "AccessDenied",
     "ClaimNames",
     "FormError",

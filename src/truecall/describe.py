@@ -71,6 +71,10 @@ def _refs(content: list[dict[str, Any]]) -> list[str]:
 
 def describe(result: ToolResult | Mapping[str, Any], locale: str = "zh") -> str:
     """A user-facing sentence for a tool result, a task, or a task-creating result."""
+    if not isinstance(result, (ToolResult, Mapping)):  # a client outcome (Done, Failed, Accepted, Unknown, ...)
+        from .client._describe import describe_outcome
+
+        return describe_outcome(result, locale)
     t = _TEXT["en" if locale == "en" else "zh"]
     data = result.to_dict() if isinstance(result, ToolResult) else dict(result)
     if "taskId" in data or data.get("resultType") == "task" or "task" in data:

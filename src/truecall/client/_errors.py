@@ -1,0 +1,118 @@
+"""A JSON-RPC error from any server, as the project's typed exception.
+
+The server side maps each fault to a code (``truecall.errors``); this is the way
+back, so callers catch ``InsufficientScope`` (with the scope to step up to) or
+``UnknownTool`` instead of comparing numbers.  Codes no type claims stay a plain
+:class:`ProtocolError` carrying the server's code, message and data.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..errors import (
+    FORBIDDEN,
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CAPABILITY,
+    PARSE_ERROR,
+    UNAUTHORIZED,
+    UNSUPPORTED_VERSION,
+    AccessDenied,
+    HeaderMismatch,
+    InsufficientScope,
+    InternalError,
+    InvalidCredential,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    MissingCapability,
+    NotFound,
+    ParseError,
+    ProtocolError,
+    TenantMismatch,
+    UnknownTool,
+    UnsupportedVersion,
+)
+
+__all__ = ["from_wire", "unknown_tool", "ConnectionLost", "NotSent"]
+
+#: 2025-06-18 / 2025-11-25 resource-not-found code.
+RESOURCE_NOT_FOUND = -32002
+
+_SIMPLE: dict[int, type[ProtocolError]] = {
+    PARSE_ERROR: ParseError,
+    INVALID_REQUEST: InvalidRequest,
+    METHOD_NOT_FOUND: MethodNotFound,
+    INTERNAL_ERROR: InternalError,
+    HEADER_MISMATCH: HeaderMismatch,
+    MISSING_CAPABILITY: MissingCapability,
+    UNSUPPORTED_VERSION: UnsupportedVersion,
+    UNAUTHORIZED: InvalidCredential,
+    RESOURCE_NOT_FOUND: NotFound,
+}
+
+
+class ConnectionLost(ConnectionError):
+    """The connection ended (the server exited, the network failed) with requests unanswered."""
+
+
+class NotSent(ConnectionError):
+    """The request never left this process (no connection could be made): nothing can have happened."""
+
+
+def _text(value: Any, limit: int = 500) -> str | None:
+    return value[:limit] if isinstance(value, str) and value else None
+
+
+def unknown_tool(name: str, message: str | None = None, data: Any = None) -> UnknownTool:
+    exc = UnknownTool(name)
+    if message:
+        exc.message = message
+        exc.args = (message,)
+    exc.data = data
+    return exc
+
+
+def _scopes(data: Any) -> list[str] | None:
+    if isinstance(data, dict):
+        scopes = data.get("requiredScopes") or data.get("scopes")
+        if isinstance(scopes, list) and all(isinstance(s, str) for s in scopes):
+            return scopes
+        if isinstance(scopes, str):
+            return scopes.split()
+    return None
+
+
+def from_wire(error: Any, *, tool: str | None = None) -> ProtocolError:
+    """The typed exception for a JSON-RPC ``error`` object (anything malformed is an internal error)."""
+    if not isinstance(error, dict) or not isinstance(error.get("code"), int) or isinstance(error.get("code"), bool):
+        return InternalError("The server sent a malformed error")
+    code: int = error["code"]
+    message = _text(error.get("message"))
+    data = error.get("data")
+    exc: ProtocolError
+    if code == FORBIDDEN:
+        scopes = _scopes(data)
+        if scopes:
+            exc = InsufficientScope(scopes)
+            exc.data = data
+        elif message and "tenant" in message.lower():
+            exc = TenantMismatch(message, data)
+        else:
+            exc = AccessDenied(message, data)
+        return exc
+    if code == INVALID_PARAMS:
+        if tool is not None and message and re.search(r"unknown tool|tool .*not found|no such tool", message, re.I):
+            return unknown_tool(tool, message, data)
+        return InvalidParams(message, data)
+    cls = _SIMPLE.get(code)
+    if cls is not None:
+        return cls(message, data)
+    exc = ProtocolError(message or "Error", data)
+    exc.code = code
+    return exc
