@@ -27,7 +27,8 @@ from ._transport import Lost, Receive
 
 __all__ = ["HttpTransport"]
 
-_NAME_FIELD = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name"}
+_NAME_FIELD = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name", "tasks/get": "taskId",
+               "tasks/update": "taskId", "tasks/cancel": "taskId"}
 _SCOPE = re.compile(r'scope="([^"]*)"')
 
 

@@ -1,0 +1,367 @@
+"""truecall.Client against the incident desk (in process, stdio, Streamable HTTP; both eras) and
+against a server that lies about its outcomes (tests/rogue_server.py).
+
+Every call ends in exactly one outcome type; only Done is truthy; protocol errors raise typed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from truecall import (Accept, Accepted, Cancel, Cancelled, Client, Decline, Done, Failed, FormRequest,
+                      InsufficientScope, InvalidCredential, Unknown, UnknownTool, describe)
+from truecall.client import ClientStateError, NotSent
+from truecall.incidents import build_desk
+
+from http_support import OPERATOR, READER, served
+
+HERE = Path(__file__).resolve().parent
+ROGUE = [sys.executable, str(HERE / "rogue_server.py")]
+ERAS = [None, "2025-11-25", "2025-06-18"]  # None: server/discover, so 2026-07-28 with truecall
+ERA_IDS = ["2026-07-28", "2025-11-25", "2025-06-18"]
+
+
+def run(coro: Any, timeout: float = 30.0) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+def stdio_desk(tmp_path: Path, principal: str = "newton@acme,acme,incidents:read incidents:write") -> dict[str, Any]:
+    env = {"TRUECALL_DB": str(tmp_path / "desk.db"), "TRUECALL_PRINCIPAL": principal}
+    return {"target": [sys.executable, "-m", "truecall", "serve"], "env": env, "cwd": str(tmp_path)}
+
+
+async def _exercise_desk(client: Client, version: str | None) -> None:
+    """List, a success, a tool error, a missing argument, an unknown tool, a task to its end."""
+    assert client.version == (version or "2026-07-28")
+    names = [t["name"] for t in await client.list_tools()]
+    assert names[:3] == ["incident.search", "incident.escalate", "incident.handle"]
+
+    done = await client.call("incident.search", {"service": "payments"})
+    assert isinstance(done, Done) and done
+    assert done.structured["count"] == 2
+    assert describe(done, "en").startswith("payments: 2")
+
+    nothing = await client.call("incident.search", {"service": "nothing-here"})
+    assert isinstance(nothing, Done) and nothing.structured["count"] == 0
+    assert "no matching data" in describe(nothing, "en") and "没有匹配数据" in describe(nothing, "zh")
+
+    missing = await client.call("incident.search", {})
+    assert isinstance(missing, Failed) and not missing
+    assert missing.kind == "invalid_input"
+    assert missing.result["isError"] is True and missing.structured["error"]["kind"] == "invalid_input"
+    assert describe(missing, "zh").startswith("未成功")
+
+    tool_error = await client.call("incident.escalate", {"incidentId": "INC-9999"})
+    assert isinstance(tool_error, Failed) and tool_error.kind == "invalid_input"
+
+    with pytest.raises(UnknownTool):
+        await client.call("incident.nope", {})
+
+    if version == "2025-06-18":  # no tasks in that version: a task-only tool is refused, typed
+        from truecall import MethodNotFound
+
+        with pytest.raises(MethodNotFound):
+            await client.call("incident.handle", {"incidentId": "INC-1001"})
+        return
+    accepted = await client.call("incident.handle", {"incidentId": "INC-1001", "idempotencyKey": "k-1"})
+    assert isinstance(accepted, Accepted) and not accepted
+    assert not hasattr(accepted, "result")
+    assert "accepted, not yet done" in describe(accepted, "en") and "已受理" in describe(accepted, "zh")
+    final = await accepted.wait()
+    assert isinstance(final, Done), final
+    assert final.task_id == accepted.task_id and final.structured["notified"] is True
+    assert final.structured["ticketId"].startswith("TKT-")
+
+
+@pytest.mark.parametrize("version", ERAS, ids=ERA_IDS)
+def test_in_process_desk(tmp_path: Path, version: str | None) -> None:
+    desk = build_desk(str(tmp_path / "desk.db"))
+
+    async def go() -> None:
+        async with Client(desk, token=OPERATOR, version=version) as client:
+            await _exercise_desk(client, version)
+
+    run(go())
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
+def test_stdio_desk(tmp_path: Path, version: str | None) -> None:
+    spec = stdio_desk(tmp_path)
+
+    async def go() -> None:
+        async with Client(spec["target"], env=spec["env"], cwd=spec["cwd"], version=version) as client:
+            await _exercise_desk(client, version)
+
+    run(go(), 60)
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
+def test_http_desk(tmp_path: Path, version: str | None) -> None:
+    with served(tmp_path) as server:
+        async def go() -> None:
+            async with Client(server.url, token=OPERATOR, version=version) as client:
+                await _exercise_desk(client, version)
+
+        run(go(), 60)
+
+
+def test_http_credentials_raise_typed(tmp_path: Path) -> None:
+    """A bad token is InvalidCredential; a missing scope is InsufficientScope naming the scope."""
+    with served(tmp_path) as server:
+        async def go() -> None:
+            with pytest.raises(InvalidCredential):
+                async with Client(server.url, token="not-a-token"):
+                    pass
+            for version in (None, "2025-11-25"):
+                async with Client(server.url, token=READER, version=version) as client:
+                    with pytest.raises(InsufficientScope) as caught:
+                        await client.call("incident.handle", {"incidentId": "INC-1001"})
+                    assert caught.value.required == ("incidents:write",)
+
+        run(go(), 60)
+
+
+def test_in_process_scope_and_credential(tmp_path: Path) -> None:
+    desk = build_desk(str(tmp_path / "desk.db"))
+
+    async def go() -> None:
+        async with Client(desk, token=READER) as client:
+            with pytest.raises(InsufficientScope) as caught:
+                await client.call("incident.escalate", {"incidentId": "INC-1001"})
+            assert caught.value.required == ("incidents:write",)
+        with pytest.raises(InvalidCredential):
+            async with Client(desk, token="wrong"):
+                pass
+
+    run(go())
+
+
+# -- elicitation -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
+@pytest.mark.parametrize("transport", ["inprocess", "http"])
+def test_elicitation_accept_decline_cancel(tmp_path: Path, version: str | None, transport: str) -> None:
+    seen: list[FormRequest] = []
+    answers = iter([Accept({"severity": "P1", "reason": "customers affected"}), Decline(), Cancel(),
+                    Accept({"severity": "P9", "reason": "not an allowed value"})])
+
+    def handler(request: Any) -> Any:
+        assert isinstance(request, FormRequest)
+        seen.append(request)
+        return next(answers)
+
+    async def go(target: Any) -> None:
+        async with Client(target, token=OPERATOR, version=version, elicitation=handler) as client:
+            accepted = await client.call("incident.escalate", {"incidentId": "INC-1002"})
+            assert isinstance(accepted, Done), accepted
+            assert accepted.structured == {"incidentId": "INC-1002", "previousSeverity": "P3", "severity": "P1"}
+            declined = await client.call("incident.escalate", {"incidentId": "INC-1001"})
+            assert isinstance(declined, Failed) and declined.kind == "declined"
+            assert "decline" in declined.message
+            cancelled = await client.call("incident.escalate", {"incidentId": "INC-1001"})
+            assert isinstance(cancelled, Failed) and cancelled.kind == "declined" and "cancel" in cancelled.message
+            # An answer outside the form's schema is never sent as consent: it goes as cancel.
+            invalid = await client.call("incident.escalate", {"incidentId": "INC-1001"})
+            assert isinstance(invalid, Failed) and invalid.kind == "declined" and "cancel" in invalid.message
+        assert len(seen) == 4 and seen[0].schema["required"] == ["severity", "reason"]
+
+    if transport == "inprocess":
+        run(go(build_desk(str(tmp_path / "desk.db"))))
+    else:
+        with served(tmp_path) as server:
+            run(go(server.url), 60)
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
+def test_credential_form_never_reaches_the_handler(version: str | None, caplog: pytest.LogCaptureFixture) -> None:
+    shown: list[Any] = []
+
+    async def go(allow: bool) -> str:
+        async with Client(ROGUE, version=version, elicitation=lambda r: shown.append(r) or Accept({"password": "x"}),
+                          allow_credential_forms=allow) as client:
+            outcome = await client.call("credential_form", {})
+            assert isinstance(outcome, Done)
+            return outcome.text
+
+    assert run(go(False)) == "client said decline"
+    assert shown == [] and "credential" in caplog.text
+    assert run(go(True)) == "client said accept"  # explicitly opted out: the handler decides
+    assert len(shown) == 1
+
+
+# -- faults --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
+def test_rogue_results(version: str | None) -> None:
+    async def go() -> None:
+        async with Client(ROGUE, version=version) as client:
+            broken = await client.call("broken", {})
+            assert isinstance(broken, Failed) and not broken
+            assert broken.kind == "contract_broken"
+            assert broken.result["structuredContent"] == {"count": "three"}  # kept as sent
+            assert "count" in broken.message
+            assert describe(broken, "en").startswith("Not successful")
+            assert describe(broken, "zh").startswith("未成功")
+
+            unstructured = await client.call("no_structure", {})
+            assert isinstance(unstructured, Failed) and unstructured.kind == "contract_broken"
+
+            honest = await client.call("honest", {})
+            assert isinstance(honest, Done) and honest.structured == {"count": 1}
+
+            with pytest.raises(UnknownTool):
+                await client.call("nothing", {})
+            with pytest.raises(UnknownTool):  # folded into isError by the server: still nothing ran
+                await client.call("fold_unknown", {})
+
+            # A completed task with an isError result: Failed, structured content intact.
+            task = await client.call("task_error", {})
+            assert isinstance(task, Accepted)
+            failed = await task.wait()
+            assert isinstance(failed, Failed) and failed.kind == "dependency_unavailable"
+            assert failed.structured["error"]["message"] == "upstream refused" and failed.structured["count"] == 0
+            assert failed.task_id == task.task_id
+
+            # A failed task: the JSON-RPC error, typed.
+            task = await client.call("task_failed", {})
+            with pytest.raises(InsufficientScope) as caught:
+                await task.wait()
+            assert caught.value.required == ("jobs:run",)
+
+    run(go())
+
+
+def test_task_input_required_answered_through_the_handler() -> None:
+    async def go() -> None:
+        async with Client(ROGUE, elicitation=lambda r: Accept({"count": 7})) as client:
+            task = await client.call("task_input", {})
+            assert isinstance(task, Accepted)
+            final = await task.wait()
+            assert isinstance(final, Done) and final.structured == {"count": 7}
+
+    run(go())
+
+
+def test_server_killed_mid_call_is_unknown() -> None:
+    async def go() -> None:
+        async with Client(ROGUE) as client:
+            call = asyncio.ensure_future(client.call("hang", {}))
+            await asyncio.sleep(0.2)
+            pid = client.transport.pid  # type: ignore[attr-defined]
+            os.kill(pid, signal.SIGKILL)
+            outcome = await call
+            assert isinstance(outcome, Unknown) and not outcome
+            assert outcome.reason == "server_exited" and outcome.request_id is not None
+            text = describe(outcome, "en")
+            assert "may have happened" in text and "do not retry blindly" in text
+            assert "结果未知" in describe(outcome, "zh")
+            with pytest.raises(NotSent):  # afterwards nothing can be sent: nothing can have happened
+                await client.call("honest", {})
+
+    run(go())
+
+
+def test_call_timeout_is_unknown() -> None:
+    async def go() -> None:
+        async with Client(ROGUE) as client:
+            outcome = await client.call("hang", {}, timeout=0.2)
+            assert isinstance(outcome, Unknown) and outcome.reason == "timeout"
+
+    run(go())
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_desk_killed_while_asking_is_unknown(tmp_path: Path, transport: str) -> None:
+    """The desk dies while its call waits for the user (handshake era): the call may have happened."""
+    kill: dict[str, Any] = {}
+
+    async def handler(request: Any) -> Any:
+        kill["now"]()
+        await asyncio.sleep(0.5)
+        return Decline()
+
+    async def go(client: Client) -> None:
+        async with client:
+            outcome = await client.call("incident.escalate", {"incidentId": "INC-1001"})
+            assert isinstance(outcome, Unknown), outcome
+            assert outcome.reason in ("server_exited", "connection_lost")
+
+    if transport == "stdio":
+        spec = stdio_desk(tmp_path)
+        client = Client(spec["target"], env=spec["env"], cwd=spec["cwd"], version="2025-11-25", elicitation=handler)
+        kill["now"] = lambda: os.kill(client.transport.pid, signal.SIGKILL)  # type: ignore[attr-defined]
+        run(go(client), 60)
+    else:
+        with served(tmp_path) as server:
+            kill["now"] = lambda: (os.kill(server.proc.pid, signal.SIGKILL), server.proc.wait(5))
+            run(go(Client(server.url, token=OPERATOR, version="2025-11-25", elicitation=handler)), 60)
+
+
+def test_cancel_an_accepted_task(tmp_path: Path) -> None:
+    desk = build_desk(str(tmp_path / "desk.db"), faults={"delay": 1.0}, ack_timeout_s=5.0)
+
+    async def go() -> None:
+        async with Client(desk, token=OPERATOR) as client:
+            accepted = await client.call("incident.handle", {"incidentId": "INC-1001"})
+            assert isinstance(accepted, Accepted)
+            after = await accepted.cancel()
+            final = after if isinstance(after, (Cancelled, Done, Failed)) else await accepted.wait()
+            assert isinstance(final, Cancelled), final
+            assert "cancelled, not done" in describe(final, "en")
+
+    run(go())
+
+
+def test_outcomes_are_never_truthy_except_done() -> None:
+    from truecall.client._outcomes import judge
+    from truecall.schema import Validator
+
+    v = Validator({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+    assert judge("t", {"content": [], "structuredContent": {"n": 1}}, v)
+    assert not judge("t", {"content": [], "structuredContent": {"n": "1"}}, v)
+    assert not judge("t", {"content": [], "isError": "false", "structuredContent": {"n": 1}}, v)
+    assert not judge("t", {"content": [], "isError": True}, None)
+    assert judge("t", {"content": [{"type": "text", "text": "已受理"}]}, None)  # no schema: the flag decides
+
+
+def test_connection_state_table_refuses_illegal_moves() -> None:
+    from truecall.client import ClientConnection
+
+    conn = ClientConnection(client_info={"name": "t", "version": "0"}, capabilities={})
+    with pytest.raises(ClientStateError, match="client state: new"):
+        conn.send_request("tools/list")
+    conn.start()
+    with pytest.raises(ClientStateError, match="client state: discovering"):
+        conn.send_request("tools/call", {"name": "x"})
+    assert [m["method"] for m in conn.data_to_send()] == ["server/discover"]
+    conn.fall_back()
+    assert [m["method"] for m in conn.data_to_send()] == ["initialize"]
+    events = conn.receive_data(b'{"jsonrpc":"2.0","id":2,"result":{"protocolVersion":"2025-06-18",'
+                               b'"capabilities":{},"serverInfo":{"name":"s","version":"1"}}}')
+    assert conn.era == "legacy" and conn.version == "2025-06-18" and len(events) == 1
+    assert [m["method"] for m in conn.data_to_send()] == ["notifications/initialized"]
+    rid = conn.send_request("tools/list")
+    assert "_meta" not in conn.data_to_send()[0].get("params", {})
+    assert conn.receive_data(b'{"jsonrpc":"2.0","id":99,"result":{}}') == []  # nobody asked: dropped
+    assert conn.receive_data(f'{{"jsonrpc":"2.0","id":{rid},"result":{{"tools":[]}}}}'.encode())[0].result == \
+        {"tools": []}
+    conn.close()
+    with pytest.raises(ClientStateError, match="client state: closed"):
+        conn.send_request("tools/list")
+
+
+def test_import_truecall_loads_neither_the_client_nor_httpx() -> None:
+    import subprocess
+
+    code = ("import sys, truecall; assert 'httpx' not in sys.modules and 'truecall.client' not in sys.modules; "
+            "truecall.Client; assert 'truecall.client' in sys.modules and 'httpx' not in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
