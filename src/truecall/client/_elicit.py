@@ -18,7 +18,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Union
 
-from ..forms import _CREDENTIAL, _words  # truecall's own red-line patterns, shared with check_form
+from ..forms import names_credential  # truecall's own red-line lint, shared with check_form
 from ..schema import SchemaError, Validator
 
 __all__ = ["FormRequest", "UrlRequest", "Accept", "Decline", "Cancel", "ElicitationHandler", "Answer",
@@ -70,15 +70,16 @@ ElicitationHandler = Callable[[Union[FormRequest, UrlRequest]], Union[Answer, Aw
 
 def asks_for_credential(message: str, schema: Any) -> bool:
     """True when a form's message or any field's name, title or description asks for a secret."""
-    if _CREDENTIAL.search(_words(message or "")):
+    if names_credential(message or ""):
         return True
     props = schema.get("properties") if isinstance(schema, dict) else None
     if not isinstance(props, dict):
         return False
     for name, spec in props.items():
         spec = spec if isinstance(spec, dict) else {}
-        text = " ".join(str(x) for x in (name, spec.get("title", ""), spec.get("description", "")))
-        if _CREDENTIAL.search(_words(text)) or spec.get("format") == "password":
+        fmt = spec.get("format")
+        if names_credential(str(name), field_name=True) or (isinstance(fmt, str) and names_credential(fmt)) or \
+                fmt == "password" or any(names_credential(str(spec.get(k, ""))) for k in ("title", "description")):
             return True
     return False
 
