@@ -234,6 +234,30 @@ def reconcile(
     _ops(ops.run_reconcile, ops.render_reconcile, as_json, db)
 
 
+# -- calling a server (the client side) --------------------------------------------------------------
+
+
+@app.command("call")
+def call_tool(
+    tool: str = typer.Argument(..., help="The tool's name"),
+    command: Optional[list[str]] = typer.Argument(None, help="After --: the command line of a stdio server"),
+    args: Optional[str] = typer.Option(None, "--args", help="The arguments, as a JSON object"),
+    url: Optional[str] = typer.Option(None, "--url", help="A Streamable HTTP server's URL"),
+    token: Optional[str] = typer.Option(None, "--token", envvar="TRUECALL_TOKEN", help="Bearer token (HTTP)"),
+    wait: bool = typer.Option(False, "--wait", help="Wait for an accepted task to end"),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object instead of a sentence and the result"),
+    timeout: Optional[float] = typer.Option(60.0, "--timeout", help="Seconds to wait for an answer"),
+    version: Optional[str] = typer.Option(None, "--version", help="Pin a protocol version (default: negotiate)"),
+    lang: str = typer.Option("en", "--lang", help="Language of the sentence: en or zh"),
+) -> None:
+    """Call one tool: prints the describe() sentence and the result. Exit status: 0 done, 1 failed,
+    2 protocol or usage error, 3 accepted and not waited for, 4 unknown (it may have happened)."""
+    from .client._cli import run_call
+
+    raise typer.Exit(run_call(tool, args, url=url, command=command or [], token=token, wait=wait, timeout=timeout,
+                              version=version, locale=lang, as_json=as_json))
+
+
 def main() -> None:
     app()
 
