@@ -1,8 +1,9 @@
 """The documentation is tested: the site builds with ``--strict`` and every code block of
 ``docs/**/*.md`` runs.
 
-How a page's blocks are checked, in the order they appear (one temporary folder, one Python
-namespace and one free port per page; the page's ``8000`` is that port):
+How a page's blocks are checked, in the order they appear (one temporary folder and one Python
+namespace per page; each port a page serves on, ``--port 8000`` or ``127.0.0.1:8000``, is
+replaced by a free one):
 
 - ``python``: executed in this process, in the page's folder (the folder is on ``sys.path``);
   with ``title="server.py"`` the block is a file: it is compiled and written, not run.
@@ -22,6 +23,7 @@ A directive is an HTML comment on the line before the fence, invisible on the si
 - ``<!-- doctest: syntax -->`` for a command that must not run here (it installs, or needs a
   host that the test does not have): its shell syntax is checked and each ``truecall``
   command in it must accept the options it is given (they are looked up in its ``--help``).
+- ``<!-- doctest: root -->`` runs a bash block in the repository's root (``bench/…``) instead.
 - ``<!-- doctest: env=NAME=VALUE -->`` adds an environment variable for that block; the value
   ``{pg}`` is a fresh PostgreSQL schema of the suite's private server.
 """
@@ -56,7 +58,9 @@ PAGES = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))
 _FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|~{3,})\s*(?P<lang>[\w+-]*)(?P<attrs>[^`]*)$")
 _DIRECTIVE = re.compile(r"^\s*<!--\s*doctest:(?P<body>.*?)-->\s*$")
 _TITLE = re.compile(r'title="(?P<title>[^"]+)"')
-_KNOWN = {"output", "prose", "background", "ready", "stdio", "syntax", "exit", "env"}
+#: A port a page names: ``--port 8000``, ``127.0.0.1:8000`` or ``localhost:8000`` (80xx).
+_PORT = re.compile(r"(?<=--port )80\d\d\b|(?<=--port=)80\d\d\b|(?<=127\.0\.0\.1:)80\d\d\b|(?<=localhost:)80\d\d\b")
+_KNOWN = {"output", "prose", "background", "ready", "stdio", "syntax", "exit", "env", "root"}
 
 
 @dataclass
@@ -138,7 +142,7 @@ class PageRun:
     def __init__(self, page: str, folder: Path, pg_url: Any) -> None:
         self.page = page
         self.folder = folder
-        self.port = _free_port()
+        self.ports: dict[str, int] = {}  # a port the page names (8000) -> a free one
         self.pg_url = pg_url
         self.namespace: dict[str, Any] = {"__name__": "__docs__"}
         self.background: list[tuple[Block, subprocess.Popen[bytes]]] = []
@@ -149,7 +153,12 @@ class PageRun:
         self.env.pop("VIRTUAL_ENV", None)
 
     def code(self, block: Block) -> str:
-        return re.sub(r"\b8000\b", str(self.port), block.code)
+        return _PORT.sub(lambda m: str(self.port_for(m.group(0))), block.code)
+
+    def port_for(self, documented: str) -> int:
+        if documented not in self.ports:
+            self.ports[documented] = _free_port()
+        return self.ports[documented]
 
     def block_env(self, block: Block) -> dict[str, str]:
         env = dict(self.env)
@@ -191,7 +200,8 @@ class PageRun:
             return self.start(block)
         if "stdio" in block.options:
             return self.talk_stdio(block)
-        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", self.code(block)], cwd=self.folder,
+        cwd = ROOT if "root" in block.options else self.folder
+        proc = subprocess.run(["bash", "-euo", "pipefail", "-c", self.code(block)], cwd=cwd,
                               env=self.block_env(block), capture_output=True, text=True, timeout=120)
         expected = int(block.options.get("exit", 0))
         assert proc.returncode == expected, (f"{block.where}: exit status {proc.returncode}, not {expected}\n"
@@ -214,18 +224,20 @@ class PageRun:
             return
         assert "output" in block.options, f"{block.where}: a text block says doctest: output or doctest: prose"
         assert self.last_output is not None, f"{block.where}: an output block follows no block that ran"
-        actual = re.sub(r"\b%d\b" % self.port, "8000", self.last_output)
+        actual = self.last_output
+        for documented, port in self.ports.items():
+            actual = re.sub(rf"\b{port}\b", documented, actual)
         assert matches(block.code, actual), f"{block.where}: the output differs\n--- page:\n{block.code}" \
                                             f"--- actual:\n{actual}"
 
     # -- servers --------------------------------------------------------------------------------
 
     def start(self, block: Block) -> None:
-        proc = subprocess.Popen(["bash", "-c", "exec " + self.code(block).strip()], cwd=self.folder,
+        proc = subprocess.Popen(["bash", "-c", self.code(block)], cwd=self.folder,
                                 env=self.block_env(block), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
         self.background.append((block, proc))
-        ready = str(block.options.get("ready", "")).replace("8000", str(self.port))
+        ready = _PORT.sub(lambda m: str(self.port_for(m.group(0))), str(block.options.get("ready", "")))
         assert ready, f"{block.where}: a background block says when it is ready (ready=URL)"
         deadline = time.monotonic() + 30
         while True:
@@ -250,7 +262,7 @@ class PageRun:
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         ]
-        proc = subprocess.Popen(["bash", "-c", "exec " + self.code(block).strip()], cwd=self.folder,
+        proc = subprocess.Popen(["bash", "-c", self.code(block)], cwd=self.folder,
                                 env=self.block_env(block), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
         answers: dict[int, Any] = {}
@@ -285,12 +297,18 @@ class PageRun:
                     words.pop(0)
                 if not words or Path(words[0]).name != "truecall":
                     continue
-                sub = [w for w in words[1:3] if not w.startswith("-")][:2]
-                helped = subprocess.run([str(BIN / "truecall"), *sub[:1], "--help"], capture_output=True, text=True,
-                                        env=self.env, timeout=60)
+                sub = []  # the (sub)command: `serve`, `tasks list`
+                for word in words[1:3]:
+                    if word.startswith("-") or not re.fullmatch(r"[a-z]+", word):
+                        break
+                    sub.append(word)
+                env = {**self.env, "COLUMNS": "200"}  # options in full, however wide the help is
+                helped = subprocess.run([str(BIN / "truecall"), *sub, "--help"], capture_output=True, text=True,
+                                        env=env, timeout=60)
                 if helped.returncode != 0 and len(sub) > 1:
+                    sub = sub[:1]
                     helped = subprocess.run([str(BIN / "truecall"), *sub, "--help"], capture_output=True,
-                                            text=True, env=self.env, timeout=60)
+                                            text=True, env=env, timeout=60)
                 assert helped.returncode == 0, f"{block.where}: `truecall {' '.join(sub)} --help` fails"
                 for word in words:
                     option = word.split("=", 1)[0]
