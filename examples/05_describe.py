@@ -1,4 +1,7 @@
-"""describe() on injection A's result: what the user is told must start with 「未成功」."""
+"""describe() on injection A's result: what the user is told must start with 「未成功」 ("Not successful").
+
+The first line is in the seed's Chinese (``_common`` sets ``TRUECALL_LANG=zh``), the second in English.
+"""
 
 from truecall import describe
 

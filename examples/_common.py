@@ -3,7 +3,11 @@
 import os
 import tempfile
 
-from truecall.incidents import build_desk
+# The seed chapter's lines are Chinese: ask for them (truecall speaks English by default).
+# `TRUECALL_LANG=en python 01_search.py` shows the English product instead.
+os.environ.setdefault("TRUECALL_LANG", "zh")
+
+from truecall.incidents import build_desk  # noqa: E402
 
 OPERATOR_TOKEN = "demo-acme-operator"
 

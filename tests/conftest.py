@@ -6,6 +6,8 @@ Fixture names say what they give:
 - ``desk``           – ``truecall.incidents.build_desk`` on that path;
 - ``operator_token`` – the demo token for ``newton@acme`` (read + write on tenant acme);
 - ``reader_token``   – the demo token for ``alice@acme`` (read only);
+- ``lang``           – ``lang("zh")`` sets ``TRUECALL_LANG`` for one test (the setting is read once per
+  process: this also forgets what was read);
 - ``make_server``    – a factory: ``make_server(tokens={token: Principal}, name=...)`` → a bare
   ``truecall.Server`` on its own database under ``tmp_path`` with those plain tokens.
 """
@@ -85,6 +87,23 @@ DEFAULT_TEST_TOKENS: dict[str, Principal] = {
     ACME_NONE: Principal("nobody@acme", "acme", frozenset()),
     GLOBEX_ALL: Principal("root@globex", "globex", frozenset({"read", "write"})),
 }
+
+
+# The suite asserts the default language (English): a developer's own TRUECALL_LANG must not leak in.
+os.environ.pop("TRUECALL_LANG", None)
+
+
+@pytest.fixture
+def lang(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
+    from truecall.texts import current_locale
+
+    def choose(value: str) -> None:
+        monkeypatch.setenv("TRUECALL_LANG", value)
+        current_locale.cache_clear()
+
+    yield choose
+    monkeypatch.delenv("TRUECALL_LANG", raising=False)
+    current_locale.cache_clear()
 
 
 @pytest.fixture

@@ -147,7 +147,7 @@ def test_reconcile_json_on_a_fresh_unknown(tmp_path: Path) -> None:
     assert "1 still pending" in table.stdout and "pending (still unknown)" in table.stdout
 
 
-def test_show_table_and_json(desk_db: dict[str, Any]) -> None:
+def test_show_table_and_json(desk_db: dict[str, Any], lang: Any) -> None:
     ids = desk_db["ids"]
     run("reconcile", "--db", desk_db["db"])
     data = as_json(run("tasks", "show", "--db", desk_db["db"], "--json", "--", ids["stalled"]))
@@ -156,16 +156,23 @@ def test_show_table_and_json(desk_db: dict[str, Any]) -> None:
     assert data["request"]["idempotencyKey"] == "k-stall" and data["dispatch"]["state"] == "done"
     assert data["ticket"]["ticketId"] == ids["stall_ticket"]
     assert data["settlement"]["outcome"] == "ticket_exists"
-    assert data["describe"].startswith("未成功：结果未知")
-    assert f"已核对" in data["describe"] and f"工单 {ids['stall_ticket']} 已存在" in data["describe"]
-    assert "Settled" in data["describeEn"]
+    assert data["describe"].startswith("Not successful: outcome unknown")
+    assert "Settled" in data["describe"] and f"ticket {ids['stall_ticket']} exists" in data["describe"]
+    lang("zh")  # the setting is read once per process: the fixture makes this test a new one
+    zh = as_json(run("tasks", "show", "--db", desk_db["db"], "--json", "--", ids["stalled"]))
+    lang("en")
+    assert zh["describe"].startswith("未成功：结果未知")
+    assert "已核对" in zh["describe"] and f"工单 {ids['stall_ticket']} 已存在" in zh["describe"]
 
     table = run("tasks", "show", "--db", desk_db["db"], "--", ids["crashed"])
     assert table.exit_code == 0, table.output
     out = table.stdout
     assert ids["crashed"] in out and "outcome_unknown" in out and "k-crash" in out
     assert "abandoned" in out and "nothing_happened" in out and "tell the user" in out
-    assert "未产生任何变更" in out
+    assert "nothing happened" in out and "未" not in out  # English by default
+    lang("zh")
+    assert "未产生任何变更" in run("tasks", "show", "--db", desk_db["db"], "--", ids["crashed"]).stdout
+    lang("en")
 
     ok = as_json(run("tasks", "show", "--db", desk_db["db"], "--json", "--", ids["ok"]))
     assert ok["ticket"]["ticketId"] == ids["ticket"] and ok["ticketId"] == ids["ticket"]
@@ -266,3 +273,15 @@ def test_help_lists_the_operator_commands() -> None:
     sub = run("tasks", "--help").stdout
     assert "list" in sub and "show" in sub and "cancel" in sub
     assert TaskStore  # the commands use the public store
+
+
+@pytest.mark.parametrize("value", ["fr", "zh_CN.UTF-8"])
+def test_a_bad_locale_setting_is_one_clear_line(tmp_path: Path, value: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "truecall.cli", "tasks", "list", "--db", str(tmp_path / "x.db")],
+                          capture_output=True, text=True, timeout=60, env={**os.environ, "TRUECALL_LANG": value})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip() == f"truecall: TRUECALL_LANG must be one of en, zh, not {value!r}"

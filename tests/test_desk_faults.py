@@ -107,7 +107,8 @@ def test_a_thousand_runs_never_claim_more_than_the_ticket_table(tmp_path: Path, 
         if not hasattr(out, "task_id"):  # refused before acceptance: a plain result, never a task
             return {"args": args, "how": how, "task": None, "result": out.to_dict(), "kind": _kind(out.to_dict())}
         assert out.status.value == "working"
-        assert "尚未完成" in describe(out.to_dict())  # accepted, not done
+        assert "not yet done" in describe(out.to_dict())  # accepted, not done
+        assert "尚未完成" in describe(out.to_dict(), "zh")
         task = await server.task_runtime.wait(out.task_id)
         assert task.terminal, task
         assert task.status.value == "completed", task
@@ -169,7 +170,8 @@ def test_a_thousand_runs_never_claim_more_than_the_ticket_table(tmp_path: Path, 
                 stats["replayed"] += 1
             continue
         error = result["structuredContent"]["error"]
-        assert said.startswith("未成功")
+        assert said.startswith("Not successful")
+        assert describe(run["task"].to_dict() if run["task"] is not None else result, "zh").startswith("未成功")
         if kind == "invalid_input":
             assert run["task"] is None and run["how"] in ("conflict", "unknown_incident")
             continue

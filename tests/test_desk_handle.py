@@ -150,7 +150,8 @@ def test_accepted_is_a_task_and_done_is_a_ticket_with_its_notification(tmp_path:
                                                "note": "EU issuers"})
         assert accepted.status.value == "working" and accepted.result is None
         said = describe(accepted.to_dict())
-        assert "已受理，尚未完成" in said and "TKT" not in said
+        assert "accepted, not yet done" in said and "TKT" not in said
+        assert "已受理，尚未完成" in describe(accepted.to_dict(), "zh")
         assert done.status.value == "completed" and not done.result.get("isError")
         facts = sc(done)
         assert facts["incidentId"] == "INC-1001" and facts["notified"] is True
@@ -182,26 +183,28 @@ def test_describe_of_each_ending(tmp_path: Path) -> None:
     async def main() -> None:
         accepted, done = await handle(server, {"incidentId": "INC-1001", "idempotencyKey": "a"})
         working = describe(accepted.to_dict())
-        assert working == f"任务 {accepted.task_id}：已受理，尚未完成"
-        assert describe(accepted.to_dict(), "en").endswith("accepted, not yet done")
+        assert working == f"task {accepted.task_id}: accepted, not yet done"
+        assert describe(accepted.to_dict(), "zh") == f"任务 {accepted.task_id}：已受理，尚未完成"
         completed = describe(done.to_dict())
         ticket_id = sc(done)["ticketId"]
         assert ticket_id in completed and f"ticket://acme/{ticket_id}" in completed
-        assert not completed.startswith("未成功")
+        assert not completed.startswith("Not successful")
+        assert not describe(done.to_dict(), "zh").startswith("未成功")
 
         _, dropped = await handle(server, {"incidentId": "INC-1002", "idempotencyKey": "b"})
         said = describe(dropped.to_dict())
-        assert said.startswith("未成功") and "未产生任何变更" in said and "可稍后重试" in said
+        assert said.startswith("Not successful") and "nothing was changed" in said and "retried later" in said
         assert "Nothing was written" in said
-        assert describe(dropped.to_dict(), "en").startswith("Not successful")
+        said_zh = describe(dropped.to_dict(), "zh")
+        assert said_zh.startswith("未成功") and "未产生任何变更" in said_zh and "可稍后重试" in said_zh
 
         _, stalled = await handle(server, {"incidentId": "INC-1003", "idempotencyKey": "c"})
         said = describe(stalled.to_dict())
-        assert said.startswith("未成功") and "结果未知" in said and "不要盲目重试" in said
-        assert "请先核对 c" in said  # the reference: the idempotency key
+        assert said.startswith("Not successful") and "outcome unknown" in said and "do not retry blindly" in said
+        assert "check first c" in said  # the reference: the idempotency key
         assert "incident.reconcile" in said and "SAME idempotencyKey" in said  # what to check
-        en = describe(stalled.to_dict(), "en")
-        assert "outcome unknown" in en and "check first c" in en
+        zh = describe(stalled.to_dict(), "zh")
+        assert zh.startswith("未成功") and "结果未知" in zh and "不要盲目重试" in zh and "请先核对 c" in zh
         await server.upstream.drain()
 
     asyncio.run(main())
@@ -379,6 +382,8 @@ def test_stalled_worker_is_outcome_unknown_then_reconcile_finds_the_ticket(tmp_p
         assert settlement.outcome == TICKET_EXISTS and settlement.ticket_id == ticket.ticket_id
         assert server.tasks.get(done.task_id).result == done.result  # never rewritten
         said = describe_with_settlement(done.to_dict(), settlement)
+        assert said.startswith("Not successful") and f"ticket {ticket.ticket_id} exists" in said
+        said = describe_with_settlement(done.to_dict(), settlement, "zh")
         assert said.startswith("未成功") and f"工单 {ticket.ticket_id} 已存在" in said
         again = reconcile(server.tasks, server.tickets)
         assert again.settled == [] and again.already_settled == [settlement]
@@ -402,6 +407,8 @@ def test_crashed_worker_is_outcome_unknown_then_reconcile_fences_nothing_happene
         assert settlement.outcome == NOTHING_HAPPENED and settlement.ticket_id is None
         assert server.tickets.dispatch("acme", e["dispatchId"]).state is DispatchState.ABANDONED
         said = describe_with_settlement(done.to_dict(), settlement)
+        assert "outcome unknown" in said and "nothing happened" in said
+        said = describe_with_settlement(done.to_dict(), settlement, "zh")
         assert "结果未知" in said and "未产生任何变更" in said
         _, retry = await handle(server, {"incidentId": "INC-1001", "idempotencyKey": "gone"})
         assert sc(retry)["replayed"] is False
@@ -422,7 +429,8 @@ def test_cancel_while_queued_withdraws_the_job(tmp_path: Path) -> None:
         await asyncio.sleep(0.02)
         task = await server.task_runtime.cancel(accepted)
         assert task.status.value == "cancelled"
-        assert describe(task.to_dict()).endswith("已取消，未完成")
+        assert describe(task.to_dict()).endswith("cancelled, not done")
+        assert describe(task.to_dict(), "zh").endswith("已取消，未完成")
         [dispatch] = server.tickets.dispatches("acme", "stop")
         assert dispatch.state is DispatchState.ABANDONED
         assert await server.upstream.drain()

@@ -302,4 +302,8 @@ def test_operator_cancel_from_the_cli_reaches_the_serving_process(tmp_path: Path
         assert truth.dispatch_states("ops-queued") == ["abandoned"] and truth.tickets_for_key("ops-queued") == []
         assert get(http, desk.url, claimed["taskId"])["status"] == "working"
         shown = orjson.loads(cli("tasks", "show", "--db", str(desk.db), "--json", "--", queued["taskId"]).stdout)
-        assert shown["status"] == "cancelled" and shown["describe"].endswith("已取消，未完成")
+        assert shown["status"] == "cancelled" and shown["describe"].endswith("cancelled, not done")
+        zh = subprocess.run([sys.executable, "-m", "truecall.cli", "tasks", "show", "--db", str(desk.db), "--json",
+                             "--", queued["taskId"]], capture_output=True, timeout=60,
+                            env={**os.environ, "TRUECALL_LANG": "zh"})
+        assert orjson.loads(zh.stdout)["describe"].endswith("已取消，未完成")

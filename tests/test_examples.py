@@ -13,11 +13,13 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run_example(name: str, tmp_path: Path) -> list[str]:
+def run_example(name: str, tmp_path: Path, extra: dict[str, str] | None = None) -> list[str]:
     env = dict(os.environ)
     env["TMPDIR"] = str(tmp_path)  # the examples' throw-away databases land here
     env["PYTHONIOENCODING"] = "utf-8"
     env.pop("TRUECALL_DB", None)
+    env.pop("TRUECALL_LANG", None)  # the examples choose the seed's Chinese themselves
+    env.update(extra or {})
     proc = subprocess.run(
         [sys.executable, name],
         cwd=EXAMPLES,
@@ -93,3 +95,11 @@ def test_examples_leave_nothing_in_the_working_tree(tmp_path, name):
     before = set(EXAMPLES.rglob("*.db"))
     run_example(name, tmp_path)
     assert set(EXAMPLES.rglob("*.db")) == before
+
+
+def test_the_examples_ask_for_the_seed_language_and_english_is_one_setting_away(tmp_path):
+    [line] = run_example("01_search.py", tmp_path, {"TRUECALL_LANG": "en"})
+    assert ast.literal_eval(line)["content"] == [{"type": "text", "text": "payments: 2 authorized incident summaries"}]
+    lines = run_example("05_describe.py", tmp_path, {"TRUECALL_LANG": "en"})
+    assert lines[0] == lines[1] == "Not successful: required input is missing"
+    assert lines[3] == "search: no matching data"

@@ -11,6 +11,7 @@ from truecall import (
     InsufficientScope,
     InvalidCredential,
     InvalidParams,
+    LocaleError,
     Principal,
     ProtocolError,
     TenantMismatch,
@@ -20,11 +21,14 @@ from truecall import (
     tool_error,
 )
 from mcp_schema import check_result
+from truecall.incidents import build_desk
 
+#: Chapter 04's line (the seed's Chinese: TRUECALL_LANG=zh) and the same facts in English, the default.
 CHAPTER_04 = {
     "content": [{"type": "text", "text": "payments: 2 个已授权事件摘要"}],
     "structuredContent": {"service": "payments", "count": 2, "tenant": "acme"},
 }
+CHAPTER_04_EN = CHAPTER_04 | {"content": [{"type": "text", "text": "payments: 2 authorized incident summaries"}]}
 #: The seed's narrative for a missing required field, with the kind and the field names for programs.
 SEED_MISSING = {"content": [{"type": "text", "text": "required input is missing"}], "isError": True}
 
@@ -50,15 +54,34 @@ TOKENS = {
 # -- the incident desk: the seed's lines ----------------------------------------------------------
 
 
-def test_chapter_04_result_exactly(desk, operator_token):
+def test_chapter_04_result_in_english_by_default(desk, operator_token):
     result = desk.call_tool("incident.search", {"service": "payments"}, operator_token, "acme")
     assert isinstance(result, ToolResult)
-    assert result.to_dict() == CHAPTER_04
+    assert result.to_dict() == CHAPTER_04_EN
     assert result.is_error is False
+    one = desk.call_tool("incident.search", {"service": "checkout"}, operator_token, "acme")
+    count = one.structured_content["count"]
+    assert one.content[0]["text"] == f"checkout: {count} authorized incident summar{'y' if count == 1 else 'ies'}"
+
+
+def test_chapter_04_result_exactly_under_the_seed_locale(lang, desk_db_path, operator_token):
+    lang("zh")
+    desk = build_desk(desk_db_path)
+    try:
+        result = desk.call_tool("incident.search", {"service": "payments"}, operator_token, "acme")
+        assert result.to_dict() == CHAPTER_04
+    finally:
+        desk.db.close()
+
+
+def test_a_bad_locale_stops_the_desk_from_starting(lang, desk_db_path):
+    lang("klingon")
+    with pytest.raises(LocaleError, match="TRUECALL_LANG must be one of en, zh, not 'klingon'"):
+        build_desk(desk_db_path)
 
 
 def test_reader_gets_the_same_facts(desk, reader_token):
-    assert desk.call_tool("incident.search", {"service": "payments"}, reader_token, "acme").to_dict() == CHAPTER_04
+    assert desk.call_tool("incident.search", {"service": "payments"}, reader_token, "acme").to_dict() == CHAPTER_04_EN
 
 
 def test_tenant_is_optional_and_data_is_per_tenant(desk):

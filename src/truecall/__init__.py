@@ -40,6 +40,7 @@ from .results import (
 from .schema import SchemaError, Validator
 from .server import Server
 from .storage import Database
+from .texts import LocaleError, current_locale, say
 from .tasks import InvalidTransition, Task, TaskInputInvalid, TaskNotFound, TaskStatus, TaskStore
 from .tools import Prompt, Resource, ResourceTemplate, Tool
 
@@ -101,6 +102,7 @@ __all__ = [
     "InvalidParams",
     "InvalidRequest",
     "InvalidTransition",
+    "LocaleError",
     "MISSING_INPUT_TEXT",
     "MethodNotFound",
     "MissingCapability",
@@ -130,6 +132,7 @@ __all__ = [
     "UnsupportedVersion",
     "Validator",
     "audio",
+    "current_locale",
     "describe",
     "embedded_resource",
     "hash_token",
@@ -138,6 +141,7 @@ __all__ = [
     "redact",
     "redact_text",
     "resource_link",
+    "say",
     "text",
     "tool_error",
 ]

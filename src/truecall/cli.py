@@ -19,6 +19,13 @@ DEFAULT_APP = serving.DEFAULT_APP
 @app.callback()
 def _root() -> None:
     """truecall: honest MCP servers (serve, tasks, audit)."""
+    from .texts import LocaleError, current_locale
+
+    try:
+        current_locale()  # TRUECALL_LANG is checked before any command runs
+    except LocaleError as exc:
+        typer.echo(f"truecall: {exc}", err=True)
+        raise typer.Exit(2) from None
 
 
 def load_app(spec: str | None) -> Any:

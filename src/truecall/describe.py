@@ -1,10 +1,13 @@
 """``describe(result)``: one sentence a host can show the user without lying.
 
 Rules (the seed's exercise, made a function):
-- an error result starts with 「未成功」 ("Not successful");
-- references (resource links) are named;
+- an error result starts with "Not successful" (「未成功」 in Chinese);
+- references are named: resource links, and the reference an error carries;
 - ``structuredContent.count == 0`` says there is no matching data, never "processed";
 - accepted work (a task not yet terminal) says it is accepted and not done.
+
+The words come from :mod:`truecall.texts`: English by default, ``locale="zh"`` (or
+``TRUECALL_LANG=zh``) for the seed's Chinese.
 """
 
 from __future__ import annotations
@@ -12,47 +15,29 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from .results import ToolResult
+from .texts import CATALOGUE, resolve_locale
 
 __all__ = ["describe"]
 
-_TEXT = {
-    "zh": {
-        "failed": "未成功",
-        "no_data": "没有匹配数据",
-        "done": "已完成",
-        "refs": "引用",
-        "accepted": "已受理，尚未完成",
-        "waiting": "等待输入，尚未开始",
-        "task": "任务",
-        "cancelled": "已取消，未完成",
-        "task_failed": "未成功：任务失败",
-        "unknown": "结果未知",
-        "check": "请先核对",
-        "retry_later": "可稍后重试",
-        "no_retry": "不要盲目重试",
-        "nothing_done": "未产生任何变更",
-        "sep": "；",
-        "colon": "：",
-    },
-    "en": {
-        "failed": "Not successful",
-        "no_data": "no matching data",
-        "done": "done",
-        "refs": "references",
-        "accepted": "accepted, not yet done",
-        "waiting": "waiting for input, not started",
-        "task": "task",
-        "cancelled": "cancelled, not done",
-        "task_failed": "Not successful: the task failed",
-        "unknown": "outcome unknown",
-        "check": "check first",
-        "retry_later": "may be retried later",
-        "no_retry": "do not retry blindly",
-        "nothing_done": "nothing was changed",
-        "sep": "; ",
-        "colon": ": ",
-    },
-}
+
+class _Words:
+    """The ``describe.*`` texts of one language, by short name."""
+
+    __slots__ = ("locale", "_texts")
+
+    def __init__(self, locale: str) -> None:
+        self.locale = locale
+        self._texts = CATALOGUE[locale]
+
+    def __getitem__(self, name: str) -> str:
+        return self._texts[f"describe.{name}"]
+
+    def refs(self, refs: list[str]) -> str:
+        """``; references: a, b`` — or nothing when there are none."""
+        if not refs:
+            return ""
+        label = self._texts.get("describe.refs.one", self["refs"]) if len(refs) == 1 else self["refs"]
+        return f"{self['sep']}{label}{self['colon']}{', '.join(refs)}"
 
 
 def _texts(content: list[dict[str, Any]]) -> list[str]:
@@ -69,13 +54,21 @@ def _refs(content: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def describe(result: ToolResult | Mapping[str, Any], locale: str = "zh") -> str:
-    """A user-facing sentence for a tool result, a task, or a task-creating result."""
+def describe(result: Any, locale: str | None = None) -> str:
+    """A user-facing sentence for a tool result, a task, a task-creating result, or a client outcome.
+
+    ``locale``: ``"en"`` or ``"zh"``; ``None`` is the process's language (``TRUECALL_LANG``,
+    default English).  Another value is a :class:`~truecall.texts.LocaleError`.
+    """
+    words = _Words(resolve_locale(locale))
     if not isinstance(result, (ToolResult, Mapping)):  # a client outcome (Done, Failed, Accepted, Unknown, ...)
         from .client._describe import describe_outcome
 
-        return describe_outcome(result, locale)
-    t = _TEXT["en" if locale == "en" else "zh"]
+        return describe_outcome(result, words.locale)
+    return _describe(result, words)
+
+
+def _describe(result: ToolResult | Mapping[str, Any], t: _Words) -> str:
     data = result.to_dict() if isinstance(result, ToolResult) else dict(result)
     if "taskId" in data or data.get("resultType") == "task" or "task" in data:
         return _describe_task(data.get("task", data), t)
@@ -83,32 +76,36 @@ def describe(result: ToolResult | Mapping[str, Any], locale: str = "zh") -> str:
     structured = data.get("structuredContent")
     narrative = " ".join(_texts(content)).strip()
     refs = _refs(content)
-    ref_part = f"{t['sep']}{t['refs']}{t['colon']}{', '.join(refs)}" if refs else ""
 
     if data.get("isError"):
         error = structured.get("error") if isinstance(structured, dict) else None
-        kind = error.get("kind") if isinstance(error, dict) else None
-        message = (error or {}).get("message") or narrative or ""
+        error = error if isinstance(error, dict) else {}
+        kind = error.get("kind")
+        message = error.get("message") or narrative or ""
+        reference = error.get("reference")
         head = t["failed"]
         if kind == "outcome_unknown":
-            ref = (error or {}).get("reference")
             head = f"{t['failed']}{t['colon']}{t['unknown']}"
-            tail = f"{t['sep']}{t['check']} {ref}{t['sep']}{t['no_retry']}" if ref else f"{t['sep']}{t['no_retry']}"
-            return f"{head}{t['sep']}{message}{tail}{ref_part}"
+            tail = f"{t['sep']}{t['check']} {reference}{t['sep']}{t['no_retry']}" if reference \
+                else f"{t['sep']}{t['no_retry']}"
+            return f"{head}{t['sep']}{message}{tail}{t.refs(refs)}"
+        if reference:  # whatever the kind, a result with a reference names it
+            refs = [str(reference), *refs]
         if kind == "dependency_unavailable":
-            return f"{head}{t['colon']}{message}{t['sep']}{t['nothing_done']}{t['sep']}{t['retry_later']}{ref_part}"
-        return f"{head}{t['colon']}{message}{ref_part}" if message else f"{head}{ref_part}"
+            return f"{head}{t['colon']}{message}{t['sep']}{t['nothing_done']}{t['sep']}{t['retry_later']}" \
+                f"{t.refs(refs)}"
+        return f"{head}{t['colon']}{message}{t.refs(refs)}" if message else f"{head}{t.refs(refs)}"
 
     if isinstance(structured, dict) and structured.get("count") == 0:
         subject = structured.get("service") or structured.get("query")
         lead = f"{subject}{t['colon']}" if subject else ""
-        return f"{lead}{t['no_data']}{ref_part}"
+        return f"{lead}{t['no_data']}{t.refs(refs)}"
 
     body = narrative or t["done"]
-    return f"{body}{ref_part}"
+    return f"{body}{t.refs(refs)}"
 
 
-def _describe_task(task: Mapping[str, Any], t: dict[str, str]) -> str:
+def _describe_task(task: Mapping[str, Any], t: _Words) -> str:
     task_id = task.get("taskId", "?")
     status = task.get("status")
     label = f"{t['task']} {task_id}"
@@ -121,11 +118,13 @@ def _describe_task(task: Mapping[str, Any], t: dict[str, str]) -> str:
     if status == "failed":
         err = task.get("error") or {}
         msg = err.get("message") if isinstance(err, dict) else None
-        return f"{t['task_failed']} ({label})" + (f"{t['colon']}{msg}" if msg else "")
+        ref = err.get("reference") if isinstance(err, dict) else None
+        return f"{t['task_failed']} ({label})" + (f"{t['colon']}{msg}" if msg else "") + \
+            t.refs([str(ref)] if ref else [])
     if status == "completed":
         inner = task.get("result")
         if isinstance(inner, Mapping):
-            said = describe(inner, "en" if t is _TEXT["en"] else "zh")
+            said = _describe(inner, t)
             return f"{said} ({label})" if inner.get("isError") else f"{label}{t['colon']}{said}"
         return f"{label}{t['colon']}{t['done']}"
     return f"{label}{t['colon']}{status}"

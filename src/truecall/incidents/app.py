@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from truecall import ErrorKind, Principal, Server, StaticTokens, ToolResult, resource_link, text, tool_error
+from truecall.texts import current_locale, say
 
 from .faults import FaultPlan
 from .handle import HANDLE_INPUT, HANDLE_OUTPUT, TOOL as HANDLE_TOOL, Handler, recover_hook
@@ -136,6 +137,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
     :mod:`truecall.incidents.faults`), ``$TRUECALL_DESK_TIMEOUT_MS``,
     ``$TRUECALL_DESK_CLAIM_LEASE_MS`` and ``$TRUECALL_DESK_WORKERS``.
     """
+    locale = current_locale()  # TRUECALL_LANG, checked now: a bad value stops the start, not a call
     path = db or os.environ.get("TRUECALL_DB") or os.path.join(".truecall", "desk.db")
     plan = faults if isinstance(faults, FaultPlan) else (FaultPlan(faults) if faults is not None
                                                          else FaultPlan.from_env())
@@ -173,7 +175,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
     )
     def incident_search(ctx, service: str, includeLinks: bool = False) -> ToolResult:
         found = incidents.search(ctx.tenant, service)
-        content = [text(f"{service}: {len(found)} 个已授权事件摘要")]
+        content = [text(say("desk.search.summary", locale, count=len(found), service=service))]
         if includeLinks:
             content += [
                 resource_link(incident_uri(i.tenant, i.incident_id), i.incident_id, title=i.title,
@@ -261,7 +263,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         for s in report.settled:
             server.events.record("desk.settled", tenant=s.tenant, subject=ctx.principal.subject, tool=HANDLE_TOOL,
                                  outcome=s.outcome, taskId=s.task_id, ticketId=s.ticket_id, dispatchId=s.dispatch_id)
-        lines = [f"{s.task_id}: {describe_settlement(s, 'en')}" for s in [*report.settled, *report.already_settled]]
+        lines = [f"{s.task_id}: {describe_settlement(s, locale)}" for s in [*report.settled, *report.already_settled]]
         lines += [f"{p['taskId']}: still unknown — {p['reason']}" for p in report.pending]
         head = (f"Examined {report.examined} task(s) with an unknown outcome: {len(report.settled)} settled now, "
                 f"{len(report.already_settled)} settled before, {len(report.pending)} still pending.")

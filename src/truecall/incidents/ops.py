@@ -166,8 +166,7 @@ def tasks_show(path: str | None, task_id: str) -> dict[str, Any]:
                 ticket = tickets.ticket_for_key(tenant, req.idempotency_key)
                 out["ticket"] = ticket.to_dict() | {"createdAt": iso(ticket.created_at)} if ticket else None
             settlement = tickets.settlement(tenant, task.task_id)
-        out["describe"] = describe_with_settlement(view, settlement)
-        out["describeEn"] = describe_with_settlement(view, settlement, "en")
+        out["describe"] = describe_with_settlement(view, settlement)  # what to tell the user, in TRUECALL_LANG
         return out
     finally:
         db.close()
@@ -218,7 +217,7 @@ def run_reconcile(path: str | None) -> dict[str, Any]:
         out = report.to_dict()
         out["database"] = resolved
         for item, s in zip(out["settled"], report.settled):
-            item["describe"] = describe_settlement(s, "en")
+            item["describe"] = describe_settlement(s)
         return out
     finally:
         db.close()

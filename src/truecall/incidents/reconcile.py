@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from truecall import Principal, TaskStore, describe
+from truecall.texts import say
 
 from .dispatch_state import DispatchState
 from .handle import TOOL
@@ -129,24 +130,21 @@ def settle_one(tickets: TicketStore, tenant: str, task_id: str, *, settled_by: s
     return settlement
 
 
-def describe_settlement(settlement: Settlement, locale: str = "zh") -> str:
+def describe_settlement(settlement: Settlement, locale: str | None = None) -> str:
+    """What reconciling found out, for the user (``locale`` as in :func:`truecall.describe`)."""
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(settlement.settled_at))
-    if locale == "en":
-        if settlement.outcome == TICKET_EXISTS:
-            return f"Settled {when} by {settlement.settled_by}: ticket {settlement.ticket_id} exists"
-        return f"Settled {when} by {settlement.settled_by}: nothing happened (no ticket; none can be written)"
     if settlement.outcome == TICKET_EXISTS:
-        return f"已核对（{when}，{settlement.settled_by}）：工单 {settlement.ticket_id} 已存在"
-    return f"已核对（{when}，{settlement.settled_by}）：未产生任何变更（没有工单，也不会再有）"
+        return say("desk.settled.ticket", locale, when=when, by=settlement.settled_by, ticket=settlement.ticket_id)
+    return say("desk.settled.nothing", locale, when=when, by=settlement.settled_by)
 
 
-def describe_with_settlement(task_view: dict[str, Any], settlement: Settlement | None, locale: str = "zh") -> str:
+def describe_with_settlement(task_view: dict[str, Any], settlement: Settlement | None,
+                             locale: str | None = None) -> str:
     """``describe()`` of the task as it ended, then what was found out later (never merged into it)."""
     said = describe(task_view, locale)
     if settlement is None:
         return said
-    sep = "; " if locale == "en" else "；"
-    return f"{said}{sep}{describe_settlement(settlement, locale)}"
+    return f"{said}{say('describe.sep', locale)}{describe_settlement(settlement, locale)}"
 
 
 class CancelRefused(ValueError):
