@@ -67,3 +67,15 @@ def test_http_scope_error_names_the_step_up(tmp_path: Path) -> None:
         done = call(tmp_path, "incident.search", "--url", server.url, "--token", READER,
                     "--args", '{"service": "checkout"}')
         assert done.returncode == 0 and done.stdout.startswith("checkout: 1")
+
+
+def test_the_sentence_follows_the_locale_setting_and_a_bad_one_is_one_line(tmp_path: Path) -> None:
+    env_zh = subprocess.run([sys.executable, "-m", "truecall", "call", "incident.search", "--args", "{}", *SERVE],
+                            capture_output=True, text=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL,
+                            env={**os.environ, "TRUECALL_DB": str(tmp_path / "desk.db"), "TRUECALL_LANG": "zh"})
+    assert env_zh.returncode == 1 and env_zh.stdout.startswith("未成功"), env_zh.stderr
+    english = call(tmp_path, "incident.search", "--args", "{}", *SERVE)
+    assert english.returncode == 1 and english.stdout.startswith("Not successful")
+    bad = call(tmp_path, "incident.search", "--args", "{}", "--lang", "fr", *SERVE)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip() == "truecall: --lang: locale must be one of en, zh, not 'fr'"

@@ -255,14 +255,21 @@ def call_tool(
     as_json: bool = typer.Option(False, "--json", help="One JSON object instead of a sentence and the result"),
     timeout: Optional[float] = typer.Option(60.0, "--timeout", help="Seconds to wait for an answer"),
     version: Optional[str] = typer.Option(None, "--version", help="Pin a protocol version (default: negotiate)"),
-    lang: str = typer.Option("en", "--lang", help="Language of the sentence: en or zh"),
+    lang: Optional[str] = typer.Option(None, "--lang", help="Language of the sentence: en or zh "
+                                                            "(default: $TRUECALL_LANG, else en)"),
 ) -> None:
     """Call one tool: prints the describe() sentence and the result. Exit status: 0 done, 1 failed,
     2 protocol or usage error, 3 accepted and not waited for, 4 unknown (it may have happened)."""
     from .client._cli import run_call
+    from .texts import LocaleError, resolve_locale
 
+    try:
+        locale = resolve_locale(lang)
+    except LocaleError as exc:
+        typer.echo(f"truecall: --lang: {exc}", err=True)
+        raise typer.Exit(2) from None
     raise typer.Exit(run_call(tool, args, url=url, command=command or [], token=token, wait=wait, timeout=timeout,
-                              version=version, locale=lang, as_json=as_json))
+                              version=version, locale=locale, as_json=as_json))
 
 
 def main() -> None:
