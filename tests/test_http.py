@@ -429,6 +429,82 @@ def test_modern_request_ignores_session_header_but_not_routing_headers(desk: Any
     error_of(resp, 400, -32020, 10)
 
 
+# -- what the transport spec requires of clients ----------------------------------------
+
+
+@pytest.mark.parametrize("version", ["garbage", "1999-01-01", "2025-06-18", MODERN, ""])
+def test_a_session_request_with_another_protocol_version_header_is_400(desk: Any, http: httpx.Client,
+                                                                          version: str) -> None:
+    # was: 200 for any value on an established 2025-11-25 session
+    session = _open_session(desk, http)
+    headers = {**_legacy_headers(OPERATOR, session, sse=False), "mcp-protocol-version": version}
+    error_of(_post(http, desk.url, request(30, "tools/list", {}), headers), 400, -32600, 30, LEGACY)
+    resp = _post(http, desk.url, request(31, "tools/call", search_params()), headers)
+    error_of(resp, 400, -32600, 31, LEGACY)
+    assert http.delete(desk.url, headers=headers).status_code == 400
+    get = http.get(desk.url, headers={**headers, "accept": "text/event-stream"})
+    assert get.status_code == 400
+    # the negotiated version, or no header at all (clients before 2025-06-18), still serve
+    good = _legacy_headers(OPERATOR, session, sse=False)
+    json_body(_post(http, desk.url, request(32, "tools/list", {}), good), LEGACY, "ListToolsResult")
+    del good["mcp-protocol-version"]
+    json_body(_post(http, desk.url, request(33, "tools/list", {}), good), LEGACY, "ListToolsResult")
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded",
+                                          "application/jsonx", "multipart/form-data; boundary=x"])
+def test_a_post_that_is_not_json_is_415(desk: Any, http: httpx.Client, content_type: str) -> None:
+    # was: 200
+    resp = modern_call(http, desk.url, 40, "tools/list", headers={"content-type": content_type})
+    error_of(resp, 415, -32600, 40)
+    session = _open_session(desk, http)
+    headers = {**_legacy_headers(OPERATOR, session), "content-type": content_type}
+    error_of(_post(http, desk.url, request(41, "tools/call", search_params()), headers), 415, -32600, 41, LEGACY)
+
+
+@pytest.mark.parametrize("accept", ["image/png", "text/html", "application/xml, text/plain",
+                                    "application/json;q=0, text/event-stream;q=0"])
+def test_a_post_that_accepts_neither_json_nor_sse_is_406(desk: Any, http: httpx.Client, accept: str) -> None:
+    # was: 200
+    resp = modern_call(http, desk.url, 42, "tools/list", headers={"accept": accept})
+    error_of(resp, 406, -32600, 42)
+
+
+@pytest.mark.parametrize("headers", [
+    {"accept": "application/json, text/event-stream"},  # the official SDKs (python, TypeScript)
+    {"accept": "text/event-stream, application/json"},  # the conformance suite, in places
+    {"accept": "application/json"},
+    {"accept": "*/*"},
+    {"accept": "application/*;q=0.5"},
+    {"content-type": "application/json; charset=utf-8"},
+    {"content-type": "Application/JSON"},
+])
+def test_what_real_clients_send_still_serves(desk: Any, http: httpx.Client, headers: dict[str, str]) -> None:
+    resp = modern_call(http, desk.url, 43, "tools/list", headers=headers)
+    assert resp.status_code == 200, resp.text
+
+
+def test_no_accept_and_no_content_type_still_serve(desk: Any, http: httpx.Client) -> None:
+    body = orjson.dumps(request(44, "tools/list", {"_meta": meta()}))
+    h = modern_headers("tools/list")
+    del h["accept"], h["content-type"]
+    assert raw_post(desk.port, body, h)[0] == 200
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"[]", b'{"jsonrpc":"2.0","id":5}', b"\xff\xfe"])
+def test_a_malformed_body_without_a_credential_is_401_not_400(desk: Any, http: httpx.Client, body: bytes) -> None:
+    # was: 400 with the parser's verdict, before authentication
+    headers = modern_headers("tools/list", token=None)
+    resp = http.post(desk.url, content=body, headers=headers)
+    message = error_of(resp, 401, -32001, None)
+    assert "parse" not in message["error"]["message"].lower()
+    resp = http.post(desk.url, content=body, headers={**headers, "authorization": "Bearer not-a-token"})
+    error_of(resp, 401, -32001, None)
+    # with a valid credential the parser speaks, as before
+    resp = http.post(desk.url, content=body, headers=modern_headers("tools/list"))
+    assert resp.status_code == 400
+
+
 # -- progress and cancellation (2026-07-28) --------------------------------------------
 
 
@@ -495,3 +571,85 @@ def test_client_disconnect_cancels_the_slow_tool(app: Any, http: httpx.Client, s
     resp = modern_call(http, app.url, 71, "tools/call", {"name": "count", "arguments": {}}, token=None)
     assert json_body(resp, MODERN, "CallToolResult")["result"]["structuredContent"] == {"steps": 3}
 
+
+
+# -- order owed: a task's status after its handle (in process, every send recorded in order) ----------
+
+
+def test_a_task_status_on_the_session_stream_never_precedes_its_handle(tmp_path: Path) -> None:
+    # was: the GET stream carried notifications/tasks/status (working) before the POST's CreateTaskResult
+    import asyncio
+
+    from truecall import Principal, Server, ToolResult, text
+    from truecall.protocol.engine import Engine
+    from truecall.transports.http import HttpTransport
+
+    server = Server("task-order", db=str(tmp_path / "t.db"))
+
+    @server.tool(description="A short job, as a task", task_support="optional")
+    async def job(ctx) -> ToolResult:
+        await ctx.accept_as_task("accepted")
+        await asyncio.sleep(0.01)
+        return ToolResult([text("done")])
+
+    me = Principal("tester", "t1", frozenset())
+    app = HttpTransport(Engine(server), anonymous=me, metrics=False)
+    log: list[tuple[str, dict[str, Any]]] = []
+
+    async def exchange(tag: str, method: str, body: bytes | None, headers: dict[str, str],
+                       until: asyncio.Event | None = None) -> dict[bytes, bytes]:
+        scope = {"type": "http", "method": method, "path": "/mcp", "headers":
+                 [(k.encode(), v.encode()) for k, v in {"host": "127.0.0.1", **headers}.items()]}
+        sent = False
+        head: dict[bytes, bytes] = {}
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body or b"", "more_body": False}
+            await (until.wait() if until is not None else asyncio.Event().wait())
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                head.update(message["headers"])
+            elif message.get("body"):
+                log.append((tag, message))
+
+        await app(scope, receive, send)
+        return head
+
+    async def run() -> None:
+        server.events.defer(asyncio.get_running_loop())  # as the lifespan does: durable() waits for the commit
+        post = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+        head = await exchange("init", "POST", orjson.dumps(request(1, "initialize", INIT_PARAMS)), post)
+        session = head[b"mcp-session-id"].decode()
+        post |= {"mcp-session-id": session, "mcp-protocol-version": LEGACY}
+        await exchange("initialized", "POST", b'{"jsonrpc":"2.0","method":"notifications/initialized"}', post)
+        done = asyncio.Event()
+        stream = asyncio.get_running_loop().create_task(
+            exchange("get", "GET", None, {**post, "accept": "text/event-stream"}, done))
+        await asyncio.sleep(0.01)
+        for i in range(3):
+            call = request(10 + i, "tools/call", {"name": "job", "arguments": {}, "task": {}})
+            await exchange("post", "POST", orjson.dumps(call), {**post, "accept": "application/json"})
+        await asyncio.sleep(0.2)
+        done.set()
+        await stream
+        server.db.close()
+
+    asyncio.run(run())
+    handles: set[str] = set()
+    statuses = 0
+    for tag, message in log:
+        if tag == "post":
+            answer = orjson.loads(message["body"])
+            mcp_schema.check_result(answer["result"], "CreateTaskResult", LEGACY)
+            handles.add(answer["result"]["task"]["taskId"])
+        elif tag == "get":
+            for note in sse_messages(message["body"]):
+                if note.get("method") == "notifications/tasks/status":
+                    statuses += 1
+                    assert note["params"]["taskId"] in handles, f"status before its handle: {note}"
+    assert len(handles) == 3 and statuses >= 3

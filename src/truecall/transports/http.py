@@ -174,6 +174,8 @@ class HttpTransport:
         self.allowed_hosts = frozenset(h.lower() for h in (allowed_hosts or LOOPBACK_HOSTS))
         self.allowed_origins = frozenset(h.lower() for h in (allowed_origins or self.allowed_hosts))
         self._verdicts: dict[str, bool] = {}  # Host / "origin " + Origin value -> allowed
+        self._content_types: dict[str, bool] = {}  # Content-Type value -> is JSON
+        self._accepts: dict[str, bool] = {}  # Accept value -> allows JSON or SSE
         self._plain_path = path not in ("/healthz", "/readyz", "/metrics") and \
             not path.startswith("/.well-known/oauth-protected-resource")  # (those paths win, as below)
         self._authenticate = authenticate
@@ -369,6 +371,39 @@ class HttpTransport:
                 return b"".join(chunks)
             message = await receive()
 
+    def _check_media(self, headers: dict[str, str], id: Any) -> None:
+        """A POST body is JSON (else 415) and its answer must be JSON or SSE (else 406).
+
+        What real clients send (the official SDKs, the conformance suite) costs one comparison
+        each: ``application/json`` and ``application/json, text/event-stream``; other values are
+        judged once and remembered.  A missing ``Accept`` accepts anything (RFC 9110); a missing
+        ``Content-Type`` is taken as JSON (the body must parse as JSON anyway)."""
+        content_type = headers.get("content-type")
+        if content_type is not None and content_type != "application/json":
+            ok = self._content_types.get(content_type)
+            if ok is None:
+                ok = _is_json_type(content_type)
+                _remember(self._content_types, content_type, ok)
+            if not ok:
+                raise _HttpError(415, InvalidRequest("Content-Type must be application/json"), id)
+        accept = headers.get("accept")
+        if accept is not None and accept != _CLIENTS_ACCEPT:
+            ok = self._accepts.get(accept)
+            if ok is None:
+                ok = _accepts_json_or_sse(accept)
+                _remember(self._accepts, accept, ok)
+            if not ok:
+                raise _HttpError(406, InvalidRequest("Accept must allow application/json or text/event-stream"), id)
+
+    def _check_legacy_version(self, headers: dict[str, str], session: Session, id: Any) -> None:
+        """On an established session, an ``MCP-Protocol-Version`` header must name the negotiated
+        version (transport spec: an invalid or unsupported one is answered 400).  No header at all
+        is allowed: clients of 2025-03-26 and before send none."""
+        version = headers.get("mcp-protocol-version")
+        if version is not None and version.strip() != session.version:
+            raise _HttpError(400, InvalidRequest(
+                f"MCP-Protocol-Version header does not match this session's version {session.version}"), id)
+
     def _check_modern_headers(self, message: Incoming, headers: dict[str, str]) -> None:
         """2026-07-28: the routing headers must be present and match the body."""
         header_version = headers.get("mcp-protocol-version")
@@ -426,8 +461,12 @@ class HttpTransport:
         try:
             message = jsonrpc.decode(body, self.limits)
         except MessageError as exc:
+            # Authenticated first: a caller without a credential learns nothing about the parser.
+            self._principal(headers, None)
+            self._check_media(headers, exc.id)
             raise _HttpError(400, exc, exc.id) from None
         principal = self._principal(headers, message.id)
+        self._check_media(headers, message.id)
         session_id = headers.get("mcp-session-id")
         params = message.params or {}
         meta = params.get("_meta")
@@ -477,18 +516,35 @@ class HttpTransport:
             if session_id is None:
                 raise _HttpError(400, InvalidRequest("Mcp-Session-Id header is required"), message.id)
             session = self._session(session_id, principal, message.id)
+            self._check_legacy_version(headers, session, message.id)
         if message.kind != jsonrpc.REQUEST:
             await self.engine.handle(message, principal, session=session)
             await _respond(send, 202, b"")
             return
+        params = message.params
+        if message.method == "tools/call" and isinstance(params, dict) and isinstance(params.get("task"), dict):
+            # Its answer may be a task handle: the session's stream says nothing of that task before it.
+            session.hold_task_notes()
+            answer: list[dict[str, Any] | None] = [None]
+            try:
+                await self._answer_legacy(message, headers, session, principal, extra, receive, send, answer)
+            finally:
+                session.release_task_notes(answer[0])
+            return
+        await self._answer_legacy(message, headers, session, principal, extra, receive, send, None)
+
+    async def _answer_legacy(self, message: Incoming, headers: dict[str, str], session: Session,
+                             principal: Principal, extra: list[tuple[bytes, bytes]], receive: Receive, send: Send,
+                             answer: list[dict[str, Any] | None] | None) -> None:
         if message.method in _STREAMING_METHODS and "text/event-stream" in headers.get("accept", ""):
-            await self._stream(message, principal, session, extra, receive, send)
+            await self._stream(message, principal, session, extra, receive, send, answer)
             return
         response, status = await self.engine.handle_with_status(message, principal, session=session)
-        await self._json(send, response, status, principal, extra)
+        await self._json(send, response, status, principal, extra, answer)
 
     async def _stream(self, message: Incoming, principal: Principal, session: Session | None,
-                      extra: list[tuple[bytes, bytes]], receive: Receive, send: Send) -> None:
+                      extra: list[tuple[bytes, bytes]], receive: Receive, send: Send,
+                      answer: list[dict[str, Any] | None] | None = None) -> None:
         outbox = _SseOutbox(send, extra)
         work = self.engine.handle_with_status(message, principal, session=session, outbox=outbox,
                                               modern_hint=session is None)
@@ -499,9 +555,12 @@ class HttpTransport:
             return
         response, status = result
         if not outbox.started and status != 200:
-            await self._json(send, response, status, principal, extra)
+            await self._json(send, response, status, principal, extra, answer)
             return
-        await outbox.finish(await self._durable(response))
+        response = await self._durable(response)
+        await outbox.finish(response)
+        if answer is not None:
+            answer[0] = response
 
     async def _durable(self, response: dict[str, Any] | None) -> dict[str, Any] | None:
         """Nothing is acknowledged before its audit record is committed."""
@@ -513,7 +572,8 @@ class HttpTransport:
         return response
 
     async def _json(self, send: Send, response: dict[str, Any] | None, status: int, principal: Principal,
-                    extra: list[tuple[bytes, bytes]] | None = None) -> None:
+                    extra: list[tuple[bytes, bytes]] | None = None,
+                    answer: list[dict[str, Any] | None] | None = None) -> None:
         response = await self._durable(response)
         headers = _JSON
         if extra:
@@ -525,6 +585,8 @@ class HttpTransport:
                 headers = headers + [(b"www-authenticate",
                                       self._challenge(error="insufficient_scope", scope=" ".join(scopes)))]
         await _respond(send, status, jsonrpc.encode(response) if response is not None else b"", headers)
+        if answer is not None:
+            answer[0] = response  # written: what it announces may be spoken of now
 
     # -- sessions -------------------------------------------------------------------
 
@@ -582,6 +644,7 @@ class HttpTransport:
             return
         principal = self._principal(headers, None)
         session = self._session(session_id, principal, None)
+        self._check_legacy_version(headers, session, None)
         if session.stream is not None:
             raise _HttpError(409, InvalidRequest("A stream is already open for this session"))
         outbox = _SseOutbox(send, [])
@@ -607,9 +670,44 @@ class HttpTransport:
             await _respond(send, 405, b"", [(b"allow", b"GET, POST")])
             return
         principal = self._principal(headers, None)
-        self._session(session_id, principal, None)
+        self._check_legacy_version(headers, self._session(session_id, principal, None), None)
         self._end_session(session_id)
         await _respond(send, 200, b"")
+
+
+#: What the official SDK clients send as Accept on a POST (compared first, as is).
+_CLIENTS_ACCEPT = "application/json, text/event-stream"
+
+
+def _remember(verdicts: dict[str, bool], key: str, ok: bool) -> None:
+    if len(verdicts) >= 256:  # a client sending many values gets no memory, only the check
+        verdicts.clear()
+    verdicts[key] = ok
+
+
+def _is_json_type(value: str) -> bool:
+    """``application/json`` with any parameters (``; charset=utf-8``), any case."""
+    return value.split(";", 1)[0].strip().lower() == "application/json"
+
+
+def _accepts_json_or_sse(value: str) -> bool:
+    """Whether an Accept header allows ``application/json`` or ``text/event-stream`` (wildcards
+    included; a media range with ``q=0`` excludes)."""
+    for item in value.split(","):
+        media, *params = item.split(";")
+        if media.strip().lower() not in ("application/json", "text/event-stream", "*/*", "application/*", "text/*"):
+            continue
+        refused = False
+        for param in params:
+            name, _, q = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    refused = float(q.strip()) <= 0
+                except ValueError:
+                    refused = False
+        if not refused:
+            return True
+    return False
 
 
 def _header_params(tool: Any) -> list[tuple[str, str]]:
