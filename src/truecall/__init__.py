@@ -1,5 +1,6 @@
 """truecall: MCP tools whose results never claim more than really happened."""
 
+from ._typed import RegistrationError
 from .audit import AuditLog, AuditRecord
 from .auth import Principal, StaticTokens, TokenVerifier, hash_token, new_token
 from .context import (Elicitation, ElicitAction, ElicitationRefused, ElicitationUnavailable, InputRequired, Peer,
@@ -29,6 +30,7 @@ from .redact import redact, redact_text
 from .results import (
     MISSING_INPUT_TEXT,
     ErrorKind,
+    ToolError,
     ToolResult,
     audio,
     embedded_resource,
@@ -84,6 +86,7 @@ __all__ = [
     "JWTVerifier",
     "ProtectedResource",
     "RateLimit",
+    "RegistrationError",
     "check_form",
     "check_url",
     "AuditLog",
@@ -127,6 +130,7 @@ __all__ = [
     "TokenVerifier",
     "Tool",
     "ToolContext",
+    "ToolError",
     "ToolResult",
     "UnknownTool",
     "UnsupportedVersion",

@@ -24,6 +24,7 @@ __all__ = [
     "resource_link",
     "embedded_resource",
     "tool_error",
+    "ToolError",
     "MISSING_INPUT_TEXT",
 ]
 
@@ -118,6 +119,23 @@ def tool_error(
     error: dict[str, Any] = {"kind": kind.value, "message": message, "retryable": retryable}
     error.update(details)
     return ToolResult([text(message)], {"error": error}, is_error=True)
+
+
+class ToolError(Exception):
+    """Raise it from a tool to answer an ``isError`` result of ``kind``, the ``facts`` in
+    ``structuredContent.error`` (``raise ToolError("no such ticket", ticket=id)``).
+
+    The default kind is ``invalid_input``: what the model can fix by calling differently.  The
+    result is built (and checked: ``outcome_unknown`` needs a ``reference``) when it is raised, so
+    a malformed one fails in the tool, as any bug does.
+    """
+
+    def __init__(self, message: str, kind: ErrorKind | str = ErrorKind.INVALID_INPUT, *,
+                 retryable: bool | None = None, **facts: Any) -> None:
+        super().__init__(message)
+        self.kind = ErrorKind(kind)
+        self.facts = facts
+        self.result = tool_error(self.kind, message, retryable=retryable, **facts)
 
 
 # -- content blocks ---------------------------------------------------------------

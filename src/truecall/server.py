@@ -13,6 +13,7 @@ caller without a valid credential: authentication comes first.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import Any, Callable, Iterable
 
@@ -29,10 +30,15 @@ from .results import MISSING_INPUT_TEXT, ErrorKind, ToolResult, text, tool_error
 from .storage import Database, open_database, unavailable
 from .tasks import Task, TaskStore
 from .tasks.runtime import LEASE_S, TaskRuntime
+from ._typed import ArgumentError, RegistrationError, as_messages, as_result as _as_result
+from .redact import redact_text
+from .results import ToolError
 from .tools import Prompt, Registry, Resource, ResourceTemplate, Tool
 
 __all__ = ["Server"]
 
+#: Where a tool's unexpected exception goes, traceback redacted (stderr unless configured otherwise).
+log = logging.getLogger("truecall.tools")
 _MAX_ARGUMENT_DEPTH = 64
 
 
@@ -93,7 +99,7 @@ class Server:
 
     def tool(
         self,
-        name: str | None = None,
+        name: str | Callable[..., Any] | None = None,
         *,
         description: str | None = None,
         input_schema: dict[str, Any] | None = None,
@@ -104,71 +110,90 @@ class Server:
         task_support: str = "forbidden",
         meta: dict[str, Any] | None = None,
         forms: Iterable[tuple[str, dict[str, Any]]] = (),
-    ) -> Callable[[Callable[..., Any]], Tool]:
-        """Register ``fn(ctx, **arguments)`` as a tool; the docstring is the default description.
+    ) -> Any:
+        """Register a function as a tool: ``@server.tool``, ``@server.tool()`` or ``@server.tool(name=...)``.
+
+        The ``inputSchema`` comes from the parameters' type hints (and the docstring's parameter
+        descriptions) unless ``input_schema`` is given; the ``outputSchema`` from the return
+        annotation unless ``output_schema`` is given; the description from the docstring unless
+        ``description`` is given.  A parameter annotated :class:`ToolContext` receives the
+        context; so does an unannotated first parameter named ``ctx`` (the style before type
+        hints).  Anything that cannot become a tool raises :class:`RegistrationError` now, naming
+        the function and the parameter, rather than failing at the first call.
 
         ``forms`` lists the ``(message, requestedSchema)`` pairs the tool will elicit,
         so that a form breaking the red lines (credentials, paste-anything, typed
         confirmations of destructive actions) is refused at registration rather than
         at the first call.
         """
+        if callable(name):  # bare @server.tool
+            return self.tool()(name)
         from .forms import check_forms
 
         check_forms(forms)  # the red lines, at registration
 
         def decorate(fn: Callable[..., Any]) -> Tool:
-            desc = description or (fn.__doc__ or "").strip()
-            if not desc:
-                raise ValueError(f"tool {name or fn.__name__!r} needs a description")
             return self.registry.add_tool(
-                Tool(
-                    name=name or fn.__name__,
-                    handler=fn,
-                    description=desc,
-                    input_schema=input_schema or {"type": "object"},
-                    output_schema=output_schema,
-                    title=title,
-                    annotations=annotations,
-                    scopes=frozenset(scopes),
-                    task_support=task_support,
-                    meta=meta,
-                )
-            )
+                Tool.from_function(fn, name, description=description, input_schema=input_schema,
+                                   output_schema=output_schema, title=title, annotations=annotations,
+                                   scopes=frozenset(scopes), task_support=task_support, meta=meta))
 
         return decorate
 
-    def resource(self, uri: str, *, name: str, title: str | None = None, description: str | None = None,
-                 mime_type: str | None = None, scopes: Iterable[str] = (), listed: bool = True) -> Callable[..., Resource]:
-        """Register ``fn(ctx, uri)`` returning text, bytes or a list of contents."""
+    def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
+                 description: str | None = None, mime_type: str | None = None, scopes: Iterable[str] = (),
+                 listed: bool = True) -> Callable[..., Resource]:
+        """Register a reader of ``uri`` returning text, bytes or a list of contents.  ``name``
+        defaults to the function's name, ``description`` to its docstring; the reader takes its
+        :class:`ToolContext` if it asks for one and ``uri`` if it has such a parameter (the style
+        before hints, ``fn(ctx, uri)``, keeps working)."""
+        if callable(uri):
+            raise RegistrationError(f"resource {getattr(uri, '__name__', uri)!r}: @server.resource needs a URI: "
+                                    "@server.resource(\"scheme://path\")")
 
         def decorate(fn: Callable[..., Any]) -> Resource:
             return self.registry.add_resource(
-                Resource(uri, name, fn, title, description, mime_type, frozenset(scopes), listed))
+                Resource(uri, _name_of(fn, name, "resource"), fn, title, _doc_of(fn, description), mime_type,
+                         frozenset(scopes), listed))
 
         return decorate
 
-    def resource_template(self, uri_template: str, *, name: str, title: str | None = None,
+    def resource_template(self, uri_template: str, *, name: str | None = None, title: str | None = None,
                           description: str | None = None, mime_type: str | None = None,
                           scopes: Iterable[str] = ()) -> Callable[..., ResourceTemplate]:
-        """Register ``fn(ctx, uri, **params)`` for every URI matching the template."""
+        """Register a reader for every URI matching the template; its variables are passed by name
+        (``fn(ctx, uri, **params)`` in the style before hints)."""
+        if callable(uri_template):
+            raise RegistrationError("@server.resource_template needs a URI template: "
+                                    "@server.resource_template(\"scheme://{id}\")")
 
         def decorate(fn: Callable[..., Any]) -> ResourceTemplate:
             return self.registry.add_template(
-                ResourceTemplate(uri_template, name, fn, title, description, mime_type, frozenset(scopes)))
+                ResourceTemplate(uri_template, _name_of(fn, name, "resource template"), fn, title,
+                                 _doc_of(fn, description), mime_type, frozenset(scopes)))
 
         return decorate
 
-    def prompt(self, name: str | None = None, *, description: str | None = None, title: str | None = None,
-               arguments: list[dict[str, Any]] | None = None, scopes: Iterable[str] = (),
-               completions: dict[str, Callable[[str], list[str]]] | None = None) -> Callable[..., Prompt]:
-        """Register ``fn(ctx, **arguments)`` returning a list of prompt messages."""
+    def prompt(self, name: str | Callable[..., Any] | None = None, *, description: str | None = None,
+               title: str | None = None, arguments: list[dict[str, Any]] | None = None, scopes: Iterable[str] = (),
+               completions: dict[str, Callable[[str], list[str]]] | None = None) -> Any:
+        """Register a prompt returning a string (one user message), a list of messages or a
+        ``GetPromptResult``-shaped dict.  Its arguments come from the signature (strings; a
+        default makes one optional; the docstring describes them) unless ``arguments`` is given."""
+        if callable(name):  # bare @server.prompt
+            return self.prompt()(name)
 
         def decorate(fn: Callable[..., Any]) -> Prompt:
-            desc = description or (fn.__doc__ or "").strip()
+            from . import _typed
+
+            sig = _typed.read_signature(fn, "prompt", name)
+            desc = description or sig.description
             if not desc:
-                raise ValueError(f"prompt {name or fn.__name__!r} needs a description")
+                raise sig.fail("needs a description: write a docstring or pass description=")
+            args = arguments if arguments is not None else _typed.prompt_arguments(sig)
             return self.registry.add_prompt(
-                Prompt(name or fn.__name__, fn, desc, title, arguments or [], frozenset(scopes), completions or {}))
+                Prompt(_name_of(fn, name, "prompt"), fn, desc, title, args, frozenset(scopes), completions or {},
+                       signature=sig))
 
         return decorate
 
@@ -301,11 +326,16 @@ class Server:
         name = tool.name
         try:
             if tool.is_async:
-                out = await tool.handler(ctx, **tool.bind(arguments))
+                out = await tool.invoke(ctx, arguments)
             else:
-                out = tool.handler(ctx, **tool.bind(arguments))
+                out = tool.invoke(ctx, arguments)
         except (InputRequired, ProtocolError):
             raise
+        except ToolError as exc:  # the tool's own, typed "not done"
+            return self._record(tool, principal, arguments, exc.result, started, client, ctx.request_id)
+        except ArgumentError as exc:  # valid JSON that still is not the parameter's type
+            result = tool_error(ErrorKind.INVALID_INPUT, f"invalid input: {exc}", field=exc.field)
+            return self._record(tool, principal, arguments, result, started, client, ctx.request_id)
         except ElicitationUnavailable as exc:
             if exc.missing:
                 message = f"input needed and the client cannot be asked: {', '.join(exc.missing)}"
@@ -342,14 +372,16 @@ class Server:
                 result = tool_error(ErrorKind.INTERNAL,
                                     "the tool failed unexpectedly; nothing is known to have happened")
                 outcome, reason = "internal", "exception"
+                _log_failure(name, exc)
             self.events.record("tool.failed", tool=name, tenant=principal.tenant, subject=principal.subject,
                                outcome=outcome, reason=reason, exception=type(exc).__name__,
                                arguments=arguments, durationMs=round((time.perf_counter() - started) * 1000, 3),
                                **_request_ref(ctx.request_id))
             return result
         try:
-            result = _as_result(out)
+            result = _as_result(out) if tool.returns is None else tool.returns(out)
         except (TypeError, ValueError) as exc:  # not a result, or not JSON: a bug in the tool
+            _log_failure(name, exc)
             self.events.record("tool.failed", tool=name, tenant=principal.tenant, subject=principal.subject,
                                outcome="internal", reason="bad_result", exception=type(exc).__name__,
                                arguments=arguments, durationMs=round((time.perf_counter() - started) * 1000, 3),
@@ -450,7 +482,7 @@ class Server:
         res, params = found
         ctx = ToolContext(principal, None, self, peer)  # type: ignore[arg-type]
         try:
-            out = res.reader(ctx, uri, **params)
+            out = res.read(ctx, uri, params)
             if res.is_async:
                 out = await out
         except ElicitationUnavailable as exc:
@@ -477,11 +509,12 @@ class Server:
         ctx = ToolContext(principal, None, self, peer)  # type: ignore[arg-type]
         known = {a["name"] for a in prompt.arguments}
         try:
-            out = prompt.render(ctx, **{k: v for k, v in arguments.items() if k in known})
+            out = prompt.invoke(ctx, {k: v for k, v in arguments.items() if k in known})
             if prompt.is_async:
                 out = await out
         except ElicitationUnavailable as exc:
             raise _missing_capability(exc) from None
+        out = as_messages(out)
         result: dict[str, Any] = {"messages": out} if isinstance(out, list) else dict(out)
         if "description" not in result:
             result["description"] = prompt.description
@@ -586,18 +619,30 @@ def _missing_capability(exc: ElicitationUnavailable) -> MissingCapability:
     return MissingCapability(data={"requiredCapabilities": caps})
 
 
-def _as_result(out: Any) -> ToolResult:
-    if isinstance(out, ToolResult):
-        return out
-    if isinstance(out, dict):
-        return ToolResult.structured(out)
-    if isinstance(out, str):
-        return ToolResult([text(out)])
-    if isinstance(out, list):
-        return ToolResult(out)
-    if out is None:
-        return ToolResult([])
-    raise TypeError(f"a tool returned {type(out).__name__}; expected ToolResult, dict, str or list")
+def _name_of(fn: Any, name: str | None, what: str) -> str:
+    if name:
+        return name
+    fname = getattr(fn, "__name__", None)
+    if not isinstance(fname, str) or not fname or fname == "<lambda>":
+        raise RegistrationError(f"{what} {fn!r}: needs name= (the function has no usable name)")
+    return fname
+
+
+def _doc_of(fn: Any, description: str | None) -> str | None:
+    if description:
+        return description
+    from ._typed import parse_doc
+
+    return parse_doc(fn)[0] or None
+
+
+def _log_failure(tool: str, exc: BaseException) -> None:
+    """The traceback of a tool's unexpected failure for the operator, redacted first (the client
+    only hears a safe message; the audit keeps the exception's type)."""
+    import traceback
+
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    log.error("tool %s failed unexpectedly:\n%s", tool, redact_text(trace))
 
 
 def _as_contents(uri: str, out: Any, mime_type: str | None) -> list[dict[str, Any]]:

@@ -6,11 +6,12 @@ reads precomputed attributes.
 
 from __future__ import annotations
 
-import inspect
 import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterator, Mapping
 
+from . import _typed
+from ._typed import RegistrationError, Signature
 from .schema import EMPTY_OBJECT_SCHEMA, SchemaError, Validator
 
 __all__ = [
@@ -45,13 +46,28 @@ def _property_names(schema: Any, depth: int = 0) -> set[str]:
     return names
 
 
-def _call_shape(fn: Handler) -> tuple[bool, frozenset[str] | None]:
-    """(is_async, accepted keyword names or None for **kwargs)."""
-    is_async = inspect.iscoroutinefunction(fn)
-    params = list(inspect.signature(fn).parameters.values())[1:]  # first one is the context
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return is_async, None
-    return is_async, frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
+def _invoker(fn: Handler, sig: Signature, accepts: frozenset[str] | None,
+             converters: Mapping[str, Callable[[Any], Any]]) -> Callable[[Any, dict[str, Any]], Any]:
+    """``invoke(ctx, arguments)`` for one handler, built once: the call does only what this
+    signature needs (filter undeclared names, convert the few typed values, pass the context)."""
+    name, positional = sig.context, sig.positional_context
+
+    def prepare(arguments: dict[str, Any]) -> dict[str, Any]:
+        if accepts is not None:
+            arguments = {k: v for k, v in arguments.items() if k in accepts}
+        if converters:
+            arguments = {k: (converters[k](v) if k in converters else v) for k, v in arguments.items()}
+        return arguments
+
+    if name is None:
+        if accepts is None and not converters:
+            return lambda ctx, arguments: fn(**arguments)
+        return lambda ctx, arguments: fn(**prepare(arguments))
+    if positional:
+        if accepts is None and not converters:
+            return lambda ctx, arguments: fn(ctx, **arguments)
+        return lambda ctx, arguments: fn(ctx, **prepare(arguments))
+    return lambda ctx, arguments: fn(**prepare(arguments), **{name: ctx})
 
 
 @dataclass(eq=False)
@@ -68,6 +84,34 @@ class Tool:
     scopes: frozenset[str] = frozenset()
     task_support: str = "forbidden"  # forbidden | optional | required
     meta: dict[str, Any] | None = None
+    #: return value → :class:`ToolResult` (``None``: the general rule, ``truecall._typed.as_result``)
+    returns: Callable[[Any], Any] | None = None
+    #: per-parameter conversions of validated JSON values (dataclasses, enums, tuples, models…)
+    converters: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
+    #: the handler's reflected signature (read here when not given)
+    signature: Signature | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_function(cls, fn: Handler, name: str | None = None, *, description: str | None = None,
+                      input_schema: dict[str, Any] | None = None, output_schema: dict[str, Any] | None = None,
+                      **options: Any) -> "Tool":
+        """A tool from a plain function: schemas from its hints unless given, description from its
+        docstring unless given.  Anything that cannot become a tool raises
+        :class:`RegistrationError` naming the function (and the parameter)."""
+        sig = _typed.read_signature(fn, "tool", name)
+        desc = description or sig.description
+        if not desc:
+            raise sig.fail("needs a description: write a docstring or pass description=")
+        plan = _typed.derive_input(sig, input_schema)
+        out_schema, returns = _typed.derive_output(sig, output_schema)
+        try:
+            return cls(name=name or getattr(fn, "__name__", ""), handler=fn, description=desc,
+                       input_schema=plan.schema, output_schema=out_schema, returns=returns,
+                       converters=plan.converters, signature=sig, **options)
+        except (SchemaError, ValueError) as exc:
+            if isinstance(exc, RegistrationError):
+                raise
+            raise RegistrationError(f"{sig.label}: {exc}") from None
 
     def __post_init__(self) -> None:
         if not TOOL_NAME.match(self.name):
@@ -81,7 +125,14 @@ class Tool:
         self.input_validator = Validator(self.input_schema)
         self.declared_fields = frozenset(_property_names(self.input_schema))
         self.output_validator = Validator(self.output_schema) if self.output_schema is not None else None
-        self.is_async, self.accepts = _call_shape(self.handler)
+        sig = self.signature or _typed.read_signature(self.handler, "tool", self.name)
+        self.is_async = sig.is_async
+        derived_closed = self.input_schema.get("additionalProperties") is False and \
+            set(self.input_schema.get("properties", ())) <= sig.names()
+        #: keyword names the handler takes (None: pass every argument, the schema admits no others)
+        self.accepts: frozenset[str] | None = None if (sig.var_keyword or derived_closed) else sig.names()
+        self.invoke = _invoker(self.handler, sig, self.accepts, self.converters)
+        self.signature = sig
         self.scopes = frozenset(self.scopes)
         self.definition = self._definition()
 
@@ -122,7 +173,9 @@ class Resource:
     listed: bool = True
 
     def __post_init__(self) -> None:
-        self.is_async = inspect.iscoroutinefunction(self.reader)
+        sig = _typed.read_signature(self.reader, "resource", self.name)
+        self.is_async = sig.is_async
+        self.read = _resource_reader(self.reader, sig, ())
         self.definition = _resource_def({"uri": self.uri}, self)
 
 
@@ -139,8 +192,10 @@ class ResourceTemplate:
     scopes: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
-        self.is_async = inspect.iscoroutinefunction(self.reader)
         parts = re.split(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", self.uri_template)
+        sig = _typed.read_signature(self.reader, "resource template", self.name)
+        self.is_async = sig.is_async
+        self.read = _resource_reader(self.reader, sig, parts[1::2])
         pattern = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^/?#]+)" for i, p in enumerate(parts))
         self._pattern = re.compile(f"^{pattern}$")
         self.definition = _resource_def({"uriTemplate": self.uri_template}, self)
@@ -148,6 +203,35 @@ class ResourceTemplate:
     def match(self, uri: str) -> dict[str, str] | None:
         m = self._pattern.match(uri)
         return m.groupdict() if m else None
+
+
+def _resource_reader(fn: Handler, sig: Signature, variables: Any) -> Callable[[Any, str, dict[str, str]], Any]:
+    """``read(ctx, uri, params)``: the style before hints gets ``fn(ctx, uri, **params)``; a typed
+    reader gets, by name, its ``ToolContext``, ``uri`` if it has such a parameter, and the
+    template's variables."""
+    if sig.legacy:
+        return lambda ctx, uri, params: fn(ctx, uri, **params)
+    names = sig.names()
+    for var in variables:
+        if var not in names and not sig.var_keyword:
+            raise sig.fail(f"the URI template's variable {{{var}}} has no parameter of that name")
+    for p in sig.params:
+        if p.default is _typed.EMPTY and p.name != "uri" and p.name not in variables:
+            raise sig.fail("a resource reader's parameters are 'uri' and the template's variables", p.name)
+    takes_uri = "uri" in names or sig.var_keyword
+    context = sig.context
+
+    def read(ctx: Any, uri: str, params: dict[str, str]) -> Any:
+        kwargs: dict[str, Any] = dict(params)
+        if takes_uri:
+            kwargs["uri"] = uri
+        if context is None:
+            return fn(**kwargs)
+        if sig.positional_context:
+            return fn(ctx, **kwargs)
+        kwargs[context] = ctx
+        return fn(**kwargs)
+    return read
 
 
 def _resource_def(d: dict[str, Any], r: Resource | ResourceTemplate) -> dict[str, Any]:
@@ -173,8 +257,12 @@ class Prompt:
     scopes: frozenset[str] = frozenset()
     completions: Mapping[str, Callable[[str], list[str]]] = field(default_factory=dict)
 
+    signature: Signature | None = field(default=None, repr=False)
+
     def __post_init__(self) -> None:
-        self.is_async = inspect.iscoroutinefunction(self.render)
+        sig = self.signature or _typed.read_signature(self.render, "prompt", self.name)
+        self.is_async = sig.is_async
+        self.invoke = _invoker(self.render, sig, None if sig.var_keyword else sig.names(), {})
         self.required = tuple(a["name"] for a in self.arguments if a.get("required"))
         d: dict[str, Any] = {"name": self.name}
         if self.title:
@@ -183,6 +271,10 @@ class Prompt:
         if self.arguments:
             d["arguments"] = self.arguments
         self.definition = d
+
+
+def _label_of(sig: Signature | None, what: str, name: str) -> str:
+    return sig.label if sig is not None else f"{what} {name!r}"
 
 
 class Registry:
@@ -205,13 +297,15 @@ class Registry:
 
     def add_tool(self, tool: Tool) -> Tool:
         if tool.name in self.tools:
-            raise ValueError(f"tool {tool.name!r} is already registered")
+            raise RegistrationError(f"{_label_of(tool.signature, 'tool', tool.name)}: a tool named {tool.name!r} "
+                                    "is already registered")
         self.tools[tool.name] = tool
         return tool
 
     def add_resource(self, resource: Resource) -> Resource:
         if resource.uri in self.resources:
-            raise ValueError(f"resource {resource.uri!r} is already registered")
+            raise RegistrationError(f"resource {resource.name!r}: a resource at {resource.uri!r} is already "
+                                    "registered")
         self.resources[resource.uri] = resource
         return resource
 
@@ -221,7 +315,8 @@ class Registry:
 
     def add_prompt(self, prompt: Prompt) -> Prompt:
         if prompt.name in self.prompts:
-            raise ValueError(f"prompt {prompt.name!r} is already registered")
+            raise RegistrationError(f"{_label_of(prompt.signature, 'prompt', prompt.name)}: a prompt named "
+                                    f"{prompt.name!r} is already registered")
         self.prompts[prompt.name] = prompt
         return prompt
 

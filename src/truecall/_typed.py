@@ -1,0 +1,626 @@
+"""Python signatures → MCP definitions: who gets the context, ``inputSchema``, ``outputSchema``.
+
+All of it runs once, at registration; a call only meets what it leaves behind: a handful of
+per-parameter converters (none at all for ``str``/``int``/``bool``/``list[str]``… parameters,
+whose JSON value already is the Python value) and one function that turns the return value into
+a :class:`~truecall.results.ToolResult`.
+
+The type → JSON Schema work is msgspec's (``msgspec.json.schema_components``): it knows the
+standard library's ``TypedDict`` on every Python truecall supports (pydantic refuses it before
+3.12), dataclasses, enums, ``Literal``, unions and ``Annotated[..., msgspec.Meta(...)]``, imports in
+about 5 ms and is imported only when a signature needs it.  Constraints written the pydantic or
+annotated-types way (``Field(ge=1, description=...)``, ``Ge(1)``, ``MaxLen(5)``) and a bare string
+(a description) are translated into ``msgspec.Meta``.  A pydantic model as an annotation uses the
+model's own schema and ``model_validate``; pydantic is never imported here (a model can only exist
+if the user's code imported it).
+
+**The context.**  A parameter annotated :class:`~truecall.ToolContext` (any position) receives it.
+So that code written before type hints keeps working, an unannotated (or ``Any``) *first*
+parameter named ``ctx`` receives it too, positionally; a tool that wants an argument called
+``ctx`` annotates it (``ctx: str``).  A function with neither gets no context.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import enum
+import functools
+import inspect
+import re
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .context import ToolContext
+from .results import ToolResult, text
+
+__all__ = ["RegistrationError", "ArgumentError", "Signature", "read_signature", "derive_input", "derive_output",
+           "prompt_arguments", "parse_doc", "as_result", "as_messages", "LEGACY_CONTEXT_NAME"]
+
+#: The first-parameter name that receives the context without an annotation (the style before hints).
+LEGACY_CONTEXT_NAME = "ctx"
+
+EMPTY: Any = inspect.Parameter.empty
+_NONE_TYPES = (None, type(None))
+
+
+class RegistrationError(ValueError):
+    """A function cannot become a tool, resource or prompt as declared (raised when it is registered)."""
+
+
+class ArgumentError(Exception):
+    """A validated argument still did not convert to its parameter's type (names the field)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+@dataclass
+class Param:
+    name: str
+    hint: Any  # the resolved annotation, or EMPTY
+    default: Any  # or EMPTY
+    kind: Any
+
+
+@dataclass
+class Signature:
+    """What registration learned from one function."""
+
+    label: str  # "tool 'add' (function add)": the start of every registration error
+    is_async: bool
+    context: str | None = None  # the parameter that receives the ToolContext
+    positional_context: bool = False  # pass it first, positionally (legacy ``ctx`` or positional-only)
+    legacy: bool = False  # the style before type hints: an unannotated first ``ctx``
+    params: list[Param] = field(default_factory=list)  # every other parameter, in order
+    var_keyword: bool = False
+    returns: Any = EMPTY
+    description: str = ""
+    param_docs: dict[str, str] = field(default_factory=dict)
+
+    def names(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.params)
+
+    def fail(self, message: str, param: str | None = None) -> RegistrationError:
+        where = f"{self.label}, parameter {param!r}" if param else self.label
+        return RegistrationError(f"{where}: {message}")
+
+
+def _label(what: str, name: str | None, fn: Any) -> str:
+    short = getattr(fn, "__name__", None) or type(fn).__name__
+    where = getattr(fn, "__qualname__", None) or short
+    module = getattr(fn, "__module__", None)
+    return f"{what} {name or short!r} (function {module + '.' if module else ''}{where})"
+
+
+def _resolve_hints(fn: Any, sig: inspect.Signature, label: str) -> dict[str, Any]:
+    """Annotations with strings (``from __future__ import annotations``) evaluated; a name that does
+    not resolve is an error naming its parameter."""
+    target = inspect.unwrap(fn)
+    if not (inspect.isfunction(target) or inspect.ismethod(target)) and callable(target):
+        target = getattr(target, "__call__", target)
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except Exception as exc:
+        failure = exc
+    globalns = getattr(inspect.unwrap(target), "__globals__", {})
+    for p in sig.parameters.values():
+        if isinstance(p.annotation, str):
+            try:
+                value: Any = p.annotation
+                for _ in range(3):  # a quoted annotation under ``from __future__ import annotations``
+                    if isinstance(value, str):
+                        value = eval(value, globalns)  # noqa: S307 - the user's own annotation
+            except Exception as exc:
+                raise RegistrationError(f"{label}, parameter {p.name!r}: annotation {p.annotation!r} does not "
+                                        f"resolve ({type(exc).__name__}: {exc})") from None
+    raise RegistrationError(f"{label}: its annotations do not resolve ({type(failure).__name__}: {failure})")
+
+
+def _is_context(hint: Any) -> bool:
+    return isinstance(hint, type) and issubclass(hint, ToolContext)
+
+
+def read_signature(fn: Any, what: str, name: str | None = None) -> Signature:
+    """Reflect on ``fn`` once: the context parameter, the others, the return hint and the docstring."""
+    label = _label(what, name, fn)
+    if not callable(fn):
+        raise RegistrationError(f"{what} {name or repr(fn)}: {type(fn).__name__} is not callable")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise RegistrationError(f"{label}: its signature cannot be read ({exc})") from None
+    raw = list(sig.parameters.values())
+    needs_hints = any(p.annotation is not EMPTY for p in raw) or sig.return_annotation is not EMPTY
+    hints = _resolve_hints(fn, sig, label) if needs_hints else {}
+    out = Signature(label, inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)))
+    out.returns = hints.get("return", EMPTY)
+    for index, p in enumerate(raw):
+        hint = hints.get(p.name, EMPTY)
+        if _is_context(_strip_annotated(hint)):
+            if out.context is not None:
+                raise out.fail(f"two parameters ask for the context ({out.context!r} and {p.name!r})", p.name)
+            if p.kind is p.VAR_POSITIONAL or p.kind is p.VAR_KEYWORD:
+                raise out.fail("the context cannot be a */** parameter", p.name)
+            if p.kind is p.POSITIONAL_ONLY and index != 0:
+                raise out.fail("a positional-only context must be the first parameter", p.name)
+            out.context, out.positional_context = p.name, p.kind is p.POSITIONAL_ONLY
+            continue
+        if p.kind is p.VAR_KEYWORD:
+            out.var_keyword = True
+            continue
+        if p.kind is p.VAR_POSITIONAL:
+            raise out.fail("*args cannot receive arguments given by name", p.name)
+        out.params.append(Param(p.name, hint, p.default, p.kind))
+    if out.context is None and raw and raw[0].name == LEGACY_CONTEXT_NAME \
+            and hints.get(LEGACY_CONTEXT_NAME, EMPTY) in (EMPTY, Any) \
+            and raw[0].kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+        out.context, out.positional_context, out.legacy = LEGACY_CONTEXT_NAME, True, True  # before type hints
+        out.params.pop(0)
+    for p in out.params:
+        if p.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise out.fail("a positional-only parameter cannot receive an argument given by name", p.name)
+    out.description, out.param_docs = parse_doc(fn)
+    return out
+
+
+# -- docstrings -------------------------------------------------------------------------------
+
+_PARAM_SECTION = re.compile(
+    r"^[ \t]*(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments)[ \t]*:[ \t]*$"  # Google
+    r"|^[ \t]*(Parameters|Other Parameters)[ \t]*\n[ \t]*-{3,}[ \t]*$"  # NumPy
+    r"|^[ \t]*:param\s",  # reST
+    re.MULTILINE)
+
+
+def parse_doc(fn: Any) -> tuple[str, dict[str, str]]:
+    """(description, {parameter: description}).  A docstring without a parameter section is the
+    description as written; one with a section (Google, NumPy or reST, read by ``docstring_parser``)
+    gives its parameters' descriptions and loses the section from the description."""
+    raw = getattr(fn, "__doc__", None)
+    if not isinstance(raw, str) or not raw.strip():
+        return "", {}
+    if not _PARAM_SECTION.search(raw):
+        return raw.strip(), {}
+    import docstring_parser
+
+    try:
+        doc = docstring_parser.parse(raw)
+    except docstring_parser.ParseError:
+        return raw.strip(), {}
+    params = {p.arg_name: " ".join(p.description.split()) for p in doc.params if p.description}
+    parts = [s.strip() for s in (doc.short_description, doc.long_description) if s and s.strip()]
+    return ("\n\n".join(parts) or raw.strip()), params
+
+
+# -- types → schemas --------------------------------------------------------------------------
+
+def _strip_annotated(hint: Any) -> Any:
+    while typing.get_origin(hint) is typing.Annotated:
+        hint = typing.get_args(hint)[0]
+    return hint
+
+
+def _pydantic_model(hint: Any) -> Any:
+    """The pydantic model class ``hint`` is, or None; never imports pydantic."""
+    pyd = sys.modules.get("pydantic")
+    base = getattr(pyd, "BaseModel", None) if pyd is not None else None
+    hint = _strip_annotated(hint)
+    return hint if base is not None and isinstance(hint, type) and issubclass(hint, base) else None
+
+
+_META_FIELDS = ("gt", "ge", "lt", "le", "multiple_of", "pattern", "min_length", "max_length")
+
+
+def _meta_from(item: Any) -> Any:
+    """``msgspec.Meta`` for one piece of ``Annotated`` metadata, or None for metadata that says
+    nothing about the schema (kept out, as msgspec and pydantic do)."""
+    import msgspec
+
+    if isinstance(item, msgspec.Meta):
+        return item
+    if isinstance(item, str):
+        return msgspec.Meta(description=item)
+    kwargs: dict[str, Any] = {}
+    module = type(item).__module__ or ""
+    if module.startswith(("pydantic", "annotated_types")):
+        for sub in getattr(item, "metadata", None) or ():  # pydantic's FieldInfo keeps its constraints here
+            nested = _meta_from(sub)
+            if nested is not None:
+                kwargs.update({k: getattr(nested, k) for k in _META_FIELDS + ("description", "title", "examples")
+                               if getattr(nested, k, None) is not None})
+        for key in _META_FIELDS + ("description", "title"):
+            value = getattr(item, key, None)
+            if value is not None and not callable(value):
+                kwargs[key] = value if key != "pattern" else str(getattr(value, "pattern", value))
+        examples = getattr(item, "examples", None)
+        if isinstance(examples, list) and examples:
+            kwargs["examples"] = examples
+    return msgspec.Meta(**kwargs) if kwargs else None
+
+
+def _normalize(hint: Any) -> Any:
+    """``hint`` with every ``Annotated`` metadata msgspec does not read turned into ``msgspec.Meta``
+    and ``X | Y`` spelled as ``Union`` (which msgspec rebuilds into)."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        base, *extra = typing.get_args(hint)
+        metas = [m for m in (_meta_from(x) for x in extra) if m is not None]
+        base = _normalize(base)
+        return typing.Annotated[(base, *metas)] if metas else base  # type: ignore[misc]
+    if origin is typing.Union or origin is types.UnionType:
+        return typing.Union[tuple(_normalize(a) for a in typing.get_args(hint))]  # type: ignore[misc]
+    if origin is typing.Literal or origin is None:
+        return hint
+    args = typing.get_args(hint)
+    if args and origin in (list, tuple, dict, set, frozenset, collections.abc.Sequence, collections.abc.Mapping,
+                           collections.abc.MutableSequence, collections.abc.MutableMapping, collections.abc.Set):
+        return origin[tuple(a if a is Ellipsis else _normalize(a) for a in args)]
+    return hint
+
+
+def _schemas(hints: list[Any], fail: Callable[[int, str], RegistrationError]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """JSON Schemas for ``hints`` sharing one ``$defs``; ``fail(index, why)`` names the culprit."""
+    import msgspec
+
+    out: list[dict[str, Any]] = [{} for _ in hints]
+    defs: dict[str, Any] = {}
+    plain: list[tuple[int, Any]] = []
+    for i, hint in enumerate(hints):
+        model = _pydantic_model(hint)
+        if hint is EMPTY or hint is Any:
+            continue
+        if model is not None:
+            schema = model.model_json_schema(ref_template="#/$defs/{model}")
+            defs.update(schema.pop("$defs", {}))
+            out[i] = schema
+            continue
+        if _strip_annotated(hint) is ToolResult:
+            raise fail(i, "a ToolResult is not an argument type")
+        try:
+            plain.append((i, _normalize(hint)))
+        except (TypeError, ValueError) as exc:
+            raise fail(i, f"annotation {_name(hint)} cannot become a JSON Schema ({exc})") from None
+    if not plain:
+        return out, defs
+    try:
+        schemas, components = msgspec.json.schema_components([h for _, h in plain], ref_template="#/$defs/{name}")
+    except (TypeError, ValueError):
+        for i, hint in plain:  # find which one
+            try:
+                msgspec.json.schema_components([hint])
+            except (TypeError, ValueError) as exc:
+                raise fail(i, f"annotation {_name(hints[i])} cannot become a JSON Schema ({exc})") from None
+        raise
+    order = _declared_orders([h for _, h in plain])
+    for (i, _), schema in zip(plain, schemas):
+        out[i] = _in_declared_order(schema, order)
+    defs.update({k: _in_declared_order(v, order, k) for k, v in components.items()})
+    return out, defs
+
+
+def _declared_orders(hints: list[Any]) -> dict[Any, list[Any]]:
+    """Declaration orders msgspec sorts away: a class's fields (by name) and a ``Literal``'s or an
+    ``Enum``'s values (by their sorted tuple), so that a schema reads in the order it was written."""
+    orders: dict[Any, list[Any]] = {}
+    seen: set[int] = set()
+    stack = list(hints)
+    while stack:
+        hint = stack.pop()
+        if id(hint) in seen:
+            continue
+        seen.add(id(hint))
+        origin = typing.get_origin(hint)
+        if origin is typing.Literal:
+            values = list(typing.get_args(hint))
+            orders.setdefault(("values", _sort_key(values)), values)
+            continue
+        if origin is not None:
+            stack.extend(a for a in typing.get_args(hint) if a is not Ellipsis)
+            continue
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            values = [m.value for m in hint]
+            orders.setdefault(("values", _sort_key(values)), values)
+            continue
+        if isinstance(hint, type):
+            try:
+                fields = typing.get_type_hints(hint, include_extras=True)
+            except Exception:
+                continue
+            if hint.__dict__.get("__annotations__") is not None or fields:
+                orders.setdefault(("fields", hint.__name__), list(fields))
+                stack.extend(fields.values())
+    return orders
+
+
+def _sort_key(values: list[Any]) -> Any:
+    return tuple(sorted((repr(v) for v in values)))
+
+
+def _in_declared_order(schema: Any, orders: dict[Any, list[Any]], name: str | None = None) -> Any:
+    if isinstance(schema, list):
+        return [_in_declared_order(s, orders) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: _in_declared_order(v, orders) if k != "properties" else v for k, v in schema.items()}
+    enum_values = out.get("enum")
+    if isinstance(enum_values, list):
+        declared = orders.get(("values", _sort_key(enum_values)))
+        if declared is not None and all(isinstance(v, (str, int, float, bool)) or v is None for v in declared):
+            out["enum"] = list(declared)
+    props = out.get("properties")
+    if isinstance(props, dict):
+        fields = orders.get(("fields", name or out.get("title")), [])
+        ranked = sorted(props, key=lambda k: fields.index(k) if k in fields else len(fields))
+        out["properties"] = {k: _in_declared_order(props[k], orders) for k in ranked}
+        req = out.get("required")
+        if isinstance(req, list):
+            out["required"] = sorted(req, key=lambda k: fields.index(k) if k in fields else len(fields))
+    return out
+
+
+def _name(hint: Any) -> str:
+    return getattr(hint, "__qualname__", None) or repr(hint).replace("typing.", "")
+
+
+def _json_default(value: Any) -> tuple[bool, Any]:
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return True, value
+    import msgspec
+
+    try:
+        return True, msgspec.to_builtins(value)
+    except Exception:
+        return False, None
+
+
+# -- calls: which parameters need their JSON value converted -----------------------------------
+
+_AS_IS = (str, int, bool, type(None), Any, EMPTY, object)
+
+
+def _needs_conversion(hint: Any) -> bool:
+    """False when the validated JSON value already is what the parameter's type means."""
+    if hint in _AS_IS:
+        return False
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        return _needs_conversion(typing.get_args(hint)[0])
+    if origin is typing.Literal:
+        return False
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_needs_conversion(a) for a in typing.get_args(hint))
+    if origin in (list, collections.abc.Sequence):
+        args = typing.get_args(hint)
+        return bool(args) and _needs_conversion(args[0])
+    if origin in (dict, collections.abc.Mapping):
+        args = typing.get_args(hint)
+        return len(args) == 2 and (args[0] is not str or _needs_conversion(args[1]))
+    if hint in (list, dict):
+        return False
+    return True  # float (an int may come), tuples, enums, dataclasses, TypedDicts, models, datetimes…
+
+
+def _converter(name: str, hint: Any) -> Callable[[Any], Any]:
+    model = _pydantic_model(hint)
+    if model is not None:
+        def convert_model(value: Any) -> Any:
+            try:
+                return model.model_validate(value)
+            except ValueError as exc:  # pydantic's ValidationError is a ValueError
+                raise ArgumentError(name, f"field '{name}' is not a valid {model.__name__} "
+                                    f"({len(getattr(exc, 'errors', lambda: [])())} problem(s))") from None
+        return convert_model
+    import msgspec
+
+    target = _normalize(hint)
+    convert = functools.partial(msgspec.convert, type=target)
+
+    def convert_value(value: Any) -> Any:
+        try:
+            return convert(value)
+        except msgspec.ValidationError as exc:
+            where = str(exc).rpartition(" - at `$")[2].rstrip("`")
+            raise ArgumentError(name, f"field '{name}{where}' is not valid") from None
+    return convert_value
+
+
+@dataclass
+class InputPlan:
+    schema: dict[str, Any]
+    converters: dict[str, Callable[[Any], Any]]
+
+
+def derive_input(sig: Signature, explicit: dict[str, Any] | None) -> InputPlan:
+    """``inputSchema`` from the parameters (unless ``explicit`` is given, which wins) and the
+    converters the call needs.  A derived schema is closed (``additionalProperties: false``) unless
+    the function takes ``**kwargs``: a misspelt optional argument is a fixable error, not silence."""
+    params = sig.params
+    if explicit is None:
+        schemas, defs = _schemas([p.hint for p in params],
+                                 lambda i, why: sig.fail(why, params[i].name))
+        props: dict[str, Any] = {}
+        required: list[str] = []
+        for p, schema in zip(params, schemas):
+            schema = dict(schema)
+            doc = sig.param_docs.get(p.name)
+            if doc and "description" not in schema:
+                schema["description"] = doc
+            if p.default is EMPTY:
+                required.append(p.name)
+            else:
+                ok, value = _json_default(p.default)
+                if ok:
+                    schema["default"] = value
+            props[p.name] = schema
+        schema_out: dict[str, Any] = {"type": "object", "properties": props}
+        if required:
+            schema_out["required"] = required
+        if not sig.var_keyword:
+            schema_out["additionalProperties"] = False
+        if defs:
+            schema_out["$defs"] = defs
+    else:
+        schema_out = explicit
+    converters: dict[str, Callable[[Any], Any]] = {}
+    for p in params:
+        if p.hint is not EMPTY and _needs_conversion(p.hint):
+            converters[p.name] = _converter(p.name, p.hint)
+    return InputPlan(schema_out, converters)
+
+
+# -- return values → results ------------------------------------------------------------------
+
+def _is_structured(schema: dict[str, Any], defs: dict[str, Any]) -> bool:
+    """An object at the root (after following a ``$ref``): its value is ``structuredContent``."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        schema = defs.get(ref[len("#/$defs/"):], {})
+    return schema.get("type") == "object"
+
+
+def _inline_root(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        key = ref[len("#/$defs/"):]
+        root = dict(defs[key])
+        rest = {k: v for k, v in defs.items() if k != key or _refers(defs, key)}
+        root.update({k: v for k, v in schema.items() if k != "$ref"})
+        schema = root
+        defs = rest
+    else:
+        schema = dict(schema)
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+def _refers(defs: dict[str, Any], key: str) -> bool:
+    needle = f'"#/$defs/{key}"'
+    import orjson
+
+    return needle in orjson.dumps(defs).decode()
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _to_builtins(value: Any) -> Any:
+    if type(value) in _PLAIN:
+        return value
+    dump = getattr(value, "model_dump", None)
+    if dump is not None and _pydantic_model(type(value)) is not None:
+        return dump(mode="json")
+    import msgspec
+
+    return msgspec.to_builtins(value)
+
+
+def as_result(out: Any) -> ToolResult:
+    """The rule for a tool whose return is not annotated (or is ``ToolResult``): a result as it is,
+    a dict is structured content, a str a text block, a list content blocks, None an empty result.
+    Anything else (a number, say) says nothing about what it means without an annotation: a bug,
+    withheld."""
+    if isinstance(out, ToolResult):
+        return out
+    if isinstance(out, dict):
+        return ToolResult.structured(out)
+    if isinstance(out, str):
+        return ToolResult([text(out)])
+    if isinstance(out, list):
+        return ToolResult(out)
+    if out is None:
+        return ToolResult([])
+    raise TypeError(f"a tool returned {type(out).__name__}; expected ToolResult, dict, str or list")
+
+
+def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict[str, Any] | None, Callable[[Any], ToolResult]]:
+    """(``outputSchema``, return value → result) from the return annotation.
+
+    structured (``TypedDict``, dataclass, model, ``dict[str, ...]``): ``structuredContent`` plus
+    its JSON as a text block; any other type: ``{"result": value}``; ``str``: one text block, no
+    structured content; ``None``: an empty result; ``ToolResult`` (or no annotation): as returned,
+    through ``legacy``.  A ``ToolResult`` returned by any tool passes through (an error, say).
+    """
+    legacy = as_result
+    hint = sig.returns
+    members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+    kept = tuple(m for m in members if _strip_annotated(m) is not ToolResult)
+    if hint is EMPTY or hint is Any or not kept:
+        return explicit, legacy
+    hint = kept[0] if len(kept) == 1 else typing.Union[kept]  # type: ignore[assignment]
+    if hint in _NONE_TYPES:
+        def empty(out: Any) -> ToolResult:
+            return ToolResult([]) if out is None else legacy(out)
+        return explicit, empty
+    if _strip_annotated(hint) is str:
+        def as_text(out: Any) -> ToolResult:
+            return ToolResult([text(out)]) if type(out) is str else legacy(out)
+        return explicit, as_text
+    [schema], defs = _schemas([hint], lambda _i, why: sig.fail(f"return {why}"))
+    if _is_structured(schema, defs):
+        derived = _inline_root(schema, defs)
+        simple = isinstance(_strip_annotated(hint), type) and typing.is_typeddict(_strip_annotated(hint)) or \
+            typing.get_origin(_strip_annotated(hint)) in (dict, collections.abc.Mapping)
+
+        def structured(out: Any) -> ToolResult:
+            if isinstance(out, ToolResult):
+                return out
+            data = out if simple and type(out) is dict else _to_builtins(out)
+            if not isinstance(data, dict):
+                raise TypeError(f"returned {type(out).__name__}, annotated as an object")
+            return ToolResult.structured(data)
+        return (explicit if explicit is not None else derived), structured
+    wrapped: dict[str, Any] = {"type": "object", "properties": {"result": schema}, "required": ["result"]}
+    if defs:
+        wrapped["$defs"] = defs
+
+    def boxed(out: Any) -> ToolResult:
+        if isinstance(out, ToolResult):
+            return out
+        return ToolResult.structured({"result": _to_builtins(out)})
+    return (explicit if explicit is not None else wrapped), boxed
+
+
+# -- prompts and resources --------------------------------------------------------------------
+
+def prompt_arguments(sig: Signature) -> list[dict[str, Any]]:
+    """Prompt arguments from the parameters: prompts take strings, so each is ``str`` (or unannotated)."""
+    out = []
+    for p in sig.params:
+        base = _strip_annotated(p.hint)
+        options = typing.get_args(base) if typing.get_origin(base) in (typing.Union, types.UnionType) else (base,)
+        if not all(o in (str, EMPTY, Any) or o in _NONE_TYPES for o in options):
+            raise sig.fail(f"prompt arguments are strings; {_name(p.hint)} is not", p.name)
+        arg: dict[str, Any] = {"name": p.name}
+        doc = sig.param_docs.get(p.name) or _annotated_description(p.hint)
+        if doc:
+            arg["description"] = doc
+        if p.default is EMPTY:
+            arg["required"] = True
+        out.append(arg)
+    return out
+
+
+def _annotated_description(hint: Any) -> str | None:
+    if typing.get_origin(hint) is typing.Annotated:
+        for item in typing.get_args(hint)[1:]:
+            if isinstance(item, str):
+                return item
+            desc = getattr(item, "description", None)
+            if isinstance(desc, str):
+                return desc
+    return None
+
+
+def as_messages(out: Any) -> Any:
+    """A prompt's return value as ``messages``: a string is one user text message."""
+    if isinstance(out, str):
+        return [{"role": "user", "content": {"type": "text", "text": out}}]
+    if isinstance(out, list):
+        return [{"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else m for m in out]
+    return out
+
