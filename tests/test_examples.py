@@ -36,7 +36,8 @@ def run_example(name: str, tmp_path: Path, extra: dict[str, str] | None = None) 
 
 def test_all_examples_are_covered():
     assert sorted(p.name for p in EXAMPLES.glob("0*.py")) == [
-        "01_search.py", "02_user_input.py", "03_injection_a.py", "04_injection_b.py", "05_describe.py"]
+        "01_search.py", "02_user_input.py", "03_injection_a.py", "04_injection_b.py", "05_describe.py",
+        "06_typed.py"]
 
 
 def test_01_prints_the_chapter_04_result(tmp_path):
@@ -103,3 +104,13 @@ def test_the_examples_ask_for_the_seed_language_and_english_is_one_setting_away(
     lines = run_example("05_describe.py", tmp_path, {"TRUECALL_LANG": "en"})
     assert lines[0] == lines[1] == "Not successful: required input is missing"
     assert lines[3] == "search: no matching data"
+
+
+def test_06_typed_tools_answer_from_their_signatures(tmp_path):
+    lines = run_example("06_typed.py", tmp_path)
+    assert [line.split(" ", 1)[0] for line in lines] == ["count_incidents"] * 3 + ["open_incidents"]
+    results = [ast.literal_eval(line.split(" ", 1)[1]) for line in lines]
+    assert results[0]["structuredContent"] == {"service": "payments", "status": "open", "count": 2}
+    assert results[1]["isError"] is True and results[1]["structuredContent"]["error"]["field"] == "status"
+    assert results[2]["structuredContent"]["error"]["known"] == ["checkout", "payments", "search"]
+    assert results[3]["structuredContent"] == {"result": ["INC-1"]}

@@ -293,7 +293,7 @@ def _schemas(hints: list[Any], fail: Callable[[int, str], RegistrationError]) ->
             try:
                 msgspec.json.schema_components([hint])
             except (TypeError, ValueError) as exc:
-                raise fail(i, f"annotation {_name(hints[i])} cannot become a JSON Schema ({exc})") from None
+                raise fail(i, _unsupported(hints[i], exc)) from None
         raise
     order = _declared_orders([h for _, h in plain])
     for (i, _), schema in zip(plain, schemas):
@@ -360,6 +360,16 @@ def _in_declared_order(schema: Any, orders: dict[Any, list[Any]], name: str | No
         if isinstance(req, list):
             out["required"] = sorted(req, key=lambda k: fields.index(k) if k in fields else len(fields))
     return out
+
+
+_SUPPORTED = ("str, int, float, bool, None, Optional/unions, Literal, Enum, list/dict/tuple/set, TypedDict, "
+              "a dataclass, a msgspec Struct or a pydantic model, each optionally Annotated with constraints")
+
+
+def _unsupported(hint: Any, exc: Exception) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    why = lines[-1] if lines else type(exc).__name__
+    return f"annotation {_name(hint)} cannot become a JSON Schema ({why}); supported: {_SUPPORTED}"
 
 
 def _name(hint: Any) -> str:

@@ -67,6 +67,30 @@ def serve(
         raise typer.Exit(2) from None
 
 
+@app.command("inspect")
+def inspect_app(
+    target: Optional[str] = typer.Argument(None, help="APP as module:attribute or file.py:attribute "
+                                                      "(default: the incident desk)"),
+    as_json: bool = typer.Option(False, "--json", help="The definitions as JSON (what the list methods answer)"),
+) -> None:
+    """Print each tool, resource and prompt with the schemas a client will see."""
+    from ._inspect import inventory, render
+    from ._typed import RegistrationError
+
+    try:
+        server = serving.load_app(target)
+    except (serving.ServeError, RegistrationError) as exc:
+        typer.echo(str(exc), err=True)
+        raise typer.Exit(2) from None
+    data = inventory(server)
+    if as_json:
+        import orjson
+
+        sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        render(data)
+
+
 @app.command()
 def migrate(
     target: Optional[str] = typer.Argument(None, help="APP (default: the incident desk)"),
