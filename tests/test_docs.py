@@ -20,6 +20,10 @@ A directive is an HTML comment on the line before the fence, invisible on the si
   when it is stopped.
 - ``<!-- doctest: stdio -->`` starts a stdio server and checks that it answers ``initialize``
   and ``tools/list`` on its stdin/stdout (as a desktop assistant would talk to it).
+- ``<!-- doctest: mcp-config project=/path/to/project -->`` on a JSON block: a desktop
+  assistant's ``mcpServers``; every entry is started (``command``, spoken to as by ``stdio``) or
+  reached (``url``, with ``truecall.Client``) and must list tools. ``project`` is the reader's
+  folder in the example: it stands for the page's folder, where ``.venv`` is the test's.
 - ``<!-- doctest: syntax -->`` for a command that must not run here (it installs, or needs a
   host that the test does not have): its shell syntax is checked and each ``truecall``
   command in it must accept the options it is given (they are looked up in its ``--help``).
@@ -60,7 +64,7 @@ _DIRECTIVE = re.compile(r"^\s*<!--\s*doctest:(?P<body>.*?)-->\s*$")
 _TITLE = re.compile(r'title="(?P<title>[^"]+)"')
 #: A port a page names: ``--port 8000``, ``127.0.0.1:8000`` or ``localhost:8000`` (80xx).
 _PORT = re.compile(r"(?<=--port )80\d\d\b|(?<=--port=)80\d\d\b|(?<=127\.0\.0\.1:)80\d\d\b|(?<=localhost:)80\d\d\b")
-_KNOWN = {"output", "prose", "background", "ready", "stdio", "syntax", "exit", "env", "root"}
+_KNOWN = {"output", "prose", "background", "ready", "stdio", "syntax", "exit", "env", "root", "mcp-config", "project"}
 
 
 @dataclass
@@ -199,7 +203,7 @@ class PageRun:
         if "background" in block.options:
             return self.start(block)
         if "stdio" in block.options:
-            return self.talk_stdio(block)
+            return self.talk_stdio(block, ["bash", "-c", self.code(block)], self.block_env(block))
         cwd = ROOT if "root" in block.options else self.folder
         proc = subprocess.run(["bash", "-euo", "pipefail", "-c", self.code(block)], cwd=cwd,
                               env=self.block_env(block), capture_output=True, text=True, timeout=120)
@@ -209,12 +213,44 @@ class PageRun:
         self.last_output = proc.stdout + proc.stderr if expected else proc.stdout
 
     def run_json(self, block: Block) -> None:
+        code = self.code(block)
+        project = block.options.get("project")
+        if isinstance(project, str):  # the reader's project folder: this page's folder, with its .venv
+            code = code.replace(project, str(self.folder))
+            venv = self.folder / ".venv"
+            if not venv.exists():
+                venv.symlink_to(sys.prefix, target_is_directory=True)
         try:
-            json.loads(self.code(block))
+            data = json.loads(code)
         except ValueError as exc:
             raise AssertionError(f"{block.where}: not JSON: {exc}") from None
         if block.title:
-            (self.folder / block.title).write_text(self.code(block), encoding="utf-8")
+            (self.folder / block.title).write_text(code, encoding="utf-8")
+        if "mcp-config" in block.options:
+            self.check_mcp_config(block, data)
+
+    def check_mcp_config(self, block: Block, data: Any) -> None:
+        """A desktop assistant's ``mcpServers``: each entry is started (a command) or reached (a URL)
+        as the assistant would, and must list its tools."""
+        servers = data.get("mcpServers") if isinstance(data, dict) else None
+        assert isinstance(servers, dict) and servers, f"{block.where}: no mcpServers"
+        for name, entry in servers.items():
+            if "command" in entry:
+                env = {**self.env, **entry.get("env", {})}
+                env["PATH"] = os.defpath  # an assistant does not start with the reader's shell PATH...
+                elsewhere = self.folder / "elsewhere"  # ...nor in the project's folder
+                elsewhere.mkdir(exist_ok=True)
+                self.talk_stdio(block, [entry["command"], *entry.get("args", [])], env, elsewhere)
+            else:
+                import asyncio
+
+                from truecall import Client
+
+                async def tools() -> list[Any]:
+                    async with Client(entry["url"], headers=entry.get("headers")) as client:
+                        return await client.list_tools()
+
+                assert asyncio.run(tools()), f"{block.where}: {name} at {entry['url']} lists no tools"
 
     def run_toml(self, block: Block) -> None:
         tomllib.loads(self.code(block))
@@ -253,7 +289,7 @@ class PageRun:
             assert time.monotonic() < deadline, f"{block.where}: not ready at {ready} after 30 s"
             time.sleep(0.1)
 
-    def talk_stdio(self, block: Block) -> None:
+    def talk_stdio(self, block: Block, argv: list[str], env: dict[str, str], cwd: Path | None = None) -> None:
         """Speak MCP to a stdio server as a desktop assistant does: initialize, then tools/list."""
         messages = [
             {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -262,8 +298,7 @@ class PageRun:
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         ]
-        proc = subprocess.Popen(["bash", "-c", self.code(block)], cwd=self.folder,
-                                env=self.block_env(block), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        proc = subprocess.Popen(argv, cwd=cwd or self.folder, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
         answers: dict[int, Any] = {}
         try:
@@ -272,7 +307,9 @@ class PageRun:
             proc.stdin.flush()
             for _ in range(2):
                 line = _readline(proc, 30)
-                assert line, f"{block.where}: no answer on stdout:\n{_stderr(proc)}"
+                if not line:
+                    _stop(proc, keep_stderr=True)
+                    raise AssertionError(f"{block.where}: no answer on stdout:\n{_stderr(proc)}")
                 answer = json.loads(line)
                 answers[answer.get("id")] = answer
                 if answer.get("id") == 1:
@@ -336,12 +373,12 @@ def _readline(proc: subprocess.Popen[bytes], timeout: float) -> bytes:
 
 
 def _stderr(proc: subprocess.Popen[bytes]) -> str:
-    if proc.poll() is None or proc.stderr is None:
+    if proc.poll() is None or proc.stderr is None or proc.stderr.closed:
         return ""
     return proc.stderr.read().decode(errors="replace")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def _stop(proc: subprocess.Popen[bytes], keep_stderr: bool = False) -> None:
     if proc.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGTERM)
@@ -351,8 +388,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(10)
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        if stream is not None:
+    for stream in (proc.stdin, proc.stdout, None if keep_stderr else proc.stderr):
+        if stream is not None and not stream.closed:
             stream.close()
 
 
