@@ -76,6 +76,7 @@ def systems(peers_python: str) -> list[System]:
     return [
         System("truecall", "truecall", me, *truecall_cmd("app")),
         System("truecall-noaudit", "truecall audit off", me, *truecall_cmd("app_noaudit")),
+        System("truecall-typed", "truecall typed", me, *truecall_cmd("app_typed")),
         System("fastmcp", "FastMCP 4.2.3", peers_python, *peer("fastmcp_server.py", peers_python)),
         System("mcp-lowlevel", "mcp low-level", peers_python, *peer("mcp_lowlevel.py", peers_python)),
         System("mcp-highlevel", "mcp high-level", peers_python, *peer("mcp_highlevel.py", peers_python)),
@@ -479,6 +480,66 @@ def targets_text(checks: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+# -- issue 15: the type-hinted twin and the import cost --------------------------------------------------
+
+#: What ``import truecall`` costs, and what a server written the type-hinted way adds (msgspec and
+#: docstring_parser, imported at its first registration); pydantic must stay out unless the user imports it.
+IMPORT_SNIPPETS = {
+    "import truecall": "import truecall",
+    "import truecall + one typed tool": ("import truecall\ns = truecall.Server('x')\n"
+                                         "@s.tool\ndef f(a: int, b: int = 1) -> int:\n"
+                                         "    \"\"\"Add.\n\n    Args:\n        a: first\n    \"\"\"\n"
+                                         "    return a + b\n"),
+}
+
+
+def import_costs(python: str, runs: int) -> dict[str, Any]:
+    """Median wall ms of each snippet in a fresh interpreter (after one discarded run), and which
+    schema libraries it left imported."""
+    out: dict[str, Any] = {}
+    for label, code in IMPORT_SNIPPETS.items():
+        timed = ("import sys, time\nt0 = time.perf_counter()\n" + code +
+                 "\nt1 = time.perf_counter()\n"
+                 "print((t1 - t0) * 1000, 'pydantic' in sys.modules, 'msgspec' in sys.modules)\n")
+        samples: list[float] = []
+        flags = ""
+        for i in range(runs + 1):
+            done = subprocess.run([python, "-c", timed], capture_output=True, text=True, check=True, cwd=str(ROOT))
+            ms, pyd, msg = done.stdout.split()
+            if i:
+                samples.append(float(ms))
+            flags = (f"pydantic {'imported' if pyd == 'True' else 'not imported'}, "
+                     f"msgspec {'imported' if msg == 'True' else 'not imported'}")
+        out[label] = {"median_ms": round(statistics.median(samples), 1), "modules": flags}
+    return out
+
+
+def typed_vs_hand(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Server CPU per call of the type-hinted twin ÷ the hand-schema tool, per cell (goal ≤ 1.05)."""
+    hand, typed = results.get("truecall") or {}, results.get("truecall-typed") or {}
+    rows = []
+    for cell, data in hand.items():
+        if not isinstance(data, dict):
+            continue
+        a, b = data.get("server_cpu_us_per_call"), (typed.get(cell) or {}).get("server_cpu_us_per_call")
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a:
+            rows.append({"cell": cell, "hand_us": round(a, 1), "typed_us": round(b, 1),
+                         "ratio": round(b / a, 3), "ok": b / a <= 1.05})
+    return rows
+
+
+def typed_text(rows: list[dict[str, Any]], imports: dict[str, Any] | None) -> str:
+    out = ["issue 15: the type-hinted twin (server CPU µs per call, typed ÷ hand-schema; goal ≤ 1.05):"]
+    for r in rows:
+        out.append(f"  {'PASS' if r['ok'] else 'FAIL'}  {r['cell']:<24} hand {r['hand_us']:>7.1f}  typed "
+                   f"{r['typed_us']:>7.1f}  ratio {r['ratio']:.3f}")
+    if not rows:
+        out.append("  n/a (run truecall and truecall-typed)")
+    for label, v in (imports or {}).items():
+        out.append(f"  {label:<34} {v['median_ms']:>6.1f} ms  ({v['modules']})")
+    return "\n".join(out)
+
+
 # -- main ------------------------------------------------------------------------------------------------
 
 
@@ -486,7 +547,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="truecall vs FastMCP and the mcp SDK: stdio and HTTP.")
     parser.add_argument("--quick", action="store_true", help="short run (1.5 s per cell)")
     parser.add_argument("--seconds", type=float, help="override the seconds per cell")
-    parser.add_argument("--systems", help="comma-separated subset (truecall,truecall-noaudit,fastmcp,"
+    parser.add_argument("--systems", help="comma-separated subset (truecall,truecall-noaudit,truecall-typed,fastmcp,"
                                           "mcp-lowlevel,mcp-highlevel,plain-loop,bare-asgi)")
     parser.add_argument("--no-stdio", action="store_true", help="skip the stdio cells and cold start")
     parser.add_argument("--no-http", action="store_true", help="skip the HTTP cells")
@@ -518,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     if not ns.no_http:
         runner.http([s for s in chosen if s.http])
     results = {s.key: runner.results.get(s.key, {}) for s in chosen}
+    imports = import_costs(sys.executable, 3 if ns.quick else 7)
 
     elapsed = time.perf_counter() - started
     checks = targets(results)
@@ -532,6 +594,8 @@ def main(argv: list[str] | None = None) -> int:
         "results": results,
         "targets": checks,
         "targets_noaudit": targets(results, "truecall-noaudit"),
+        "typed_vs_hand": typed_vs_hand(results),
+        "import_ms": imports,
         "elapsed_s": round(elapsed, 1),
     }
     out = Path(ns.out) if ns.out else RESULTS / f"{stamp}.json"
@@ -540,6 +604,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results, chosen))
     print()
     print(targets_text(checks))
+    print()
+    print(typed_text(typed_vs_hand(results), imports))
     print(f"\n{'quick' if ns.quick else 'full'} run: {elapsed:.0f} s; results: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}"
           f"; server logs: {logs.relative_to(ROOT)}")
     return 0 if all(not ("error" in results[s.key]) for s in chosen) else 1
