@@ -154,8 +154,12 @@ class StdioConnection:
         if key in self.inflight:
             self.write(jsonrpc.error_message(message.id, jsonrpc.InvalidRequest("Duplicate request id in flight")))
             return
-        eager = message.method == "tools/call" and self._registry.answers_at_once(message.params)
-        coro = self._run(message, key)
+        params = message.params
+        eager = message.method == "tools/call" and self._registry.answers_at_once(params)
+        # A call that may answer with a task handle (never one answered at once: its tool has no tasks).
+        handle = not eager and message.method == "tools/call" and isinstance(params, dict) \
+            and isinstance(params.get("task"), dict)
+        coro = self._run(message, key, handle)
         context = contextvars.copy_context()
         if eager:
             # The call usually completes without waiting for anything (its records may wait for a
@@ -173,9 +177,7 @@ class StdioConnection:
         # A task cancelled before it ever ran skips _run's cleanup: forget it here too.
         task.add_done_callback(lambda t: self.inflight.pop(key, None) if self.inflight.get(key) is t else None)
 
-    async def _run(self, message: jsonrpc.Incoming, key: Any) -> None:
-        params = message.params
-        handle = message.method == "tools/call" and isinstance(params, dict) and isinstance(params.get("task"), dict)
+    async def _run(self, message: jsonrpc.Incoming, key: Any, handle: bool = False) -> None:
         if handle:  # its answer may be a task handle: no status of that task goes out before it
             self.session.hold_task_notes()
         response = None
