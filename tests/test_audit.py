@@ -156,6 +156,34 @@ def test_arguments_are_only_fingerprinted(tmp_path, desk, desk_db_path, operator
     assert b"PLANTED-55aa" not in _db_bytes(desk_db_path)
 
 
+def test_undeclared_argument_keys_are_recorded_as_undeclared(tmp_path):
+    """argKeys says what the field column says: a key the tool does not declare is client data
+    that no pattern may recognise, so neither column writes it (journal, WAL or table)."""
+    server = Server("keys", db=str(tmp_path / "k.db"), tokens=StaticTokens.from_plain(
+        {"t": Principal("a@x", "x", frozenset())}))
+    try:
+        @server.tool("count", description="Counts.",
+                     input_schema={"type": "object", "properties": {"n": {"type": "integer"}}})
+        def count(ctx, n: int = 0, **extra) -> str:
+            return str(n)
+
+        @server.tool("strict", description="Counts strictly.", input_schema={
+            "type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False})
+        def strict(ctx, n: int = 0) -> str:
+            return str(n)
+
+        key = "sk-live-1a2b3c"  # too short for any secret pattern
+        assert server.call_tool("count", {"n": 1, key: 2}, "t").is_error is False
+        assert server.call_tool("strict", {"n": 1, key: 2}, "t").is_error is True
+        called, = server.events.query(kind="tool.called")
+        rejected, = server.events.query(kind="tool.rejected")
+        assert called.fields["argKeys"] == ["n", "[undeclared]"]
+        assert rejected.fields["argKeys"] == ["n", "[undeclared]"] and rejected.fields["field"] == "(root)"
+        assert key.encode() not in _db_bytes(tmp_path / "k.db")
+    finally:
+        server.db.close()
+
+
 def test_same_arguments_hash_alike_within_a_server(desk, operator_token):
     desk.call_tool("incident.search", {"service": "payments"}, operator_token, "acme")
     desk.call_tool("incident.search", {"service": "payments"}, operator_token, "acme")

@@ -44,6 +44,9 @@ class Planted:
 
     def __init__(self) -> None:
         self.secrets: dict[str, str] = {}  # secret → channel
+        #: Planted where an answer may name it back to the caller who sent it (an undeclared argument
+        #: key: "unexpected field 'servce'" is how a model fixes a typo); never persisted all the same.
+        self.echoable: set[str] = set()
 
     def _add(self, value: str, channel: str) -> str:
         assert value not in self.secrets
@@ -76,9 +79,10 @@ class Planted:
             parts.append(value[2:18])
         return parts
 
-    def found_in(self, haystack: bytes | str) -> dict[str, str]:
+    def found_in(self, haystack: bytes | str, *, told_the_caller: bool = False) -> dict[str, str]:
         raw = haystack if isinstance(haystack, bytes) else haystack.encode()
-        return {v: c for v, c in self.secrets.items() if any(p.encode() in raw for p in self.cores(v))}
+        return {v: c for v, c in self.secrets.items() if any(p.encode() in raw for p in self.cores(v))
+                and not (told_the_caller and v in self.echoable)}
 
 
 def persisted(db: Path, *extra: Path) -> bytes:
@@ -144,7 +148,8 @@ def assert_nothing_leaked(desk: Any, planted: Planted) -> None:
     assert planted.secrets
     assert planted.found_in(persisted(desk.db, desk.log)) == {}, "a planted secret was persisted"
     assert planted.found_in(desk.stderr()) == {}
-    assert planted.found_in(orjson.dumps(desk.extra["heard"], default=str)) == {}, "an error message echoed a secret"
+    assert planted.found_in(orjson.dumps(desk.extra["heard"], default=str), told_the_caller=True) == {}, \
+        "an error message echoed a secret"
 
 
 def test_tool_arguments_valid_and_invalid(desk: Any, http: httpx.Client, planted: Planted) -> None:
@@ -166,6 +171,13 @@ def test_tool_arguments_valid_and_invalid(desk: Any, http: httpx.Client, planted
         ]
     # a key that is itself a JWT (keys are client data too; the audit keeps key names)
     calls.append({"name": "incident.search", "arguments": {"service": "payments", planted.jwt("JWT as a key"): "x"}})
+    # keys no pattern recognises: an undeclared key is client data, whatever it looks like
+    for key in (planted.marker("undeclared key"), planted.marker("undeclared nested key"),
+                planted._add(f"sk-live-{secrets.token_hex(4)}", "short sk-live key")):
+        planted.echoable.add(key)
+        calls.append({"name": "incident.search", "arguments": {"service": "payments", key: 1}})
+        calls.append({"name": "incident.escalate", "arguments": {"incidentId": "INC-1001", key: {"n": 1}}})
+        calls.append({"name": "incident.search", "arguments": {"service": {key: 1}}})
     for call in calls:
         resp = modern_call(http, desk.url, next(ids), "tools/call", call)
         message = heard(desk, resp)

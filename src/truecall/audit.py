@@ -17,7 +17,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import orjson
 
@@ -101,8 +101,16 @@ class AuditRecord:
         }
 
 
+def _nothing_declared(tool: str) -> frozenset[str] | None:
+    return None
+
+
 class AuditLog:
     """Durable, redacted audit records in the given database."""
+
+    #: ``fn(tool name) -> declared argument names`` (``None``: unknown tool); the server sets it.
+    #: Keys a tool does not declare are recorded as ``[undeclared]``, like the field column.
+    declared_fields: Callable[[str], frozenset[str] | None] = staticmethod(_nothing_declared)
 
     def __init__(self, db: Database, *, key: bytes | None = None, enabled: bool = True,
                  journal: bool | None = None) -> None:
@@ -288,12 +296,22 @@ class AuditLog:
         return fingerprint(arguments, self._key)
 
     def record(self, kind: str, **fields: Any) -> None:
-        """Write one event; returns only once it is committed."""
+        """Write one event; returns only once it is committed.
+
+        ``arguments=`` is kept as a fingerprint; its keys are checked against ``argument_names=``
+        when given (e.g. the questions a task asked), else against the ``tool=``'s declared names.
+        """
         if not self.enabled:
             return
         arguments = fields.pop("arguments", _MISSING)
-        # The fingerprint is made of safe parts already (redacted keys, a size, a keyed hash).
-        self._commit(self._row(kind, fields, None if arguments is _MISSING else fingerprint(arguments, self._key)))
+        names = fields.pop("argument_names", None)
+        if arguments is _MISSING:
+            self._commit(self._row(kind, fields, None))
+            return
+        if names is None and isinstance(fields.get("tool"), str):
+            names = self.declared_fields(fields["tool"])
+        # The fingerprint is made of safe parts already (checked keys, a size, a keyed hash).
+        self._commit(self._row(kind, fields, fingerprint(arguments, self._key, names)))
 
     def record_call(self, kind: str, tool: str, tenant: Any, subject: Any, outcome: str, arguments: Any,
                     duration_ms: float, client: str | None, request_id: Any) -> None:
@@ -305,7 +323,7 @@ class AuditLog:
                                "client": None if client is None else redact_text(client)}
         if request_id is not None:
             doc["requestId"] = request_id if type(request_id) is int else redact_text(request_id)
-        doc.update(fingerprint(arguments, self._key))
+        doc.update(fingerprint(arguments, self._key, self.declared_fields(tool)))
         self._commit((time.time(), kind, _column(tenant), _column(subject), _column(tool), _column(outcome),
                       orjson.dumps(doc)))
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["REDACTED", "is_sensitive_name", "redact", "redact_text", "fingerprint"]
+__all__ = ["REDACTED", "UNDECLARED", "is_sensitive_name", "redact", "redact_text", "fingerprint"]
 
 REDACTED = "[REDACTED]"
 
@@ -120,11 +120,17 @@ def redact(value: Any, _depth: int = 0) -> Any:
     return redact_text(repr(value))
 
 
-def fingerprint(arguments: Any, key: bytes) -> dict[str, Any]:
+#: What the audit trail writes for an argument name the tool does not declare.
+UNDECLARED = "[undeclared]"
+
+
+def fingerprint(arguments: Any, key: bytes, declared: "frozenset[str] | set[str] | None" = None) -> dict[str, Any]:
     """Keys, size and a keyed hash of ``arguments``: enough to audit, nothing to leak.
 
     The hash is an HMAC so that a low-entropy secret (a PIN, a short password)
     cannot be recovered by hashing guesses without the deployment's audit key.
+    ``declared``: the names the tool's schema declares; any other key is client data that no
+    pattern may recognise (``sk-live-1a2b``, a random marker) and is written as ``[undeclared]``.
     """
     try:
         raw = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
@@ -133,7 +139,12 @@ def fingerprint(arguments: Any, key: bytes) -> dict[str, Any]:
             raw = repr(arguments).encode("utf-8", "replace")
         except RecursionError:  # nested deeper than repr can go: the fingerprint says so
             raw = f"<{type(arguments).__name__} nested too deeply>".encode()
-    keys = [_safe_key(k) for k in arguments] if isinstance(arguments, dict) else []
+    if not isinstance(arguments, dict):
+        keys: list[str] = []
+    elif declared is None:
+        keys = [_safe_key(k) for k in arguments]
+    else:
+        keys = [_safe_key(k) if k in declared else UNDECLARED for k in arguments]
     mac = _hmac_for(key).copy()  # the key schedule is done once per key, not once per call
     mac.update(raw)
     return {

@@ -70,6 +70,8 @@ class Server:
         shared = keys_from_env("TRUECALL_AUDIT_KEY")
         self.events = AuditLog(self.db, key=audit_key or (shared[0] if shared else None), enabled=audit,
                                journal=audit_journal)
+        # Argument keys a tool does not declare are client data: the audit writes them as [undeclared].
+        self.events.declared_fields = lambda tool: t.declared_fields if (t := self.registry.tools.get(tool)) else None
         self.tasks = TaskStore(self.db)
         self.task_runtime = TaskRuntime(self.tasks, publish=lambda kind, value: self.changes.publish(kind, value),
                                         lease_s=_env_seconds("TRUECALL_TASK_LEASE_S", LEASE_S))

@@ -777,7 +777,8 @@ class Engine:
         self.server.tasks.answer(task.task_id, responses, owner=ctx.principal)
         self.server.task_runtime.answered(task.task_id)
         self.server.events.record("task.input", tenant=ctx.principal.tenant, subject=ctx.principal.subject,
-                                  outcome="ok", taskId=task.task_id, arguments=responses)
+                                  outcome="ok", taskId=task.task_id, arguments=responses,
+                                  argument_names=frozenset(task.input_requests or ()))  # keys nobody asked: [undeclared]
         return {}
 
     async def _tasks_cancel(self, ctx: RequestContext) -> dict[str, Any]:
