@@ -86,10 +86,11 @@ class Planted:
 
 
 def persisted(db: Path, *extra: Path) -> bytes:
-    # The database, its WAL, and the audit journals beside it (``<db>-audit/``).
-    files = [p for p in sorted(db.parent.glob(db.name + "*")) + sorted(db.parent.glob(db.name + "-audit/*"))
-             if p.is_file()] + [p for p in extra if p.exists()]
+    """Every byte of every file under the data directory: the database, its -wal and -shm, the
+    audit journals (``<db>-audit/``), and whatever else anything wrote there."""
     assert db.exists()
+    files = [p for p in sorted(db.parent.rglob("*")) if p.is_file()] + [p for p in extra if p.exists()]
+    assert any(p.name.endswith("-wal") for p in files) or not db.with_name(db.name + "-wal").exists()
     return b"".join(p.read_bytes() for p in files)
 
 
@@ -309,6 +310,39 @@ def test_elicitation_answers_handshake_era_over_sse(desk: Any, http: httpx.Clien
     final = _answer_over_sse(desk, http, headers, "INC-1003", {
         "action": "accept", "content": {"severity": "P2", "reason": "routine follow-up", "session_token": extra}})
     assert final["result"]["structuredContent"]["severity"] == "P2"
+    assert_nothing_leaked(desk, planted)
+
+
+def test_client_info_capabilities_and_subscriptions(desk: Any, http: httpx.Client, planted: Planted) -> None:
+    """What a handshake-era client declares is stored for other replicas (``mcp_sessions``): its
+    clientInfo, capabilities and resource subscriptions are capped and redacted first."""
+    for shape in ("bearer", "jwt", "sk"):
+        name = planted._add(f"sk-live-{secrets.token_hex(12)}", "clientInfo.name") if shape == "sk" else \
+            getattr(planted, shape)("clientInfo.name")
+        info = {"name": name, "version": planted.bearer("clientInfo.version"), "title": planted.jwt("clientInfo.title"),
+                "websiteUrl": f"https://x.example/?access_token={planted.bearer('clientInfo.websiteUrl')}",
+                "extra": {"token": planted.jwt("clientInfo extra field")}}
+        caps = {"elicitation": {}, "experimental": {"auth": {"apiKey": planted.bearer("capabilities.experimental")},
+                                                    "note": planted.jwt("capabilities value")},
+                planted.jwt("capability name"): {}}
+        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+                   "authorization": f"Bearer {OPERATOR}"}
+        init = http.post(desk.url, headers=headers, content=orjson.dumps(request(1, "initialize", {
+            "protocolVersion": LEGACY, "capabilities": caps, "clientInfo": info})))
+        assert init.status_code == 200, init.text
+        heard(desk, init)
+        headers = {**headers, "mcp-session-id": init.headers["mcp-session-id"], "mcp-protocol-version": LEGACY}
+        http.post(desk.url, headers=headers, content=orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        # a resource URI the template matches, carrying a secret, subscribed to (and so stored)
+        uri = f"incident://acme/{planted.bearer('subscribed resource URI')}"
+        heard(desk, http.post(desk.url, headers=headers, content=orjson.dumps(request(2, "resources/subscribe",
+                                                                                      {"uri": uri}))))
+        heard(desk, http.post(desk.url, headers=headers, content=orjson.dumps(request(3, "resources/read",
+                                                                                      {"uri": uri}))))
+        # the session still works: search answers
+        ok = heard(desk, http.post(desk.url, headers=headers, content=orjson.dumps(request(4, "tools/call", {
+            "name": "incident.search", "arguments": {"service": "payments"}}))))
+        assert ok["result"]["structuredContent"]["count"] == 2
     assert_nothing_leaked(desk, planted)
 
 

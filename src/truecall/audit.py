@@ -320,7 +320,7 @@ class AuditLog:
         if not self.enabled:
             return
         doc: dict[str, Any] = {"durationMs": duration_ms,
-                               "client": None if client is None else redact_text(client)}
+                               "client": None if client is None else redact_text(client)[:_MAX_CLIENT]}
         if request_id is not None:
             doc["requestId"] = request_id if type(request_id) is int else redact_text(request_id)
         doc.update(fingerprint(arguments, self._key, self.declared_fields(tool)))
@@ -405,6 +405,8 @@ class AuditLog:
 
 
 _MISSING = object()
+#: A client's self-declared name is kept this long (redacted first, so no cut hides a secret).
+_MAX_CLIENT = 128
 _PLAIN = (int, float, bool)
 #: Field name → (its redacted form, whether it names a secret): records use a few dozen names.
 _KEYS: dict[Any, tuple[str, bool]] = {}

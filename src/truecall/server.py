@@ -479,8 +479,8 @@ class Server:
         found = self.registry.find_resource(uri)
         if found is None or not found[0].scopes <= principal.scopes:
             self.events.record("resource.denied", tenant=principal.tenant, subject=principal.subject,
-                               outcome="not_found", uri=uri[:256])
-            raise NotFound("Resource not found", {"uri": uri[:256]})
+                               outcome="not_found", uri=_shown(uri))
+            raise NotFound("Resource not found", {"uri": _shown(uri)})
         res, params = found
         ctx = ToolContext(principal, None, self, peer)  # type: ignore[arg-type]
         try:
@@ -491,11 +491,11 @@ class Server:
             raise _missing_capability(exc) from None
         if out is None:
             self.events.record("resource.denied", tenant=principal.tenant, subject=principal.subject,
-                               outcome="not_found", uri=uri[:256])
-            raise NotFound("Resource not found", {"uri": uri[:256]})
+                               outcome="not_found", uri=_shown(uri))
+            raise NotFound("Resource not found", {"uri": _shown(uri)})
         contents = _as_contents(uri, out, res.mime_type)
         self.events.record("resource.read", tenant=principal.tenant, subject=principal.subject, outcome="ok",
-                           uri=uri[:256])
+                           uri=_shown(uri))
         return contents
 
     async def get_prompt(self, principal: Principal, name: str, arguments: Any, *, peer: Peer = NO_PEER) -> dict[str, Any]:
@@ -672,3 +672,11 @@ def _drive(coro: Any) -> Any:
         return done.value
     coro.close()
     raise RuntimeError("a synchronous tool awaited; it should be declared async")
+
+
+def _shown(uri: str) -> str:
+    """A client's URI as an answer or a record may repeat it: redacted first, then cut (a cut first
+    could leave a piece of a secret too short for any pattern)."""
+    from .redact import redact_text
+
+    return redact_text(uri)[:256]

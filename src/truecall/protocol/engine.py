@@ -552,7 +552,7 @@ class Engine:
     async def _subscribe(self, ctx: RequestContext) -> dict[str, Any]:
         uri = _str_param(ctx.params, "uri")
         if self.server.registry.find_resource(uri) is None:
-            raise NotFound("Resource not found", {"uri": uri[:256]})
+            raise NotFound("Resource not found", {"uri": _shown(uri)})
         assert ctx.session is not None
         if len(ctx.session.subscriptions) >= 1000:
             raise InvalidParams("too many subscriptions")
@@ -948,3 +948,11 @@ class InvalidMeta(InvalidParams):
 
 def capability_error(name: str) -> MissingCapability:
     return MissingCapability(data={"requiredCapabilities": {name: {}}})
+
+
+def _shown(uri: str) -> str:
+    """A client's URI as an answer or a record may repeat it: redacted first, then cut (a cut first
+    could leave a piece of a secret too short for any pattern)."""
+    from ..redact import redact_text
+
+    return redact_text(uri)[:256]

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from ..auth import Principal
+from ..redact import REDACTED, is_sensitive_name, redact_text
 from ..storage import Database
 from ._state import SessionState
 from .engine import Session
@@ -42,6 +43,38 @@ SESSION_MIGRATIONS = [
 ]
 
 
+#: clientInfo fields worth keeping (the rest — icons, anything else — is dropped), and their cap.
+_CLIENT_INFO_FIELDS = ("name", "version", "title", "description", "websiteUrl")
+_MAX_TEXT = 256
+#: Capabilities are nested objects of flags: deeper or wider than this is not a capability.
+_MAX_DEPTH, _MAX_KEYS = 4, 64
+
+
+def _stored_client_info(info: Any) -> dict[str, str]:
+    if not isinstance(info, dict):
+        return {}
+    return {key: redact_text(value)[:_MAX_TEXT] for key in _CLIENT_INFO_FIELDS
+            if isinstance(value := info.get(key), str)}
+
+
+def _stored_capabilities(caps: Any, depth: int = 0) -> Any:
+    """A bounded, redacted copy: sensitive names and values replaced, strings capped, depth and
+    width limited (what the engine reads — elicitation modes, sampling, roots, extensions — is flags)."""
+    if isinstance(caps, dict):
+        if depth >= _MAX_DEPTH:
+            return {}
+        out: dict[str, Any] = {}
+        for key, value in list(caps.items())[:_MAX_KEYS]:
+            name = redact_text(str(key))[:_MAX_TEXT]
+            out[name] = REDACTED if is_sensitive_name(name) else _stored_capabilities(value, depth + 1)
+        return out
+    if isinstance(caps, list):
+        return [_stored_capabilities(v, depth + 1) for v in caps[:_MAX_KEYS]] if depth < _MAX_DEPTH else []
+    if isinstance(caps, str):
+        return redact_text(caps)[:_MAX_TEXT]
+    return caps if caps is None or isinstance(caps, (bool, int, float)) else None
+
+
 class SessionStore:
     def __init__(self, db: Database, *, idle_s: float = 3600.0) -> None:
         self.db = db
@@ -51,11 +84,12 @@ class SessionStore:
     def save(self, session: Session) -> None:
         principal = session.principal
         assert principal is not None
+        # Everything here came from the client: capped and redacted before it touches the disk.
         data = orjson.dumps({
-            "caps": session.client_capabilities,
-            "client": session.client_info,
+            "caps": _stored_capabilities(session.client_capabilities),
+            "client": _stored_client_info(session.client_info),
             "log": session.log_level,
-            "subs": sorted(session.subscriptions),
+            "subs": sorted({redact_text(uri)[:_MAX_TEXT * 16] for uri in session.subscriptions}),
         })
         now = time.time()
         # One statement (an upsert), so replicas saving the same session at once cannot collide;
