@@ -392,6 +392,9 @@ SERVICE_FORM = {"type": "object", "properties": {"service": {"type": "string", "
                 "required": ["service"]}
 
 
+NOTE_FORM = {"type": "object", "properties": {"note": {"type": "string", "maxLength": 2000}}, "required": ["note"]}
+
+
 def task_server(path: Path) -> Server:
     server = Server("secrets-tasks", db=str(path))
 
@@ -403,6 +406,13 @@ def task_server(path: Path) -> Server:
         if not answer.accepted:
             return {"service": None, "action": answer.action.value}
         return {"service": answer.content["service"], "action": "accept"}
+
+    @server.tool("note", description="Accepts the work, then asks for a free-text note it only counts.",
+                 task_support="optional", scopes={"run"})
+    async def note(ctx: Any) -> dict[str, Any]:
+        await ctx.accept_as_task("accepted")
+        answer = await ctx.elicit("Any note for the on-call engineer?", NOTE_FORM, key="note")
+        return {"noteLength": len(answer.content["note"]) if answer.accepted else 0}
 
     @server.tool("ask", description="Asks which service, statelessly.", scopes={"run"})
     async def ask(ctx: Any) -> dict[str, Any]:
@@ -517,4 +527,41 @@ def test_task_input_in_process(tmp_path: Path, planted: Planted) -> None:
     asyncio.run(scenario())
     server.db.close()
     assert planted.found_in(persisted(tmp_path / "tasks.db")) == {}
+    assert planted.found_in(orjson.dumps(heard_errors)) == {}
+
+
+def test_a_scrubbed_task_answer_is_gone_from_every_file(tmp_path: Path, planted: Planted) -> None:
+    """The runner reads an accepted answer, then the store forgets it: not in the row, and not in
+    the -wal file or the database file's free space either (checked while the server still runs,
+    before any shutdown checkpoint could hide the difference)."""
+    server = task_server(tmp_path / "scrub.db")
+    heard_errors: list[Any] = []
+    sizes = [40, 900, 1900]  # small, and beyond a page's worth once with the rest of the row
+
+    async def scenario() -> None:
+        engine = Engine(server)
+        for size in sizes:
+            secret = planted.marker(f"accepted task answer ({size} bytes)")
+            created = await call(engine, ALICE, "tools/call", {"name": "note", "arguments": {}}, heard_errors)
+            task_id = created["result"]["taskId"]
+            for _ in range(200):
+                got = await call(engine, ALICE, "tasks/get", {"taskId": task_id}, heard_errors)
+                if got["result"]["status"] == "input_required":
+                    break
+                await asyncio.sleep(0.005)
+            text_ = (secret * (size // len(secret) + 1))[:size]
+            await call(engine, ALICE, "tasks/update", {"taskId": task_id, "inputResponses": {
+                "note": {"action": "accept", "content": {"note": text_}}}}, heard_errors)
+            for _ in range(400):
+                got = await call(engine, ALICE, "tasks/get", {"taskId": task_id}, heard_errors)
+                if got["result"]["status"] == "completed":
+                    break
+                await asyncio.sleep(0.005)
+            assert got["result"]["result"]["structuredContent"] == {"noteLength": size}
+        # still running, nothing closed or checkpointed by a shutdown
+        assert planted.found_in(persisted(tmp_path / "scrub.db")) == {}
+
+    asyncio.run(scenario())
+    server.db.close()
+    assert planted.found_in(persisted(tmp_path / "scrub.db")) == {}
     assert planted.found_in(orjson.dumps(heard_errors)) == {}

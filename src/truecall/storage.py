@@ -94,6 +94,11 @@ class Database:
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._conn.execute(f"PRAGMA cache_size=-{_cache_kib(cache_kib)}")
         self._conn.execute(f"PRAGMA busy_timeout={busy}")
+        # Deleted or overwritten content is zeroed in the pages it leaves, so that what a store
+        # forgets (a task's scrubbed answer) is not left in free space; see forget() for the WAL.
+        self._conn.execute("PRAGMA secure_delete=ON")
+        #: A forget() that could not truncate the WAL yet (readers in the way): retried by the next.
+        self._unforgotten = False
         self._conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
         self._closed = False
 
@@ -194,6 +199,33 @@ class Database:
             except sqlite3.OperationalError as exc:
                 self._gave_up(exc)
                 raise
+
+    def forget(self) -> bool:
+        """Make content just overwritten or deleted unreadable from every file.
+
+        ``secure_delete`` zeroes it in the database's pages; the old page images are still in the
+        ``-wal`` file until a checkpoint copies the new ones over and the WAL is truncated, which
+        this does now.  With readers of another connection in the way it cannot (it waits at most
+        a few milliseconds, never the busy timeout): then ``False``, and the next call retries;
+        the last connection to close checkpoints and removes the WAL in any case.
+        """
+        if self.path == ":memory:":
+            return True
+        with self._lock:
+            if self._depth or self._conn.in_transaction:
+                self._unforgotten = True  # inside a transaction: its commit comes first
+                return False
+            self._conn.execute(f"PRAGMA busy_timeout={min(self.busy_timeout_ms, FAST_FAIL_MS)}")
+            try:
+                row = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                done = row is not None and row[0] == 0
+            except sqlite3.OperationalError:
+                done = False
+            finally:
+                self._conn.execute(f"PRAGMA busy_timeout="
+                                   f"{min(self.busy_timeout_ms, FAST_FAIL_MS) if self._degraded else self.busy_timeout_ms}")
+            self._unforgotten = not done
+            return done
 
     def integrity_check(self) -> str:
         return str(self.fetchone("PRAGMA integrity_check")[0])  # type: ignore[index]

@@ -247,6 +247,11 @@ class PostgresDatabase:
                         conn.execute(to_postgres(statement).replace("%%", "%"))
                 conn.execute("INSERT INTO _migrations VALUES (%s, %s)", (name, time.time()))
 
+    def forget(self) -> bool:
+        """PostgreSQL keeps an overwritten row's old version until VACUUM reclaims it (MVCC): this
+        cannot be forced from inside the application's transactions, so nothing is promised here."""
+        return False
+
     def integrity_check(self) -> str:
         self.execute("SELECT 1")
         return "ok"

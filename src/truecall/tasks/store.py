@@ -356,6 +356,7 @@ class TaskStore:
             answer = responses[key]
             responses[key] = {"action": answer.get("action")} if isinstance(answer, dict) else {}
             self.db.execute("UPDATE tasks SET responses = ? WHERE task_id = ?", (_dump(responses), task_id))
+        self.db.forget()  # scrubbed means gone from every file, the WAL's old pages included
 
     def renew_leases(self, runner_id: str, task_ids: list[str], lease_s: float) -> None:
         """Heartbeat: the runner still holds these tasks."""
