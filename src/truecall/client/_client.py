@@ -21,13 +21,13 @@ import itertools
 import logging
 from typing import Any, Awaitable, Callable, Mapping, Sequence
 
-from ..errors import InvalidParams, MissingCapability, ProtocolError, UnknownTool
+from ..errors import AccessDenied, InvalidParams, MissingCapability, ProtocolError, UnknownTool
 from ..protocol.versions import LOG_LEVELS, TASKS_EXTENSION
 from ..schema import SchemaError, Validator
 from ._connection import (ClientConnection, ErrorResponse, Negotiated, NegotiationFailed, Response, ServerNotification,
                           ServerRequest)
 from ._elicit import ElicitationHandler, answer_elicitation
-from ._errors import ConnectionLost, NotSent, from_wire, unknown_tool
+from ._errors import ConnectionLost, NotSent, from_wire, says_unknown_tool, unknown_tool
 from ._outcomes import Accepted, Cancelled, Done, Failed, Outcome, Unknown, judge
 from ._transport import Transport
 
@@ -501,8 +501,10 @@ class Client:
                 return Unknown(name, rid, value)
             if kind == "error":
                 exc = from_wire(value, tool=name)
-                if tool is None and type(exc) is InvalidParams:
-                    exc = unknown_tool(name, exc.message, exc.data)  # -32602 for a tool the server never listed
+                if tool is None and not isinstance(exc, (AccessDenied, UnknownTool)) and (
+                        type(exc) is InvalidParams or says_unknown_tool(exc.message)):
+                    # A tool the server never listed, refused with -32602 or in words (whatever the code).
+                    exc = unknown_tool(name, exc.message, exc.data)
                 raise exc
             result: dict[str, Any] = value
             result_type = result.get("resultType")

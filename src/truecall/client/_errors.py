@@ -39,7 +39,7 @@ from ..errors import (
     UnsupportedVersion,
 )
 
-__all__ = ["from_wire", "unknown_tool", "ConnectionLost", "NotSent"]
+__all__ = ["from_wire", "unknown_tool", "says_unknown_tool", "ConnectionLost", "NotSent"]
 
 #: 2025-06-18 / 2025-11-25 resource-not-found code.
 RESOURCE_NOT_FOUND = -32002
@@ -63,6 +63,13 @@ class ConnectionLost(ConnectionError):
 
 class NotSent(ConnectionError):
     """The request never left this process (no connection could be made): nothing can have happened."""
+
+
+_UNKNOWN_TOOL = re.compile(r"unknown tool|tool .*not found|no such tool|tool not found", re.I)
+
+
+def says_unknown_tool(message: str | None) -> bool:
+    return bool(message) and _UNKNOWN_TOOL.search(message or "") is not None
 
 
 def _text(value: Any, limit: int = 500) -> str | None:
@@ -107,7 +114,7 @@ def from_wire(error: Any, *, tool: str | None = None) -> ProtocolError:
             exc = AccessDenied(message, data)
         return exc
     if code == INVALID_PARAMS:
-        if tool is not None and message and re.search(r"unknown tool|tool .*not found|no such tool", message, re.I):
+        if tool is not None and says_unknown_tool(message):
             return unknown_tool(tool, message, data)
         return InvalidParams(message, data)
     cls = _SIMPLE.get(code)

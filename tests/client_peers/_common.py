@@ -1,0 +1,38 @@
+"""What every third-party peer in the client interop tests serves (plain data, no imports).
+
+- ``search(service)``: a success with ``structuredContent`` matching ``OUTPUT_SCHEMA``
+  (``service`` is required: calling without it is the "missing argument" case);
+- ``fail()``: a tool error (``isError: true``) in the framework's own way;
+- ``ask()`` (where the framework has elicitation): asks for a severity and a reason, and says
+  in text what the user did.
+
+    python PEER.py stdio
+    python PEER.py http PORT
+"""
+
+import sys
+
+OUTPUT_SCHEMA = {
+    "type": "object",
+    "properties": {"service": {"type": "string"}, "count": {"type": "integer"}},
+    "required": ["service", "count"],
+}
+COUNTS = {"payments": 2, "checkout": 1}
+
+
+def search(service):
+    count = COUNTS.get(service, 0)
+    return f"{service}: {count} open incidents", {"service": service, "count": count}
+
+
+def mode():
+    """("stdio", 0) or ("http", port)."""
+    if len(sys.argv) > 2 and sys.argv[1] == "http":
+        return "http", int(sys.argv[2])
+    return "stdio", 0
+
+
+def serve_asgi(app, port):
+    import uvicorn
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)

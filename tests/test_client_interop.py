@@ -1,0 +1,214 @@
+"""Interop: truecall.Client drives third-party servers over stdio and Streamable HTTP, in both eras
+where the server has them — the official ``mcp`` 2.3 servers (low-level and MCPServer), FastMCP 4.2.3
+and the TypeScript reference server ``@modelcontextprotocol/server-everything`` (npm, pinned in
+conformance/package.json).  The incident desk's runs are in test_client.py.
+
+For each: list, a success, a tool error, a missing argument, an unknown tool; tasks to their end where
+the server has tasks; elicitation accept / decline / cancel where it has elicitation.  What a peer does
+is asserted as that peer does it (mcp's MCPServer and FastMCP answer a missing argument with an
+``isError`` text; the low-level server validates nothing, so its tool says so itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from truecall import (Accept, Accepted, Cancel, Client, Decline, Done, Failed, FormRequest, ProtocolError,
+                      UnknownTool, describe)
+
+from http_support import free_port
+from stress.common import terminate
+
+HERE = Path(__file__).resolve().parent
+PEERS = HERE / "client_peers"
+CONF = HERE.parent / "conformance"
+NODE = CONF / "node_modules" / ".bin" / "node"
+EVERYTHING = CONF / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+
+#: name -> (command line, eras with elicitation)
+PYTHON_PEERS = {
+    "mcp-lowlevel": ([sys.executable, str(PEERS / "mcp_lowlevel.py")], {"2026-07-28", "2025-11-25"}),
+    "mcp-mcpserver": ([sys.executable, str(PEERS / "mcp_highlevel.py")], {"2025-11-25"}),
+    "fastmcp": ([sys.executable, str(PEERS / "fastmcp_peer.py")], {"2025-11-25"}),
+}
+ERAS = {"2026-07-28": None, "2025-11-25": "2025-11-25"}
+
+
+def run(coro: Any, timeout: float = 60.0) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+def _wait_port(proc: subprocess.Popen[bytes], port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the peer exited with {proc.returncode}")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError("the peer did not start listening")
+
+
+@contextlib.contextmanager
+def http_peer(command: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run ``command`` (which serves Streamable HTTP on the port it is given) until the block ends."""
+    port = free_port()
+    log = open(tmp_path / f"peer-{port}.log", "wb")
+    argv = [*command, str(port)] if env is None else command
+    proc = subprocess.Popen(argv, cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                            env={**os.environ, **(env or {}), **({"PORT": str(port)} if env is not None else {})})
+    try:
+        _wait_port(proc, port)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        terminate(proc, 5)
+        log.close()
+
+
+def answers(*items: Any) -> Any:
+    queue = list(items)
+    shown: list[Any] = []
+
+    def handler(request: Any) -> Any:
+        shown.append(request)
+        return queue.pop(0)
+
+    handler.shown = shown  # type: ignore[attr-defined]
+    return handler
+
+
+async def _exercise_python_peer(target: Any, version: str | None, elicits: bool, name: str) -> None:
+    handler = answers(Accept({"severity": "P1", "reason": "customers affected"}), Decline(), Cancel())
+    options: dict[str, Any] = {"stderr": subprocess.DEVNULL} if isinstance(target, list) else {}
+    async with Client(target, version=version, elicitation=handler, **options) as client:
+        assert client.version == (version or "2026-07-28")
+        tools = {t["name"]: t for t in await client.list_tools()}
+        assert {"search", "fail", "ask"} <= set(tools)
+
+        done = await client.call("search", {"service": "payments"})
+        assert isinstance(done, Done) and done.structured == {"service": "payments", "count": 2}
+        assert describe(done, "en") == "payments: 2 open incidents"
+
+        missing = await client.call("search", {})
+        assert isinstance(missing, Failed) and missing.kind == "unknown_kind" and "service" in missing.message
+
+        failed = await client.call("fail", {})
+        assert isinstance(failed, Failed) and "upstream down" in failed.message
+        assert describe(failed, "en").startswith("Not successful")
+
+        with pytest.raises(ProtocolError) as caught:
+            await client.call("no-such-tool", {})
+        if not (name == "mcp-lowlevel" and version is None):
+            assert isinstance(caught.value, UnknownTool)
+        # else: the low-level server answers an unknown tool with -32603 (its handler raised): typed too
+
+        if elicits:
+            said = [await client.call("ask", {}) for _ in range(3)]
+            assert all(isinstance(o, Done) for o in said), said
+            assert [o.text for o in said] == ["accepted P1: customers affected", "decline", "cancel"]
+            assert all(isinstance(r, FormRequest) for r in handler.shown)
+            assert set(handler.shown[0].schema["properties"]) == {"severity", "reason"}
+
+
+@pytest.mark.parametrize("era", list(ERAS))
+@pytest.mark.parametrize("peer", list(PYTHON_PEERS))
+def test_python_peers_over_stdio(peer: str, era: str) -> None:
+    command, elicit_eras = PYTHON_PEERS[peer]
+    run(_exercise_python_peer([*command, "stdio"], ERAS[era], era in elicit_eras, peer))
+
+
+@pytest.mark.parametrize("era", list(ERAS))
+@pytest.mark.parametrize("peer", list(PYTHON_PEERS))
+def test_python_peers_over_http(peer: str, era: str, tmp_path: Path) -> None:
+    command, elicit_eras = PYTHON_PEERS[peer]
+    with http_peer([*command, "http"], tmp_path) as url:
+        run(_exercise_python_peer(url, ERAS[era], era in elicit_eras, peer))
+
+
+# -- the TypeScript reference server -------------------------------------------------------------------
+
+
+def _everything() -> list[str]:
+    assert NODE.exists() and EVERYTHING.exists(), "run `npm ci` in conformance/ (scripts/test does)"
+    return [str(NODE), str(EVERYTHING)]
+
+
+ELICIT_ACCEPT = Accept({"name": "Ada", "check": True, "email": "ada@example.com", "integer": 7})
+
+
+async def _exercise_everything(target: Any) -> None:
+    options: dict[str, Any] = {"stderr": subprocess.DEVNULL} if isinstance(target, list) else {}
+    guarded = answers()
+    async with Client(target, elicitation=guarded, **options) as client:
+        assert client.era == "legacy" and client.version == "2025-11-25"  # it has no 2026-07-28
+        tools = {t["name"]: t for t in await client.list_tools()}
+        assert {"echo", "get-structured-content", "simulate-research-query"} <= set(tools)
+
+        echo = await client.call("echo", {"message": "hi"})
+        assert isinstance(echo, Done) and echo.text == "Echo: hi"
+        weather = await client.call("get-structured-content", {"location": "New York"})
+        assert isinstance(weather, Done) and isinstance(weather.structured["temperature"], (int, float))
+
+        missing = await client.call("echo", {})
+        assert isinstance(missing, Failed) and missing.kind == "unknown_kind" and "Invalid" in missing.message
+        wrong = await client.call("get-sum", {"a": "one", "b": 2})
+        assert isinstance(wrong, Failed)
+
+        with pytest.raises(UnknownTool):
+            await client.call("no-such-tool", {})
+
+        # Its form mentions a PIN ("do not give us your ... pin"): by default the client declines it
+        # unseen — the caller's red line is conservative.
+        refused = await client.call("trigger-elicitation-request", {})
+        assert isinstance(refused, Done) and "declined" in refused.text and guarded.shown == []
+
+    handler = answers(ELICIT_ACCEPT, Decline(), Cancel())
+    async with Client(target, elicitation=handler, allow_credential_forms=True, **options) as client:
+        said = [await client.call("trigger-elicitation-request", {}) for _ in range(3)]
+        assert all(isinstance(o, Done) for o in said)
+        assert "provided the requested information" in said[0].text and "Ada" in said[0].text
+        assert "declined" in said[1].text and "cancel" in said[2].text.lower()
+
+
+def test_everything_over_stdio() -> None:
+    run(_exercise_everything([*_everything(), "stdio"]))
+
+
+def test_everything_over_http(tmp_path: Path) -> None:
+    with http_peer([*_everything(), "streamableHttp"], tmp_path, env={}) as url:
+        run(_exercise_everything(url))
+
+
+def test_everything_task_to_its_end_with_input() -> None:
+    """2025-11-25 core tasks: accepted (not done), then input_required answered through the handler
+    on the tasks/result stream, then the report."""
+    shown: list[Any] = []
+
+    def handler(request: Any) -> Any:
+        shown.append(request)
+        options = request.schema["properties"]["interpretation"]["oneOf"]  # the form's own choices
+        return Accept({"interpretation": options[0]["const"]})
+
+    async def go() -> None:
+        async with Client([*_everything(), "stdio"], elicitation=handler, stderr=subprocess.DEVNULL) as client:
+            accepted = await client.call("simulate-research-query", {"topic": "mercury", "ambiguous": True})
+            assert isinstance(accepted, Accepted) and not accepted and accepted.era == "legacy"
+            assert "not yet done" in describe(accepted, "en")
+            final = await accepted.wait()
+            assert isinstance(final, Done), final
+            chosen = shown[0].schema["properties"]["interpretation"]["oneOf"][0]["const"]
+            assert len(shown) == 1 and "Research Report" in final.text and chosen in final.text
+            assert "cancelled" not in final.text
+
+    run(go())
