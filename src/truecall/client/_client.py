@@ -91,7 +91,7 @@ class Client:
         log_level: str | None = None,
         on_notification: NotificationHandler | None = None,
         timeout: float | None = 60.0,
-        discover_timeout: float = 5.0,
+        discover_timeout: float = 30.0,
         client_info: dict[str, Any] | None = None,
         tasks: bool = True,
     ) -> None:
