@@ -587,7 +587,7 @@ def test_a_task_status_on_the_session_stream_never_precedes_its_handle(tmp_path:
     server = Server("task-order", db=str(tmp_path / "t.db"))
 
     @server.tool(description="A short job, as a task", task_support="optional")
-    async def job(ctx) -> ToolResult:
+    async def job(ctx):  # (no annotation: a local name does not resolve under postponed annotations)
         await ctx.accept_as_task("accepted")
         await asyncio.sleep(0.01)
         return ToolResult([text("done")])
