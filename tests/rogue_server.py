@@ -157,8 +157,10 @@ def handle(msg):
     if method == "initialize":
         return result(rid, {"protocolVersion": "2025-11-25", "serverInfo": {"name": "rogue", "version": "1"},
                             "capabilities": {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}}}, False)
-    if method == "tools/list":
-        return result(rid, {"tools": TOOLS}, modern)
+    if method == "tools/list":  # two pages: a client that ignores nextCursor misses half the tools
+        if params.get("cursor") == "page-2":
+            return result(rid, {"tools": TOOLS[4:]}, modern)
+        return result(rid, {"tools": TOOLS[:4], "nextCursor": "page-2"}, modern)
     if method == "tools/call":
         return call(rid, params, modern, meta)
     if method == "tasks/get":

@@ -365,3 +365,98 @@ def test_import_truecall_loads_neither_the_client_nor_httpx() -> None:
     code = ("import sys, truecall; assert 'httpx' not in sys.modules and 'truecall.client' not in sys.modules; "
             "truecall.Client; assert 'truecall.client' in sys.modules and 'httpx' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
+
+
+# -- resources, prompts, callbacks, pages ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
+def test_resources_prompts_and_completion(tmp_path: Path, version: str | None) -> None:
+    from truecall import NotFound
+
+    desk = build_desk(str(tmp_path / "desk.db"))
+
+    async def go() -> None:
+        async with Client(desk, token=OPERATOR, version=version) as client:
+            templates = {t["name"]: t["uriTemplate"] for t in await client.list_resource_templates()}
+            assert templates["incident"] == "incident://{tenant}/{incident_id}"
+            contents = await client.read_resource("incident://acme/INC-1001")
+            assert contents[0]["uri"] == "incident://acme/INC-1001" and '"severity":"P2"' in contents[0]["text"]
+            with pytest.raises(NotFound):  # another tenant's incident reads exactly like a missing one
+                await client.read_resource("incident://globex/INC-2001")
+            assert isinstance(await client.list_resources(), list)
+            prompts = [p["name"] for p in await client.list_prompts()]
+            assert prompts == ["incident.triage"]
+            prompt = await client.get_prompt("incident.triage", {"service": "payments"})
+            assert "Triage the open incidents of payments" in prompt["messages"][0]["content"]["text"]
+            assert await client.complete({"type": "ref/prompt", "name": "incident.triage"},
+                                         {"name": "service", "value": "pa"}) == ["payments"]
+
+    run(go())
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
+def test_progress_and_log_callbacks(make_server: Any, version: str | None) -> None:
+    from conftest import ACME_ALL
+
+    server = make_server()
+
+    @server.tool("work", description="Reports progress and a log line.", input_schema={"type": "object"})
+    async def work(ctx: Any) -> Any:
+        from truecall import ToolResult, text
+
+        for step in (1, 2, 3):
+            await ctx.progress(step, 3, f"step {step}")
+        await ctx.log("warning", {"note": "disk nearly full"}, "work")
+        await ctx.log("debug", "too chatty to be shown")
+        return ToolResult([text("worked")])
+
+    progress: list[tuple[Any, ...]] = []
+    logs: list[tuple[Any, ...]] = []
+
+    async def go() -> None:
+        async with Client(server, token=ACME_ALL, version=version, log_level="info",
+                          on_log=lambda *a: logs.append(a)) as client:
+            outcome = await client.call("work", {}, on_progress=lambda *a: progress.append(a))
+            assert isinstance(outcome, Done) and outcome.text == "worked"
+
+    run(go())
+    assert progress == [(1, 3, "step 1"), (2, 3, "step 2"), (3, 3, "step 3")]
+    assert logs == [("warning", {"note": "disk nearly full"}, "work")]
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
+def test_resource_subscription_reaches_the_callback(make_server: Any, version: str | None) -> None:
+    from conftest import ACME_ALL
+
+    server = make_server()
+
+    @server.resource("memo://today", name="today", description="Today's memo.")
+    def today(ctx: Any) -> str:
+        return "nothing yet"
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def go() -> None:
+        async with Client(server, token=ACME_ALL, version=version,
+                          on_notification=lambda m, p: seen.append((m, p))) as client:
+            await client.subscribe("memo://today")
+            await asyncio.sleep(0.05)
+            server.resource_updated("memo://today")
+            for _ in range(100):
+                if any(m == "notifications/resources/updated" for m, _ in seen):
+                    break
+                await asyncio.sleep(0.02)
+
+    run(go())
+    updates = [p for m, p in seen if m == "notifications/resources/updated"]
+    assert updates and updates[0]["uri"] == "memo://today"
+
+
+def test_list_tools_follows_every_page() -> None:
+    async def go() -> None:
+        async with Client(ROGUE) as client:
+            names = [t["name"] for t in await client.list_tools()]
+            assert names[:4] == ["broken", "no_structure", "honest", "hang"] and "credential_form" in names
+
+    run(go())

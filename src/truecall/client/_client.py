@@ -314,7 +314,7 @@ class Client:
         except _TimedOut:
             raise TimeoutError(f"{method}: no answer in time") from None
         if kind == "error":
-            raise from_wire(value)
+            raise from_wire(value, method=method)
         if kind == "lost":
             if value == "not_sent":
                 raise NotSent(f"{method}: the request could not be sent")

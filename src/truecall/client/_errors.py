@@ -95,7 +95,7 @@ def _scopes(data: Any) -> list[str] | None:
     return None
 
 
-def from_wire(error: Any, *, tool: str | None = None) -> ProtocolError:
+def from_wire(error: Any, *, tool: str | None = None, method: str | None = None) -> ProtocolError:
     """The typed exception for a JSON-RPC ``error`` object (anything malformed is an internal error)."""
     if not isinstance(error, dict) or not isinstance(error.get("code"), int) or isinstance(error.get("code"), bool):
         return InternalError("The server sent a malformed error")
@@ -116,6 +116,8 @@ def from_wire(error: Any, *, tool: str | None = None) -> ProtocolError:
     if code == INVALID_PARAMS:
         if tool is not None and says_unknown_tool(message):
             return unknown_tool(tool, message, data)
+        if method == "resources/read" and message and "not found" in message.lower():
+            return NotFound(message, data)  # 2026-07-28's resource-not-found is -32602 (it was -32002)
         return InvalidParams(message, data)
     cls = _SIMPLE.get(code)
     if cls is not None:
