@@ -280,3 +280,53 @@ def test_a_2025_11_25_task_asks_after_acceptance_through_tasks_result(tmp_path, 
         assert final["result"].get("isError") is not True
 
     asyncio.run(run())
+
+
+def test_a_2025_11_25_task_call_answered_at_once_is_still_a_task(tmp_path) -> None:
+    """params.task asks for a CreateTaskResult: invalid arguments (or a tool that never accepts its
+    work) give a task already finished with that result; tasks/result returns exactly the plain
+    call's answer; a task-forbidden tool is refused with -32601 and does not run."""
+    async def run() -> None:
+        server = make_server(tmp_path)
+        ran: list[str] = []
+
+        @server.tool(description="Answers without accepting", scopes={"ops"}, task_support="optional")
+        async def quick(ctx, n: int) -> ToolResult:
+            ran.append("quick")
+            return ToolResult([text(f"n={n}")])
+
+        @server.tool(description="Never a task", scopes={"ops"})
+        def plain(ctx) -> str:
+            ran.append("plain")
+            return "ran"
+
+        engine = Engine(server)
+        session = Session(principal=ME)
+        await _legacy_init(engine, session, {})
+        for i, (name, args, kind) in enumerate([("slow", {"seconds": "soon"}, "invalid_input"),
+                                                ("diagnose", [], None), ("quick", {}, "invalid_input"),
+                                                ("quick", {"n": 2}, None)]):
+            created = await call(engine, ME, 10 + i, "tools/call", {"name": name, "arguments": args,
+                                                                   "task": {"ttl": 60000}}, session=session)
+            if args == []:  # not an object: a protocol error, no task
+                assert created["error"]["code"] == -32602
+                continue
+            mcp_schema.check(created, LEGACY, "CreateTaskResult")
+            task = created["result"]["task"]
+            got = await call(engine, ME, 30 + i, "tasks/get", {"taskId": task["taskId"]}, session=session)
+            mcp_schema.check(got, LEGACY, "GetTaskResult")
+            assert got["result"]["status"] == ("failed" if kind else "completed")
+            payload = await call(engine, ME, 50 + i, "tasks/result", {"taskId": task["taskId"]}, session=session)
+            mcp_schema.check(payload, LEGACY, "CallToolResult")
+            if kind:
+                assert payload["result"]["isError"] is True
+                assert payload["result"]["structuredContent"]["error"]["kind"] == kind
+            else:
+                assert payload["result"]["content"] == [{"type": "text", "text": "n=2"}]
+        assert ran == ["quick"]
+        refused = await call(engine, ME, 70, "tools/call", {"name": "plain", "task": {}}, session=session)
+        assert refused["error"]["code"] == -32601 and ran == ["quick"]
+        plain_call = await call(engine, ME, 71, "tools/call", {"name": "plain"}, session=session)
+        assert plain_call["result"]["content"][0]["text"] == "ran"
+
+    asyncio.run(run())

@@ -605,6 +605,11 @@ class Engine:
             task_mode = "core"
             ttl = params["task"].get("ttl")
             ttl_ms = min(int(ttl), 7 * 24 * 3600 * 1000) if isinstance(ttl, int) and ttl > 0 else None
+            tool = self.server.registry.tools.get(name)
+            if tool is not None and tool.task_support == "forbidden" and tool.scopes <= ctx.principal.scopes:
+                # 2025-11-25: a client MUST NOT call such a tool as a task; the server SHOULD say -32601
+                # (run as a plain call, the answer would not be the CreateTaskResult that was asked for).
+                raise MethodNotFound("This tool does not run as a task (execution.taskSupport is forbidden)")
         try:
             result = await self.server.acall_tool(ctx.principal, name, arguments, peer=peer, request_id=ctx.id,
                                                   meta=ctx.meta, client=client if isinstance(client, str) else None,
@@ -613,9 +618,26 @@ class Engine:
             if ctx.era == "modern":
                 raise _tasks_capability_error() from None
             raise MethodNotFound("Task augmentation required for this tool") from None
+        if task_mode == "core" and not isinstance(result, Task):
+            # Asked for a task, answered at once (invalid arguments, a rate limit, a tool that never
+            # accepted its work): still a CreateTaskResult, of a task already finished with that
+            # result — tasks/result returns exactly what the plain call would have.
+            result = self._finished_task(ctx, name, result.to_dict(), ttl_ms)
         if isinstance(result, Task):
             return ext_task(result) | {"resultType": "task"} if task_mode == "ext" else {"task": core_task(result)}
         return result.to_dict()
+
+    def _finished_task(self, ctx: RequestContext, tool: str, result: dict[str, Any], ttl_ms: int | None) -> Task:
+        tasks = self.server.tasks
+        task = tasks.complete(tasks.create(owner=ctx.principal, tool=tool, ttl_ms=ttl_ms,
+                                           request={"tool": tool, "era": "core"}).task_id, result)
+        error = (result.get("structuredContent") or {}).get("error") if result.get("isError") else None
+        self.server.events.record("task.completed", tool=tool, tenant=ctx.principal.tenant,
+                                  subject=ctx.principal.subject, taskId=task.task_id, settledAtOnce=True,
+                                  outcome=(error.get("kind", "error") if isinstance(error, dict) else "error")
+                                  if result.get("isError") else "ok")
+        self.server.changes.publish("task", task.task_id)
+        return task
 
     async def _resources_list(self, ctx: RequestContext) -> dict[str, Any]:
         _check_cursor(ctx.params)

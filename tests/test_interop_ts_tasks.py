@@ -1,0 +1,63 @@
+"""Interop: the official TypeScript SDK client (``@modelcontextprotocol/sdk``, installed with the
+conformance suite by ``npm ci`` in conformance/) calls the desk's task-required ``incident.handle``
+as a 2025-11-25 task over Streamable HTTP.
+
+With invalid arguments the answer is still the ``CreateTaskResult`` the client asked for — a task
+already finished with the ``invalid_input`` result — so the SDK's schema check passes and its
+``tasks/result`` call returns the tool error (before: a plain ``CallToolResult``, which the SDK
+refuses as an invalid ``CreateTaskResult``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from http_support import OPERATOR, served
+
+ROOT = Path(__file__).resolve().parents[1]
+NODE = ROOT / "conformance" / "node_modules" / ".bin" / "node"
+SDK = ROOT / "conformance" / "node_modules" / "@modelcontextprotocol" / "sdk"
+SCRIPT = ROOT / "tests" / "ts" / "task_client.mjs"
+
+
+@pytest.fixture(scope="module")
+def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    assert NODE.exists() and SDK.exists(), "run `npm ci` in conformance/ (scripts/test does)"
+    with served(tmp_path_factory.mktemp("ts-tasks")) as server:
+        yield server
+
+
+def ts_call(desk: Any, tool: str, arguments: Any) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("npm_")}
+    env["TS_SDK_DIR"] = str(SDK)
+    done = subprocess.run([str(NODE), str(SCRIPT), desk.url, OPERATOR, tool, json.dumps(arguments)],
+                          capture_output=True, text=True, timeout=60, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_invalid_arguments_to_a_task_tool_are_a_finished_task(desk: Any) -> None:
+    out = ts_call(desk, "incident.handle", {"incidentId": 1001})
+    assert out["protocolVersion"] == "2025-11-25", out
+    kinds = [m["type"] for m in out["seen"]]
+    # the SDK accepted the answer as a CreateTaskResult; the task is failed (2025-11-25: a tool
+    # result with isError), which the SDK's stream reports as an error without the result ...
+    assert kinds == ["taskCreated", "taskStatus", "error", "taskResult"], out
+    assert out["seen"][1]["status"] == "failed"
+    # ... and tasks/result gives the invalid_input result the plain call would have given
+    result = out["seen"][-1]["result"]
+    assert result["isError"] is True and result["structuredContent"]["error"]["kind"] == "invalid_input", result
+
+
+def test_a_valid_task_call_still_runs_as_a_task(desk: Any) -> None:
+    out = ts_call(desk, "incident.handle", {"incidentId": "INC-1001", "idempotencyKey": "ts-sdk-1"})
+    kinds = [m["type"] for m in out["seen"]]
+    assert kinds[0] == "taskCreated" and kinds[-2:] == ["result", "taskResult"], out
+    for result in (out["seen"][-2]["result"], out["seen"][-1]["result"]):
+        assert result.get("isError") is not True and result["structuredContent"]["notified"] is True, result
