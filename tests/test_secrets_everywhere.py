@@ -346,6 +346,39 @@ def test_client_info_capabilities_and_subscriptions(desk: Any, http: httpx.Clien
     assert_nothing_leaked(desk, planted)
 
 
+def test_task_ids_request_states_and_request_ids(desk: Any, http: httpx.Client, planted: Planted) -> None:
+    """Task ids (every tasks/* method, both eras), a forged requestState, resources/read URIs and
+    secret-shaped JSON-RPC ids: none of them is kept where a client put them."""
+    ext = meta(caps={"extensions": {TASKS_EXT: {}}, "elicitation": {"form": {}}})
+    for secret in planted.every_shape("task id (2026-07-28)"):
+        for method, extra in (("tasks/get", {}), ("tasks/cancel", {}),
+                              ("tasks/update", {"inputResponses": {"x": {"action": "accept"}}})):
+            message = heard(desk, modern_call(http, desk.url, 1, method, {"taskId": secret, "_meta": ext, **extra}))
+            assert message is not None and "error" in message, message
+    headers = _legacy_session(http, desk.url)
+    for secret in planted.every_shape("task id (2025-11-25)"):
+        for method in ("tasks/get", "tasks/cancel", "tasks/result"):
+            resp = http.post(desk.url, headers=headers, content=orjson.dumps(request(2, method, {"taskId": secret})))
+            assert "error" in heard(desk, resp)
+    call = {"name": "incident.escalate", "arguments": {"incidentId": "INC-1002"}}
+    for secret in planted.every_shape("forged requestState"):
+        message = heard(desk, modern_call(http, desk.url, 3, "tools/call", {
+            **call, "_meta": meta(caps={"elicitation": {"form": {}}}), "requestState": secret,
+            "inputResponses": {"escalation": {"action": "accept", "content": {"severity": "P1", "reason": "r"}}}}))
+        assert message["error"]["code"] == -32602
+    for secret in planted.every_shape("resources/read URI"):
+        planted.echoable.add(secret)  # "Resource not found" names the URI asked for (redacted), as the spec does
+        heard(desk, modern_call(http, desk.url, 4, "resources/read", {"uri": f"incident://acme/{secret}"}))
+        heard(desk, modern_call(http, desk.url, 5, "resources/read", {"uri": f"https://x.example/?token={secret}"}))
+    for shape in ("bearer", "jwt"):
+        rpc_id = getattr(planted, shape)("JSON-RPC id")
+        planted.echoable.add(rpc_id)  # a response carries its request's id back, as it must
+        heard(desk, modern_call(http, desk.url, rpc_id, "tools/call", {"name": "incident.search",
+                                                                      "arguments": {"service": "payments"}}))
+        heard(desk, modern_call(http, desk.url, rpc_id, "tools/call", {"name": "incident.search", "arguments": {}}))
+    assert_nothing_leaked(desk, planted)
+
+
 def test_headers_and_wrong_tokens(desk: Any, http: httpx.Client, planted: Planted) -> None:
     body = orjson.dumps(request(5, "tools/call", {"name": "incident.search", "arguments": {"service": "payments"},
                                                   "_meta": meta()}))
