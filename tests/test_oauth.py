@@ -37,6 +37,7 @@ import mcp_schema
 from http_support import HOST, MODERN, _wait_ready, free_port, meta, modern_call
 from stress.common import terminate
 from truecall import InsufficientScope, InvalidCredential, Principal
+from truecall import serving
 from truecall.cli import app as cli_app
 from truecall.journal import wait_loaded
 from truecall.incidents import build_desk
@@ -651,7 +652,13 @@ def _forbid_binding(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     def fake_run(self: Any, *args: Any, **kwargs: Any) -> None:
         started.append(self.config)
 
+    class NotListening:
+        def close(self) -> None:
+            pass
+
     monkeypatch.setattr(socket.socket, "bind", no_bind)
+    # serve() binds its listening socket itself, just before it runs uvicorn on it.
+    monkeypatch.setattr(serving, "_listen", lambda host, port: NotListening())
     monkeypatch.setattr(uvicorn.Server, "run", fake_run)
     return started
 

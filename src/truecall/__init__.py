@@ -1,6 +1,7 @@
 """truecall: MCP tools whose results never claim more than really happened."""
 
 from ._typed import RegistrationError
+from ._misuse import SettingError
 from .audit import AuditLog, AuditRecord
 from .auth import Principal, StaticTokens, TokenVerifier, hash_token, new_token
 from .context import (Elicitation, ElicitAction, ElicitationRefused, ElicitationUnavailable, InputRequired, Peer,
@@ -119,6 +120,7 @@ __all__ = [
     "ResourceTemplate",
     "SchemaError",
     "Server",
+    "SettingError",
     "StaticTokens",
     "Task",
     "TaskInputInvalid",

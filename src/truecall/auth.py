@@ -19,7 +19,7 @@ import orjson
 
 from .errors import InvalidCredential
 
-__all__ = ["Principal", "TokenVerifier", "StaticTokens", "hash_token", "new_token"]
+__all__ = ["Principal", "TokenVerifier", "StaticTokens", "TOKEN_FILE_FORMAT", "hash_token", "new_token"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,12 +57,23 @@ def new_token() -> str:
     return "tc_" + secrets.token_urlsafe(32)
 
 
+#: The token file (``--token-file`` / ``TRUECALL_TOKEN_FILE``), as the one line that errors and the
+#: start-up note quote; the README shows the same with an example.
+TOKEN_FILE_FORMAT = ('{"tokens": [{"sha256": "<hex SHA-256 of the token>", "subject": "who", '
+                     '"tenant": "which tenant", "scopes": ["scope", ...]}]}')
+
+
 class StaticTokens:
     """A fixed table of token digests → principals (the embedded default).
 
-    File format (JSON)::
+    File format (JSON; :data:`TOKEN_FILE_FORMAT`)::
 
         {"tokens": [{"sha256": "<hex>", "subject": "...", "tenant": "...", "scopes": [...]}]}
+
+    Only digests are stored, so the file can be read by whoever deploys the server without
+    giving away a credential.  Make a token and its digest with :func:`new_token` and
+    :func:`hash_token` (the README shows the one-line command); the plain token goes to the
+    client, the digest into the file.
     """
 
     def __init__(self, entries: Mapping[str, Principal] | None = None) -> None:
@@ -75,12 +86,26 @@ class StaticTokens:
 
     @classmethod
     def from_file(cls, path: str | Path) -> "StaticTokens":
-        data = orjson.loads(Path(path).read_bytes())
+        """The tokens of a token file; :class:`ValueError` naming the entry that does not fit the format."""
+        try:
+            data = orjson.loads(Path(path).read_bytes())
+        except orjson.JSONDecodeError as exc:
+            raise ValueError(f"not JSON: {exc}") from None
+        tokens = data.get("tokens") if isinstance(data, dict) else None
+        if not isinstance(tokens, list):
+            raise ValueError('no "tokens" list')
         entries = {}
-        for item in data.get("tokens", []):
-            digest = str(item["sha256"]).lower()
-            if len(digest) != 64:
-                raise ValueError("token file entries need a 64-hex sha256 digest")
+        for n, item in enumerate(tokens):
+            if not isinstance(item, dict):
+                raise ValueError(f"token {n} is not an object")
+            digest = str(item.get("sha256", "")).lower()
+            if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+                raise ValueError(f"token {n}: sha256 must be 64 hex digits (hash_token of the token)")
+            subject, tenant, scopes = item.get("subject"), item.get("tenant"), item.get("scopes", [])
+            if not (isinstance(subject, str) and subject and isinstance(tenant, str) and tenant):
+                raise ValueError(f"token {n}: subject and tenant must be non-empty strings")
+            if not (isinstance(scopes, list) and all(isinstance(x, str) for x in scopes)):
+                raise ValueError(f"token {n}: scopes must be a list of strings")
             entries[digest] = Principal.from_dict(item)
         return cls(entries)
 

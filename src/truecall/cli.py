@@ -2,18 +2,43 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import typer
 
 from . import serving
+from ._misuse import debug_from_env, report, take_debug
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="truecall: honest MCP servers.")
+#: ``--debug`` as :func:`main` found it; ``None``: ``TRUECALL_DEBUG`` decides (e.g. under a test runner).
+_debug: bool | None = None
 
-DEFAULT_APP = serving.DEFAULT_APP
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="truecall: honest MCP servers.  Any command takes --debug (or TRUECALL_DEBUG=1) "
+                       "to show the traceback of an error, not only its line.")
+
+
+def _command(group: typer.Typer, name: str, prog: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``group.command(name)``, run so that whatever stops it is one line on stderr
+    (:mod:`truecall._misuse`: exit 2 for a misuse, 1 for a bug) instead of a traceback box.
+    What the command says on purpose (``typer.Exit``, a bad option value) passes as it is."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except (typer.Exit, typer.Abort, typer.BadParameter):
+                raise
+            except Exception as exc:
+                raise typer.Exit(report(exc, prog, debug_from_env() if _debug is None else _debug)) from None
+
+        return group.command(name)(run)
+
+    return register
 
 
 @app.callback()
@@ -29,14 +54,12 @@ def _root() -> None:
 
 
 def load_app(spec: str | None) -> Any:
-    """``module:attribute`` or ``path/to/file.py:attribute``; a callable is called for the server."""
-    try:
-        return serving.load_app(spec)
-    except serving.ServeError as exc:
-        raise typer.BadParameter(str(exc)) from None
+    """``module:attribute`` or ``path/to/file.py:attribute``; a callable is called for the server
+    (a :class:`~truecall.serving.ServeError` when it cannot be: one line, exit 2)."""
+    return serving.load_app(spec)
 
 
-@app.command()
+@_command(app, "serve", "truecall serve")
 def serve(
     target: Optional[str] = typer.Argument(None, help="APP as module:attribute or file.py:attribute "
                                                       "(default: the incident desk)"),
@@ -58,16 +81,12 @@ def serve(
 ) -> None:
     """Serve APP over stdio (default) or Streamable HTTP (``truecall serve`` runs the same without typer:
     ``truecall.serving``)."""
-    try:
-        serving.serve(target, http=http, host=host, port=port, path=path, allowed_host=allowed_host,
-                      token_file=token_file, jwt_issuer=jwt_issuer, jwt_audience=jwt_audience, jwks=jwks,
-                      tenant_claim=tenant_claim, scope_claim=scope_claim)
-    except serving.ServeError as exc:
-        typer.echo(str(exc), err=True)
-        raise typer.Exit(2) from None
+    serving.serve(target, http=http, host=host, port=port, path=path, allowed_host=allowed_host,
+                  token_file=token_file, jwt_issuer=jwt_issuer, jwt_audience=jwt_audience, jwks=jwks,
+                  tenant_claim=tenant_claim, scope_claim=scope_claim)
 
 
-@app.command("inspect")
+@_command(app, "inspect", "truecall inspect")
 def inspect_app(
     target: Optional[str] = typer.Argument(None, help="APP as module:attribute or file.py:attribute "
                                                       "(default: the incident desk)"),
@@ -91,7 +110,7 @@ def inspect_app(
         render(data)
 
 
-@app.command()
+@_command(app, "migrate", "truecall migrate")
 def migrate(
     target: Optional[str] = typer.Argument(None, help="APP (default: the incident desk)"),
 ) -> None:
@@ -121,6 +140,12 @@ def _db_path(db: Optional[str]) -> str:
     return path
 
 
+def _name_db_option(exc: Any, db: Optional[str]) -> None:
+    """A database named by ``--db`` is reported under that name (``TRUECALL_DB`` otherwise)."""
+    if db and exc.names(db):
+        exc.setting = "--db"
+
+
 def _parse_time(value: Optional[str]) -> Optional[float]:
     """An epoch number, an ISO 8601 time, or a relative age like 15m / 2h / 7d."""
     if value is None:
@@ -142,7 +167,7 @@ def _parse_time(value: Optional[str]) -> Optional[float]:
         raise typer.BadParameter(f"not a time: {value!r} (use epoch seconds, ISO 8601, or 15m/2h/7d)") from None
 
 
-@app.command()
+@_command(app, "audit", "truecall audit")
 def audit(
     db: Optional[str] = typer.Option(None, "--db", help="Database: a path or URL (default $TRUECALL_DB or "
                                      ".truecall/desk.db)"),
@@ -161,8 +186,14 @@ def audit(
     from .journal import journal_dir, unloaded_bytes, wait_loaded
     from .storage import open_database
 
+    from .storage import CannotOpenDatabase
+
     path = _db_path(db)
-    log = AuditLog(open_database(path))  # opening loads the journals of servers that were killed
+    try:
+        log = AuditLog(open_database(path))  # opening loads the journals of servers that were killed
+    except CannotOpenDatabase as exc:
+        _name_db_option(exc, db)
+        raise
     if journal_dir(log.db) is not None and not wait_loaded(path, timeout=2.0):
         typer.echo(f"note: {unloaded_bytes(path)} bytes of audit records that a running server acknowledged "
                    "are not in the table yet (it loads them as soon as the database takes them)", err=True)
@@ -201,9 +232,13 @@ _DB_HELP = "SQLite database (default: $TRUECALL_DB or .truecall/desk.db)"
 
 def _ops(fn: Any, render: Any, as_json: bool, *args: Any, **kwargs: Any) -> None:
     from .incidents import ops
+    from .storage import CannotOpenDatabase
 
     try:
         data = fn(*args, **kwargs)
+    except CannotOpenDatabase as exc:
+        _name_db_option(exc, args[0] if args else None)
+        raise
     except ops.OpsError as exc:
         if as_json:
             ops.print_json(exc.payload)
@@ -216,7 +251,7 @@ def _ops(fn: Any, render: Any, as_json: bool, *args: Any, **kwargs: Any) -> None
         render(data)
 
 
-@tasks_app.command("list")
+@_command(tasks_app, "list", "truecall tasks list")
 def tasks_list(
     db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),
     status: Optional[str] = typer.Option(None, "--status", help="Only tasks in this status"),
@@ -230,7 +265,7 @@ def tasks_list(
     _ops(ops.tasks_list, ops.render_list, as_json, db, status=status, tool=tool, limit=limit)
 
 
-@tasks_app.command("show")
+@_command(tasks_app, "show", "truecall tasks show")
 def tasks_show(
     task_id: str = typer.Argument(..., help="The task id (one starting with '-' goes after '--')"),
     db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),
@@ -242,7 +277,7 @@ def tasks_show(
     _ops(ops.tasks_show, ops.render_show, as_json, db, task_id)
 
 
-@tasks_app.command("cancel")
+@_command(tasks_app, "cancel", "truecall tasks cancel")
 def tasks_cancel(
     task_id: str = typer.Argument(..., help="The task id (one starting with '-' goes after '--')"),
     db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),
@@ -254,7 +289,7 @@ def tasks_cancel(
     _ops(ops.tasks_cancel, ops.render_cancel, as_json, db, task_id)
 
 
-@app.command()
+@_command(app, "reconcile", "truecall reconcile")
 def reconcile(
     db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="JSON instead of tables"),
@@ -268,7 +303,7 @@ def reconcile(
 # -- calling a server (the client side) --------------------------------------------------------------
 
 
-@app.command("call")
+@_command(app, "call", "truecall call")
 def call_tool(
     tool: str = typer.Argument(..., help="The tool's name"),
     command: Optional[list[str]] = typer.Argument(None, help="After --: the command line of a stdio server"),
@@ -297,7 +332,10 @@ def call_tool(
 
 
 def main() -> None:
-    app()
+    """The ``truecall`` command: ``--debug`` is taken out of the arguments wherever it is."""
+    global _debug
+    args, _debug = take_debug(sys.argv[1:])
+    app(args=args, prog_name="truecall")
 
 
 if __name__ == "__main__":

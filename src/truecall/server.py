@@ -17,6 +17,7 @@ import logging
 import time
 from typing import Any, Callable, Iterable
 
+from ._misuse import SettingError
 from .audit import AuditLog
 from .changes import ChangeFeed
 from .auth import Principal, StaticTokens, TokenVerifier
@@ -563,9 +564,9 @@ def _env_seconds(name: str, default: float) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+        raise SettingError(f"{name} must be a number of seconds, not {raw!r}") from None
     if not value > 0:
-        raise ValueError(f"{name} must be positive")
+        raise SettingError(f"{name} must be positive, not {raw!r}")
     return value
 
 

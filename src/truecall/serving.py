@@ -10,26 +10,41 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import gc
 import importlib
 import importlib.util
 import ipaddress
 import os
+import socket
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
+
+from ._misuse import DEBUG_FLAG, ENV_DEBUG, Misuse, debug_from_env, describe, report
 
 __all__ = ["DEFAULT_APP", "ServeError", "load_app", "serve", "serve_parser", "main"]
 
 DEFAULT_APP = "truecall.incidents.app:build_desk"
 
 
-class ServeError(Exception):
-    """A usage or configuration error: said in one line, exit status 2, no traceback."""
+class ServeError(Misuse):
+    """A usage or configuration error: said in one line, exit status 2 (the traceback only with ``--debug``)."""
+
+
+#: What APP looks like, for the lines that say it was not found.
+_APP_FORM = "APP is module:attribute or path/to/file.py:attribute"
 
 
 def load_app(spec: str | None) -> Any:
-    """``module:attribute`` or ``path/to/file.py:attribute``; a callable is called for the server."""
+    """``module:attribute`` or ``path/to/file.py:attribute``; a callable is called for the server.
+
+    Whatever goes wrong on the way is a :class:`ServeError` naming APP: a missing file, module or
+    attribute, and an exception raised by the app's own code while it is imported or built (that
+    one keeps the exception as its cause, for ``--debug``).  A misuse the app's code ran into (a
+    setting with a value that cannot work) is raised as it is: it names its setting itself.
+    """
     from .server import Server
 
     spec = spec or DEFAULT_APP
@@ -46,18 +61,46 @@ def load_app(spec: str | None) -> Any:
             raise ServeError(f"cannot import {target}")
         module = importlib.util.module_from_spec(spec_obj)
         sys.modules[module_name] = module
-        spec_obj.loader.exec_module(module)
+        with _app_code(target):
+            spec_obj.loader.exec_module(module)
     else:
         sys.path.insert(0, os.getcwd())
-        module = importlib.import_module(target)
-    obj = module
-    for part in attr.split("."):
+        try:
+            with _app_code(target):
+                module = importlib.import_module(target)
+        except ServeError as exc:
+            missing = exc.__cause__
+            if isinstance(missing, ModuleNotFoundError) and missing.name and \
+                    (target == missing.name or target.startswith(missing.name + ".")):
+                raise ServeError(f"no module named {target!r} ({_APP_FORM})") from None
+            raise
+    obj: Any = module
+    for depth, part in enumerate(attr.split(".")):
+        if not hasattr(obj, part):
+            where = target if depth == 0 else f"{target}:{'.'.join(attr.split('.')[:depth])}"
+            servers = sorted(k for k, v in vars(module).items() if isinstance(v, Server))
+            found = f"; its servers: {', '.join(servers)}" if servers and depth == 0 else ""
+            raise ServeError(f"{where} has no attribute {part!r} ({_APP_FORM}{found})")
         obj = getattr(obj, part)
     if not isinstance(obj, Server) and callable(obj):
-        obj = obj()
+        with _app_code(spec):
+            obj = obj()
     if not isinstance(obj, Server):
         raise ServeError(f"{spec} is not a truecall.Server (or a function returning one)")
     return obj
+
+
+@contextmanager
+def _app_code(where: str) -> Iterator[None]:
+    """Running the app's own code: an exception it raises is one line naming ``where``."""
+    try:
+        yield
+    except Misuse:
+        raise
+    except Exception as exc:
+        error = ServeError(f"{where}: {describe(exc)}")
+        error.traceback_helps = True
+        raise error from exc
 
 
 def _is_loopback(host: str) -> bool:
@@ -115,11 +158,35 @@ def serve(
 
     from .transports.guarded import SHUTDOWN_TIMEOUT_S, GuardedHttpToolsProtocol
 
+    listener = _listen(host, port)
     config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on",
                             http=GuardedHttpToolsProtocol, timeout_graceful_shutdown=SHUTDOWN_TIMEOUT_S,
                             loop="uvloop" if _has_uvloop() else "asyncio", access_log=False,
                             proxy_headers=False)
-    uvicorn.Server(config).run()
+    try:
+        uvicorn.Server(config).run(sockets=[listener])
+    finally:
+        listener.close()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """The listening socket, bound here rather than by uvicorn: a port in use (or an address that
+    is not this host's) is then one line naming ``--host``/``--port``, instead of uvicorn's log line
+    and exit after the app has already started."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
+                                                             flags=socket.AI_PASSIVE)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise ServeError(f"--host {host}: cannot be resolved ({describe(exc)})") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # what uvicorn does: restart at once
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        setting = f"--port {port}" if exc.errno in (errno.EADDRINUSE, errno.EACCES) else f"--host {host}"
+        raise ServeError(f"{setting}: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
 
 
 def _configure_credentials(server: Any, token_file: Path | None, issuer: str | None, audience: str | None,
@@ -130,16 +197,28 @@ def _configure_credentials(server: Any, token_file: Path | None, issuer: str | N
             raise ServeError("JWT verification needs --jwt-issuer, --jwt-audience and --jwks")
         from .oauth import ClaimNames, JWTVerifier
 
-        server.tokens = JWTVerifier(issuer=issuer, audience=audience, jwks=jwks,
-                                    claims=ClaimNames(tenant=tenant_claim, scope=scope_claim),
-                                    scopes_supported=sorted({s for t in server.registry.tools.values()
-                                                             for s in t.scopes}),
-                                    resource_name=server.title or server.name)
+        try:
+            server.tokens = JWTVerifier(issuer=issuer, audience=audience, jwks=jwks,
+                                        claims=ClaimNames(tenant=tenant_claim, scope=scope_claim),
+                                        scopes_supported=sorted({s for t in server.registry.tools.values()
+                                                                 for s in t.scopes}),
+                                        resource_name=server.title or server.name)
+        except Misuse:
+            raise
+        except Exception as exc:
+            raise ServeError(f"--jwks {jwks}: {describe(exc)}") from exc
         server.demo_credentials = False
     elif token_file is not None:
-        from .auth import StaticTokens
+        from .auth import TOKEN_FILE_FORMAT, StaticTokens
 
-        server.tokens = StaticTokens.from_file(token_file)
+        try:
+            server.tokens = StaticTokens.from_file(token_file)
+        except OSError as exc:
+            raise ServeError(f"--token-file {token_file} (or TRUECALL_TOKEN_FILE): {exc.strerror or exc}") from exc
+        except Exception as exc:
+            reason = str(exc) if isinstance(exc, ValueError) else describe(exc)
+            raise ServeError(f"--token-file {token_file} (or TRUECALL_TOKEN_FILE): not a token file "
+                             f"({reason}); the format: {TOKEN_FILE_FORMAT}") from exc
         server.demo_credentials = False
 
 
@@ -210,15 +289,18 @@ def serve_parser() -> argparse.ArgumentParser:
                    help="The issuer's JWKS: a file path or an https URL [env TRUECALL_JWKS]")
     p.add_argument("--tenant-claim", default="tenant", help="JWT claim holding the tenant")
     p.add_argument("--scope-claim", default="scope", help="JWT claim holding the scopes")
+    p.add_argument(DEBUG_FLAG, action="store_true", default=debug_from_env(),
+                   help=f"Show the traceback of an error, not only its line [env {ENV_DEBUG}=1]")
     return p
 
 
 def main(argv: Sequence[str]) -> int:
-    """``truecall serve ARGS``: the exit status."""
+    """``truecall serve ARGS``: the exit status.  Whatever stops it is one line on stderr
+    (:mod:`truecall._misuse`); ``--debug`` or ``TRUECALL_DEBUG=1`` adds the traceback."""
     options = vars(serve_parser().parse_args(list(argv)))
+    debug = options.pop("debug")
     try:
         serve(options.pop("target"), **options)
-    except ServeError as exc:
-        print(f"truecall serve: {exc}", file=sys.stderr)
-        return 2
+    except Exception as exc:
+        return report(exc, "truecall serve", debug)
     return 0

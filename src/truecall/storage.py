@@ -17,7 +17,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-__all__ = ["Database", "Migration", "open_database", "unavailable", "ENV_BUSY_MS", "DEFAULT_BUSY_MS", "ENV_CACHE_KIB",
+from ._misuse import Misuse, SettingError
+
+__all__ = ["Database", "Migration", "open_database", "unavailable", "CannotOpenDatabase", "DEFAULT_PATH",
+           "default_path", "shown_target", "ENV_BUSY_MS", "DEFAULT_BUSY_MS", "ENV_CACHE_KIB",
            "DEFAULT_CACHE_KIB"]
 
 #: (name, SQL script) pairs; applied once each, in order, recorded in ``_migrations``.
@@ -80,7 +83,12 @@ class Database:
         or 512)."""
         self.path = str(path)
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            # A path someone gave names a file in a folder they chose: a typo there must not
+            # become a new folder tree with an empty database in it (see default_path()).
+            folder = Path(self.path).parent
+            if not folder.is_dir():
+                raise CannotOpenDatabase(self.path, f"the folder {folder} does not exist (a database path "
+                                         "never creates folders)")
         busy = _busy_ms(busy_timeout_ms)
         self.busy_timeout_ms = busy
         self._lock = threading.RLock()
@@ -88,18 +96,32 @@ class Database:
         self._depth = 0
         #: The last write gave up waiting for a lock: statements now fail fast (see FAST_FAIL_MS).
         self._degraded = False
-        self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=busy / 1000)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute(f"PRAGMA synchronous={synchronous}")
-        self._conn.execute("PRAGMA foreign_keys=ON")
-        self._conn.execute(f"PRAGMA cache_size=-{_cache_kib(cache_kib)}")
-        self._conn.execute(f"PRAGMA busy_timeout={busy}")
-        # Deleted or overwritten content is zeroed in the pages it leaves, so that what a store
-        # forgets (a task's scrubbed answer) is not left in free space; see forget() for the WAL.
-        self._conn.execute("PRAGMA secure_delete=ON")
+        cache = _cache_kib(cache_kib)
+        try:
+            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
+                                         timeout=busy / 1000)
+        except sqlite3.OperationalError as exc:
+            raise CannotOpenDatabase(self.path, f"{exc} (a folder or permission problem?)") from exc
         #: A forget() that could not truncate the WAL yet (readers in the way): retried by the next.
         self._unforgotten = False
-        self._conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(f"PRAGMA synchronous={synchronous}")
+            self._conn.execute("PRAGMA foreign_keys=ON")
+            self._conn.execute(f"PRAGMA cache_size=-{cache}")
+            self._conn.execute(f"PRAGMA busy_timeout={busy}")
+            # Deleted or overwritten content is zeroed in the pages it leaves, so that what a store
+            # forgets (a task's scrubbed answer) is not left in free space; see forget() for the WAL.
+            self._conn.execute("PRAGMA secure_delete=ON")
+            self._conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            # Only what no retry can mend is a misuse; a lock held by another process stays what it is.
+            why = {26: "the file is not a SQLite database", 14: "the file cannot be opened"}.get(
+                getattr(exc, "sqlite_errorcode", 0) & 0xFF)  # SQLITE_NOTADB, SQLITE_CANTOPEN
+            if why is None:
+                raise
+            raise CannotOpenDatabase(self.path, why) from exc
         self._closed = False
 
     def migrate(self, migrations: Sequence[Migration]) -> None:
@@ -237,6 +259,54 @@ class Database:
                 self._conn.close()
 
 
+#: The setting that names the database of the desk and of the operator commands (a path or a URL).
+ENV_DB = "TRUECALL_DB"
+#: Where the desk and the operator commands keep their data when nothing names a database.
+DEFAULT_PATH = os.path.join(".truecall", "desk.db")
+
+
+def default_path() -> str:
+    """:data:`DEFAULT_PATH`, its folder created: the one database path truecall picks itself, so
+    the one whose folder it may make (a path that was given must be in a folder that exists)."""
+    os.makedirs(os.path.dirname(DEFAULT_PATH), exist_ok=True)
+    return DEFAULT_PATH
+
+
+class CannotOpenDatabase(Misuse):
+    """The database named by a setting cannot be opened: a missing folder, a file that is not a
+    database, a server that cannot be reached.  ``target`` is what was asked for; ``reason`` is why.
+    ``setting``, when known, is what named it (``TRUECALL_DB``, ``--db``): the line starts with it.
+    """
+
+    def __init__(self, target: str, reason: str, setting: str | None = None) -> None:
+        super().__init__(target, reason)
+        self.target = target
+        self.reason = reason
+        self.setting = setting or (ENV_DB if self.names(os.environ.get(ENV_DB)) else None)
+
+    def names(self, value: str | None) -> bool:
+        """Whether ``value`` (a setting's text) names this database."""
+        if not value:
+            return False
+        value = value[len("sqlite:///"):] if value.startswith("sqlite:///") else value
+        if "://" in value or "://" in self.target:
+            return value == self.target
+        return os.path.abspath(value) == os.path.abspath(self.target)
+
+    def __str__(self) -> str:
+        shown = shown_target(self.target)
+        where = f"{self.setting}={shown}" if self.setting else f"database {shown}"
+        return f"{where}: {self.reason}"
+
+
+def shown_target(target: str) -> str:
+    """A database name fit for output: a URL's password (in its user part or its query) is never shown."""
+    import re
+
+    target = re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", target)
+    return re.sub(r"(?i)([?&]password=)[^&]*", r"\1***", target)
+
+
 def _busy_ms(value: int | None) -> int:
     return _whole(value, ENV_BUSY_MS, DEFAULT_BUSY_MS, 0, "milliseconds", "busy_timeout_ms")
 
@@ -254,7 +324,9 @@ def _whole(value: int | None, env: str, default: int, minimum: int, unit: str, w
         try:
             value = int(raw)
         except ValueError:
-            raise ValueError(f"{env} must be a whole number of {unit}, not {raw!r}") from None
+            raise SettingError(f"{env} must be a whole number of {unit}, not {raw!r}") from None
+        if value < minimum:
+            raise SettingError(f"{env} must be a whole number of {unit} >= {minimum}, not {raw!r}")
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{what} must be a whole number of {unit} >= {minimum}")
     return value

@@ -76,6 +76,41 @@ def _pool_class() -> Any:
     return Pool
 
 
+#: How long opening a database waits for its server before saying it cannot be reached (seconds;
+#: libpq's ``connect_timeout``, which counts whole seconds and at least 2).
+OPEN_TIMEOUT_S = 3
+
+
+def _reach(url: str) -> None:
+    """One connection to the server before the pool is made, bounded by :data:`OPEN_TIMEOUT_S`.
+
+    A pool that cannot connect only logs its attempts and lets the first statement wait the whole
+    busy timeout for a ``PoolTimeout`` that does not say why; this attempt fails fast with the
+    host and libpq's reason, as a :class:`~truecall.storage.CannotOpenDatabase`.
+    """
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict
+
+    from .storage import CannotOpenDatabase
+
+    try:
+        psycopg.connect(url, connect_timeout=OPEN_TIMEOUT_S, autocommit=True).close()
+    except psycopg.Error as exc:
+        try:
+            params = conninfo_to_dict(url)
+        except psycopg.Error:
+            params = {}
+        host = str(params.get("host") or "the default host")
+        where = f"{host}:{params['port']}" if params.get("port") else host
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+        # libpq: 'connection failed: connection to server at "h", port p failed: <reason>' — the reason
+        reason = re.sub(r'^(connection failed: )?(connection to server at "[^"]*"(, port \d+)? failed: )?', "",
+                        lines[0])
+        if isinstance(exc, psycopg.errors.ConnectionTimeout):
+            reason = f"no answer within {OPEN_TIMEOUT_S} s ({reason})"
+        raise CannotOpenDatabase(url, f"cannot connect to the PostgreSQL server at {where}: {reason}") from exc
+
+
 def _alive(conn: Any) -> bool:
     """Whether a pooled connection is still usable, before a statement is risked on it.
 
@@ -144,6 +179,7 @@ class PostgresDatabase:
                 conn.execute(f'SET search_path TO "{schema}"')
 
         self.busy_timeout_ms = _busy_ms(busy_timeout_ms)
+        _reach(url)
         self._max_size = max_size
         #: The last statement found no connection in time: the next ones wait only briefly (see _connection).
         self._unreachable = False

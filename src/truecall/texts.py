@@ -17,6 +17,8 @@ import functools
 import os
 from typing import Any, Mapping
 
+from ._misuse import SettingError
+
 __all__ = ["LANG_ENV", "LOCALES", "DEFAULT_LOCALE", "CATALOGUE", "LocaleError", "current_locale", "resolve_locale",
            "catalogue", "say"]
 
@@ -27,8 +29,9 @@ LOCALES = ("en", "zh")
 DEFAULT_LOCALE = "en"
 
 
-class LocaleError(ValueError):
-    """A locale (argument or ``TRUECALL_LANG``) that the catalogue does not speak."""
+class LocaleError(SettingError):
+    """A locale (argument or ``TRUECALL_LANG``) that the catalogue does not speak (a
+    :class:`ValueError`; the commands report it as one line)."""
 
 
 def _check(value: str, where: str) -> str:

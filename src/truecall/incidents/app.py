@@ -10,7 +10,9 @@ from typing import Any
 
 import orjson
 
-from truecall import ErrorKind, Principal, Server, StaticTokens, ToolResult, resource_link, text, tool_error
+from truecall import (ErrorKind, Principal, Server, SettingError, StaticTokens, ToolResult, resource_link, text,
+                      tool_error)
+from truecall.storage import ENV_DB, default_path
 from truecall.texts import current_locale, say
 
 from .faults import FaultPlan
@@ -121,9 +123,9 @@ def _env_number(name: str, default: float) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"{name} must be a number, not {raw!r}") from None
+        raise SettingError(f"{name} must be a number, not {raw!r}") from None
     if value <= 0:
-        raise ValueError(f"{name} must be positive")
+        raise SettingError(f"{name} must be positive, not {raw!r}")
     return value
 
 
@@ -138,7 +140,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
     ``$TRUECALL_DESK_CLAIM_LEASE_MS`` and ``$TRUECALL_DESK_WORKERS``.
     """
     locale = current_locale()  # TRUECALL_LANG, checked now: a bad value stops the start, not a call
-    path = db or os.environ.get("TRUECALL_DB") or os.path.join(".truecall", "desk.db")
+    path = db or os.environ.get(ENV_DB) or default_path()
     plan = faults if isinstance(faults, FaultPlan) else (FaultPlan(faults) if faults is not None
                                                          else FaultPlan.from_env())
     timeout_s = ack_timeout_s if ack_timeout_s is not None else _env_number(ENV_TIMEOUT_MS, 5000) / 1000

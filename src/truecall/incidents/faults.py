@@ -38,6 +38,8 @@ from typing import Any, Mapping
 
 import orjson
 
+from truecall import SettingError
+
 __all__ = ["Fault", "FaultPlan", "FAULTS", "POINTS", "ENV_FAULTS"]
 
 ENV_FAULTS = "TRUECALL_DESK_FAULTS"
@@ -111,7 +113,13 @@ class FaultPlan:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> "FaultPlan":
-        return cls((environ if environ is not None else os.environ).get(ENV_FAULTS))
+        """The plan ``$TRUECALL_DESK_FAULTS`` describes; a value that is not a plan is a
+        :class:`~truecall._misuse.SettingError` naming the variable."""
+        try:
+            return cls((environ if environ is not None else os.environ).get(ENV_FAULTS))
+        except ValueError as exc:
+            message = str(exc)
+            raise SettingError(message if message.startswith(ENV_FAULTS) else f"{ENV_FAULTS}: {message}") from None
 
     @property
     def active(self) -> bool:

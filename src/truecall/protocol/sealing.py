@@ -64,7 +64,7 @@ class Sealer:
         for states issued before the rotation until they expire.  Unset: a random
         per-process key (right for a single process).
         """
-        return cls(keys_from_env(name) or None, **options)
+        return cls(keys_from_env(name, size=32) or None, **options)
 
     def seal(self, payload: dict[str, Any]) -> str:
         body = dict(payload)
