@@ -88,7 +88,7 @@ def test_list_as_json_shows_every_task_with_its_outcome(desk_db: dict[str, Any])
 
 
 def test_list_as_a_table(desk_db: dict[str, Any]) -> None:
-    result = run("tasks", "list", "--db", desk_db["db"])
+    result = run("tasks", "list", "--db", desk_db["db"], "--wide")
     assert result.exit_code == 0, result.output
     out = result.stdout
     for name in ("ok", "unavailable", "crashed", "queued"):
@@ -98,6 +98,7 @@ def test_list_as_a_table(desk_db: dict[str, Any]) -> None:
     assert "outcome_unknown — unsettled: run `truecall reconcile`" in out
     assert "7 task(s)" in out
     assert "2 task(s) (the newest of 7)" in run("tasks", "list", "--db", desk_db["db"], "--limit", "2").stdout
+    assert max(len(line) for line in out.splitlines()) > 120  # --wide: one line per row, nothing folded
 
 
 def test_reconcile_settles_the_unknowns_and_is_idempotent(desk_db: dict[str, Any]) -> None:
@@ -118,7 +119,7 @@ def test_reconcile_settles_the_unknowns_and_is_idempotent(desk_db: dict[str, Any
     assert listed[ids["stalled"]]["settlement"] == listed[ids["stalled"]]["settlement"] | {
         "outcome": "ticket_exists", "ticketId": ids["stall_ticket"], "settledBy": "truecall reconcile"}
     assert listed[ids["stalled"]]["outcome"] == "outcome_unknown"  # the result itself is unchanged
-    table = run("tasks", "list", "--db", desk_db["db"]).stdout
+    table = run("tasks", "list", "--db", desk_db["db"], "--wide").stdout
     assert f"outcome_unknown — settled: ticket {ids['stall_ticket']} exists" in table
     assert sorted(_audit(desk_db["db"], "desk.settled")) == sorted([
         ("desk.settled", "acme", "operator (truecall cli)", "nothing_happened"),

@@ -298,14 +298,14 @@ def test_table_output_names_the_kinds(audit_db: Path) -> None:
     result = run_audit("--db", str(audit_db))
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "audit (6 records)" in out
+    assert "audit (6 records, newest first" in out
     for kind in ("tool.called", "tool.rejected", "tool.rate_limited", "tool.denied"):
         assert kind in out
     for column in ("time", "kind", "tenant", "subject", "tool", "outcome"):
         assert column in out
     assert "retryAfterMs=" in out and "rate_limited" in out
     filtered = run_audit("--db", str(audit_db), "--tenant", "globex")
-    assert "audit (2 records)" in filtered.output and "tool.rate_limited" not in filtered.output
+    assert "audit (2 records," in filtered.output and "tool.rate_limited" not in filtered.output
 
 
 def test_database_from_the_environment_and_a_missing_one(audit_db: Path, tmp_path: Path) -> None:

@@ -113,20 +113,56 @@ def inspect_app(
 @_command(app, "migrate", "truecall migrate")
 def migrate(
     target: Optional[str] = typer.Argument(None, help="APP (default: the incident desk)"),
+    db: Optional[str] = typer.Option(None, "--db", help="Database: a path or a postgresql:// URL (default "
+                                     "$TRUECALL_DB or .truecall/desk.db); for apps that read $TRUECALL_DB, "
+                                     "as the desk does"),
 ) -> None:
-    """Apply the app's schema migrations to its database ($TRUECALL_DB: a path or a postgresql:// URL).
+    """Apply the app's schema migrations to its database and say what was done: the migrations
+    applied now (with their ISO times), or that the database was already up to date.
 
     Safe to run while replicas start: PostgreSQL migrations take an advisory lock."""
+    import time
+
+    from .incidents.ops import iso, shown
+
+    if db:
+        os.environ["TRUECALL_DB"] = db  # what the app opens, when it reads the setting (the desk does)
+    started = time.time()
     server = load_app(target)
     from .protocol.engine import Engine
     from .protocol.sessions import SessionStore
 
     Engine(server, recover_on_start=False)  # the engine's own tables
     SessionStore(server.db)
+    where = f"{shown(str(getattr(server.db, 'path', '?')))} ({getattr(server.db, 'dialect', 'sqlite')})"
+    if db and not _same_database(db, str(getattr(server.db, "path", ""))):
+        typer.echo(f"{target or DEFAULT_APP} opens its own database, {where}, not --db {shown(db)}: its "
+                   "migrations went there (--db works for apps that read $TRUECALL_DB)", err=True)
+        raise typer.Exit(2)
     rows = server.db.fetchall("SELECT name, applied_at FROM _migrations ORDER BY applied_at, name")
-    for name, applied in rows:
-        typer.echo(f"{name}\t{applied:.0f}")
-    typer.echo(f"{len(rows)} migrations applied ({getattr(server.db, 'dialect', 'sqlite')})")
+    now = [(name, applied) for name, applied in rows if applied >= started]
+    if not now:
+        last = iso(max(applied for _, applied in rows)) if rows else None
+        typer.echo(f"{where} is up to date: {_n(len(rows), 'migration')}"
+                   + (f", the last applied {last}" if last else ""))
+        return
+    before = len(rows) - len(now)
+    typer.echo(f"applied {_n(len(now), 'migration')} to {where}"
+               + (f" ({before} applied before)" if before else "") + ":")
+    for name, applied in now:
+        typer.echo(f"  {iso(applied)}  {name}")
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def _same_database(wanted: str, opened: str) -> bool:
+    strip = (lambda p: p[len("sqlite:///"):] if p.startswith("sqlite:///") else p)
+    wanted, opened = strip(wanted), strip(opened)
+    if "://" in wanted or "://" in opened or ":memory:" in (wanted, opened):
+        return wanted == opened
+    return os.path.abspath(wanted) == os.path.abspath(opened)
 
 
 def _db_path(db: Optional[str]) -> str:
@@ -180,8 +216,10 @@ def audit(
     until: Optional[str] = typer.Option(None, "--until"),
     limit: int = typer.Option(50, "--limit"),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per line"),
+    wide: bool = typer.Option(False, "--wide", help="Every column on one line per row, however wide"),
 ) -> None:
-    """Query the audit trail (newest first)."""
+    """Query the audit trail (newest first). The table fits the terminal (facts stacked in fewer
+    columns when a row would not fit); --wide prints every column; --json every field."""
     from .audit import AuditLog
     from .journal import journal_dir, unloaded_bytes, wait_loaded
     from .storage import open_database
@@ -205,20 +243,47 @@ def audit(
         for record in records:
             sys.stdout.write(orjson.dumps(record.to_dict()).decode() + "\n")
         return
-    from datetime import datetime
+    _render_audit(records, wide)
 
-    from rich.console import Console
+
+def _render_audit(records: list[Any], wide: bool) -> None:
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=f"audit ({len(records)} records)")
-    for column in ("time", "kind", "tenant", "subject", "tool", "outcome", "ms", "details"):
-        table.add_column(column)
+    from .incidents.ops import cell, console, fitted, iso, print_table, stacked
+
+    title = f"audit ({len(records)} records, newest first; times UTC)"
+    rows = []
     for r in records:
-        extra = {k: v for k, v in r.fields.items() if k not in ("durationMs", "argHash")}
-        table.add_row(datetime.fromtimestamp(r.ts).isoformat(timespec="seconds"), r.kind, r.tenant or "",
-                      r.subject or "", r.tool or "", r.outcome or "", str(r.fields.get("durationMs", "")),
-                      ", ".join(f"{k}={v}" for k, v in extra.items())[:80])
-    Console().print(table)
+        when = iso(r.ts) or "-"
+        ms = r.fields.get("durationMs")
+        details = [f"{k}={cell(v)}" for k, v in r.fields.items()
+                   if k not in ("durationMs", "argHash") and v is not None]
+        rows.append((when, r, "-" if ms is None else str(ms), details))
+
+    table = Table()
+    for column in ("time", "kind", "tenant", "subject", "tool", "outcome", "ms", "details"):
+        table.add_column(column, no_wrap=True)
+    for when, r, ms, details in rows:
+        table.add_row(when, r.kind, cell(r.tenant), cell(r.subject), cell(r.tool), cell(r.outcome), ms,
+                      ", ".join(details) or "-")
+
+    def narrow() -> Any:
+        stack = Table(box=box.SIMPLE_HEAD, leading=1, pad_edge=False)
+        stack.add_column("time, event, tool", overflow="fold", width=fitted(
+            v for when, r, _, _ in rows for v in (when.replace("T", " "), r.kind, cell(r.outcome), cell(r.tool))))
+        stack.add_column("caller", overflow="fold",
+                         width=fitted((v for _, r, _, _ in rows for v in (cell(r.subject), cell(r.tenant))), 20))
+        stack.add_column("details", overflow="fold", ratio=1)
+        for when, r, ms, details in rows:
+            stack.add_row(stacked(when.replace("T", " "), r.kind, cell(r.outcome), cell(r.tool)),
+                          stacked(cell(r.subject), cell(r.tenant)),
+                          stacked(*([f"ms={ms}"] if ms != "-" else []), *details) or "-")
+        return stack
+
+    out = console(wide)
+    out.print(title)
+    print_table(table, narrow, wide=wide, out=out)
 
 
 # -- operators: tasks and reconcile (over a server's database) -------------------------------------
@@ -230,7 +295,10 @@ app.add_typer(tasks_app, name="tasks")
 _DB_HELP = "SQLite database (default: $TRUECALL_DB or .truecall/desk.db)"
 
 
-def _ops(fn: Any, render: Any, as_json: bool, *args: Any, **kwargs: Any) -> None:
+_WIDE_HELP = "Every column on one line per row, however wide (default: fit the terminal)"
+
+
+def _ops(fn: Any, render: Any, as_json: bool, *args: Any, wide: bool = False, **kwargs: Any) -> None:
     from .incidents import ops
     from .storage import CannotOpenDatabase
 
@@ -248,7 +316,7 @@ def _ops(fn: Any, render: Any, as_json: bool, *args: Any, **kwargs: Any) -> None
     if as_json:
         ops.print_json(data)
     else:
-        render(data)
+        render(data, wide)
 
 
 @_command(tasks_app, "list", "truecall tasks list")
@@ -258,11 +326,12 @@ def tasks_list(
     tool: Optional[str] = typer.Option(None, "--tool", help="Only tasks of this tool"),
     limit: int = typer.Option(200, "--limit", help="At most this many tasks: the newest, listed oldest first"),
     as_json: bool = typer.Option(False, "--json", help="JSON instead of a table"),
+    wide: bool = typer.Option(False, "--wide", help=_WIDE_HELP),
 ) -> None:
     """List tasks (all tenants): status, outcome, ticket and settlement."""
     from .incidents import ops
 
-    _ops(ops.tasks_list, ops.render_list, as_json, db, status=status, tool=tool, limit=limit)
+    _ops(ops.tasks_list, ops.render_list, as_json, db, status=status, tool=tool, limit=limit, wide=wide)
 
 
 @_command(tasks_app, "show", "truecall tasks show")
@@ -270,11 +339,12 @@ def tasks_show(
     task_id: str = typer.Argument(..., help="The task id (one starting with '-' goes after '--')"),
     db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="JSON instead of a table"),
+    wide: bool = typer.Option(False, "--wide", help="One line per field, however long"),
 ) -> None:
     """One task in full: its result as it ended, the desk's records and any later settlement."""
     from .incidents import ops
 
-    _ops(ops.tasks_show, ops.render_show, as_json, db, task_id)
+    _ops(ops.tasks_show, ops.render_show, as_json, db, task_id, wide=wide)
 
 
 @_command(tasks_app, "cancel", "truecall tasks cancel")
@@ -293,11 +363,12 @@ def tasks_cancel(
 def reconcile(
     db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),
     as_json: bool = typer.Option(False, "--json", help="JSON instead of tables"),
+    wide: bool = typer.Option(False, "--wide", help=_WIDE_HELP),
 ) -> None:
     """Settle incident.handle tasks whose outcome was unknown against the ticket table."""
     from .incidents import ops
 
-    _ops(ops.run_reconcile, ops.render_reconcile, as_json, db)
+    _ops(ops.run_reconcile, ops.render_reconcile, as_json, db, wide=wide)
 
 
 # -- calling a server (the client side) --------------------------------------------------------------

@@ -234,32 +234,95 @@ def _audit(db: Any, kind: str, task: Task, **fields: Any) -> None:
 # -- rendering -------------------------------------------------------------------------------------
 
 
-def console() -> Any:
+#: Wide enough for any row: with ``--wide`` a table is as wide as its content, never cut.
+_UNLIMITED = 100_000
+
+
+def console(wide: bool = False) -> Any:
+    """The operator console: the terminal's width (``$COLUMNS``, else 80 when not a terminal), or
+    with ``wide`` as wide as the content needs (every column, nothing wrapped)."""
     from rich.console import Console
 
-    return Console(width=None if sys.stdout.isatty() else 200, highlight=False, soft_wrap=False)
+    return Console(width=_UNLIMITED if wide else None, highlight=False, soft_wrap=False, markup=False)
+
+
+def print_table(wide_table: Any, narrow: Any, *, wide: bool = False, out: Any = None) -> None:
+    """Print ``wide_table`` (every column on one line per row) when asked to or when it fits the
+    console; else ``narrow()``, the same facts stacked in fewer columns that fold instead of
+    cutting.  Nothing is ever truncated with an ellipsis."""
+    from rich.measure import Measurement
+
+    out = out or console(wide)
+    needs = Measurement.get(out, out.options.update(max_width=_UNLIMITED), wide_table).maximum
+    if not wide and needs > out.width:
+        out.print(narrow())
+        out.print("(narrow layout: --wide prints one line per row with every column)", style="dim")
+        return
+    out.print(wide_table)
+
+
+def cell(value: Any) -> str:
+    """A table cell: ``-`` for nothing (never ``None``), lists in brackets, mappings as compact JSON."""
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return orjson.dumps(value).decode()
+    return str(value)
+
+
+def fitted(values: Any, cap: int = 40) -> int:
+    """A narrow column's width: its longest value (up to ``cap``), so that identifiers such as task
+    ids or ``dependency_unavailable`` stay whole and the free-text column gives way instead."""
+    return min(cap, max((len(line) for v in values for line in str(v).splitlines()), default=1))
+
+
+def stacked(*lines: Any) -> str:
+    """Several facts in one cell, one per line (missing ones left out)."""
+    return "\n".join(str(line) for line in lines if line not in (None, ""))
 
 
 def print_json(data: Any) -> None:
     sys.stdout.write(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode() + "\n")
 
 
-def render_list(data: dict[str, Any]) -> None:
+def render_list(data: dict[str, Any], wide: bool = False) -> None:
+    from rich import box
     from rich.table import Table
 
-    table = Table(title=f"tasks in {data['database']}", title_justify="left")
-    for column in ("task", "tool", "owner", "status", "outcome", "updated"):
-        table.add_column(column, no_wrap=column == "task", overflow="fold")
+    title = f"tasks in {data['database']} (times UTC)"
+    rows = []
     for row in data["tasks"]:
         owner = f"{row['owner']['subject']} ({row['owner']['tenant']})" if row["owner"]["tenant"] else "-"
-        table.add_row(row["taskId"], row["tool"] or "-", owner, row["status"], _outcome_cell(row), row["updatedAt"])
-    out = console()
-    out.print(table)
+        rows.append((row, owner))
+    table = Table()
+    for column in ("task", "tool", "owner", "status", "outcome", "updated"):
+        table.add_column(column, no_wrap=True)
+    for row, owner in rows:
+        table.add_row(row["taskId"], cell(row["tool"]), owner, row["status"], _outcome_cell(row),
+                      cell(row["updatedAt"]))
+
+    def narrow() -> Any:
+        stack = Table(box=box.SIMPLE_HEAD, leading=1, pad_edge=False)
+        stack.add_column("task, tool, owner", overflow="fold",
+                         width=fitted(v for row, owner in rows for v in (row["taskId"], row["tool"], owner)))
+        stack.add_column("status, updated", no_wrap=True)
+        stack.add_column("outcome", overflow="fold", ratio=1)
+        for row, owner in rows:
+            date, _, clock = cell(row["updatedAt"]).partition("T")
+            stack.add_row(stacked(row["taskId"], cell(row["tool"]), owner), stacked(row["status"], date, clock),
+                          _outcome_cell(row))
+        return stack
+
+    out = console(wide)
+    out.print(title)
+    print_table(table, narrow, wide=wide, out=out)
     more = f" (the newest of {data['total']})" if data["total"] > data["count"] else ""
     out.print(f"{data['count']} task(s){more}")
 
 
-def render_show(data: dict[str, Any]) -> None:
+def render_show(data: dict[str, Any], wide: bool = False) -> None:
     from rich.table import Table
 
     table = Table(title=f"task {data['taskId']}", title_justify="left", show_header=False)
@@ -304,36 +367,58 @@ def render_show(data: dict[str, Any]) -> None:
     for name, value in rows:
         if value is not None:
             table.add_row(name, str(value))
-    console().print(table)
+    console(wide).print(table)
 
 
-def render_cancel(data: dict[str, Any]) -> None:
+def render_cancel(data: dict[str, Any], wide: bool = False) -> None:
     line = f"cancelled {data['taskId']}" if data["cancelled"] else f"cancel requested for {data['taskId']} " \
         f"(still {data['status']})"
     if data.get("note"):
         line += f": {data['note']}"
-    console().print(line)
+    console(wide).print(line)
 
 
-def render_reconcile(data: dict[str, Any]) -> None:
+def render_reconcile(data: dict[str, Any], wide: bool = False) -> None:
+    from rich import box
     from rich.table import Table
 
-    out = console()
-    out.print(f"reconcile {data['database']}: examined {data['examined']} task(s) with an unknown outcome — "
-              f"{len(data['settled'])} settled now, {len(data['alreadySettled'])} settled before, "
+    out = console(wide)
+    out.print(f"reconcile {data['database']}")
+    out.print(f"examined {data['examined']} task(s) with an unknown outcome")
+    out.print(f"{len(data['settled'])} settled now, {len(data['alreadySettled'])} settled before, "
               f"{len(data['pending'])} still pending")
     if data["settled"]:
-        table = Table(title="settled (task results are unchanged; each settlement is recorded next to its task)",
-                      title_justify="left")
+        title = "settled (task results are unchanged; settlements are kept beside them)"
+        table = Table(title=title, title_justify="left")
         for column in ("task", "outcome", "ticket", "detail"):
-            table.add_column(column, no_wrap=column == "task", overflow="fold")
+            table.add_column(column, no_wrap=True)
         for s in data["settled"]:
-            table.add_row(s["taskId"], s["outcome"], s.get("ticketId") or "-", s["detail"])
-        out.print(table)
+            table.add_row(s["taskId"], s["outcome"], cell(s.get("ticketId")), s["detail"])
+
+        def narrow_settled() -> Any:
+            stack = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, leading=1, pad_edge=False)
+            stack.add_column("task, outcome, ticket", overflow="fold", width=fitted(
+                v for s in data["settled"] for v in (s["taskId"], s["outcome"], s.get("ticketId") or "")))
+            stack.add_column("detail", overflow="fold", ratio=1)
+            for s in data["settled"]:
+                stack.add_row(stacked(s["taskId"], s["outcome"], s.get("ticketId")), s["detail"])
+            return stack
+
+        print_table(table, narrow_settled, wide=wide, out=out)
     if data["pending"]:
-        table = Table(title="pending (still unknown)", title_justify="left")
+        title = "pending (still unknown)"
+        table = Table(title=title, title_justify="left")
         table.add_column("task", no_wrap=True)
-        table.add_column("reason", overflow="fold")
+        table.add_column("reason", no_wrap=True)
         for p in data["pending"]:
             table.add_row(p["taskId"], p["reason"])
-        out.print(table)
+
+        def narrow_pending() -> Any:
+            stack = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+            stack.add_column("task", overflow="fold", width=fitted(p["taskId"] for p in data["pending"]))
+            stack.add_column("reason", overflow="fold", ratio=1)
+            for p in data["pending"]:
+                stack.add_row(p["taskId"], p["reason"])
+            return stack
+
+        print_table(table, narrow_pending, wide=wide, out=out)
