@@ -653,3 +653,19 @@ def test_a_task_status_on_the_session_stream_never_precedes_its_handle(tmp_path:
                     statuses += 1
                     assert note["params"]["taskId"] in handles, f"status before its handle: {note}"
     assert len(handles) == 3 and statuses >= 3
+
+
+@pytest.mark.parametrize("accept", ["text/event-stream", "text/*", "application/json;q=0, text/event-stream"])
+def test_an_accept_that_allows_only_sse_gets_even_a_plain_answer_as_an_event(desk: Any, http: httpx.Client,
+                                                                             accept: str) -> None:
+    # was: a JSON body the client said it does not accept
+    resp = modern_call(http, desk.url, 45, "tools/list", headers={"accept": accept})
+    assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream"), resp.headers
+    (message,) = sse_messages(resp.content)
+    mcp_schema.check(message, MODERN, "ListToolsResult")
+    session = _open_session(desk, http)
+    resp = _post(http, desk.url, request(46, "tools/list", {}), {**_legacy_headers(OPERATOR, session),
+                                                                 "accept": accept})
+    assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream"), resp.headers
+    (message,) = sse_messages(resp.content)
+    mcp_schema.check(message, LEGACY, "ListToolsResult")

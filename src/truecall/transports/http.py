@@ -175,7 +175,7 @@ class HttpTransport:
         self.allowed_origins = frozenset(h.lower() for h in (allowed_origins or self.allowed_hosts))
         self._verdicts: dict[str, bool] = {}  # Host / "origin " + Origin value -> allowed
         self._content_types: dict[str, bool] = {}  # Content-Type value -> is JSON
-        self._accepts: dict[str, bool] = {}  # Accept value -> allows JSON or SSE
+        self._accepts: dict[str, str] = {}  # Accept value -> which answers it allows (_accepted_answers)
         self._plain_path = path not in ("/healthz", "/readyz", "/metrics") and \
             not path.startswith("/.well-known/oauth-protected-resource")  # (those paths win, as below)
         self._authenticate = authenticate
@@ -388,11 +388,11 @@ class HttpTransport:
                 raise _HttpError(415, InvalidRequest("Content-Type must be application/json"), id)
         accept = headers.get("accept")
         if accept is not None and accept != _CLIENTS_ACCEPT:
-            ok = self._accepts.get(accept)
-            if ok is None:
-                ok = _accepts_json_or_sse(accept)
-                _remember(self._accepts, accept, ok)
-            if not ok:
+            verdict = self._accepts.get(accept)
+            if verdict is None:
+                verdict = _accepted_answers(accept)
+                _remember(self._accepts, accept, verdict)
+            if verdict == _NEITHER:
                 raise _HttpError(406, InvalidRequest("Accept must allow application/json or text/event-stream"), id)
 
     def _check_legacy_version(self, headers: dict[str, str], session: Session, id: Any) -> None:
@@ -489,10 +489,12 @@ class HttpTransport:
             await _respond(send, 202, b"")
             return
         meta = (message.params or {}).get("_meta") or {}
+        accept = headers.get("accept")
         streaming = message.method == "subscriptions/listen" or (
             message.method in _STREAMING_METHODS and isinstance(meta, dict)
             and ("progressToken" in meta or "io.modelcontextprotocol/logLevel" in meta)
-            and "text/event-stream" in headers.get("accept", "text/event-stream"))
+            and (accept is None or "text/event-stream" in accept)) or (
+            accept is not None and accept != _CLIENTS_ACCEPT and self._accepts.get(accept) == _SSE_ONLY)
         if streaming:
             await self._stream(message, principal, None, [], receive, send)
             return
@@ -536,7 +538,10 @@ class HttpTransport:
     async def _answer_legacy(self, message: Incoming, headers: dict[str, str], session: Session,
                              principal: Principal, extra: list[tuple[bytes, bytes]], receive: Receive, send: Send,
                              answer: list[dict[str, Any] | None] | None) -> None:
-        if message.method in _STREAMING_METHODS and "text/event-stream" in headers.get("accept", ""):
+        accept = headers.get("accept")
+        if (message.method in _STREAMING_METHODS and accept is not None and "text/event-stream" in accept) or (
+                accept is not None and accept != _CLIENTS_ACCEPT and self._accepts.get(accept) == _SSE_ONLY):
+            # (an Accept that allows only SSE gets even a plain answer as one event)
             await self._stream(message, principal, session, extra, receive, send, answer)
             return
         response, status = await self.engine.handle_with_status(message, principal, session=session)
@@ -679,7 +684,7 @@ class HttpTransport:
 _CLIENTS_ACCEPT = "application/json, text/event-stream"
 
 
-def _remember(verdicts: dict[str, bool], key: str, ok: bool) -> None:
+def _remember(verdicts: dict[str, Any], key: str, ok: Any) -> None:
     if len(verdicts) >= 256:  # a client sending many values gets no memory, only the check
         verdicts.clear()
     verdicts[key] = ok
@@ -690,12 +695,18 @@ def _is_json_type(value: str) -> bool:
     return value.split(";", 1)[0].strip().lower() == "application/json"
 
 
-def _accepts_json_or_sse(value: str) -> bool:
-    """Whether an Accept header allows ``application/json`` or ``text/event-stream`` (wildcards
-    included; a media range with ``q=0`` excludes)."""
+_NEITHER, _JSON_OK, _SSE_ONLY = "neither", "json", "sse only"
+
+
+def _accepted_answers(value: str) -> str:
+    """What an Accept header allows of truecall's two answer types: a JSON answer (``_JSON_OK``;
+    an SSE stream too, when it lists that), only an SSE stream (``_SSE_ONLY``), or neither
+    (``_NEITHER``: 406).  Wildcards count; a media range with ``q=0`` excludes."""
+    json_ok = sse_ok = False
     for item in value.split(","):
         media, *params = item.split(";")
-        if media.strip().lower() not in ("application/json", "text/event-stream", "*/*", "application/*", "text/*"):
+        media = media.strip().lower()
+        if media not in ("application/json", "text/event-stream", "*/*", "application/*", "text/*"):
             continue
         refused = False
         for param in params:
@@ -705,9 +716,13 @@ def _accepts_json_or_sse(value: str) -> bool:
                     refused = float(q.strip()) <= 0
                 except ValueError:
                     refused = False
-        if not refused:
-            return True
-    return False
+        if refused:
+            continue
+        if media in ("application/json", "*/*", "application/*"):
+            json_ok = True
+        if media in ("text/event-stream", "*/*", "text/*"):
+            sse_ok = True
+    return _JSON_OK if json_ok else _SSE_ONLY if sse_ok else _NEITHER
 
 
 def _header_params(tool: Any) -> list[tuple[str, str]]:
