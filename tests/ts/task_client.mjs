@@ -10,9 +10,20 @@ const sdk = path.resolve(process.env.TS_SDK_DIR, "dist", "esm");
 const { Client } = await import(pathToFileURL(path.join(sdk, "client", "index.js")).href);
 const { StreamableHTTPClientTransport } = await import(pathToFileURL(path.join(sdk, "client", "streamableHttp.js")).href);
 
-const client = new Client({ name: "truecall-ts-task-test", version: "0" }, { capabilities: {} });
+// ELICIT_ANSWER (JSON): declare elicitation and answer every elicitation/create with it.
+const answer = process.env.ELICIT_ANSWER ? JSON.parse(process.env.ELICIT_ANSWER) : null;
+const client = new Client({ name: "truecall-ts-task-test", version: "0" },
+  { capabilities: answer ? { elicitation: { form: {} } } : {} });
+const asked = [];
+if (answer) {
+  const { ElicitRequestSchema } = await import(pathToFileURL(path.join(sdk, "types.js")).href);
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params);
+    return answer;
+  });
+}
 const transport = new StreamableHTTPClientTransport(new URL(url), {
-  requestInit: { headers: { Authorization: `Bearer ${token}` } },
+  requestInit: { headers: token ? { Authorization: `Bearer ${token}` } : {} },
 });
 await client.connect(transport);
 const seen = [];
@@ -39,5 +50,5 @@ try {
 } catch (err) {
   seen.push({ type: "thrown", message: String(err?.message ?? err) });
 }
-console.log(JSON.stringify({ protocolVersion: transport.protocolVersion ?? null, seen }));
+console.log(JSON.stringify({ protocolVersion: transport.protocolVersion ?? null, seen, asked }));
 await client.close();

@@ -33,6 +33,7 @@ from ..errors import (
     ProtocolError,
     UnsupportedVersion,
 )
+from ..redact import redact_text
 from ..server import Server
 from ..storage import unavailable
 from . import jsonrpc
@@ -431,7 +432,7 @@ class Engine:
                 client = ctx.client_info.get("name") if ctx.client_info else None
                 self.server.events.record("rpc.error", method=str(message.method)[:100], tenant=principal.tenant,
                                           subject=principal.subject, outcome=str(exc.code),
-                                          client=client if isinstance(client, str) else None)
+                                          client=redact_text(client)[:128] if isinstance(client, str) else None)
             return jsonrpc.error_message(message.id, exc), status
         return jsonrpc.result_message(message.id, result), 200
 
@@ -975,6 +976,4 @@ def capability_error(name: str) -> MissingCapability:
 def _shown(uri: str) -> str:
     """A client's URI as an answer or a record may repeat it: redacted first, then cut (a cut first
     could leave a piece of a secret too short for any pattern)."""
-    from ..redact import redact_text
-
     return redact_text(uri)[:256]
