@@ -458,6 +458,8 @@ def test_the_site_builds_strict(tmp_path: Path) -> None:
     missing = [n for n in truecall.__all__ if f"truecall.{n}" not in anchors
                and not any(a.endswith(f".{n}") for a in anchors)]
     assert not missing, f"public names without an entry in the API reference: {missing}"
+    roles = re.findall(r":(?:class|meth|func|mod|attr|exc):<code>[^<]*</code>", api)
+    assert not roles, f"Sphinx roles shown raw (scripts/mkdocs_hooks.py): {roles[:3]}"
 
 
 # -- the checker itself -------------------------------------------------------------------------------
