@@ -77,6 +77,15 @@ def test_dependency_unavailable_with_a_reference_exactly():
     assert describe(linked) == "Not successful: bad; references: REF-1, INC-9 <incident://acme/INC-9>"
 
 
+def test_a_message_that_more_follows_loses_its_full_stop():
+    result = tool_error("dependency_unavailable", "the ticket system is down.")
+    assert describe(result) == "Not successful: the ticket system is down; nothing was changed; may be retried later"
+    assert describe(result, "zh") == "未成功：the ticket system is down；未产生任何变更；可稍后重试"
+    unknown = tool_error("outcome_unknown", "no answer came.", reference="k-1")
+    assert ".;" not in describe(unknown) and "no answer came; check first k-1" in describe(unknown)
+    assert describe(tool_error("internal", "it broke.")) == "Not successful: it broke."  # nothing follows
+
+
 def test_error_even_when_the_narrative_claims_success():
     # isError decides, not the words: a tool that says "done" in an error result did not succeed.
     result = ToolResult([text("已处理完成 ✅")], {"count": 0}, is_error=True)

@@ -40,6 +40,11 @@ class _Words:
         return f"{self['sep']}{label}{self['colon']}{', '.join(refs)}"
 
 
+def _clause(message: str) -> str:
+    """A message that more of the sentence follows: its own full stop would break the sentence."""
+    return message.rstrip().rstrip(".。") or message
+
+
 def _texts(content: list[dict[str, Any]]) -> list[str]:
     return [b["text"] for b in content if b.get("type") == "text" and isinstance(b.get("text"), str)]
 
@@ -88,13 +93,15 @@ def _describe(result: ToolResult | Mapping[str, Any], t: _Words) -> str:
             head = f"{t['failed']}{t['colon']}{t['unknown']}"
             tail = f"{t['sep']}{t['check']} {reference}{t['sep']}{t['no_retry']}" if reference \
                 else f"{t['sep']}{t['no_retry']}"
-            return f"{head}{t['sep']}{message}{tail}{t.refs(refs)}"
+            return f"{head}{t['sep']}{_clause(message)}{tail}{t.refs(refs)}"
         if reference:  # whatever the kind, a result with a reference names it
             refs = [str(reference), *refs]
         if kind == "dependency_unavailable":
-            return f"{head}{t['colon']}{message}{t['sep']}{t['nothing_done']}{t['sep']}{t['retry_later']}" \
+            return f"{head}{t['colon']}{_clause(message)}{t['sep']}{t['nothing_done']}{t['sep']}{t['retry_later']}" \
                 f"{t.refs(refs)}"
-        return f"{head}{t['colon']}{message}{t.refs(refs)}" if message else f"{head}{t.refs(refs)}"
+        if not message:
+            return f"{head}{t.refs(refs)}"
+        return f"{head}{t['colon']}{_clause(message) if refs else message}{t.refs(refs)}"
 
     if isinstance(structured, dict) and structured.get("count") == 0:
         subject = structured.get("service") or structured.get("query")
