@@ -30,15 +30,20 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def outside_the_repository(path: "str | bytes | os.PathLike[Any]") -> bool:
     """True for a path in a folder beside the checkout (``../shared``, a sibling clone): the suite
-    must pass from a clone with nothing beside it, so it may read nothing there.  Folders that
-    hold the temporary directory (a clone directly under ``/tmp``) are not counted as beside it."""
+    must pass from a clone with nothing beside it, so it may read nothing there.
+
+    The temporary directory is never "beside" (a clone at ``/work/r`` with ``/work/tmp`` as the
+    temporary directory).  A clone directly in the temporary directory (``/tmp/r``) has temporary
+    files for siblings, so there only ``shared/`` counts."""
     full = Path(os.path.abspath(os.fsdecode(path)))
     parent = ROOT.parent
     if full == ROOT or ROOT in full.parents or parent not in full.parents:
         return False
     sibling = parent / full.relative_to(parent).parts[0]
     temp = Path(tempfile.gettempdir()).resolve()
-    return not (sibling == temp or sibling in temp.parents or temp in sibling.parents)
+    if parent == temp:
+        return sibling.name == "shared"
+    return not (sibling == temp or sibling in temp.parents)
 
 
 def _refuse_reads_beside_the_checkout(event: str, args: tuple[Any, ...]) -> None:
