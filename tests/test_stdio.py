@@ -768,3 +768,56 @@ def test_at_the_end_of_the_input_a_question_nobody_can_answer_fails_and_the_call
     answer = [m for m in map(orjson.loads, server.raw_lines) if m.get("id") == 2 and "method" not in m]
     assert len(answer) == 1 and answer[0]["result"]["isError"] is True, answer  # could not ask: nothing changed
     assert _severity(tmp_path / "desk.db", "INC-1002") == "P3"
+
+
+TASK_APP = textwrap.dedent('''
+    """A task that outlives the end of its client's input."""
+    import asyncio
+    from pathlib import Path
+
+    from truecall import Server
+
+    app = Server("task-app", "0.1.0", db=str(Path(__file__).with_name("task.db")))
+
+
+    @app.tool("long", description="Accepted at once, then works for a while.", task_support="optional")
+    async def long(ctx):
+        await ctx.accept_as_task("accepted")
+        await asyncio.sleep(30)
+        return "finished"
+''')
+
+
+def test_a_task_still_running_at_the_end_of_the_input_is_settled_and_audited_before_exit(spawn, tmp_path):
+    # was: left to the loop's own shutdown, after the last audit commit (no record of the settlement)
+    app = tmp_path / "taskapp" / "app.py"
+    app.parent.mkdir()
+    app.write_text(TASK_APP)
+    server = spawn(f"{app}:app", env={"TRUECALL_PRINCIPAL": "tester,t1,"}, version=LEGACY)
+    server.request(1, "initialize", {"protocolVersion": LEGACY, "capabilities": {},
+                                     "clientInfo": {"name": "stdio-tests", "version": "1.0"}})
+    server.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    server.write(orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                               "params": {"name": "long", "arguments": {}, "task": {}}}) + b"\n")
+    server.sent[_key(2)] = (LEGACY, "tools/call with task")
+    handle = server.response(2)
+    mcp_schema.check_result(handle["result"], "CreateTaskResult", LEGACY)
+    task_id = handle["result"]["task"]["taskId"]
+    assert server.close() < 6
+    db = app.with_name("task.db")
+    conn = sqlite3.connect(db)
+    try:
+        (status,) = conn.execute("SELECT status FROM tasks WHERE task_id = ?", (task_id,)).fetchone()
+    finally:
+        conn.close()
+    assert status == "cancelled"  # settled, not left "working" for nobody
+    assert wait_loaded(db)
+    conn = sqlite3.connect(db)
+    try:
+        kinds = [k for (k,) in conn.execute("SELECT kind FROM audit_events ORDER BY id")]
+    finally:
+        conn.close()
+    assert "task.cancelled" in kinds, kinds
+    # the session still listened: its status went out, after the handle
+    notes = [m for m in map(orjson.loads, server.raw_lines) if m.get("method") == "notifications/tasks/status"]
+    assert notes and notes[-1]["params"]["status"] == "cancelled", notes
