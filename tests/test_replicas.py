@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import os
 import signal
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -25,7 +26,7 @@ import orjson
 import pytest
 
 from http_support import LEGACY, meta, modern_call, request, served, sse_messages
-from pg_support import PgSchema, pg_schema, wait_until
+from pg_support import BACKENDS, PgSchema, admin, pg_schema, wait_until
 from truecall import hash_token
 
 APP = f"{Path(__file__).with_name('replica_app.py')}:build"
@@ -41,15 +42,16 @@ def _key() -> str:
 
 
 @contextlib.contextmanager
-def replicas(root: Path, schema: PgSchema, *, faults_a: dict[str, Any] | None = None) -> Iterator[tuple[Any, Any, str]]:
-    """Replicas A and B on one schema; yields (A, B, the operator's bearer token)."""
+def replicas(root: Path, schema: "PgSchema | str", *, faults_a: dict[str, Any] | None = None,
+             env: dict[str, str] | None = None) -> Iterator[tuple[Any, Any, str]]:
+    """Replicas A and B on one database (a schema, or a SQLite path); yields (A, B, the operator's bearer token)."""
     token = "tc_" + _key()
     token_file = root / "tokens.json"
     token_file.write_bytes(orjson.dumps({"tokens": [{
         "sha256": hash_token(token), "subject": "ops@acme", "tenant": "acme",
         "scopes": ["incidents:read", "incidents:write"]}]}))
     shared = {
-        "TRUECALL_DB": schema.url,
+        "TRUECALL_DB": schema if isinstance(schema, str) else schema.url,
         "TRUECALL_STATE_KEYS": f"{_key()},{_key()}",  # the first seals, both open
         "TRUECALL_AUDIT_KEY": _key(),
         "TRUECALL_TASK_LEASE_S": str(LEASE_S),
@@ -57,6 +59,7 @@ def replicas(root: Path, schema: PgSchema, *, faults_a: dict[str, Any] | None = 
         "TRUECALL_DESK_CLAIM_LEASE_MS": "1000",
         "TRUECALL_DESK_WORKERS": "8",
         "TRUECALL_DESK_FAULTS": "",
+        **(env or {}),
     }
     args = (APP, "--token-file", str(token_file))
     env_a = {**shared, "TRUECALL_DESK_FAULTS": orjson.dumps(faults_a).decode() if faults_a else ""}
@@ -386,3 +389,196 @@ def test_state_key_rotation_keeps_old_states_valid_until_the_old_key_goes(monkey
         after.open(issued_before, binding)  # the old key is gone: its states are refused
     with pytest.raises(InvalidRequestState):
         before.open(issued_during, binding)  # a replica not yet rotated cannot open the new key's states
+
+
+# -- fenced leases: a replica that froze past its lease never writes afterwards -------------------------------
+
+
+class Truth:
+    """The rows of one database, whichever backend (``?`` placeholders)."""
+
+    def __init__(self, backend: str, target: "PgSchema | Path") -> None:
+        self.backend, self.target = backend, target
+
+    @property
+    def url(self) -> str:
+        return self.target.url if isinstance(self.target, PgSchema) else str(self.target)
+
+    def rows(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if isinstance(self.target, PgSchema):
+            return self.target.rows(sql.replace("?", "%s"), params)
+        conn = sqlite3.connect(self.target, timeout=30)
+        try:
+            return conn.execute(sql, params).fetchall()
+        finally:
+            conn.close()
+
+    @contextlib.contextmanager
+    def locked(self, table: str) -> Iterator[None]:
+        """Another session holds a write lock until the block ends: ``LOCK TABLE … IN EXCLUSIVE MODE`` on
+        PostgreSQL (the issue's reproduction), the file's write lock (``BEGIN EXCLUSIVE``) on SQLite."""
+        if isinstance(self.target, PgSchema):
+            conn = admin()
+            try:
+                conn.execute("BEGIN")
+                conn.execute(f'LOCK TABLE "{self.target.name}".{table} IN EXCLUSIVE MODE')
+                yield
+            finally:
+                conn.execute("ROLLBACK")
+                conn.close()
+        else:
+            lite = sqlite3.connect(self.target, timeout=30, isolation_level=None)
+            try:
+                lite.execute("BEGIN EXCLUSIVE")
+                yield
+            finally:
+                lite.execute("ROLLBACK")
+                lite.close()
+
+    def tickets(self, key: str) -> list[str]:
+        return [r[0] for r in self.rows("SELECT ticket_id FROM tickets WHERE tenant = 'acme' AND idempotency_key = ?",
+                                        (key,))]
+
+    def dispatch_states(self, key: str) -> list[str]:
+        return [r[0] for r in self.rows("SELECT state FROM dispatches WHERE tenant = 'acme' AND idempotency_key = ? "
+                                        "ORDER BY created_at", (key,))]
+
+    def audited(self, kind: str) -> list[dict[str, Any]]:
+        return [orjson.loads(bytes(r[0])) for r in self.rows("SELECT fields FROM audit_events WHERE kind = ?",
+                                                             (kind,))]
+
+
+@contextlib.contextmanager
+def a_database(backend: str, root: Path) -> Iterator[Truth]:
+    if backend == "postgresql":
+        with pg_schema() as schema:
+            yield Truth(backend, schema)
+    else:
+        yield Truth(backend, root / "shared" / "desk.db")
+
+
+def agrees_with_rows(truth: Truth, key: str, seen: dict[str, Any]) -> None:
+    """What the client was told for ``key`` is what the rows say, now and for good."""
+    result = seen.get("result") or {}
+    facts = result.get("structuredContent") or {}
+    tickets, states = truth.tickets(key), truth.dispatch_states(key)
+    if seen.get("status") == "cancelled":
+        assert tickets == [] and set(states) <= {"abandoned", "failed"}, (seen, tickets, states)
+    elif not result.get("isError"):
+        assert tickets == [facts["ticketId"]], (seen, tickets)
+    elif facts["error"]["kind"] == "dependency_unavailable":  # "nothing was written"
+        assert tickets == [] and set(states) <= {"abandoned", "failed"}, (seen, tickets, states)
+        assert "Nothing was written" in facts["error"]["message"]
+    else:  # it may have happened: the client was told so, with the reference to check
+        assert facts["error"]["kind"] == "outcome_unknown" and facts["error"]["reference"] == key, seen
+        assert len(tickets) <= 1
+
+
+def timed_get(http: httpx.Client, url: str) -> float:
+    began = time.monotonic()
+    assert http.get(url).status_code == 200
+    return time.monotonic() - began
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_lock_held_past_the_lease_never_turns_nothing_written_into_a_ticket(backend: str, tmp_path: Path) -> None:
+    """Issue 20, case 1: ``LOCK TABLE handle_requests IN EXCLUSIVE MODE`` from another session, held past the
+    lease, while ``incident.handle`` runs on A.  A neither freezes (its health endpoint and other calls answer
+    at once) nor tells the client anything the rows contradict once the lock is gone."""
+    with a_database(backend, tmp_path) as truth, replicas(tmp_path, truth.url) as (a, b, token), \
+            httpx.Client(timeout=20) as http:
+        key = f"locked-{backend}"
+        with truth.locked("handle_requests"):
+            began = time.monotonic()
+            answer = rpc(http, a.url, token, "tools/call", {"name": "incident.handle", "arguments": {
+                "incidentId": "INC-1001", "idempotencyKey": key}})
+            waits = []
+            while time.monotonic() - began < LEASE_S * 1.5:  # the lock outlives A's lease
+                waits.append(timed_get(http, f"{a.base}/healthz"))
+                waits.append(timed_get(http, f"{b.base}/healthz"))
+                time.sleep(0.2)
+        print(f"{backend}: health answers during the lock: max {max(waits) * 1000:.0f} ms over {len(waits)}")
+        assert max(waits) < 2.0, waits  # never the lock's length: no replica hangs on it
+        assert "result" in answer, answer
+        seen = answer["result"]
+        if seen.get("resultType") == "task":
+            seen = poll(http, b.url, token, seen["taskId"], timeout=LEASE_S * 5)
+        else:  # answered at once (the database refused before anything was accepted)
+            seen = {"status": "completed", "result": seen}
+        time.sleep(1.5)  # anything A still had in hand has had time to write by now
+        agrees_with_rows(truth, key, seen)
+        # and A serves on: the same key again gives one truthful answer, and at most one ticket
+        again = poll(http, a.url, token, start_task(http, a.url, token, "incident.handle", {
+            "incidentId": "INC-1001", "idempotencyKey": key}))
+        assert kind(again) == "success"
+        assert truth.tickets(key) == [again["result"]["structuredContent"]["ticketId"]]
+
+
+# A's upstream: two jobs wait in the queue (delay), two sit claimed (stall); each outlives the freeze.
+FREEZE_FAULTS = {"sequence": ["delay", "delay", "stall", "stall"], "delay": {"ms": 2500}, "stall": {"ms": 2500}}
+FREEZE_STAGES = {"cancel-queued": "queued", "sweep-queued": "queued", "sweep-claimed": "claimed",
+                 "cancel-claimed": "claimed"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_replica_frozen_past_its_lease_never_writes_after_the_takeover(backend: str, tmp_path: Path) -> None:
+    """Issue 20, case 2: A holds tasks (jobs queued and claimed in its upstream, a plain task tool napping), is
+    SIGSTOPped past its lease; B cancels some, sweeps the rest; A is resumed (SIGCONT).  A writes nothing after
+    the takeover (no claim, no ticket, no result), says so in the audit trail, and serves on; B answered within
+    its normal latency all along; every outcome the client saw agrees with the rows."""
+    with a_database(backend, tmp_path) as truth, replicas(tmp_path, truth.url, faults_a=FREEZE_FAULTS) as (
+            a, b, token), httpx.Client(timeout=20) as http:
+        keys = {stage: f"frozen-{stage}-{backend}" for stage in FREEZE_STAGES}
+        tasks = {stage: start_task(http, a.url, token, "incident.handle", {"incidentId": "INC-1001",
+                                                                          "idempotencyKey": key})
+                 for stage, key in keys.items()}
+        nap = start_task(http, a.url, token, "nap", {"seconds": 600})
+        wait_until(lambda: all(truth.dispatch_states(keys[s]) == [want] for s, want in FREEZE_STAGES.items()),
+                   10, "every job to reach its stage")
+        normal = sorted(timed_get(http, f"{b.base}/healthz") for _ in range(5))[2]
+        os.kill(a.proc.pid, signal.SIGSTOP)
+        try:
+            frozen_at = time.monotonic()
+            during = []
+            while time.monotonic() - frozen_at < LEASE_S + 1.0:  # A's lease runs out
+                began = time.monotonic()
+                call(http, b.url, token, "incident.search", {"service": "payments"})
+                during.append(time.monotonic() - began)
+                during.append(timed_get(http, f"{b.base}/readyz"))
+                time.sleep(0.1)
+            for stage in ("cancel-queued", "cancel-claimed"):
+                assert "result" in rpc(http, b.url, token, "tasks/cancel", {"taskId": tasks[stage]})
+            ended = {stage: poll(http, b.url, token, task_id, timeout=LEASE_S * 4) for stage, task_id in tasks.items()}
+            napped = poll(http, b.url, token, nap, timeout=LEASE_S * 4)
+        finally:
+            os.kill(a.proc.pid, signal.SIGCONT)
+        print(f"{backend}: B's latency while A was frozen: max {max(during) * 1000:.0f} ms over {len(during)} "
+              f"(normal {normal * 1000:.1f} ms)")
+        assert max(during) < 1.5, during  # never a wait on A's locks: B answers as usual
+        # A wakes: its queued jobs' delays and its claimed jobs' stalls are over, its heartbeat runs
+        wait_until(lambda: len(truth.audited("task.lease_lost")) >= len(tasks) + 1, 15,
+                   "A to notice it lost every lease")
+        wait_until(lambda: len(truth.audited("upstream.lease_lost")) >= 2, 10, "A's workers to be fenced")
+        time.sleep(0.5)
+        for stage, key in keys.items():
+            seen = ended[stage]
+            agrees_with_rows(truth, key, seen)
+            assert truth.tickets(key) == [], (stage, seen)  # nothing written after the takeover
+            if FREEZE_STAGES[stage] == "claimed":  # in flight at the upstream: unknown, never cancelled
+                assert seen["status"] == "completed" and kind(seen) == "outcome_unknown", (stage, seen)
+                assert truth.dispatch_states(key) == ["claimed"]
+            else:
+                assert seen["status"] == "cancelled" or kind(seen) == "dependency_unavailable", (stage, seen)
+                assert truth.dispatch_states(key) == ["abandoned"]
+            # the settled result stands: A's late write of its own outcome was refused
+            assert get(http, b.url, token, tasks[stage]) == get(http, a.url, token, tasks[stage])
+        assert napped["status"] == "completed" and kind(napped) == "outcome_unknown"
+        lost = {e["taskId"] for e in truth.audited("task.lease_lost")}
+        assert lost >= {*tasks.values(), nap}
+        recovered = {e["taskId"]: e for e in truth.audited("task.recovered")}
+        assert set(recovered) >= {*tasks.values(), nap}  # every settlement has its own record
+        assert all(e["runner"] != "" for e in recovered.values())
+        # A serves on, and its new work is its own again
+        fresh = poll(http, a.url, token, start_task(http, a.url, token, "nap", {"seconds": 0}))
+        assert fresh["result"]["structuredContent"]["pid"] == a.proc.pid
+        assert truth.rows("SELECT COUNT(*) FROM tasks WHERE status IN ('working', 'input_required')") == [(0,)]

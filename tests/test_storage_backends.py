@@ -359,9 +359,9 @@ def test_leases_orphans_and_cancel_requests(database: Any) -> None:
     assert {t.task_id for t in store.orphans()} == {dead.task_id, asking.task_id}
     assert {t.task_id for t in store.orphans(other_than="r-live")} == {dead.task_id, asking.task_id}
     assert {t.task_id for t in store.orphans(other_than="r-dead")} == {mine.task_id}
-    store.renew_leases("r-dead", [dead.task_id], 30)
+    assert store.renew_leases("r-dead", {dead.task_id: dead.lease_epoch}, 30) == []
     assert {t.task_id for t in store.orphans()} == {asking.task_id}
-    store.renew_leases("someone-else", [asking.task_id], 30)  # only the holder renews
+    assert store.renew_leases("someone-else", {asking.task_id: 0}, 30) == [asking.task_id]  # only the holder
     assert {t.task_id for t in store.orphans()} == {asking.task_id}
     runner, until = store.lease_holder(dead.task_id)
     assert runner == "r-dead" and until > time.time() + 20

@@ -44,7 +44,7 @@ from .schema import SchemaError, Validator
 from .server import Server
 from .storage import Database
 from .texts import LocaleError, current_locale, say
-from .tasks import InvalidTransition, Task, TaskInputInvalid, TaskNotFound, TaskStatus, TaskStore
+from .tasks import InvalidTransition, LeaseLost, Task, TaskInputInvalid, TaskNotFound, TaskStatus, TaskStore
 from .tools import Prompt, Resource, ResourceTemplate, Tool
 
 __version__ = "0.1.0"
@@ -106,6 +106,7 @@ __all__ = [
     "InvalidParams",
     "InvalidRequest",
     "InvalidTransition",
+    "LeaseLost",
     "LocaleError",
     "MISSING_INPUT_TEXT",
     "MethodNotFound",

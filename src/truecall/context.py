@@ -8,8 +8,9 @@ and says so instead of hanging.
 from __future__ import annotations
 
 import enum
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 from .auth import Principal
 
@@ -149,6 +150,17 @@ class ToolContext:
     @property
     def tenant(self) -> str:
         return self.principal.tenant
+
+    def fenced(self) -> Any:
+        """A database transaction fenced by this call's task lease: ``with ctx.fenced() as db: ...``.
+
+        Once the work is a task, the lease is checked first inside the transaction; if another
+        process took the task over (its runner was frozen or presumed dead), this raises
+        :class:`~truecall.LeaseLost` and nothing of the transaction is committed — the tool's
+        own writes are then fenced exactly like the task's result.  Before acceptance it is a
+        plain transaction.
+        """
+        return _fenced(self)
 
     @property
     def client_capabilities(self) -> dict[str, Any]:
@@ -324,3 +336,12 @@ def _form_validator(schema: dict[str, Any]) -> Any:
 
 
 _FORM_VALIDATORS: dict[bytes, Any] = {}
+
+
+@contextmanager
+def _fenced(ctx: ToolContext) -> Iterator[Any]:
+    db = ctx.server.db
+    with db.transaction():
+        if ctx.task is not None:
+            ctx.server.tasks.check_lease(ctx.task.task_id, ctx.task.lease_epoch)
+        yield db

@@ -75,7 +75,13 @@ class Server:
         self.events.declared_fields = lambda tool: t.declared_fields if (t := self.registry.tools.get(tool)) else None
         self.tasks = TaskStore(self.db)
         self.task_runtime = TaskRuntime(self.tasks, publish=lambda kind, value: self.changes.publish(kind, value),
-                                        lease_s=_env_seconds("TRUECALL_TASK_LEASE_S", LEASE_S))
+                                        lease_s=_env_seconds("TRUECALL_TASK_LEASE_S", LEASE_S),
+                                        audit=lambda kind, fields: self.events.record(kind, **fields))
+        # No statement may wait (for a lock, a busy file, a slow server) as long as a lease lasts:
+        # a replica stuck that long would lose its tasks while it still believes it runs them.
+        bound = getattr(self.db, "bound_waits", None)
+        if bound is not None:
+            bound(self.task_runtime.lease_s * 1000 / 3)
         #: Principal for local (stdio) connections; set by the app or the CLI.
         self.local_principal: Principal | None = None
         self.changes = ChangeFeed()

@@ -21,7 +21,7 @@ from ._misuse import Misuse, SettingError
 
 __all__ = ["Database", "Migration", "open_database", "unavailable", "CannotOpenDatabase", "DEFAULT_PATH",
            "default_path", "shown_target", "ENV_BUSY_MS", "DEFAULT_BUSY_MS", "ENV_CACHE_KIB",
-           "DEFAULT_CACHE_KIB"]
+           "DEFAULT_CACHE_KIB", "ENV_STATEMENT_MS", "DEFAULT_STATEMENT_MS"]
 
 #: (name, SQL script) pairs; applied once each, in order, recorded in ``_migrations``.
 Migration = tuple[str, str]
@@ -41,6 +41,11 @@ DEFAULT_CACHE_KIB = 512
 #: statement of every request into a full wait on the event loop (that is a hung server, not an
 #: honest "unavailable").
 FAST_FAIL_MS = 20
+#: PostgreSQL: the longest a statement may run, or wait for a lock, before it fails
+#: (``statement_timeout`` and ``lock_timeout``, milliseconds).  A serving process lowers it
+#: further, below a third of its task lease (see ``Server``).
+ENV_STATEMENT_MS = "TRUECALL_DB_STATEMENT_TIMEOUT_MS"
+DEFAULT_STATEMENT_MS = 10_000
 
 # SQLite primary result codes that mean "the database is unavailable right now", not "this
 # statement is wrong": BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL.
@@ -176,6 +181,20 @@ class Database:
                 self._rollback()  # a failed COMMIT may leave the transaction open: end it, then say so
                 raise
 
+    def bound_waits(self, ms: float) -> None:
+        """Never wait longer than ``ms`` for another connection's lock (lowers the busy timeout).
+
+        The server bounds every wait below its task lease: a process stuck longer than that
+        in one statement would lose its tasks to another replica while still believing it ran them.
+        """
+        busy = max(1, int(ms))
+        with self._lock:
+            if busy >= self.busy_timeout_ms:
+                return
+            self.busy_timeout_ms = busy
+            if not self._degraded:
+                self._conn.execute(f"PRAGMA busy_timeout={busy}")
+
     def _rollback(self) -> None:
         """Best effort: SQLite may have rolled back already (``SQLITE_FULL``, ``SQLITE_IOERR``), and a
         failing rollback must not hide the error that caused it."""
@@ -309,6 +328,10 @@ def shown_target(target: str) -> str:
 
 def _busy_ms(value: int | None) -> int:
     return _whole(value, ENV_BUSY_MS, DEFAULT_BUSY_MS, 0, "milliseconds", "busy_timeout_ms")
+
+
+def _statement_ms(value: int | None) -> int:
+    return _whole(value, ENV_STATEMENT_MS, DEFAULT_STATEMENT_MS, 1, "milliseconds", "statement_timeout_ms")
 
 
 def _cache_kib(value: int | None) -> int:

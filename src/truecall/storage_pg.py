@@ -130,6 +130,13 @@ def _alive(conn: Any) -> bool:
     return True
 
 
+def _unbounded(conn: Any) -> None:
+    """Start-up work (migrations, under their advisory lock) waits as long as it takes: replicas
+    starting together queue behind one another instead of failing on the serving bound."""
+    conn.execute("SET LOCAL statement_timeout = 0")
+    conn.execute("SET LOCAL lock_timeout = 0")
+
+
 class _Cursor:
     """What callers use of a cursor: rows and ``rowcount``."""
 
@@ -153,13 +160,16 @@ class PostgresDatabase:
     for_update = " FOR UPDATE"
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, schema: str | None = None,
-                 busy_timeout_ms: int | None = None) -> None:
+                 busy_timeout_ms: int | None = None, statement_timeout_ms: int | None = None) -> None:
         """``busy_timeout_ms``: how long a statement waits for a pooled connection before it fails
-        (default ``$TRUECALL_DB_BUSY_MS`` or 10000), e.g. while the server restarts."""
+        (default ``$TRUECALL_DB_BUSY_MS`` or 10000), e.g. while the server restarts.
+        ``statement_timeout_ms``: how long a statement may run or wait for a lock (PostgreSQL's
+        ``statement_timeout`` and ``lock_timeout``; default ``$TRUECALL_DB_STATEMENT_TIMEOUT_MS`` or
+        10000); :meth:`bound_waits` lowers it."""
         import psycopg
         from psycopg_pool import PoolTimeout
 
-        from .storage import _busy_ms
+        from .storage import _busy_ms, _statement_ms
 
         self._PoolTimeout = PoolTimeout
 
@@ -177,6 +187,11 @@ class PostgresDatabase:
             conn.autocommit = True
             if schema:
                 conn.execute(f'SET search_path TO "{schema}"')
+            self._apply_bound(conn)
+
+        self.statement_timeout_ms = _statement_ms(statement_timeout_ms)
+        #: Bumped by every change of the bound; a pooled connection applies the new one before its next use.
+        self._bound_gen = 0
 
         self.busy_timeout_ms = _busy_ms(busy_timeout_ms)
         _reach(url)
@@ -191,6 +206,7 @@ class PostgresDatabase:
             # Replicas may start together: CREATE … IF NOT EXISTS is not safe against a concurrent
             # creator (it can fail on a catalog unique index), so creation takes the migration lock.
             with self.transaction() as conn:
+                _unbounded(conn)
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
                 if schema:
                     conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
@@ -201,6 +217,24 @@ class PostgresDatabase:
             raise
 
     # -- statements -------------------------------------------------------------------
+
+    def bound_waits(self, ms: float) -> None:
+        """Never let a statement run or wait for a lock longer than ``ms`` (lowers the timeouts).
+
+        The server bounds every statement below its task lease: a replica stuck longer than
+        that in one statement (say, behind ``LOCK TABLE``) would lose its tasks while still
+        believing it ran them, and freeze its event loop meanwhile.
+        """
+        bound = max(1, int(ms))
+        if bound < self.statement_timeout_ms:
+            self.statement_timeout_ms = bound
+            self._bound_gen += 1
+
+    def _apply_bound(self, conn: Any) -> None:
+        ms = self.statement_timeout_ms
+        conn.execute(f"SET statement_timeout = {int(ms)}")
+        conn.execute(f"SET lock_timeout = {int(ms)}")
+        conn._truecall_bound = self._bound_gen
 
     def _run(self, conn: Any, sql: str, params: Sequence[Any]) -> _Cursor:
         cur = conn.execute(to_postgres(sql), [bytes(p) if isinstance(p, (bytearray, memoryview)) else p
@@ -238,6 +272,8 @@ class PostgresDatabase:
             raise
         self._unreachable = False
         try:
+            if getattr(conn, "_truecall_bound", None) != self._bound_gen:
+                self._apply_bound(conn)
             with conn:  # what pool.connection() does: commit/rollback, keep the connection open
                 yield conn
         finally:
@@ -273,6 +309,7 @@ class PostgresDatabase:
     def migrate(self, migrations: Sequence[tuple[str, str]]) -> None:
         """Apply missing migrations under an advisory lock (replicas may start together)."""
         with self.transaction() as conn:
+            _unbounded(conn)
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             done = {row[0] for row in conn.execute("SELECT name FROM _migrations").fetchall()}
             for name, script in migrations:

@@ -25,11 +25,13 @@ The ack only decides how long we wait, never what we say.
 from __future__ import annotations
 
 import asyncio
+import functools
 import secrets
 import time
 from typing import Any, Callable
 
-from truecall import ErrorKind, ToolResult, resource_link, text, tool_error
+from truecall import ErrorKind, LeaseLost, ToolResult, resource_link, text, tool_error
+from truecall.storage import unavailable
 
 from .dispatch_state import DispatchState
 from .tickets import KeyConflict, Ticket, TicketStore
@@ -138,11 +140,19 @@ class Handler:
 
         try:
             self.tickets.bind_key(tenant, key, incidentId, note)
+            task = await ctx.accept_as_task(f"ticket requested for {incidentId}; accepted, not done yet")
         except KeyConflict:
             return tool_error(ErrorKind.INVALID_INPUT, "this idempotencyKey was already used with other arguments "
                               "(incidentId or note); use a new key for a different request", field="idempotencyKey")
-        task = await ctx.accept_as_task(f"ticket requested for {incidentId}; accepted, not done yet")
+        except Exception as exc:  # the database did not answer in time: nothing was accepted, nothing written
+            why = unavailable(exc)
+            if why is None:
+                raise
+            return unavailable_result(incidentId, key, None, why)
         task_id = task.task_id if task is not None else "inline-" + secrets.token_hex(8)
+        # Every write made for this task checks its lease first, in the same transaction: once
+        # another process took the task over (this one froze past its lease), nothing is written.
+        fence = None if task is None else (lambda: self.tasks.check_lease(task.task_id, task.lease_epoch))
 
         def still_wanted() -> bool:
             if task is None:
@@ -152,31 +162,46 @@ class Handler:
             except LookupError:
                 return False
 
-        opened = self.tickets.open_request(tenant, ctx.principal.subject, task_id, key, incidentId, note,
-                                           still_wanted=still_wanted)
+        try:
+            opened, cancelled = await off_loop(self.tickets.open_request, tenant, ctx.principal.subject, task_id, key,
+                                               incidentId, note, still_wanted=still_wanted, fence=fence)
+        except LeaseLost:
+            raise
+        except Exception as exc:  # the transaction rolled back: nothing was handed over, nothing written
+            why = unavailable(exc) or "the desk could not record the request"
+            return unavailable_result(incidentId, key, None, why)
         if opened.gone:
             raise asyncio.CancelledError()
         if opened.ticket is not None:
             return ticket_result(opened.ticket, replayed=True)
         dispatch_id = opened.dispatch_id
         assert dispatch_id is not None
-        if opened.new:
-            ack = self.upstream.submit(Job(tenant, dispatch_id, incidentId, found.title, note))
-        else:
-            ack = self.upstream.waiter(dispatch_id)
+        # Handed over: from here on any failure means "it may have happened".
         try:
+            if cancelled:  # cancelled while the request was being recorded: the job never went out
+                return await self._on_cancel(tenant, incidentId, key, dispatch_id, started, fence)
+            if opened.new:
+                ack = self.upstream.submit(Job(tenant, dispatch_id, incidentId, found.title, note, fence))
+            else:
+                ack = self.upstream.waiter(dispatch_id)
             try:
-                await asyncio.wait({ack}, timeout=self.timeout_s)
-            except asyncio.CancelledError:
-                return self._on_cancel(tenant, incidentId, key, dispatch_id, started)
-            return self.conclude(tenant, incidentId, key, dispatch_id, started=started)
-        finally:
-            self.upstream.forget(dispatch_id)
+                try:
+                    await asyncio.wait({ack}, timeout=self.timeout_s)
+                except asyncio.CancelledError:
+                    return await self._on_cancel(tenant, incidentId, key, dispatch_id, started, fence)
+                return await self.conclude(tenant, incidentId, key, dispatch_id, started=started, fence=fence)
+            finally:
+                self.upstream.forget(dispatch_id)
+        except (LeaseLost, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            why = unavailable(exc) or "the desk could not read the outcome back"
+            return unknown_result(incidentId, key, dispatch_id, f"{why} after the job was handed to the upstream")
 
-    def conclude(self, tenant: str, incident_id: str, key: str, dispatch_id: str, *, started: float,
-                 why_unknown: str | None = None) -> ToolResult:
+    async def conclude(self, tenant: str, incident_id: str, key: str, dispatch_id: str, *, started: float,
+                       why_unknown: str | None = None, fence: Callable[[], None] | None = None) -> ToolResult:
         """What may be said now, from the fenced database state."""
-        state, ticket = self.tickets.settle_wait(tenant, dispatch_id, key)
+        (state, ticket), _ = await off_loop(self.tickets.settle_wait, tenant, dispatch_id, key, fence)
         if ticket is not None and ticket.notified:
             return ticket_result(ticket, replayed=ticket.created_at < started)
         if ticket is not None:  # cannot happen: ticket and notification share one transaction
@@ -196,29 +221,51 @@ class Handler:
                                   why_unknown or f"a worker claimed the job but did not confirm within {ms} ms")
         return unknown_result(incident_id, key, dispatch_id, f"the dispatch is {state.value} but no ticket was found")
 
-    def _on_cancel(self, tenant: str, incident_id: str, key: str, dispatch_id: str, started: float) -> ToolResult:
+    async def _on_cancel(self, tenant: str, incident_id: str, key: str, dispatch_id: str, started: float,
+                         fence: Callable[[], None] | None) -> ToolResult:
         """Cancelled while waiting: stop only what can be stopped, and say what could not."""
-        state, ticket = self.tickets.settle_wait(tenant, dispatch_id, key)
+        (state, ticket), _ = await off_loop(self.tickets.settle_wait, tenant, dispatch_id, key, fence)
         if ticket is not None or state is DispatchState.CLAIMED or state is DispatchState.DONE:
             # Too late to stop: the ticket exists, or a worker holds the job. The task completes with that truth.
-            return self.conclude(tenant, incident_id, key, dispatch_id, started=started,
-                                 why_unknown="the task was cancelled after a worker had claimed the job; "
-                                             "cancelling cannot stop it")
+            return await self.conclude(tenant, incident_id, key, dispatch_id, started=started, fence=fence,
+                                       why_unknown="the task was cancelled after a worker had claimed the job; "
+                                                   "cancelling cannot stop it")
         raise asyncio.CancelledError()  # withdrawn (or failed): nothing was written → the task is cancelled
+
+
+async def off_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, bool]:
+    """``fn(*args, **kwargs)`` — one database transaction — in a worker thread: (its result, cancelled?).
+
+    The event loop keeps serving everything else while the transaction waits (a lock held
+    elsewhere, a slow server).  A cancellation that arrives meanwhile does not abandon it half
+    way: the transaction runs to its end, so what it did is known, and the caller is told it was
+    cancelled along with the result.
+    """
+    work = asyncio.ensure_future(asyncio.to_thread(functools.partial(fn, *args, **kwargs)))
+    cancelled = False
+    while not work.done():
+        try:
+            await asyncio.wait({work})
+        except asyncio.CancelledError:
+            cancelled = True
+    return work.result(), cancelled
 
 
 def recover_hook(tickets: TicketStore) -> Callable[[Any], ToolResult]:
     """``server.task_runtime.recover_hooks["incident.handle"]``: settle a task whose process died.
 
-    The in-memory queue died with the process, so a job still ``queued`` is abandoned.
+    The in-memory queue died with the process, so a job still ``queued`` is abandoned.  It runs
+    after the task was taken over (its lease epoch moved on), so a runner that was only frozen
+    can no longer add a request, claim the job or write the ticket: what it finds is final.
     """
 
     def recover(task: Any) -> ToolResult:
         tenant = task.owner_tenant or ""
         req = tickets.request(tenant, task.task_id)
-        if req is None or req.dispatch_id is None:
+        if req is None or req.dispatch_id is None:  # and never will be: the task was taken over first
             return unavailable_result(None, None, None,
-                                      "the server stopped before the job was handed to the upstream queue")
+                                      "the server stopped (or stopped responding) before the job was handed to the "
+                                      "upstream queue")
         state, ticket = tickets.settle_wait(tenant, req.dispatch_id, req.idempotency_key)
         if ticket is not None and ticket.notified:
             return ticket_result(ticket, replayed=ticket.created_at < req.created_at)

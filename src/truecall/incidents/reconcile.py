@@ -38,6 +38,8 @@ __all__ = ["ReconcileReport", "reconcile", "is_unknown", "describe_settlement", 
            "fenced_cancel", "CancelRefused"]
 
 _MAX_TASKS = 100_000
+#: How long an operator's cancel holds the lease it took over (it settles within one transaction).
+_OPERATOR_LEASE_S = 60.0
 
 
 @dataclass
@@ -170,7 +172,8 @@ def fenced_cancel(tasks: TaskStore, tickets: TicketStore | None, task_id: str, *
       "cancelled" would be a lie: refused (:class:`CancelRefused`, naming the dispatch state).
     - A task whose runner is alive (its lease holds) belongs to that process: it is asked to
       stop (``TaskStore.request_cancel``) and settles the task itself.  Otherwise (no runner,
-      or its lease ran out) the task is cancelled here, through the task state table.
+      or its lease ran out) the lease is taken over first — the old runner's later writes are
+      refused — and the task is cancelled here, through the task state table, in one transaction.
     """
     now = time.time() if now is None else now
     withdrawn = False
@@ -178,6 +181,20 @@ def fenced_cancel(tasks: TaskStore, tickets: TicketStore | None, task_id: str, *
         task = tasks.get(task_id)
         if task.terminal:
             tasks.cancel(task_id, message=message)  # raises InvalidTransition naming the status
+        runner, lease_until = tasks.lease_holder(task_id)
+        live = runner is not None and lease_until is not None and lease_until > now
+        epoch = None
+        if not live:
+            # Take the lease away first (in this same transaction): a runner that was only frozen
+            # can then never write for the task after this settlement.
+            taken = tasks.take_over(task, "operator-cancel", _OPERATOR_LEASE_S, now=now)
+            if taken is None:  # renewed or settled meanwhile
+                task = tasks.get(task_id)
+                if task.terminal:
+                    tasks.cancel(task_id, message=message)
+                live = True
+            else:
+                task, epoch = taken, taken.lease_epoch
         if task.tool == TOOL and tickets is not None:
             tenant = task.owner_tenant or ""
             req = tickets.request(tenant, task_id)
@@ -191,8 +208,7 @@ def fenced_cancel(tasks: TaskStore, tickets: TicketStore | None, task_id: str, *
                     raise CancelRefused(f"task cannot be cancelled: its dispatch is {state.value} (a worker holds the "
                                         "job and may still write the ticket)")
                 withdrawn = True
-        runner, lease_until = tasks.lease_holder(task_id)
-        if runner is not None and lease_until is not None and lease_until > now:
+        if live:
             tasks.request_cancel(task_id)
             return CancelOutcome(task, True, withdrawn)
-        return CancelOutcome(tasks.cancel(task_id, message=message), False, withdrawn)
+        return CancelOutcome(tasks.cancel(task_id, message=message, epoch=epoch), False, withdrawn)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -351,7 +351,7 @@ class TicketStore:
         return False
 
     def open_request(self, tenant: str, subject: str, task_id: str, key: str, incident_id: str, note: str | None,
-                     *, still_wanted: Any = None) -> Opened:
+                     *, still_wanted: Any = None, fence: Callable[[], None] | None = None) -> Opened:
         """Record the task's request and hand it a dispatch, in ONE transaction.
 
         - the key already has a ticket → that ticket (nothing queued);
@@ -359,10 +359,14 @@ class TicketStore:
         - otherwise → a new ``queued`` dispatch.
 
         ``still_wanted()`` is checked inside the transaction: a task cancelled
-        meanwhile (e.g. by an operator) gets nothing queued.
+        meanwhile (e.g. by an operator) gets nothing queued.  ``fence()`` (the task's lease
+        check, first in the transaction) refuses the whole write once another process took the
+        task over.
         """
         now = time.time()
         with self.db.transaction():
+            if fence is not None:
+                fence()
             if still_wanted is not None and not still_wanted():
                 return Opened(None, False, None, gone=True)
             ticket, dispatch_id, new = None, None, False
@@ -392,14 +396,17 @@ class TicketStore:
                             (tenant, task_id, subject, key, incident_id, note, dispatch_id, now))
         return Opened(dispatch_id, new, ticket)
 
-    def settle_wait(self, tenant: str, dispatch_id: str, key: str) -> tuple[DispatchState, Ticket | None]:
+    def settle_wait(self, tenant: str, dispatch_id: str, key: str,
+                    fence: Callable[[], None] | None = None) -> tuple[DispatchState, Ticket | None]:
         """After waiting: the truth, fenced.  One transaction:
 
         a ticket for the key → it (whichever dispatch wrote it);
         else a still-``queued`` dispatch is abandoned (no worker can ever claim it);
-        the dispatch's state is returned either way.
+        the dispatch's state is returned either way.  ``fence``: the task's lease check.
         """
         with self.db.transaction():
+            if fence is not None:
+                fence()
             ticket = self.ticket_for_key(tenant, key)
             found = self.dispatch(tenant, dispatch_id)
             if found is None:
@@ -422,11 +429,18 @@ class TicketStore:
 
     # -- the worker's side ---------------------------------------------------------------
 
-    def claim(self, tenant: str, dispatch_id: str, lease_s: float) -> str | None:
-        """``queued`` → ``claimed`` for one worker; its claim token, or ``None`` if refused."""
+    def claim(self, tenant: str, dispatch_id: str, lease_s: float,
+              fence: Callable[[], None] | None = None) -> str | None:
+        """``queued`` → ``claimed`` for one worker; its claim token, or ``None`` if refused.
+
+        ``fence``: the lease check of the task that handed the job over, in the same
+        transaction (:class:`~truecall.LeaseLost` once another process took that task over).
+        """
         token = secrets.token_hex(8)
         try:
             with self.db.transaction():
+                if fence is not None:
+                    fence()
                 self._transition(tenant, dispatch_id, DispatchEvent.CLAIM, claim_token=token,
                                  lease_until=time.time() + lease_s)
         except InvalidDispatchTransition:
@@ -434,7 +448,7 @@ class TicketStore:
         return token
 
     def complete(self, tenant: str, dispatch_id: str, claim_token: str, *, channel: str,
-                 body: str) -> Ticket:
+                 body: str, fence: Callable[[], None] | None = None) -> Ticket:
         """The side effect: ticket + outbox notification + ``done``, in ONE transaction.
 
         Refused (:class:`InvalidDispatchTransition`, nothing written) unless this
@@ -443,6 +457,8 @@ class TicketStore:
         now = time.time()
         ticket_id = new_ticket_id()
         with self.db.transaction():
+            if fence is not None:
+                fence()
             found = self.dispatch(tenant, dispatch_id)
             if found is None:
                 raise LookupError("no such dispatch")
@@ -458,10 +474,13 @@ class TicketStore:
         assert ticket is not None
         return ticket
 
-    def fail(self, tenant: str, dispatch_id: str, claim_token: str, reason: str) -> bool:
+    def fail(self, tenant: str, dispatch_id: str, claim_token: str, reason: str,
+             fence: Callable[[], None] | None = None) -> bool:
         """``claimed`` → ``failed`` (the upstream's error, before anything was written)."""
         try:
             with self.db.transaction():
+                if fence is not None:
+                    fence()
                 found = self.dispatch(tenant, dispatch_id)
                 if found is None or found.claim_token != claim_token:
                     return False

@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from truecall import LeaseLost
 
 from .dispatch_state import InvalidDispatchTransition
 from .faults import Fault, FaultPlan
@@ -50,6 +52,9 @@ class Job:
     incident_id: str
     title: str
     note: str | None
+    #: The lease check of the task that handed the job over: every write for the job runs it in
+    #: its own transaction, so nothing is claimed or written once another process took that task over.
+    fence: Callable[[], None] | None = field(default=None, compare=False)
 
 
 class Upstream:
@@ -163,7 +168,10 @@ class Upstream:
         self._maybe_stop(fault, "before_claim")
         if name == "hang" and fault.at == "before_claim":  # type: ignore[union-attr]
             await asyncio.Event().wait()
-        token = self.tickets.claim(job.tenant, job.dispatch_id, self.claim_lease_s)
+        try:
+            token = self.tickets.claim(job.tenant, job.dispatch_id, self.claim_lease_s, fence=job.fence)
+        except LeaseLost:
+            return self._lease_lost(job, "before_claim")
         if token is None:  # the tool withdrew it first: nothing may be written
             self._count("fenced_before_claim")
             self._ack(job.dispatch_id, ACK_FENCED)
@@ -182,12 +190,18 @@ class Upstream:
             body = f"Ticket {{ticket}} opened for {job.incident_id} ({job.title})"
             if job.note:
                 body += f": {job.note}"
-            ticket = self.tickets.complete(job.tenant, job.dispatch_id, token, channel=self.channel, body=body)
+            ticket = self.tickets.complete(job.tenant, job.dispatch_id, token, channel=self.channel, body=body,
+                                           fence=job.fence)
         except UpstreamError as exc:
-            failed = self.tickets.fail(job.tenant, job.dispatch_id, token, str(exc))
+            try:
+                failed = self.tickets.fail(job.tenant, job.dispatch_id, token, str(exc), fence=job.fence)
+            except LeaseLost:
+                failed = False
             self._count("upstream_error")
             self._ack(job.dispatch_id, ACK_FAILED if failed else ACK_FENCED)
             return
+        except LeaseLost:
+            return self._lease_lost(job, "before_write")
         except InvalidDispatchTransition:  # fenced while we worked: the transaction rolled back
             self._count("fenced_before_write")
             self._ack(job.dispatch_id, ACK_FENCED)
@@ -202,6 +216,13 @@ class Upstream:
             self._count("ack_lost")
             return
         self._ack(job.dispatch_id, ACK_DONE)
+
+    def _lease_lost(self, job: Job, point: str) -> None:
+        """The task behind the job was taken over by another process: its transaction rolled back,
+        nothing was claimed or written, and the job stops here."""
+        self._count(f"fenced_lease_lost_{point}")
+        self.on_event("upstream.lease_lost", {"tenant": job.tenant, "dispatchId": job.dispatch_id, "at": point})
+        self._ack(job.dispatch_id, ACK_FENCED)
 
     def _maybe_stop(self, fault: Fault | None, point: str) -> None:
         if fault is not None and fault.name == "kill" and fault.at == point:

@@ -12,6 +12,14 @@ task's outcome:
   settles it with the tool's ``recover`` hook, or as ``outcome_unknown`` — never
   left ``working`` and never shown ``completed`` without proof.
 
+Leases are *fenced*: a settler from another process (sweep, start-up recovery, a
+cancel) first takes the lease over, which moves the task's ``lease_epoch`` on; every
+write made on the task's behalf checks that epoch inside its own transaction
+(:meth:`TaskStore.check_lease`, :meth:`TaskRuntime.fence`, ``ctx.fenced()``), so a
+holder that was merely frozen — a lock wait, a GC pause, a stopped container —
+finds every later write refused (:class:`~truecall.tasks.store.LeaseLost`), stops
+that work and audits ``task.lease_lost``.  It never writes on.
+
 Questions asked after acceptance go into the task (``input_required`` with
 ``inputRequests``) and are answered with ``tasks/update``.
 """
@@ -27,7 +35,7 @@ from ..context import ElicitationUnavailable
 from ..errors import ProtocolError
 from ..results import ErrorKind, ToolResult, tool_error
 from ._state import InvalidTransition, TaskStatus
-from .store import Task, TaskNotFound, TaskStore
+from .store import LeaseLost, Task, TaskNotFound, TaskStore
 
 if TYPE_CHECKING:
     from ..context import ToolContext
@@ -68,7 +76,8 @@ class TaskRuntime:
     """Background execution of accepted tool calls, with leases so no task is orphaned."""
 
     def __init__(self, store: TaskStore, *, publish: Callable[[str, Any], None] | None = None,
-                 runner_id: str | None = None, lease_s: float = LEASE_S, poll_s: float = 0.5) -> None:
+                 runner_id: str | None = None, lease_s: float = LEASE_S, poll_s: float = 0.5,
+                 audit: Callable[[str, dict[str, Any]], None] | None = None) -> None:
         if lease_s <= 0:
             raise ValueError("lease_s must be positive")
         self.store = store
@@ -82,6 +91,12 @@ class TaskRuntime:
         #: at start-up only tasks whose lease ran out are orphans, never merely "another runner's".
         self.shared = getattr(store.db, "dialect", "sqlite") != "sqlite"
         self.running: dict[str, asyncio.Task[Any]] = {}
+        #: The lease epoch (fencing token) this process holds for each task it runs.
+        self.epochs: dict[str, int] = {}
+        #: Running tasks whose lease another process took over: their work is being stopped.
+        self.lost: set[str] = set()
+        #: ``fn(kind, fields)``: settlements made here without a caller (recovery, takeovers).
+        self.audit = audit or (lambda kind, fields: None)
         self._wakeups: dict[str, asyncio.Event] = {}
         self._heartbeat: asyncio.Task[None] | None = None
         #: Keep sweeping for orphans while idle (a serving process: ``start()``/``stop()``).
@@ -102,8 +117,18 @@ class TaskRuntime:
                             # 2025-11-25 through requests on the tasks/result stream (the engine's).
                             can_ask=era in ("ext", "core") and isinstance(caps.get("elicitation"), dict))
         ctx.task = task
+        self.epochs[task.task_id] = task.lease_epoch
         self._changed(task.task_id)
         return task
+
+    def fence(self, task: Task) -> Callable[[], None]:
+        """The check a write made on ``task``'s behalf runs inside its own transaction.
+
+        It raises :class:`LeaseLost` once another process took the task over, so that
+        transaction commits nothing.  (For a tool: ``with ctx.fenced(): ...``.)
+        """
+        store, task_id, epoch = self.store, task.task_id, task.lease_epoch
+        return lambda: store.check_lease(task_id, epoch)
 
     def adopt(self, task: Task, work: "asyncio.Task[Any]", principal_audit: Callable[[str, dict[str, Any]], None]) -> None:
         """Own ``work`` (the rest of the handler) until it settles ``task``."""
@@ -114,37 +139,44 @@ class TaskRuntime:
     def _settle(self, task_id: str, work: "asyncio.Task[Any]", audit: Callable[[str, dict[str, Any]], None]) -> None:
         self.running.pop(task_id, None)
         self._wakeups.pop(task_id, None)
+        epoch = self.epochs.pop(task_id, None)
+        lost = task_id in self.lost
+        self.lost.discard(task_id)
         try:
+            if lost or (not work.cancelled() and isinstance(work.exception(), LeaseLost)):
+                raise LeaseLost(task_id)
             if work.cancelled():
-                self._finish(task_id, "cancel", None)
+                self._finish(task_id, "cancel", None, epoch)
                 audit("task.cancelled", {"taskId": task_id, "outcome": "cancelled"})
                 return
             exc = work.exception()
             if isinstance(exc, ProtocolError):
-                self._finish(task_id, "fail", exc.to_error())
+                self._finish(task_id, "fail", exc.to_error(), epoch)
                 audit("task.failed", {"taskId": task_id, "outcome": str(exc.code)})
                 return
             if exc is not None:
-                self._finish(task_id, "fail", {"code": -32603, "message": "Internal error"})
+                self._finish(task_id, "fail", {"code": -32603, "message": "Internal error"}, epoch)
                 audit("task.failed", {"taskId": task_id, "outcome": "-32603"})
                 return
             result = work.result()
             payload = result.to_dict() if isinstance(result, ToolResult) else result
-            self._finish(task_id, "complete", payload)
+            self._finish(task_id, "complete", payload, epoch)
             err = result.error if isinstance(result, ToolResult) else None
             audit("task.completed", {"taskId": task_id,
                                      "outcome": (err or {}).get("kind", "error") if payload.get("isError") else "ok"})
+        except LeaseLost:  # another process settled it: this one's outcome is not written, and says so
+            audit("task.lease_lost", {"taskId": task_id, "outcome": "fenced", "runner": self.runner_id})
         except Exception:  # the store itself failed: the lease will expire and recovery settles it
             audit("task.settle_failed", {"taskId": task_id, "outcome": "unknown"})
 
-    def _finish(self, task_id: str, how: str, payload: Any) -> None:
+    def _finish(self, task_id: str, how: str, payload: Any, epoch: int | None = None) -> None:
         try:
             if how == "complete":
-                self.store.complete(task_id, payload)
+                self.store.complete(task_id, payload, epoch=epoch)
             elif how == "fail":
-                self.store.fail(task_id, payload)
+                self.store.fail(task_id, payload, epoch=epoch)
             else:
-                self.store.cancel(task_id)
+                self.store.cancel(task_id, epoch=epoch)
         except (InvalidTransition, TaskNotFound):
             return  # already terminal (cancelled meanwhile) or expired: the first outcome stands
         self._changed(task_id)
@@ -154,7 +186,7 @@ class TaskRuntime:
     async def ask(self, task_id: str, key: str, request: dict[str, Any]) -> dict[str, Any]:
         """Put one question into the task and wait for its answer (``tasks/update``)."""
         event = self._wakeups.setdefault(task_id, asyncio.Event())
-        self.store.ask(task_id, {key: request})
+        self.store.ask(task_id, {key: request}, epoch=self.epochs.get(task_id))
         self._changed(task_id)
         while True:
             task = self.store.get(task_id)
@@ -198,11 +230,13 @@ class TaskRuntime:
                 # Another live process runs it: ask that runner to stop (cooperative, eventual).
                 self.store.request_cancel(task.task_id)
                 return current
-            try:
-                current = self.store.cancel(task.task_id)
-            except InvalidTransition:
-                current = self.store.get(task.task_id)
-            self._changed(task.task_id)
+            # Nobody holds it any more (its runner stopped, or stopped responding): take the lease
+            # away first, so the old runner can never write after this settlement.
+            taken = self.store.take_over(current, self.runner_id, self.lease_s,
+                                         expired_only=runner is not None and runner != self.runner_id)
+            if taken is None:  # it moved meanwhile: renewed by a live runner, or settled
+                return self.store.get(task.task_id)
+            current = self._settle_taken(taken, reason="cancel")
         return current
 
     async def wait(self, task_id: str, timeout: float | None = None) -> Task:
@@ -243,54 +277,99 @@ class TaskRuntime:
         while self.running or self._sweeping:
             await asyncio.sleep(self.poll_s)
             ticks += 1
+            beat = ticks * self.poll_s >= min(HEARTBEAT_S, self.lease_s / 3)
+            if beat:
+                ticks = 0
+            held = {task_id: self.epochs[task_id] for task_id in self.running if task_id in self.epochs}
             try:
-                if self.running:
-                    for task_id in self.store.cancel_requests(self.runner_id):
-                        work = self.running.get(task_id)
-                        if work is not None:
-                            work.cancel()
-                if ticks * self.poll_s >= min(HEARTBEAT_S, self.lease_s / 3):
-                    ticks = 0
-                    if self.running:
-                        self.store.renew_leases(self.runner_id, list(self.running), self.lease_s)
-                    self.recover()
+                # Off the event loop: a database that makes these wait (a lock, a slow server)
+                # must never stop this process from answering everything else meanwhile.
+                stop, lost, settled = await asyncio.to_thread(self._housekeeping, held, beat)
             except Exception:
                 continue
+            for task_id in stop:
+                work = self.running.get(task_id)
+                if work is not None:
+                    work.cancel()
+            for task_id in lost:  # taken over elsewhere: stop the work, write nothing more
+                work = self.running.get(task_id)
+                if work is not None:
+                    self.lost.add(task_id)
+                    work.cancel()
+            for task in settled:
+                self._changed(task.task_id)
 
-    def recover(self, *, sole_runner: bool = False) -> list[Task]:
+    def _housekeeping(self, held: dict[str, int], beat: bool) -> tuple[list[str], list[str], list[Task]]:
+        """One heartbeat's database work (in a worker thread): cancel requests, renewals, the sweep."""
+        stop = self.store.cancel_requests(self.runner_id) if held else []
+        if not beat:
+            return stop, [], []
+        lost = self.store.renew_leases(self.runner_id, held, self.lease_s) if held else []
+        return stop, lost, self.recover(publish=False)
+
+    def recover(self, *, sole_runner: bool = False, publish: bool = True) -> list[Task]:
         """Settle tasks whose runner died: the tool's hook decides, else ``outcome_unknown``.
 
         ``sole_runner`` (at start-up of the only process serving this database)
         takes every other runner's unfinished task as orphaned without waiting
-        for its lease to run out.
+        for its lease to run out.  Each task is taken over first (its lease epoch
+        moves on, fencing the old runner out), then settled, then audited.
         """
         settled = []
         for task in self.store.orphans(other_than=self.runner_id if sole_runner else None):
             if task.task_id in self.running:
                 continue
+            try:
+                taken = self.store.take_over(task, self.runner_id, self.lease_s, expired_only=not sole_runner)
+                if taken is None:  # renewed or settled meanwhile: not an orphan after all
+                    continue
+                done = self._settle_taken(taken, reason="restart" if sole_runner else "lease_expired",
+                                          publish=publish)
+            except Exception:  # e.g. a lock held elsewhere past the wait bound: the next sweep tries again
+                continue
+            settled.append(done)
+        return settled
+
+    def _settle_taken(self, task: Task, *, reason: str, publish: bool = True) -> Task:
+        """Settle a task this process just took over (``task`` carries the new epoch), and audit it.
+
+        A question still open → ``cancelled`` (nobody waits for its answer).  Otherwise the tool's
+        recover hook says what is true now, else ``outcome_unknown``.  A cancel is honoured only
+        where the hook shows that nothing happened (``dependency_unavailable``): work that may
+        have taken effect is never reported cancelled.
+        """
+        epoch = task.lease_epoch
+        if task.status is TaskStatus.INPUT_REQUIRED:
+            # Nobody waits for the answer any more: the work stops here, unfinished.
+            why = "was cancelled" if reason == "cancel" else "stopped responding or restarted"
+            done = self.store.cancel(task.task_id, message=f"the server running this task {why} while it waited "
+                                     "for input; it did not finish (steps before the question may have run)",
+                                     epoch=epoch)
+            outcome = "cancelled"
+        else:
             hook = self.recover_hooks.get(task.tool or "")
             try:
                 result = hook(task) if hook else None
             except Exception:
                 result = None
             if result is None:
-                result = tool_error(
-                    ErrorKind.OUTCOME_UNKNOWN,
-                    "the server stopped while this task was running; whether it took effect is unknown",
-                    reference=task.task_id,
-                )
-            try:
-                if task.status is TaskStatus.INPUT_REQUIRED:
-                    # Nobody waits for the answer any more: the work stops here, unfinished.
-                    settled.append(self.store.cancel(task.task_id, message="the server restarted while this task "
-                                                     "waited for input; it did not finish (steps before the "
-                                                     "question may have run)"))
-                else:
-                    settled.append(self.store.complete(task.task_id, result.to_dict()))
-            except (InvalidTransition, TaskNotFound):
-                continue
+                why = ("the task was cancelled after the server running it had stopped responding"
+                       if reason == "cancel" else "the server running this task stopped (or stopped responding)")
+                result = tool_error(ErrorKind.OUTCOME_UNKNOWN, f"{why} before it finished; whether it took effect "
+                                    "is unknown", reference=task.task_id)
+            kind = (result.error or {}).get("kind") if result.is_error else "ok"
+            if reason == "cancel" and kind == ErrorKind.DEPENDENCY_UNAVAILABLE.value:
+                done = self.store.cancel(task.task_id, message="cancelled; nothing was written for it", epoch=epoch)
+                outcome = "cancelled"
+            else:
+                done = self.store.complete(task.task_id, result.to_dict(), epoch=epoch)
+                outcome = str(kind)
+        self.audit("task.recovered", {"tool": task.tool, "tenant": task.owner_tenant, "subject": task.owner_subject,
+                                      "taskId": task.task_id, "outcome": outcome, "reason": reason,
+                                      "runner": self.runner_id})
+        if publish:
             self._changed(task.task_id)
-        return settled
+        return done
 
     def _changed(self, task_id: str) -> None:
         self.publish("task", task_id)

@@ -25,7 +25,8 @@ from ..schema import Validator
 from ..storage import Database
 from ._state import TERMINAL, InvalidTransition, TaskEvent, TaskStatus, next_status
 
-__all__ = ["Task", "TaskStore", "TaskNotFound", "TaskInputInvalid", "TASK_MIGRATIONS", "MISSING_TASK_INPUT_TEXT"]
+__all__ = ["Task", "TaskStore", "TaskNotFound", "TaskInputInvalid", "LeaseLost", "TASK_MIGRATIONS",
+           "MISSING_TASK_INPUT_TEXT"]
 
 MISSING_TASK_INPUT_TEXT = "required task input is missing"
 DEFAULT_TTL_MS = 24 * 3600 * 1000
@@ -67,6 +68,9 @@ TASK_MIGRATIONS = [
         """,
     ),
     ("tasks-3", "ALTER TABLE tasks ADD COLUMN cancel_requested INTEGER NOT NULL DEFAULT 0"),
+    # The fencing token: every takeover of a task's lease (sweep, recovery, a cancel from another
+    # process) increments it, and every write made on the task's behalf checks it.
+    ("tasks-4", "ALTER TABLE tasks ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0"),
 ]
 
 
@@ -82,6 +86,18 @@ class TaskNotFound(NotFound, KeyError):
 
 class TaskInputInvalid(ValueError):
     """Input that does not satisfy the task's input schema; the task keeps waiting."""
+
+
+class LeaseLost(RuntimeError):
+    """This process no longer holds the task's lease: another one took the task over (its epoch moved).
+
+    Raised by a fenced write, inside the transaction that would have made it, so nothing of
+    that transaction is committed.  The holder must stop the work; it never writes on.
+    """
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        super().__init__("this process no longer holds the task's lease (another process took it over)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +123,8 @@ class Task:
     responses: dict[str, Any] | None = field(default=None, repr=False)
     runner_id: str | None = None
     lease_until: float | None = None
+    #: The fencing token of the current lease holder (see :meth:`TaskStore.check_lease`).
+    lease_epoch: int = 0
 
     @property
     def terminal(self) -> bool:
@@ -130,7 +148,8 @@ class Task:
 
 _COLUMNS = (
     "task_id, status, created_at, updated_at, ttl_ms, poll_interval_ms, owner_tenant, owner_subject, tool, "
-    "status_message, input_schema, input, result, error, request, input_requests, responses, runner_id, lease_until"
+    "status_message, input_schema, input, result, error, request, input_requests, responses, runner_id, lease_until, "
+    "lease_epoch"
 )
 
 
@@ -146,7 +165,7 @@ def _task(row: tuple[Any, ...]) -> Task:
     return Task(
         row[0], TaskStatus(row[1]), row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9],
         _load(row[10]), _load(row[11]), _load(row[12]), _load(row[13]), _load(row[14]),
-        _load(row[15]), _load(row[16]), row[17], row[18],
+        _load(row[15]), _load(row[16]), row[17], row[18], row[19],
     )
 
 
@@ -241,10 +260,10 @@ class TaskStore:
             lease_until=now + lease_s if runner_id else None,
         )
         self.db.execute(
-            f"INSERT INTO tasks ({_COLUMNS}, expires_at) VALUES ({', '.join('?' * 20)})",
+            f"INSERT INTO tasks ({_COLUMNS}, expires_at) VALUES ({', '.join('?' * 21)})",
             (task.task_id, task.status.value, now, now, ttl, task.poll_interval_ms, task.owner_tenant,
              task.owner_subject, tool, status_message, _dump(input_schema), None, None, None, _dump(request),
-             None, None, runner_id, task.lease_until, now + ttl / 1000.0),
+             None, None, runner_id, task.lease_until, 0, now + ttl / 1000.0),
         )
         return task
 
@@ -269,31 +288,36 @@ class TaskStore:
         return self.get(task_id)
 
     def complete(self, task_id: str, result: dict[str, Any] | None = None, owner: Principal | None = None,
-                 message: str | None = None) -> Task:
-        with self._transition(task_id, TaskEvent.COMPLETE, owner) as (_, changes):
+                 message: str | None = None, *, epoch: int | None = None) -> Task:
+        """``epoch`` (a lease holder's write): refused with :class:`LeaseLost` once the lease was taken over."""
+        with self._transition(task_id, TaskEvent.COMPLETE, owner, epoch) as (_, changes):
             changes["result"] = result
             changes["status_message"] = message
         return self.get(task_id)
 
     def fail(self, task_id: str, error: dict[str, Any], owner: Principal | None = None,
-             message: str | None = None) -> Task:
-        with self._transition(task_id, TaskEvent.FAIL, owner) as (_, changes):
+             message: str | None = None, *, epoch: int | None = None) -> Task:
+        with self._transition(task_id, TaskEvent.FAIL, owner, epoch) as (_, changes):
             changes["error"] = error
             changes["status_message"] = message or str(error.get("message", ""))[:500] or None
         return self.get(task_id)
 
-    def cancel(self, task_id: str, owner: Principal | None = None, message: str | None = None) -> Task:
-        with self._transition(task_id, TaskEvent.CANCEL, owner) as (_, changes):
+    def cancel(self, task_id: str, owner: Principal | None = None, message: str | None = None, *,
+               epoch: int | None = None) -> Task:
+        with self._transition(task_id, TaskEvent.CANCEL, owner, epoch) as (_, changes):
             changes["status_message"] = message or "cancelled"
         return self.get(task_id)
 
-    def ask(self, task_id: str, requests: dict[str, Any], message: str | None = None) -> Task:
+    def ask(self, task_id: str, requests: dict[str, Any], message: str | None = None, *,
+            epoch: int | None = None) -> Task:
         """A running task needs answers: ``working`` → ``input_required`` with ``requests`` outstanding.
 
         A task already waiting gets the new questions added (several asked at once).
         """
         with self.db.transaction():
             task = self._get(task_id, lock=True)
+            if epoch is not None and task.lease_epoch != epoch:
+                raise LeaseLost(task_id)
             clash = set(task.responses or {}).union(task.input_requests or {}).intersection(requests)
             if clash:
                 raise ValueError(f"input keys are unique for a task's life; already used: {sorted(clash)}")
@@ -301,7 +325,7 @@ class TaskStore:
                 self.db.execute("UPDATE tasks SET input_requests = ?, updated_at = ? WHERE task_id = ?",
                                 (_dump({**(task.input_requests or {}), **requests}), time.time(), task_id))
             else:
-                with self._transition(task_id, TaskEvent.REQUEST_INPUT, None) as (_, changes):
+                with self._transition(task_id, TaskEvent.REQUEST_INPUT, None, epoch) as (_, changes):
                     changes["input_requests"] = requests
                     changes["status_message"] = message or "waiting for input"
         return self.get(task_id)
@@ -358,15 +382,60 @@ class TaskStore:
             self.db.execute("UPDATE tasks SET responses = ? WHERE task_id = ?", (_dump(responses), task_id))
         self.db.forget()  # scrubbed means gone from every file, the WAL's old pages included
 
-    def renew_leases(self, runner_id: str, task_ids: list[str], lease_s: float) -> None:
-        """Heartbeat: the runner still holds these tasks."""
-        if not task_ids:
-            return
+    def renew_leases(self, runner_id: str, held: dict[str, int], lease_s: float) -> list[str]:
+        """Heartbeat: the runner still holds these tasks (task id → its epoch).
+
+        Returns the tasks whose lease it no longer holds (taken over, settled elsewhere or
+        expired by their TTL): their work must stop.  A lease that ran out but that nobody took
+        over is simply renewed — the epoch, not the clock, decides who may write.
+        """
+        if not held:
+            return []
         until = time.time() + lease_s
+        lost = []
         with self.db.transaction():
-            for task_id in task_ids:
-                self.db.execute("UPDATE tasks SET lease_until = ? WHERE task_id = ? AND runner_id = ?",
-                                (until, task_id, runner_id))
+            for task_id, epoch in held.items():
+                cur = self.db.execute("UPDATE tasks SET lease_until = ? WHERE task_id = ? AND runner_id = ? AND "
+                                      "lease_epoch = ? AND status IN ('working', 'input_required')",
+                                      (until, task_id, runner_id, epoch))
+                if cur.rowcount != 1:
+                    lost.append(task_id)
+        return lost
+
+    def check_lease(self, task_id: str, epoch: int) -> None:
+        """The fence: :class:`LeaseLost` unless ``epoch`` is still the task's lease epoch.
+
+        Call it inside the transaction of the write it guards (it joins the caller's, and on a
+        server database locks the task's row until that transaction ends): a takeover then
+        either happened before — the write is refused — or waits until the write committed,
+        and settles knowing of it.
+        """
+        with self.db.transaction():
+            row = self.db.fetchone("SELECT lease_epoch FROM tasks WHERE task_id = ?" +
+                                   getattr(self.db, "for_update", ""), (task_id,))
+            if row is None or row[0] != epoch:
+                raise LeaseLost(task_id)
+
+    def take_over(self, task: Task, runner_id: str, lease_s: float, *, expired_only: bool = True,
+                  now: float | None = None) -> Task | None:
+        """Take an unfinished task's lease away from its holder, before settling it from here.
+
+        A compare-and-set on the epoch ``task`` was read with: it moves on by one, so every later
+        write of the old holder fails its fence.  ``expired_only``: only while the holder's
+        lease has run out.  ``None`` when the task moved meanwhile (renewed, settled, taken by
+        another settler): leave it alone.
+        """
+        now = time.time() if now is None else now
+        sql = ("UPDATE tasks SET lease_epoch = lease_epoch + 1, runner_id = ?, lease_until = ?, updated_at = ? "
+               "WHERE task_id = ? AND lease_epoch = ? AND status IN ('working', 'input_required')")
+        params: list[Any] = [runner_id, now + lease_s, now, task.task_id, task.lease_epoch]
+        if expired_only:
+            sql += " AND (lease_until IS NULL OR lease_until < ?)"
+            params.append(now)
+        with self.db.transaction():
+            if self.db.execute(sql, params).rowcount != 1:
+                return None
+            return self._get(task.task_id)
 
     def request_cancel(self, task_id: str) -> None:
         """Flag a task another process runs; that runner stops it at its next heartbeat."""
@@ -402,9 +471,12 @@ class TaskStore:
     # -- the one place a status changes -------------------------------------------
 
     @contextmanager
-    def _transition(self, task_id: str, event: TaskEvent, owner: Principal | None) -> Iterator[tuple[Task, dict[str, Any]]]:
+    def _transition(self, task_id: str, event: TaskEvent, owner: Principal | None,
+                    epoch: int | None = None) -> Iterator[tuple[Task, dict[str, Any]]]:
         with self.db.transaction():
             task = self._get(task_id, owner, lock=True)
+            if epoch is not None and task.lease_epoch != epoch:
+                raise LeaseLost(task_id)
             new_status = next_status(task.status, event)
             changes: dict[str, Any] = {}
             yield task, changes
