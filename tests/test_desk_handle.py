@@ -532,6 +532,13 @@ def test_recover_hook_settles_each_orphan_from_the_ticket_table(tmp_path: Path) 
     assert sc(settled[written.task_id])["ticketId"] == second.tickets.ticket_for_key("acme", "w").ticket_id
     assert describe(settled[written.task_id].to_dict()).count("TKT-") >= 1
     assert {t.ticket_id for t in second.tickets.tickets("acme")} == {sc(settled[written.task_id])["ticketId"]}
+    # every settlement made by recovery has an audit record of its own (issue 13, item 10)
+    audited = {orjson.loads(bytes(r[0]))["taskId"]: (r[1], orjson.loads(bytes(r[0]))) for r in second.db.fetchall(
+        "SELECT fields, outcome FROM audit_events WHERE kind = 'task.recovered'")}
+    assert set(audited) == set(settled)
+    assert audited[claimed.task_id][0] == "outcome_unknown" and audited[written.task_id][0] == "ok"
+    assert audited[never.task_id][0] == "dependency_unavailable"
+    assert {fields["reason"] for _, fields in audited.values()} == {"restart"}
 
 
 # -- the reconcile tool -----------------------------------------------------------------------------------------
@@ -613,3 +620,42 @@ def test_a_sequence_is_cycled_in_submission_order() -> None:
     drawn = [plan.draw() for _ in range(6)]
     assert [f.name if f else None for f in drawn] == [None, "kill", "delay"] * 2
     assert drawn[1].at == "after_write" and drawn[2].ms == 7
+
+
+# -- its own database failing (issue 13, item 9) ------------------------------------------------------------------
+
+
+def _locked() -> Exception:
+    exc = __import__("sqlite3").OperationalError("database is locked")
+    exc.sqlite_errorcode = 5  # SQLITE_BUSY: what a statement that waited in vain for a lock raises
+    return exc
+
+
+def test_after_hand_over_any_failure_of_its_own_queries_is_outcome_unknown(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    server = make_desk(tmp_path, {"sequence": ["delay"], "delay": {"ms": 50}}, timeout=2.0)
+
+    def fails(*args: Any, **kwargs: Any) -> Any:
+        raise _locked()
+
+    monkeypatch.setattr(server.tickets, "settle_wait", fails)
+    _, done = asyncio.run(handle(server, {"incidentId": "INC-1001", "idempotencyKey": "k-after"}))
+    error = err(done)
+    assert error["kind"] == "outcome_unknown" and error["reference"] == "k-after", error
+    assert "reconcile" in error["check"] and error["dispatchId"] == server.tickets.dispatches("acme", "k-after")[0].dispatch_id
+    # and it was right to say so: the job had gone out, and the ticket exists
+    assert server.tickets.ticket_for_key("acme", "k-after") is not None
+
+
+def test_before_hand_over_a_database_that_does_not_answer_is_dependency_unavailable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = make_desk(tmp_path)
+
+    def fails(*args: Any, **kwargs: Any) -> Any:
+        raise _locked()
+
+    monkeypatch.setattr(server.tickets, "open_request", fails)
+    _, done = asyncio.run(handle(server, {"incidentId": "INC-1001", "idempotencyKey": "k-before"}))
+    error = err(done)
+    assert error["kind"] == "dependency_unavailable" and "locked" in error["message"], error
+    assert server.tickets.dispatches("acme", "k-before") == [] and server.tickets.ticket_for_key("acme", "k-before") is None

@@ -480,3 +480,97 @@ TaskMachine.TestCase.settings = settings(
     max_examples=60, stateful_step_count=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 test_task_machine = TaskMachine.TestCase
+
+
+# -- fenced leases -------------------------------------------------------------------------------------------
+
+
+def test_a_takeover_fences_every_later_write_of_the_old_holder(store):
+    from truecall import LeaseLost
+
+    held = store.create(owner=ALICE, runner_id="r-a", lease_s=30)
+    assert store.take_over(held, "r-b", 30) is None  # a live lease is not taken over
+    held = store.create(owner=ALICE, runner_id="r-a", lease_s=0.05)
+    time.sleep(0.1)
+    taken = store.take_over(held, "r-b", 30)
+    assert taken is not None and taken.lease_epoch == held.lease_epoch + 1 and taken.runner_id == "r-b"
+    assert store.take_over(held, "r-c", 30, expired_only=False) is None  # read before the takeover: refused
+    for late in (lambda: store.check_lease(held.task_id, held.lease_epoch),
+                 lambda: store.complete(held.task_id, {"late": True}, epoch=held.lease_epoch),
+                 lambda: store.fail(held.task_id, {"code": 1, "message": "late"}, epoch=held.lease_epoch),
+                 lambda: store.cancel(held.task_id, epoch=held.lease_epoch),
+                 lambda: store.ask(held.task_id, {"q": {"method": "elicitation/create"}}, epoch=held.lease_epoch)):
+        with pytest.raises(LeaseLost):
+            late()
+    assert store.renew_leases("r-a", {held.task_id: held.lease_epoch}, 30) == [held.task_id]
+    assert store.get(held.task_id).status is S.WORKING and store.get(held.task_id).result is None
+    store.check_lease(held.task_id, taken.lease_epoch)
+    assert store.renew_leases("r-b", {held.task_id: taken.lease_epoch}, 30) == []
+    assert store.complete(held.task_id, {"by": "r-b"}, epoch=taken.lease_epoch).result == {"by": "r-b"}
+    # a lease that ran out but that nobody took over is simply renewed: the epoch decides, not the clock
+    slow = store.create(owner=ALICE, runner_id="r-a", lease_s=0.01)
+    time.sleep(0.05)
+    assert store.renew_leases("r-a", {slow.task_id: slow.lease_epoch}, 30) == []
+    assert store.take_over(slow, "r-b", 30) is None
+
+
+def test_a_tool_with_a_recover_hook_is_fenced_like_the_desk(tmp_path):
+    """The task runtime in general: a user's tool accepts, its runner stops renewing (frozen) past the lease,
+    another process's sweep takes the task over and settles it through the tool's recover hook.  When the
+    frozen runner goes on, its ``ctx.fenced()`` write and its result are refused, its work stops, and the
+    audit trail says so; the settlement has its own audit record."""
+    import asyncio
+
+    from truecall import ErrorKind, LeaseLost, Server, ToolResult, tool_error
+
+    path = tmp_path / "shared.db"
+    a, b = Server("a", db=str(path)), Server("b", db=str(path))
+    a.db.execute("CREATE TABLE IF NOT EXISTS bookings (task_id TEXT, runner TEXT)")
+    go = asyncio.Event()
+    outcomes: list[str] = []
+
+    def register(server: Server) -> None:
+        @server.tool("book", description="Books once.", input_schema={"type": "object"}, task_support="optional")
+        async def book(ctx) -> ToolResult:
+            await ctx.accept_as_task("booking")
+            await go.wait()
+            try:
+                with ctx.fenced() as db:
+                    db.execute("INSERT INTO bookings VALUES (?, ?)", (ctx.task.task_id, server.name))
+            except LeaseLost:
+                outcomes.append("fenced")
+                raise
+            outcomes.append("written")
+            return ToolResult([], {"booked": True})
+
+        def recover(task) -> ToolResult:
+            done = server.db.fetchall("SELECT 1 FROM bookings WHERE task_id = ?", (task.task_id,))
+            return ToolResult([], {"booked": True}) if done else tool_error(
+                ErrorKind.DEPENDENCY_UNAVAILABLE, "nothing was booked", reference=task.task_id)
+
+        server.task_runtime.recover_hooks["book"] = recover
+
+    register(a)
+    register(b)
+    for server in (a, b):
+        server.task_runtime.lease_s = 0.3
+        server.task_runtime.poll_s = 0.05
+    frozen = a.task_runtime._housekeeping
+    a.task_runtime._housekeeping = lambda held, beat: ([], [], [])  # A renews nothing: as if stopped
+
+    async def main() -> None:
+        accepted = await a.acall_tool(ALICE, "book", {}, task_mode="inproc")
+        await asyncio.sleep(0.45)  # A's lease ran out
+        settled = b.task_runtime.recover()
+        assert [t.task_id for t in settled] == [accepted.task_id]
+        a.task_runtime._housekeeping = frozen  # A wakes up
+        go.set()
+        await a.task_runtime.wait(accepted.task_id, timeout=5)
+
+    asyncio.run(main())
+    assert outcomes == ["fenced"]
+    assert a.db.fetchall("SELECT * FROM bookings") == []  # nothing written after the takeover
+    (task,) = a.tasks.list()
+    assert task.status is S.COMPLETED and task.result["structuredContent"]["error"]["kind"] == "dependency_unavailable"
+    kinds = [r[0] for r in a.db.fetchall("SELECT kind FROM audit_events ORDER BY rowid")]
+    assert "task.recovered" in kinds and "task.lease_lost" in kinds and "task.completed" not in kinds
