@@ -3,6 +3,8 @@
     python bench/replicas.py                 # about 40 s: 3 s per cell
     python bench/replicas.py --seconds 10    # longer cells
     python bench/replicas.py --out bench/results/replicas.json
+    python bench/replicas.py --compare main  # also the same cells on another revision's src/ (e.g. before
+                                             # a change): the cost of that change per call, side by side
 
 Not a test: it prints figures, it asserts nothing about them.  In one run it measures three
 deployments of ``tests/replica_app.py`` (the incident desk plus a ``nap`` task tool), each
@@ -19,7 +21,14 @@ and two cells for each, with ``--clients`` keep-alive connections spread over th
   output validation, audit record committed before the answer): calls/s, p50/p99;
 - **task create→complete**: ``nap`` (``seconds: 0``) accepted as a task via one replica, then
   ``tasks/get`` polled every 2 ms — on the *other* replica when there are two — until
-  ``completed``: tasks/s and p50/p99 from the ``tools/call`` to the first ``completed`` seen.
+  ``completed``: tasks/s and p50/p99 from the ``tools/call`` to the first ``completed`` seen;
+- **incident.handle**: the same for the desk's ``incident.handle`` with a fresh idempotency key
+  each time (task, request + dispatch, claim, ticket + notification, result): the path whose every
+  write is fenced by the task's lease epoch.
+
+``--compare REF`` runs every deployment a second time on ``git archive REF src`` and prints each
+cell's throughput as a ratio (this tree / REF): e.g. ``--compare <commit before fencing>`` gives
+the cost of fencing per call.
 
 Everything stays on loopback; every process is stopped by its PID and the schema is dropped at the
 end.  All processes (replicas, PostgreSQL, this client) share the machine's cores, so the figures
@@ -55,6 +64,7 @@ TOKEN = "demo-acme-operator"  # the desk's loopback demo credential
 MODERN = "2026-07-28"
 TASKS_EXT = "io.modelcontextprotocol/tasks"
 POLL_S = 0.002
+RUN = secrets.token_hex(4)
 
 
 def _meta(caps: dict[str, Any]) -> dict[str, Any]:
@@ -169,20 +179,24 @@ async def calls_cell(ports: list[int], clients: int, warm_s: float, seconds: flo
             "p99_ms": _pct(latencies, 0.99) * 1e3, "errors": errors, "seconds": elapsed}
 
 
-async def tasks_cell(ports: list[int], clients: int, warm_s: float, seconds: float) -> dict[str, Any]:
+async def tasks_cell(ports: list[int], clients: int, warm_s: float, seconds: float, *,
+                     tool: str = "nap") -> dict[str, Any]:
     """Each client creates a task on one replica and polls it on the next (the other, when two)."""
     pairs = []
     for i in range(clients):
         create_port, poll_port = ports[i % len(ports)], ports[(i + 1) % len(ports)]
         pairs.append((await _connect(create_port), create_port, await _connect(poll_port), poll_port))
-    create = {"name": "nap", "arguments": {"seconds": 0}, "_meta": TASK_META}
+    create = {"name": tool, "arguments": {"seconds": 0}, "_meta": TASK_META}
+    keys = iter(range(1 << 62))
     latencies: list[float] = []
     polls: list[int] = []
     errors = 0
 
     async def one(cc: _Conn, cp: int, pc: _Conn, pp: int, rid: int) -> tuple[float, int] | None:
         t0 = time.perf_counter()
-        resp = await cc.request(_request(cp, rid, "tools/call", "nap", create))
+        body = create if tool == "nap" else {"name": tool, "_meta": TASK_META, "arguments": {
+            "incidentId": "INC-1001", "idempotencyKey": f"bench-{RUN}-{next(keys)}"}}
+        resp = await cc.request(_request(cp, rid, "tools/call", tool, body))
         result = orjson.loads(resp.body).get("result") or {}
         task_id = result.get("taskId")
         if resp.status != 200 or result.get("resultType") != "task" or not task_id:
@@ -240,7 +254,8 @@ def measure(label: str, db: str, replicas: int, args: argparse.Namespace, workdi
             procs.append(proc)
             ports.append(port)
         out: dict[str, Any] = {"backend": label.split()[0], "replicas": replicas}
-        for cell, fn in (("tools_call", calls_cell), ("tasks", tasks_cell)):
+        handle = lambda *a: tasks_cell(*a, tool="incident.handle")  # noqa: E731
+        for cell, fn in (("tools_call", calls_cell), ("tasks", tasks_cell), ("handle", handle)):
             cpu0 = [cpu_seconds(p.pid) for p in procs]
             out[cell] = run_async(fn(ports, args.clients, args.warm, args.seconds))
             out[cell]["server_cpu_s"] = round(sum(cpu_seconds(p.pid) - c for p, c in zip(procs, cpu0)), 2)
@@ -258,45 +273,65 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm", type=float, default=1.0, help="warm-up seconds per cell (default 1)")
     parser.add_argument("--clients", type=int, default=8, help="concurrent keep-alive connections (default 8)")
     parser.add_argument("--out", type=Path, default=None, help="also write the figures as JSON here")
+    parser.add_argument("--compare", metavar="REF", default=None,
+                        help="also measure git revision REF's src/ and print this tree / REF per cell")
+    parser.add_argument("--only", choices=["sqlite", "postgresql"], default=None,
+                        help="only the deployments on this backend")
     args = parser.parse_args(argv)
     if not (0 < args.seconds <= 120 and 0 <= args.warm <= 30 and 1 <= args.clients <= 256):
         parser.error("bounded runs only: 0 < --seconds <= 120, --warm <= 30, 1 <= --clients <= 256")
 
     key = lambda: base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")  # noqa: E731
     env = {"TRUECALL_STATE_KEYS": key(), "TRUECALL_AUDIT_KEY": key(), "TRUECALL_DESK_FAULTS": "",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
+           "TRUECALL_DESK_TIMEOUT_MS": "10000"}
     workdir = Path(tempfile.mkdtemp(prefix="truecall-bench-replicas-"))
-    schema = PgSchema()
-    results: list[dict[str, Any]] = []
+    trees = {"this tree": ROOT / "src"}
+    if args.compare is not None:
+        other = workdir / "compare"
+        other.mkdir()
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.compare, "src"], check=True,
+                                 capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(other)], input=archive, check=True)
+        trees[args.compare] = other / "src"
     print(f"{args.clients} clients, {args.warm:g} s warm-up + {args.seconds:g} s per cell, "
-          f"{os.cpu_count()} cores shared by everything; PostgreSQL schema {schema.name}", flush=True)
+          f"{os.cpu_count()} cores shared by everything", flush=True)
+    results: list[dict[str, Any]] = []
     try:
-        results.append(measure("sqlite x1", str(workdir / "desk.db"), 1, args, workdir, env))
-        results.append(measure("postgresql x1", schema.url, 1, args, workdir, env))
-        # the two-replica deployment starts on a fresh schema too: same amount of data as x1
-        schema2 = PgSchema()
-        try:
-            results.append(measure("postgresql x2", schema2.url, 2, args, workdir, env))
-        finally:
-            schema2.drop()
+        for i, (tree, src) in enumerate(trees.items()):
+            tree_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))}
+            print(f"{tree} ({src}):", flush=True)
+            deployments: list[tuple[str, str | None, int]] = []
+            if args.only in (None, "sqlite"):
+                deployments.append(("sqlite x1", str(workdir / f"desk-{i}.db"), 1))
+            if args.only in (None, "postgresql"):
+                deployments += [("postgresql x1", None, 1), ("postgresql x2", None, 2)]
+            for label, path, n in deployments:
+                schema = PgSchema() if path is None else None  # every deployment starts on fresh data
+                try:
+                    db = schema.url if schema is not None else str(path)
+                    results.append({**measure(label, db, n, args, workdir, tree_env), "tree": tree})
+                finally:
+                    if schema is not None:
+                        schema.drop()
     finally:
-        schema.drop()
         shutil.rmtree(workdir, ignore_errors=True)
 
     print()
-    print(f"{'deployment':<16}{'tools/call/s':>14}{'p50 ms':>9}{'p99 ms':>9}{'tasks/s':>10}{'p50 ms':>9}"
-          f"{'p99 ms':>9}{'errors':>8}")
+    print(f"{'deployment':<30}{'tools/call/s':>14}{'p50 ms':>9}{'tasks/s':>10}{'p50 ms':>9}{'handle/s':>10}"
+          f"{'p50 ms':>9}{'errors':>8}")
     for r in results:
-        label = f"{r['backend']} x{r['replicas']}"
-        c, t = r["tools_call"], r["tasks"]
-        print(f"{label:<16}{c['per_s']:>14.0f}{c['p50_ms']:>9.2f}{c['p99_ms']:>9.2f}{t['per_s']:>10.0f}"
-              f"{t['p50_ms']:>9.2f}{t['p99_ms']:>9.2f}{c['errors'] + t['errors']:>8}")
-    base = results[1]
-    for r in results:
-        if r is not base:
-            print(f"{r['backend']} x{r['replicas']} vs postgresql x1: tools/call "
-                  f"{r['tools_call']['per_s'] / base['tools_call']['per_s']:.2f}x, tasks "
-                  f"{r['tasks']['per_s'] / base['tasks']['per_s']:.2f}x")
+        label = f"{r['backend']} x{r['replicas']} ({r['tree']})"
+        c, t, h = r["tools_call"], r["tasks"], r["handle"]
+        print(f"{label:<30}{c['per_s']:>14.0f}{c['p50_ms']:>9.2f}{t['per_s']:>10.0f}{t['p50_ms']:>9.2f}"
+              f"{h['per_s']:>10.0f}{h['p50_ms']:>9.2f}{c['errors'] + t['errors'] + h['errors']:>8}")
+    if args.compare is not None:
+        mine = [r for r in results if r["tree"] == "this tree"]
+        theirs = {(r["backend"], r["replicas"]): r for r in results if r["tree"] == args.compare}
+        for r in mine:
+            o = theirs[(r["backend"], r["replicas"])]
+            ratios = ", ".join(f"{cell} {r[cell]['per_s'] / o[cell]['per_s']:.3f}x" for cell in ("tools_call", "tasks",
+                                                                                               "handle"))
+            print(f"{r['backend']} x{r['replicas']}: this tree / {args.compare}: {ratios}")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_bytes(orjson.dumps({"clients": args.clients, "seconds": args.seconds, "warm": args.warm,

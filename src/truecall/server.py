@@ -78,10 +78,11 @@ class Server:
                                         lease_s=_env_seconds("TRUECALL_TASK_LEASE_S", LEASE_S),
                                         audit=lambda kind, fields: self.events.record(kind, **fields))
         # No statement may wait (for a lock, a busy file, a slow server) as long as a lease lasts:
-        # a replica stuck that long would lose its tasks while it still believes it runs them.
+        # a replica stuck that long would lose its tasks while it still believes it runs them.  Half
+        # the lease: a renewal (every third of it) that waits the whole bound still lands in time.
         bound = getattr(self.db, "bound_waits", None)
         if bound is not None:
-            bound(self.task_runtime.lease_s * 1000 / 3)
+            bound(self.task_runtime.lease_s * 1000 / 2)
         #: Principal for local (stdio) connections; set by the app or the CLI.
         self.local_principal: Principal | None = None
         self.changes = ChangeFeed()

@@ -43,7 +43,7 @@ DEFAULT_CACHE_KIB = 512
 FAST_FAIL_MS = 20
 #: PostgreSQL: the longest a statement may run, or wait for a lock, before it fails
 #: (``statement_timeout`` and ``lock_timeout``, milliseconds).  A serving process lowers it
-#: further, below a third of its task lease (see ``Server``).
+#: further, to half its task lease (see ``Server``).
 ENV_STATEMENT_MS = "TRUECALL_DB_STATEMENT_TIMEOUT_MS"
 DEFAULT_STATEMENT_MS = 10_000
 
