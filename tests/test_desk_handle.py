@@ -70,6 +70,14 @@ async def handle(server, args: dict[str, Any], principal: Principal = OPERATOR) 
     return accepted, await server.task_runtime.wait(accepted.task_id)
 
 
+async def until_dispatched(server: Any, key: str, state: DispatchState, timeout: float = 10.0) -> None:
+    """Until the key's job is in ``state`` (the handler records it off the event loop)."""
+    deadline = time.monotonic() + timeout
+    while [d.state for d in server.tickets.dispatches("acme", key)][-1:] != [state]:
+        assert time.monotonic() < deadline, f"{key} never reached {state.value}"
+        await asyncio.sleep(0.005)
+
+
 def sc(task: Task) -> dict[str, Any]:
     return task.result["structuredContent"]
 
@@ -426,7 +434,7 @@ def test_cancel_while_queued_withdraws_the_job(tmp_path: Path) -> None:
     async def main() -> None:
         accepted = await server.acall_tool(OPERATOR, "incident.handle", {"incidentId": "INC-1001",
                                                                          "idempotencyKey": "stop"}, task_mode="ext")
-        await asyncio.sleep(0.02)
+        await until_dispatched(server, "stop", DispatchState.QUEUED)
         task = await server.task_runtime.cancel(accepted)
         assert task.status.value == "cancelled"
         assert describe(task.to_dict()).endswith("cancelled, not done")
@@ -445,7 +453,7 @@ def test_cancel_after_a_worker_claimed_the_job_cannot_stop_it_and_says_so(tmp_pa
     async def main() -> None:
         accepted = await server.acall_tool(OPERATOR, "incident.handle", {"incidentId": "INC-1001",
                                                                          "idempotencyKey": "too-late"}, task_mode="ext")
-        await asyncio.sleep(0.03)
+        await until_dispatched(server, "too-late", DispatchState.CLAIMED)
         task = await server.task_runtime.cancel(accepted)
         assert task.status.value == "completed"  # not "cancelled": that would claim it was stopped
         e = err(task)
@@ -465,7 +473,8 @@ def test_operator_cancel_from_outside_is_fenced(tmp_path: Path) -> None:
                                                                         "idempotencyKey": "h1"}, task_mode="ext")
         queued = await server.acall_tool(OPERATOR, "incident.handle", {"incidentId": "INC-1002",
                                                                        "idempotencyKey": "h2"}, task_mode="ext")
-        await asyncio.sleep(0.05)
+        await until_dispatched(server, "h1", DispatchState.CLAIMED)
+        await until_dispatched(server, "h2", DispatchState.QUEUED)
         outside = TaskStore(server.db)  # e.g. `truecall tasks cancel` in another process
         with pytest.raises(CancelRefused, match="its dispatch is claimed"):
             fenced_cancel(outside, server.tickets, claimed.task_id, message="operator")

@@ -582,3 +582,25 @@ def test_a_replica_frozen_past_its_lease_never_writes_after_the_takeover(backend
         fresh = poll(http, a.url, token, start_task(http, a.url, token, "nap", {"seconds": 0}))
         assert fresh["result"]["structuredContent"]["pid"] == a.proc.pid
         assert truth.rows("SELECT COUNT(*) FROM tasks WHERE status IN ('working', 'input_required')") == [(0,)]
+
+
+def test_a_process_starting_on_a_shared_sqlite_file_leaves_the_live_ones_tasks_alone(tmp_path: Path) -> None:
+    """Several processes on one SQLite file (``--workers``): start-up recovery takes over only the tasks of
+    runners that are gone, never those of a process that still runs (its lease decides)."""
+    db = str(tmp_path / "shared" / "desk.db")
+    with replicas(tmp_path, db) as (a, b, token), httpx.Client(timeout=20) as http:
+        nap = start_task(http, a.url, token, "nap", {"seconds": 600})
+        survey = start_task(http, a.url, token, "survey", {})
+        poll(http, b.url, token, survey, until=("input_required",))
+        with served(tmp_path / "c", APP, "--token-file", str(tmp_path / "tokens.json"), env=a.extra["env"],
+                    startup_timeout=30) as c:
+            assert get(http, c.url, token, nap)["status"] == "working"
+            assert get(http, c.url, token, survey)["status"] == "input_required"
+        answer = {"name": {"action": "accept", "content": {"name": "Ada"}}}
+        assert "result" in rpc(http, b.url, token, "tasks/update", {"taskId": survey, "inputResponses": answer})
+        done = poll(http, b.url, token, survey)
+        assert done["result"]["structuredContent"] == {"name": "Ada", "pid": a.proc.pid}  # A's work, undisturbed
+        assert "result" in rpc(http, b.url, token, "tasks/cancel", {"taskId": nap})
+        assert poll(http, b.url, token, nap)["status"] == "cancelled"  # A stopped it itself (it held the lease)
+        lost = Truth("sqlite", Path(db)).audited("task.lease_lost")
+        assert lost == []

@@ -27,7 +27,9 @@ Questions asked after acceptance go into the task (``input_required`` with
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
+import socket
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -44,6 +46,32 @@ __all__ = ["TaskRuntime", "TaskPeer", "LEASE_S"]
 
 LEASE_S = 30.0
 HEARTBEAT_S = 10.0
+
+
+def new_runner_id() -> str:
+    """``host:pid:random`` — so that a process sharing a SQLite file can tell a runner that is gone."""
+    return f"{socket.gethostname()[:64]}:{os.getpid()}:{secrets.token_hex(6)}"
+
+
+def runner_gone(runner_id: str | None) -> bool:
+    """Whether the process behind ``runner_id`` is certainly not running any more.
+
+    Only a runner of this host whose pid is alive counts as running; any other id (another
+    host's, or one not made by :func:`new_runner_id`) is taken as gone, as a process alone on its
+    database always did.  A pid reused by an unrelated process errs on the safe side: its tasks
+    wait for their lease to run out.
+    """
+    host, _, rest = (runner_id or "").partition(":")
+    pid, _, _ = rest.partition(":")
+    if host != socket.gethostname()[:64] or not pid.isdigit():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):
+        return False
+    return False
 
 
 class TaskPeer:
@@ -85,7 +113,7 @@ class TaskRuntime:
         #: (several times per lease, so a short lease is renewed in time).
         self.poll_s = min(poll_s, lease_s / 4)
         self.publish = publish or (lambda kind, value: None)
-        self.runner_id = runner_id or secrets.token_hex(8)
+        self.runner_id = runner_id or new_runner_id()
         self.lease_s = lease_s
         #: Other processes may run tasks on this database (a server database such as PostgreSQL):
         #: at start-up only tasks whose lease ran out are orphans, never merely "another runner's".
@@ -264,8 +292,9 @@ class TaskRuntime:
             self._heartbeat.cancel()
 
     def recover_at_start(self) -> list[Task]:
-        """Start-up recovery: a process alone on its database (SQLite) takes every other runner's
-        unfinished task as orphaned; on a shared database only expired leases count."""
+        """Start-up recovery: on a local database (SQLite) every other runner's unfinished task is
+        orphaned unless that runner's process still runs here (several processes on one file);
+        on a shared database only expired leases count."""
         return self.recover(sole_runner=not self.shared)
 
     def _ensure_heartbeat(self) -> None:
@@ -316,9 +345,12 @@ class TaskRuntime:
         moves on, fencing the old runner out), then settled, then audited.
         """
         settled = []
+        now = time.time()
         for task in self.store.orphans(other_than=self.runner_id if sole_runner else None):
             if task.task_id in self.running:
                 continue
+            if sole_runner and (task.lease_until or 0) > now and not runner_gone(task.runner_id):
+                continue  # another live process on this file (several workers): its lease decides
             try:
                 taken = self.store.take_over(task, self.runner_id, self.lease_s, expired_only=not sole_runner)
                 if taken is None:  # renewed or settled meanwhile: not an orphan after all
