@@ -231,9 +231,11 @@ class PostgresDatabase:
             self._bound_gen += 1
 
     def _apply_bound(self, conn: Any) -> None:
-        ms = self.statement_timeout_ms
-        conn.execute(f"SET statement_timeout = {int(ms)}")
-        conn.execute(f"SET lock_timeout = {int(ms)}")
+        ms = int(self.statement_timeout_ms)
+        # One round trip; the third bound ends the session of a process frozen inside a transaction
+        # (a stopped container), so the row locks it holds never stop the others for longer.
+        conn.execute(f"SET statement_timeout = {ms}; SET lock_timeout = {ms}; "
+                     f"SET idle_in_transaction_session_timeout = {ms}")
         conn._truecall_bound = self._bound_gen
 
     def _run(self, conn: Any, sql: str, params: Sequence[Any]) -> _Cursor:
