@@ -531,7 +531,7 @@ def test_a_tool_with_a_recover_hook_is_fenced_like_the_desk(tmp_path):
 
     def register(server: Server) -> None:
         @server.tool("book", description="Books once.", input_schema={"type": "object"}, task_support="optional")
-        async def book(ctx) -> ToolResult:
+        async def book(ctx):  # type: ignore[no-untyped-def]
             await ctx.accept_as_task("booking")
             await go.wait()
             try:
