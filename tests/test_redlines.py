@@ -217,6 +217,9 @@ def test_ordinary_fields_are_accepted(name: str) -> None:
     ("Which keyboard layout?", {"type": "string", "title": "Keyboard", "enum": ["US", "DE"]}),
     ("Card authorisations are failing: how severe is it?", {"type": "string", "title": "Severity"}),
     ("请选择严重级别并说明原因", {"type": "string", "title": "原因", "description": "升级的原因"}),
+    ("是否一次性处理所有事件？", {"type": "boolean", "title": "一次性处理"}),
+    ("Is this a one-time event?", {"type": "boolean", "title": "One time only"}),
+    ("请选择会话主题", {"type": "string", "title": "会话主题"}),
     ("Pick the session date", {"type": "string", "title": "Session date", "format": "date"}),
     ("What is the passenger's e-mail?", {"type": "string", "title": "E-mail", "format": "email"}),
 ])
@@ -231,9 +234,10 @@ CREDENTIAL_FAMILY = [
     # PINs
     "pin", "PIN code", "pin_code", "PIN码",
     # one-time and MFA codes
-    "mfa_code", "2FA code", "2fa", "totp", "hotp", "otp", "one-time password", "verification code",
+    "mfa_code", "2FA code", "2fa", "totp", "hotp", "otp", "one-time password", "one_time_code", "onetimePin",
+    "verification code",
     "auth code", "authenticator code", "security code", "sms code", "recovery code", "backup_codes",
-    "two-factor code", "验证码", "动态码", "短信验证码", "两步验证码", "一次性密码",
+    "two-factor code", "验证码", "动态码", "短信验证码", "两步验证码", "一次性密码", "一次性码",
     # tokens, keys, secrets
     "auth", "bearer", "bearer_token", "jwt", "refreshToken", "apikey", "API-Key", "access key", "secret",
     "client_secret", "secret key", "signing key", "ssh key", "private key", "encryption key", "license key",

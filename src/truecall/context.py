@@ -176,7 +176,10 @@ class ToolContext:
         """Ask the user (form ``schema`` or ``url``); never for credentials in a form.
 
         ``key`` names this question so that a stateless retry can match the answer;
-        by default questions are numbered in the order the tool asks them.  A
+        by default questions are numbered in the order the tool asks them.  An answer
+        counts only for a question this server asked: in 2026-07-28 the retry must carry
+        the ``requestState`` of the round that asked it, and the question must read the
+        same (answers a client volunteers are ignored and the question is asked).  A
         client that did not declare the mode is never asked: this raises
         :class:`ElicitationUnavailable`, which the pipeline turns into an
         ``invalid_input`` result naming the missing fields.

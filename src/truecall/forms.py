@@ -85,7 +85,7 @@ _CREDENTIAL_PAIRS = frozenset({
     ("gpg", "key"), ("pgp", "key"), ("session", "key"),
     ("verification", "code"), ("authenticator", "code"), ("authentication", "code"), ("security", "code"),
     ("sms", "code"), ("recovery", "code"), ("backup", "code"), ("access", "code"), ("login", "code"),
-    ("one", "time"), ("two", "factor"), ("two", "step"), ("2", "step"),
+    ("two", "factor"), ("two", "step"), ("2", "step"),
     ("card", "number"), ("card", "no"), ("cc", "number"), ("cc", "num"),
     ("session", "id"), ("social", "security"), ("bank", "account"),
 })
@@ -98,12 +98,12 @@ _CREDENTIAL_STEMS = ("password", "passwd", "passphrase", "passcode", "credential
 _CREDENTIAL_ENDINGS = ("token", "secret", "cookie", "pwd")
 _CREDENTIAL_SENTENCE = re.compile(
     r"\bcode\b.{0,24}\b(sent|texted|emailed|send|text)\b|\b(sent|texted|emailed)\b.{0,24}\bcode\b|"
-    r"\bauthenticator\s+app\b",
+    r"\bauthenticator\s+app\b|\bone[\s_-]?time[\s_-]?(pass(word|code)?|code|pin|token|key)s?\b",
     re.IGNORECASE,
 )
 _CREDENTIAL_ZH = re.compile(
     r"密码|口令|验证码|校验码|动态码|认证码|授权码|令牌|密钥|秘钥|私钥|凭据|凭证|卡号|安全码|身份证|"
-    r"两步验证|双重验证|双因素|二次验证|一次性|会话\s*(id|标识)",
+    r"两步验证|双重验证|双因素|二次验证|一次性(代)?码|会话\s*(id|标识)",
     re.IGNORECASE,
 )
 #: ``format`` values that announce a credential (``password`` is the one browsers know).
