@@ -276,6 +276,7 @@ class StdioFuzzer:
         self.server = ServerProcess(self.workdir, app=app)
         self.pool = Pool()
         self.stats = Stats()
+        self.seed = seed
         self.rng = random.Random(seed ^ 0x5EED)
         self.settle_timeout = settle_timeout
         self.raise_on_breach = raise_on_breach
@@ -695,6 +696,7 @@ class HttpFuzzer:
         self.server = ServerProcess(self.workdir, app=app, http=True)
         self.pool = Pool()
         self.stats = Stats()
+        self.seed = seed
         self.rng = random.Random(seed ^ 0x4774)
         self.workers = workers
         self.request_timeout = request_timeout
@@ -718,6 +720,7 @@ class HttpFuzzer:
         self.server.stop()
         self.pool.sessions.clear()
         self.pool.dead_sessions.clear()
+        self.pool.session_versions.clear()
         self.pool.request_states.clear()
         collect_tracebacks(self.server, self._breach)
         self.server = ServerProcess(self.workdir, app=self.server.app, http=True)
@@ -897,6 +900,15 @@ class HttpFuzzer:
             side.close()
             self._breach(f"answering a server request failed: {exc}", case)
 
+    def _negotiated(self, case: Case, resp: HttpResponse) -> str:
+        """The version an ``initialize`` answer settled on: what every later request of that session
+        must name in ``MCP-Protocol-Version`` (another is a 400)."""
+        for message in self._messages(case, resp) or []:
+            result = message.get("result")
+            if isinstance(result, dict) and isinstance(result.get("protocolVersion"), str):
+                return str(result["protocolVersion"])
+        return "2025-11-25"
+
     def _messages(self, case: Case, resp: HttpResponse) -> list[dict[str, Any]] | None:
         if resp.content_type.startswith("text/event-stream"):
             for event in resp.events:
@@ -1049,13 +1061,19 @@ class HttpFuzzer:
             sid = resp.headers.get("mcp-session-id")
             if sid:
                 self.pool.sessions.append(sid)
+                version = self._negotiated(case, resp)
+                self.pool.session_versions[sid] = version
+                if len(self.pool.session_versions) > 256:  # keep what the pools still name
+                    kept = set(self.pool.sessions) | set(self.pool.dead_sessions)
+                    for old in [k for k in self.pool.session_versions if k not in kept]:
+                        del self.pool.session_versions[old]
                 if self.rng.random() < 0.8:
                     try:
                         note = conn.request("POST", "/mcp", [("Content-Type", "application/json"),
                                                              ("Accept", "application/json, text/event-stream"),
                                                              ("Authorization", _auth_of(case)),
                                                              ("Mcp-Session-Id", sid),
-                                                             ("MCP-Protocol-Version", "2025-11-25")],
+                                                             ("MCP-Protocol-Version", version)],
                                             b'{"jsonrpc":"2.0","method":"notifications/initialized"}', timeout=5.0)
                         if note.status != 202:
                             self._breach(f"notifications/initialized answered {note.status}", case)

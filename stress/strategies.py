@@ -79,6 +79,8 @@ class Pool:
         self.task_ids: collections.deque[str] = collections.deque(maxlen=64)
         self.sessions: collections.deque[str] = collections.deque(maxlen=32)
         self.dead_sessions: collections.deque[str] = collections.deque(maxlen=32)
+        #: the version each session negotiated (its requests must name it in MCP-Protocol-Version)
+        self.session_versions: dict[str, str] = {}
         self.recent_ids: collections.deque[Any] = collections.deque(maxlen=64)
         self.open_listens: collections.deque[Any] = collections.deque(maxlen=64)
         self._counter = itertools.count(1)
@@ -463,7 +465,7 @@ def http_headers(d: Drawer, ctx: Ctx, message: Any, info: dict[str, Any]) -> tup
                 session = dead  # a request after DELETE
             if session is not None:
                 headers.append(("Mcp-Session-Id", session))
-                headers.append(("MCP-Protocol-Version", LEGACY))
+                headers.append(("MCP-Protocol-Version", ctx.pool.session_versions.get(session, LEGACY)))
     return headers, session
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from stress import strategies
@@ -46,12 +46,22 @@ LOAD_SECONDS = float(os.environ.get("TRUECALL_LOAD_SECONDS", "20"))
 # -- 1. fuzzing ---------------------------------------------------------------------------------------------
 
 
+def _seed(transport: str) -> int:
+    """The run's seed: ``TRUECALL_FUZZ_SEED`` replays a failure; printed either way (``-s`` shows it)."""
+    raw = os.environ.get("TRUECALL_FUZZ_SEED", "").strip()
+    value = int(raw) if raw else int(time.time())
+    print(f"fuzz {transport}: seed {value} (replay: TRUECALL_FUZZ_SEED={value})")
+    return value
+
+
 def _fuzz(fuzzer: Any, transport: str, target: int, min_size: int, max_size: int) -> None:
-    """Hypothesis batches into one long-lived server until ``target`` cases have been sent."""
+    """Hypothesis batches into one long-lived server until ``target`` cases have been sent; the
+    fuzzer's seed also seeds Hypothesis, so one number replays the whole run."""
     per_batch = (min_size + max_size) // 2
 
     @settings(max_examples=target // per_batch + 10, deadline=None, database=None,
               phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck), print_blob=True)
+    @seed(fuzzer.seed)
     @given(data=st.data())
     def one_batch(data: st.DataObject) -> None:
         cases = data.draw(strategies.batches(fuzzer.pool, transport, min_size, max_size), label="batch")
@@ -72,18 +82,18 @@ def _assert_fuzz_summary(summary: dict[str, Any], target: int) -> None:
 
 
 def test_fuzz_stdio(tmp_path: Path) -> None:
-    with StdioFuzzer(tmp_path / "stdio", seed=int(time.time()), raise_on_breach=True) as fuzzer:
+    with StdioFuzzer(tmp_path / "stdio", seed=_seed("stdio"), raise_on_breach=True) as fuzzer:
         _fuzz(fuzzer, "stdio", FUZZ_STDIO_CASES, 15, 35)
-        summary = fuzzer.finish()
+        summary = {**fuzzer.finish(), "seed": fuzzer.seed}
     _assert_fuzz_summary(summary, FUZZ_STDIO_CASES)
     assert summary["exit_code"] == 0, "stdin EOF must end the server cleanly"
 
 
 def test_fuzz_http(tmp_path: Path) -> None:
-    with HttpFuzzer(tmp_path / "http", seed=int(time.time()), workers=4, request_timeout=10.0,
+    with HttpFuzzer(tmp_path / "http", seed=_seed("http"), workers=4, request_timeout=10.0,
                     raise_on_breach=True) as fuzzer:
         _fuzz(fuzzer, "http", FUZZ_HTTP_CASES, 20, 60)
-        summary = fuzzer.finish()
+        summary = {**fuzzer.finish(), "seed": fuzzer.seed}
     _assert_fuzz_summary(summary, FUZZ_HTTP_CASES)
 
 
