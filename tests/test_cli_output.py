@@ -125,6 +125,18 @@ def test_reconcile_and_show_fit_80_columns(desk_db: dict[str, Any]) -> None:
     assert_fits(shown.stdout)
 
 
+def test_a_task_nobody_owns_shows_no_none(tmp_path: Path) -> None:
+    from truecall import Database, TaskStore
+
+    db = Database(tmp_path / "plain.db")
+    task = TaskStore(db).create()
+    db.close()
+    for args in (("tasks", "list"), ("tasks", "list", "--wide"), ("tasks", "show", "--", task.task_id)):
+        result = run(*args[:2], "--db", str(tmp_path / "plain.db"), *args[2:])
+        assert result.exit_code == 0, result.output
+        assert task.task_id in result.stdout and "None" not in result.stdout, result.stdout
+
+
 # -- migrate --------------------------------------------------------------------------------------------------
 
 

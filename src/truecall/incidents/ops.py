@@ -105,6 +105,13 @@ def _summary(task: Task, tickets: TicketStore | None) -> dict[str, Any]:
     return out
 
 
+def _owner(owner: dict[str, Any]) -> str:
+    """``subject (tenant)``, or ``-`` for a task nobody owns (never ``None``)."""
+    if not owner.get("tenant") and not owner.get("subject"):
+        return "-"
+    return f"{cell(owner.get('subject'))} ({cell(owner.get('tenant'))})"
+
+
 def _outcome_cell(row: dict[str, Any]) -> str:
     outcome = row["outcome"]
     if "ticketId" in row:
@@ -294,7 +301,7 @@ def render_list(data: dict[str, Any], wide: bool = False) -> None:
     title = f"tasks in {data['database']} (times UTC)"
     rows = []
     for row in data["tasks"]:
-        owner = f"{row['owner']['subject']} ({row['owner']['tenant']})" if row["owner"]["tenant"] else "-"
+        owner = _owner(row["owner"])
         rows.append((row, owner))
     table = Table()
     for column in ("task", "tool", "owner", "status", "outcome", "updated"):
@@ -331,7 +338,7 @@ def render_show(data: dict[str, Any], wide: bool = False) -> None:
     rows: list[tuple[str, Any]] = [
         ("status", data["status"]),
         ("tool", data["tool"]),
-        ("owner", f"{data['owner']['subject']} ({data['owner']['tenant']})"),
+        ("owner", _owner(data["owner"])),
         ("created", data["createdAt"]),
         ("updated", data["updatedAt"]),
         ("expires", data["expiresAt"]),
