@@ -564,16 +564,20 @@ def test_a_request_cancelled_before_it_starts_is_forgotten():
     assert [orjson.loads(line)["id"] for line in lines] == [2]
 
 
-def test_app_without_a_principal_is_refused_cleanly(spawn, tmp_path):
+def test_app_without_a_principal_serves_the_local_user_and_says_so_once(spawn, tmp_path):
+    """stdio is a process the local user started: with no principal configured the app runs as that
+    user (tenant ``local``, every scope its tools declare), and says so once on stderr."""
     app = tmp_path / "slowapp2" / "app.py"
     app.parent.mkdir()
     app.write_text(SLOW_APP)
-    server = spawn(f"{app}:app")
-    assert server.proc.wait(10) == 2
-    server._out.join(5)
-    server._err.join(5)
-    assert server.raw_lines == []  # nothing but protocol on stdout, and there is none
-    assert b"TRUECALL_PRINCIPAL" in server.stderr and b"Traceback" not in server.stderr
+    server = spawn(f"{app}:app", version=MODERN)
+    for n in (1, 2):
+        assert server.modern(n, "tools/call", {"name": "quick"})["result"]["content"][0]["text"] == "quick"
+    server.close()
+    notes = [line for line in server.stderr.splitlines() if b"no principal configured" in line]
+    assert len(notes) == 1, server.stderr
+    assert b"(tenant 'local')" in notes[0] and b"TRUECALL_PRINCIPAL" in notes[0]
+    assert b"Traceback" not in server.stderr
 
 
 def test_closing_stdin_right_away_exits_cleanly(spawn):

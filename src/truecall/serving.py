@@ -159,6 +159,8 @@ def serve(
     from .transports.guarded import SHUTDOWN_TIMEOUT_S, GuardedHttpToolsProtocol
 
     listener = _listen(host, port)
+    if not has_tokens:
+        _say_how_to_configure_credentials(server, f"http://{host}:{port}{path}")
     config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on",
                             http=GuardedHttpToolsProtocol, timeout_graceful_shutdown=SHUTDOWN_TIMEOUT_S,
                             loop="uvloop" if _has_uvloop() else "asyncio", access_log=False,
@@ -241,21 +243,74 @@ def _has_uvloop() -> bool:
     return importlib.util.find_spec("uvloop") is not None
 
 
+#: The tenant of the local user's default principal over stdio.
+LOCAL_TENANT = "local"
+
+
 def _stdio_principal(server: Any) -> Any:
     """stdio has no bearer token: the principal comes from local configuration.
 
     ``TRUECALL_PRINCIPAL="subject,tenant,scope1 scope2"`` overrides the app's
-    ``local_principal`` (the desk's default is the acme operator).
+    ``local_principal`` (the desk's default is the acme operator).  With neither, the server runs
+    as the local user, in tenant ``local``, with every scope its tools, resources and prompts
+    declare: a stdio server is a process the local user started, holding nothing that user could
+    not reach anyway.  It says so once on stderr, so that nobody mistakes it for a configured
+    principal.
     """
     from .auth import Principal
 
     raw = os.environ.get("TRUECALL_PRINCIPAL")
     if raw:
         subject, tenant, scopes = (raw.split(",", 2) + ["", ""])[:3]
+        if not subject.strip() or not tenant.strip():
+            raise ServeError(f"TRUECALL_PRINCIPAL must be \"subject,tenant,scope1 scope2\", not {raw!r}")
         return Principal(subject.strip(), tenant.strip(), frozenset(scopes.split()))
-    if server.local_principal is None:
-        raise ServeError("no local principal: set TRUECALL_PRINCIPAL or the app's local_principal")
-    return server.local_principal
+    if server.local_principal is not None:
+        return server.local_principal
+    registry = server.registry
+    declared = sorted({scope for group in (registry.tools.values(), registry.resources.values(),
+                                           registry.templates, registry.prompts.values())
+                       for item in group for scope in item.scopes})
+    principal = Principal(_local_user(), LOCAL_TENANT, frozenset(declared))
+    print(f"truecall serve: no principal configured: serving stdio as the local user {principal.subject!r} "
+          f"(tenant {LOCAL_TENANT!r}) with every scope the tools declare ({', '.join(declared) or 'none'}); "
+          "TRUECALL_PRINCIPAL=\"subject,tenant,scope1 scope2\" or the app's local_principal chooses another",
+          file=sys.stderr, flush=True)
+    return principal
+
+
+def _local_user() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name and no passwd entry (a bare container): the uid still says who
+        return f"uid-{os.getuid()}" if hasattr(os, "getuid") else "local"
+
+
+def _say_how_to_configure_credentials(server: Any, url: str) -> None:
+    """HTTP on loopback with no credentials: what every request will meet, and how to change it.
+
+    Said at start instead of letting the first client discover a 401 (or, when the app has a
+    ``local_principal``, an unauthenticated caller served as it) with no word of why."""
+    from .auth import TOKEN_FILE_FORMAT
+
+    if server.local_principal is not None:
+        p = server.local_principal
+        first = (f"no credentials configured: every request to {url} is served as the app's local principal "
+                 f"{p.subject!r} (tenant {p.tenant!r}), without a token, while bound to loopback.")
+    else:
+        first = f"no credentials configured: every request to {url} will be answered 401."
+    print("\n".join([
+        f"truecall serve: {first}",
+        "  Configure bearer tokens with --token-file FILE (or TRUECALL_TOKEN_FILE); the file holds each token's",
+        "  SHA-256, never the token:",
+        f"    {TOKEN_FILE_FORMAT}",
+        "  Make a token and its digest (the token goes to the client as 'Authorization: Bearer <token>'):",
+        "    python -c 'import truecall; t = truecall.new_token(); print(t, truecall.hash_token(t))'",
+        "  Or OAuth: --jwt-issuer, --jwt-audience and --jwks.  To try a client first: the incident desk",
+        "  (truecall serve --http) takes its demo tokens on loopback, e.g. 'Bearer demo-acme-operator'.",
+    ]), file=sys.stderr, flush=True)
 
 
 def _run(coro: Any) -> None:
