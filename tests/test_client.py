@@ -460,3 +460,58 @@ def test_list_tools_follows_every_page() -> None:
             assert names[:4] == ["broken", "no_structure", "honest", "hang"] and "credential_form" in names
 
     run(go())
+
+
+@pytest.mark.parametrize("transport", ["inprocess", "http"])
+def test_a_task_change_wakes_the_waiter_before_its_poll_interval(make_server: Any, tmp_path: Path,
+                                                                 transport: str) -> None:
+    """2026-07-28: wait() listens for notifications/tasks, so a task that finishes in 0.3 s is seen
+    then, not at the server's 30 s pollIntervalMs."""
+    import time
+
+    async def go(target: Any, token: str | None) -> float:
+        async with Client(target, token=token) as client:
+            accepted = await client.call("nap", {})
+            assert isinstance(accepted, Accepted) and accepted.task["pollIntervalMs"] == 30_000
+            started = time.monotonic()
+            final = await accepted.wait()
+            assert isinstance(final, Done) and final.text == "rested"
+            return time.monotonic() - started
+
+    if transport == "inprocess":
+        from conftest import ACME_ALL
+
+        server = make_server()
+        server.tasks.poll_interval_ms = 30_000
+
+        @server.tool("nap", description="Accepts, naps 0.3 s, then finishes.", input_schema={"type": "object"},
+                     task_support="optional")
+        async def nap(ctx: Any) -> Any:
+            from truecall import ToolResult, text
+
+            await ctx.accept_as_task()
+            await asyncio.sleep(0.3)
+            return ToolResult([text("rested")])
+
+        assert run(go(server, ACME_ALL)) < 10
+    else:
+        app = tmp_path / "napper.py"
+        app.write_text(
+            "import asyncio\nfrom truecall import Principal, Server, ToolResult, text\n"
+            "server = Server('napper', db='napper.db')\nserver.tasks.poll_interval_ms = 30_000\n"
+            "server.local_principal = Principal('me', 'acme', frozenset())\n"
+            "@server.tool('nap', description='Accepts, naps 0.3 s.', input_schema={'type': 'object'}, "
+            "task_support='optional')\n"
+            "async def nap(ctx):\n    await ctx.accept_as_task()\n    await asyncio.sleep(0.3)\n"
+            "    return ToolResult([text('rested')])\n")
+        with served(tmp_path, f"{app}:server") as server:
+            assert run(go(server.url, None), 60) < 10  # no tokens: loopback callers are the local principal
+
+
+def test_a_server_without_2026_falls_back_to_the_handshake() -> None:
+    async def go() -> None:
+        async with Client([*ROGUE, "--legacy-only"]) as client:
+            assert client.era == "legacy" and client.version == "2025-11-25"
+            assert isinstance(await client.call("honest", {}), Done)
+
+    run(go())

@@ -544,14 +544,25 @@ class Client:
             ms = 1000
         return min(max(float(ms), 10.0), 300_000.0) / 1000.0
 
+    def _listen_for_task(self, task_id: str) -> Any:
+        """2026-07-28 with the tasks extension: ``subscriptions/listen`` for this task, so a change
+        wakes the waiter before its poll interval is up (polling still decides; a server without
+        listen support answers with an error nobody waits for)."""
+        extensions = self.conn.server_capabilities.get("extensions")
+        if self.conn.era != "modern" or not isinstance(extensions, dict) or TASKS_EXTENSION not in extensions:
+            return None
+        return self.conn.send_request("subscriptions/listen", {"notifications": {"taskIds": [task_id]}})
+
     async def _wait_task(self, accepted: Accepted) -> Done | Failed | Cancelled | Unknown:
         tool = (self._tools or {}).get(accepted.tool)
         validator = self._validator(accepted.tool, tool)
         task_id = accepted.task_id
         wake = self._task_wakeups.setdefault(task_id, asyncio.Event())
         poll = self._poll_s(accepted.task)
+        listen_id = self._listen_for_task(task_id) if accepted.era == "modern" else None
         try:
             while True:
+                wake.clear()  # before asking: a change announced while the answer travels still wakes us
                 try:
                     task = await self._rpc("tasks/get", {"taskId": task_id})
                 except (ConnectionLost, TimeoutError) as exc:
@@ -583,13 +594,17 @@ class Client:
                     message = task.get("statusMessage")
                     return Cancelled(accepted.tool, task_id, message if isinstance(message, str) else None,
                                      accepted.request_id)
-                wake.clear()
                 try:
                     await asyncio.wait_for(wake.wait(), poll)
                 except TimeoutError:
                     pass
         finally:
             self._task_wakeups.pop(task_id, None)
+            if listen_id is not None and self.conn.forget(listen_id) is not None:
+                try:
+                    await self.transport.cancel(listen_id)
+                except Exception:
+                    pass
 
     async def _cancel_task(self, accepted: Accepted) -> Outcome:
         try:
