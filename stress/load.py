@@ -341,6 +341,20 @@ async def introspect(port: int) -> dict[str, Any] | None:
         await conn.close()
 
 
+async def _settled(pid: int, timeout: float = 10.0) -> ProcStats:
+    """A started server's idle numbers, once its descriptors stop changing (database, journal and
+    loop open): a fixed wait reads a server still starting on a busy machine as "3 descriptors"."""
+    deadline = time.monotonic() + timeout
+    last = proc_stats(pid)
+    steady = 0
+    while (steady < 10 or last.fds <= 3) and time.monotonic() < deadline:  # more than stdin/out/err, 1 s steady
+        await asyncio.sleep(0.1)
+        now = proc_stats(pid)
+        steady = steady + 1 if now.fds == last.fds else 0
+        last = now
+    return last
+
+
 def _stats_near(sampler: Sampler, when: float) -> ProcStats:
     best = min(sampler.samples, key=lambda s: abs(s[0] - when))
     return best[1]
@@ -355,8 +369,7 @@ async def run_load(seconds: float, workdir: Path, *, modern: int = 12, legacy: i
     stdio.start()
     samplers = {"http": Sampler(http.pid, 0.25), "stdio": Sampler(stdio.pid, 0.25)}
     try:
-        await asyncio.sleep(0.5)
-        idle = {"http": proc_stats(http.pid), "stdio": proc_stats(stdio.pid)}
+        idle = {"http": await _settled(http.pid), "stdio": await _settled(stdio.pid)}
         tasks_idle = await introspect(http.port or 0) if introspect_tasks else None
         for sampler in samplers.values():
             sampler.start()
