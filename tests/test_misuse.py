@@ -269,3 +269,27 @@ def test_the_db_option_is_named_and_debug_works_after_any_command(refused_port: 
     loud = run("tasks", "list", "--db", url, "--debug")
     assert loud.returncode == 2 and "Traceback" in loud.stderr
     assert loud.stderr.strip().splitlines()[-1] == one_line(out)
+
+
+def test_the_typer_serve_command_says_the_same_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``truecall.cli``'s serve (typer) reports a misuse exactly as ``truecall serve`` (argparse) does."""
+    from typer.testing import CliRunner
+
+    from truecall.cli import app as cli_app
+
+    app = tmp_path / "broken.py"
+    app.write_text("raise RuntimeError('the app is broken')\n")
+    status, line = serve_line(capsys, f"{app}:server")
+    result = CliRunner().invoke(cli_app, ["serve", f"{app}:server"])
+    assert (result.exit_code, result.output.strip()) == (status, line)
+
+
+@pytest.mark.parametrize("value", ["alice", "alice,", ",acme,incidents:read"])
+def test_an_incomplete_principal_names_the_variable(value: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    app = tmp_path / "tiny.py"
+    app.write_text(APP.format(db=str(tmp_path / "t.db")))
+    monkeypatch.setenv("TRUECALL_PRINCIPAL", value)
+    status, line = serve_line(capsys, f"{app}:server")
+    assert status == 2
+    assert line == f'truecall serve: TRUECALL_PRINCIPAL must be "subject,tenant,scope1 scope2", not {value!r}'
