@@ -160,7 +160,8 @@ def serve(
 
     listener = _listen(host, port)
     if not has_tokens:
-        _say_how_to_configure_credentials(server, f"http://{host}:{port}{path}")
+        shown = f"[{host.strip('[]')}]" if ":" in host else host  # an IPv6 address in a URL
+        _say_how_to_configure_credentials(server, f"http://{shown}:{port}{path}")
     config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on",
                             http=GuardedHttpToolsProtocol, timeout_graceful_shutdown=SHUTDOWN_TIMEOUT_S,
                             loop="uvloop" if _has_uvloop() else "asyncio", access_log=False,
