@@ -346,6 +346,12 @@ def _in_declared_order(schema: Any, orders: dict[Any, list[Any]], name: str | No
     if not isinstance(schema, dict):
         return schema
     out = {k: _in_declared_order(v, orders) if k != "properties" else v for k, v in schema.items()}
+    if out.get("items") is False:  # msgspec closes a tuple with a bare ``false``, which clients do not all read
+        prefix = out.get("prefixItems")
+        if isinstance(prefix, list) and out.get("maxItems") == len(prefix):
+            del out["items"]  # maxItems already says it
+        else:
+            out["items"] = {"not": {}}
     enum_values = out.get("enum")
     if isinstance(enum_values, list):
         declared = orders.get(("values", _sort_key(enum_values)))

@@ -6,12 +6,12 @@ Built like any user's server: ``truecall.Server`` plus decorators, nothing priva
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Annotated, Any
 
 import orjson
 
-from truecall import (ErrorKind, Principal, Server, SettingError, StaticTokens, ToolResult, resource_link, text,
-                      tool_error)
+from truecall import (ErrorKind, Principal, Server, SettingError, StaticTokens, ToolContext, ToolError, ToolResult,
+                      resource_link, text, tool_error)
 from truecall.storage import ENV_DB, default_path
 from truecall.texts import current_locale, say
 
@@ -175,7 +175,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         annotations={"readOnlyHint": True, "openWorldHint": False},
         scopes={READ},
     )
-    def incident_search(ctx, service: str, includeLinks: bool = False) -> ToolResult:
+    def incident_search(ctx: ToolContext, service: str, includeLinks: bool = False) -> ToolResult:
         found = incidents.search(ctx.tenant, service)
         content = [text(say("desk.search.summary", locale, count=len(found), service=service))]
         if includeLinks:
@@ -199,10 +199,10 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         # the question it asks (id and severity filled in at run time), linted at registration
         forms=[("Escalate INC-1001 (now P2)? Choose the new severity and give a reason.", ESCALATE_FORM)],
     )
-    async def incident_escalate(ctx, incidentId: str) -> ToolResult:
+    async def incident_escalate(ctx: ToolContext, incidentId: str) -> ToolResult:
         found = incidents.get(ctx.tenant, incidentId)
         if found is None:  # another tenant's incident reads exactly like a missing one
-            return tool_error(ErrorKind.INVALID_INPUT, "no such incident for this tenant", field="incidentId")
+            raise ToolError("no such incident for this tenant", field="incidentId")
         # Only fixed text and the incident's id and severity go into the question: free text
         # (a title) is data, and data must never decide what a form may ask.
         answer = await ctx.elicit(f"Escalate {found.incident_id} (now {found.severity})? Choose the new severity "
@@ -237,7 +237,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         scopes={WRITE},
         task_support="required",
     )
-    async def incident_handle(ctx, incidentId: str, idempotencyKey: str | None = None,
+    async def incident_handle(ctx: ToolContext, incidentId: str, idempotencyKey: str | None = None,
                               note: str | None = None) -> ToolResult:
         return await handler(ctx, incidentId, idempotencyKey, note)
 
@@ -256,12 +256,12 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
                      "openWorldHint": False},
         scopes={WRITE},
     )
-    def incident_reconcile(ctx, taskId: str | None = None) -> ToolResult:
+    def incident_reconcile(ctx: ToolContext, taskId: str | None = None) -> ToolResult:
         try:
             report = reconcile(server.tasks, tickets, owner=ctx.principal, task_id=taskId,
                                settled_by=f"incident.reconcile:{ctx.principal.subject}")
         except LookupError:  # another owner's task reads exactly like an unknown one
-            return tool_error(ErrorKind.INVALID_INPUT, f"no task {taskId} of yours", field="taskId")
+            raise ToolError(f"no task {taskId} of yours", field="taskId") from None
         for s in report.settled:
             server.events.record("desk.settled", tenant=s.tenant, subject=ctx.principal.subject, tool=HANDLE_TOOL,
                                  outcome=s.outcome, taskId=s.task_id, ticketId=s.ticket_id, dispatchId=s.dispatch_id)
@@ -282,7 +282,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         mime_type="application/json",
         scopes={READ},
     )
-    def read_ticket(ctx, uri: str, tenant: str, ticket_id: str) -> Any:
+    def read_ticket(tenant: str, ticket_id: str, ctx: ToolContext) -> str | None:
         if tenant != ctx.tenant:  # another tenant's ticket reads exactly like a missing one
             return None
         found = tickets.ticket(ctx.tenant, ticket_id)
@@ -296,7 +296,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         mime_type="application/json",
         scopes={READ},
     )
-    def read_incident(ctx, uri: str, tenant: str, incident_id: str) -> Any:
+    def read_incident(tenant: str, incident_id: str, ctx: ToolContext) -> str | None:
         if tenant != ctx.tenant:  # another tenant's incident reads exactly like a missing one
             return None
         found = incidents.get(ctx.tenant, incident_id)
@@ -306,16 +306,12 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         "incident.triage",
         title="Triage an incident",
         description="Ask the assistant to triage the open incidents of a service.",
-        arguments=[{"name": "service", "description": "Service name", "required": True}],
         scopes={READ},
         completions={"service": lambda prefix: [s for s in ("checkout", "payments", "search") if s.startswith(prefix)]},
     )
-    def triage(ctx, service: str) -> list[dict[str, Any]]:
-        return [{
-            "role": "user",
-            "content": {"type": "text", "text": f"Triage the open incidents of {service}. Use incident.search first; "
-                        "report only what the tools confirm."},
-        }]
+    def triage(service: Annotated[str, "Service name"]) -> str:
+        return (f"Triage the open incidents of {service}. Use incident.search first; "
+                "report only what the tools confirm.")
 
     server.incidents = incidents  # type: ignore[attr-defined]
     server.tickets = tickets  # type: ignore[attr-defined]
