@@ -30,7 +30,6 @@ import re
 import sys
 import types
 import typing
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from .context import ToolContext
@@ -58,28 +57,33 @@ class ArgumentError(Exception):
         self.field = field
 
 
-@dataclass
 class Param:
-    name: str
-    hint: Any  # the resolved annotation, or EMPTY
-    default: Any  # or EMPTY
-    kind: Any
+    """One parameter that receives an argument (plain classes here, not dataclasses: this module is
+    imported with ``truecall`` and a dataclass costs a few hundred µs to create)."""
+
+    __slots__ = ("name", "hint", "default", "kind")
+
+    def __init__(self, name: str, hint: Any, default: Any, kind: Any) -> None:
+        self.name = name
+        self.hint = hint  # the resolved annotation, or EMPTY
+        self.default = default  # or EMPTY
+        self.kind = kind
 
 
-@dataclass
 class Signature:
     """What registration learned from one function."""
 
-    label: str  # "tool 'add' (function add)": the start of every registration error
-    is_async: bool
-    context: str | None = None  # the parameter that receives the ToolContext
-    positional_context: bool = False  # pass it first, positionally (legacy ``ctx`` or positional-only)
-    legacy: bool = False  # the style before type hints: an unannotated first ``ctx``
-    params: list[Param] = field(default_factory=list)  # every other parameter, in order
-    var_keyword: bool = False
-    returns: Any = EMPTY
-    description: str = ""
-    param_docs: dict[str, str] = field(default_factory=dict)
+    def __init__(self, label: str, is_async: bool) -> None:
+        self.label = label  # "tool 'add' (function m.add)": the start of every registration error
+        self.is_async = is_async
+        self.context: str | None = None  # the parameter that receives the ToolContext
+        self.positional_context = False  # pass it first, positionally (legacy ``ctx`` or positional-only)
+        self.legacy = False  # the style before type hints: an unannotated first ``ctx``
+        self.params: list[Param] = []  # every other parameter, in order
+        self.var_keyword = False
+        self.returns: Any = EMPTY
+        self.description = ""
+        self.param_docs: dict[str, str] = {}
 
     def names(self) -> frozenset[str]:
         return frozenset(p.name for p in self.params)
@@ -169,11 +173,10 @@ def read_signature(fn: Any, what: str, name: str | None = None) -> Signature:
 
 # -- docstrings -------------------------------------------------------------------------------
 
-_PARAM_SECTION = re.compile(
+_PARAM_SECTION_RE = (
     r"^[ \t]*(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments)[ \t]*:[ \t]*$"  # Google
     r"|^[ \t]*(Parameters|Other Parameters)[ \t]*\n[ \t]*-{3,}[ \t]*$"  # NumPy
-    r"|^[ \t]*:param\s",  # reST
-    re.MULTILINE)
+    r"|^[ \t]*:param\s")  # reST
 
 
 def parse_doc(fn: Any) -> tuple[str, dict[str, str]]:
@@ -183,7 +186,7 @@ def parse_doc(fn: Any) -> tuple[str, dict[str, str]]:
     raw = getattr(fn, "__doc__", None)
     if not isinstance(raw, str) or not raw.strip():
         return "", {}
-    if not _PARAM_SECTION.search(raw):
+    if not re.search(_PARAM_SECTION_RE, raw, re.MULTILINE):  # compiled once, by re's cache
         return raw.strip(), {}
     import docstring_parser
 
@@ -444,10 +447,12 @@ def _converter(name: str, hint: Any) -> Callable[[Any], Any]:
     return convert_value
 
 
-@dataclass
 class InputPlan:
-    schema: dict[str, Any]
-    converters: dict[str, Callable[[Any], Any]]
+    __slots__ = ("schema", "converters")
+
+    def __init__(self, schema: dict[str, Any], converters: dict[str, Callable[[Any], Any]]) -> None:
+        self.schema = schema
+        self.converters = converters
 
 
 def derive_input(sig: Signature, explicit: dict[str, Any] | None) -> InputPlan:
