@@ -515,3 +515,42 @@ def test_a_server_without_2026_falls_back_to_the_handshake() -> None:
             assert isinstance(await client.call("honest", {}), Done)
 
     run(go())
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
+def test_a_truecall_task_that_asks_after_acceptance(make_server: Any, version: str | None) -> None:
+    """The question of an accepted task reaches the handler: tasks/get input_required + tasks/update
+    (2026-07-28), elicitation on the tasks/result stream (2025-11-25); the answer is checked first."""
+    from conftest import ACME_ALL
+
+    server = make_server()
+    form = {"type": "object", "properties": {"site": {"type": "string", "enum": ["eu", "us"]}},
+            "required": ["site"]}
+
+    @server.tool("deploy", description="Accepts, then asks which site.", input_schema={"type": "object"},
+                 output_schema={"type": "object", "properties": {"site": {"type": "string"}}, "required": ["site"]},
+                 task_support="optional")
+    async def deploy(ctx: Any) -> Any:
+        from truecall import ToolResult, text
+
+        await ctx.accept_as_task()
+        answer = await ctx.elicit("Which site?", form, key="site")
+        site = answer.content["site"] if answer.accepted else "none"
+        return ToolResult([text(f"deployed to {site}")], {"site": site})
+
+    shown: list[Any] = []
+
+    def handler(request: Any) -> Any:
+        shown.append(request)
+        return Accept({"site": "eu"})
+
+    async def go() -> None:
+        async with Client(server, token=ACME_ALL, version=version, elicitation=handler) as client:
+            accepted = await client.call("deploy", {})
+            assert isinstance(accepted, Accepted)
+            final = await accepted.wait()
+            assert isinstance(final, Done), final
+            assert final.structured == {"site": "eu"} and final.task_id == accepted.task_id
+
+    run(go())
+    assert len(shown) == 1 and shown[0].message == "Which site?"

@@ -19,7 +19,7 @@ import asyncio
 import inspect
 import itertools
 import logging
-from typing import Any, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ..errors import AccessDenied, InvalidParams, MissingCapability, ProtocolError, UnknownTool
 from ..protocol.versions import LOG_LEVELS, TASKS_EXTENSION
@@ -55,10 +55,6 @@ class _Lost(Exception):
 
 class _TimedOut(Exception):
     pass
-
-
-def _maybe_await(value: Any) -> Any:
-    return value if inspect.isawaitable(value) else None
 
 
 class Client:
@@ -260,9 +256,9 @@ class Client:
             if self._negotiated is not None and not self._negotiated.done():
                 self._negotiated.set_exception(ConnectionLost(f"the server went away ({reason})"))
             return
-        fut = self._waiting.get(request_id)
-        if fut is not None and not fut.done():
-            fut.set_result(("lost", reason))
+        waiter = self._waiting.get(request_id)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(("lost", reason))
         elif request_id in self.conn.pending and self.conn.pending[request_id] in ("server/discover", "initialize"):
             self.conn.forget(request_id)
             if self._negotiated is not None and not self._negotiated.done():
@@ -270,8 +266,8 @@ class Client:
                     ConnectionLost("the server closed the connection during negotiation")
                 self._negotiated.set_exception(exc)
 
-    def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
-        task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
@@ -366,7 +362,7 @@ class Client:
             self.conn.send_response(event.id, result)
         await self._flush()
 
-    async def _answer(self, method: str, params: Any, tool: str | None = None) -> dict[str, Any]:
+    async def _answer(self, method: Any, params: Any, tool: str | None = None) -> dict[str, Any]:
         """What this client answers to a server's request (handshake era) or input request (2026-07-28)."""
         if method == "ping":
             return {}
@@ -531,7 +527,8 @@ class Client:
         raise InvalidParams(f"tools/call {name}: the server kept asking for input ({MAX_INPUT_ROUNDS} rounds)")
 
     def _accepted(self, name: str, task: dict[str, Any], rid: Any, era: str) -> Accepted:
-        status = task.get("status") if isinstance(task.get("status"), str) else "working"
+        raw = task.get("status")
+        status = raw if isinstance(raw, str) else "working"
         message = task.get("statusMessage")
         return Accepted(tool=name, task_id=task["taskId"], status=status, task=task, request_id=rid, era=era,
                         status_message=message if isinstance(message, str) else None, _client=self)

@@ -106,7 +106,7 @@ def from_wire(error: Any, *, tool: str | None = None, method: str | None = None)
     if code == FORBIDDEN:
         scopes = _scopes(data)
         if scopes:
-            exc = InsufficientScope(scopes)
+            exc = InsufficientScope(tuple(scopes))
             exc.data = data
         elif message and "tenant" in message.lower():
             exc = TenantMismatch(message, data)

@@ -213,7 +213,7 @@ def _status_error(resp: httpx.Response) -> ProtocolError:
     if status == 403:
         match = _SCOPE.search(resp.headers.get("www-authenticate", ""))
         if match and match.group(1).strip():
-            return InsufficientScope(match.group(1).split())
+            return InsufficientScope(tuple(match.group(1).split()))
         from ..errors import AccessDenied
 
         return AccessDenied()
