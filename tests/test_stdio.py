@@ -825,3 +825,48 @@ def test_a_task_still_running_at_the_end_of_the_input_is_settled_and_audited_bef
     # the session still listened: its status went out, after the handle
     notes = [m for m in map(orjson.loads, server.raw_lines) if m.get("method") == "notifications/tasks/status"]
     assert notes and notes[-1]["params"]["status"] == "cancelled", notes
+
+
+def test_lines_held_behind_an_initialize_that_outlives_the_grace_are_still_answered():
+    """In process: the audit commit never completes, so the initialize is never answered in time; at
+    the end of the input every request read (the initialize and what waited behind it) is answered
+    once, in stream order, as stopped with its outcome unknown."""
+    import asyncio
+    import io
+
+    from truecall import Principal, Server
+    from truecall.protocol import Engine
+    from truecall.transports.stdio import StdioConnection, _LineReader
+
+    app = Server("inproc", db=":memory:")
+
+    @app.tool("quick", description="Answers at once.")
+    def quick(ctx) -> str:
+        return "quick"
+
+    class StuckAudit:
+        async def durable(self) -> None:
+            await asyncio.Event().wait()
+
+    async def scenario() -> list[dict[str, Any]]:
+        out = io.BytesIO()
+        conn = StdioConnection(Engine(app), Principal("tester", "t1"), out)
+        conn.audit = StuckAudit()  # type: ignore[assignment]
+        reader = _LineReader(conn, 4096)
+        reader.data_received(b"".join(orjson.dumps(m) + b"\n" for m in [
+            {"jsonrpc": "2.0", "id": "i", "method": "initialize",
+             "params": {"protocolVersion": LEGACY, "capabilities": {}}},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": "c", "method": "tools/call", "params": {"name": "quick"}},
+            {"jsonrpc": "2.0", "id": "l", "method": "tools/list"}]))
+        reader.eof_received()
+        await asyncio.wait_for(conn.drain(0.2), 5)
+        conn.flush()
+        app.db.close()
+        return [orjson.loads(line) for line in out.getvalue().splitlines()]
+
+    answers = asyncio.run(scenario())
+    assert sorted(a["id"] for a in answers) == ["c", "i", "l"], answers
+    assert answers[0]["id"] == "i"
+    for a in answers:
+        assert a["error"]["code"] == -32603 and "unknown" in a["error"]["message"], a

@@ -121,7 +121,7 @@ class StdioConnection:
             return
         self.write(jsonrpc.error_message(None, jsonrpc.InvalidRequest("Message too large")))
 
-    def _initialized(self, task: asyncio.Task[None]) -> None:
+    def _initialized(self, task: asyncio.Task[None] | None = None) -> None:
         """The ``initialize`` was answered: the lines that arrived meanwhile are served now, in
         order (up to the next ``initialize``, which holds the rest again)."""
         self._initializing = None
@@ -248,8 +248,7 @@ class StdioConnection:
             await asyncio.wait(pending, timeout=left, return_when=asyncio.FIRST_COMPLETED)
         self._stopping = True
         while self._held:  # (an initialize that outlived the grace) still answered, as stopped
-            self._initializing = None
-            self._initialized(None)  # type: ignore[arg-type]
+            self._initialized()
         await asyncio.sleep(0)  # every request's task has started: its _run answers its cancellation
         stopping = [t for t in self.inflight.values() if not t.done()]
         stopping += [t for t in runtime.running.values() if not t.done()]
