@@ -231,13 +231,14 @@ def silent_port() -> Iterator[int]:
         yield int(sock.getsockname()[1])
 
 
+@pytest.mark.parametrize("query", ["", "?schema=desk_eu"])
 def test_an_unreachable_postgresql_is_one_line_with_the_host_and_the_reason(
-        refused_port: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    url = f"postgresql://desk:hunter2@127.0.0.1:{refused_port}/desk"
+        query: str, refused_port: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"postgresql://desk:hunter2@127.0.0.1:{refused_port}/desk{query}"
     monkeypatch.setenv("TRUECALL_DB", url)
     status, line = serve_line(capsys)
     assert status == 2
-    assert line == (f"truecall serve: TRUECALL_DB=postgresql://desk:***@127.0.0.1:{refused_port}/desk: "
+    assert line == (f"truecall serve: TRUECALL_DB=postgresql://desk:***@127.0.0.1:{refused_port}/desk{query}: "
                     f"cannot connect to the PostgreSQL server at 127.0.0.1:{refused_port}: Connection refused")
 
 

@@ -81,12 +81,13 @@ def _pool_class() -> Any:
 OPEN_TIMEOUT_S = 3
 
 
-def _reach(url: str) -> None:
+def _reach(url: str, given: str) -> None:
     """One connection to the server before the pool is made, bounded by :data:`OPEN_TIMEOUT_S`.
 
     A pool that cannot connect only logs its attempts and lets the first statement wait the whole
     busy timeout for a ``PoolTimeout`` that does not say why; this attempt fails fast with the
-    host and libpq's reason, as a :class:`~truecall.storage.CannotOpenDatabase`.
+    host and libpq's reason, as a :class:`~truecall.storage.CannotOpenDatabase` naming ``given``
+    (the URL as the setting wrote it, ``?schema=`` included).
     """
     import psycopg
     from psycopg.conninfo import conninfo_to_dict
@@ -108,7 +109,7 @@ def _reach(url: str) -> None:
                         lines[0])
         if isinstance(exc, psycopg.errors.ConnectionTimeout):
             reason = f"no answer within {OPEN_TIMEOUT_S} s ({reason})"
-        raise CannotOpenDatabase(url, f"cannot connect to the PostgreSQL server at {where}: {reason}") from exc
+        raise CannotOpenDatabase(given, f"cannot connect to the PostgreSQL server at {where}: {reason}") from exc
 
 
 def _alive(conn: Any) -> bool:
@@ -176,6 +177,7 @@ class PostgresDatabase:
         #: Raised for a broken constraint, like :attr:`truecall.storage.Database.IntegrityError`.
         self.IntegrityError: type[Exception] = psycopg.IntegrityError
 
+        given = url
         url, in_url = split_schema(url)
         schema = schema or in_url
         if schema is not None and not _SCHEMA_NAME.match(schema):
@@ -194,7 +196,7 @@ class PostgresDatabase:
         self._bound_gen = 0
 
         self.busy_timeout_ms = _busy_ms(busy_timeout_ms)
-        _reach(url)
+        _reach(url, given)
         self._max_size = max_size
         #: The last statement found no connection in time: the next ones wait only briefly (see _connection).
         self._unreachable = False
