@@ -258,10 +258,17 @@ class TaskRuntime:
                 # Another live process runs it: ask that runner to stop (cooperative, eventual).
                 self.store.request_cancel(task.task_id)
                 return current
+            if runner is None:  # never had a runner (made straight in the store): nothing runs it
+                try:
+                    current = self.store.cancel(task.task_id)
+                except InvalidTransition:
+                    current = self.store.get(task.task_id)
+                self._changed(task.task_id)
+                return current
             # Nobody holds it any more (its runner stopped, or stopped responding): take the lease
             # away first, so the old runner can never write after this settlement.
             taken = self.store.take_over(current, self.runner_id, self.lease_s,
-                                         expired_only=runner is not None and runner != self.runner_id)
+                                         expired_only=runner != self.runner_id)
             if taken is None:  # it moved meanwhile: renewed by a live runner, or settled
                 return self.store.get(task.task_id)
             current = self._settle_taken(taken, reason="cancel")
