@@ -294,3 +294,15 @@ def test_an_incomplete_principal_names_the_variable(value: str, tmp_path: Path, 
     status, line = serve_line(capsys, f"{app}:server")
     assert status == 2
     assert line == f'truecall serve: TRUECALL_PRINCIPAL must be "subject,tenant,scope1 scope2", not {value!r}'
+
+
+def test_debug_is_taken_from_before_a_double_dash_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from truecall._misuse import take_debug
+
+    assert take_debug(["tasks", "list", "--debug"]) == (["tasks", "list"], True)
+    # after "--" it belongs to the command being run (truecall call TOOL -- server --debug)
+    assert take_debug(["call", "t", "--", "srv", "--debug"]) == (["call", "t", "--", "srv", "--debug"], False)
+    monkeypatch.setenv("TRUECALL_DEBUG", "1")
+    assert take_debug(["audit"]) == (["audit"], True)
+    monkeypatch.setenv("TRUECALL_DEBUG", "0")
+    assert take_debug(["audit"]) == (["audit"], False)

@@ -431,6 +431,10 @@ def test_bash_block(block: Block, printed: Printed, tmp_path: Path) -> None:
                 assert (tmp_path / ".truecall" / "desk.db").is_file()  # the default database
             else:
                 raise AssertionError(f"{block}: a truecall command this test does not run: {argv}")
+        elif program in (".", "source"):
+            # Activating the environment the install made: the script is where the README says.
+            assert argv[1:] == [".venv/bin/activate"], argv
+            assert (BIN / "activate").is_file(), "this environment has no activate script"
         elif program.startswith("./"):
             script = ROOT / program
             # The whole suite is not run from inside itself: the script is there and runs pytest.
