@@ -303,8 +303,9 @@ def test_schemas_for_the_usual_types(server):
     assert p["maybe"] == {"anyOf": [{"type": "integer"}, {"type": "null"}]}
     assert p["pipe"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}
     assert p["either"] == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
-    assert p["mode"] == {"enum": ["fast", "slow"]}
+    assert p["mode"] == {"enum": ["fast", "slow"], "type": "string"}
     assert p["color"] == {"$ref": "#/$defs/Color"} and schema["$defs"]["Color"]["enum"] == ["red", "blue"]
+    assert schema["$defs"]["Color"]["type"] == "string"
     assert p["tags"] == {"type": "array", "items": {"type": "string"}}
     assert p["counts"] == {"type": "object", "additionalProperties": {"type": "integer"}}
     assert p["pair"]["prefixItems"] == [{"type": "integer"}, {"type": "string"}] and p["pair"]["maxItems"] == 2

@@ -46,10 +46,10 @@ def _params(schema: dict[str, Any] | None) -> str:
     parts = []
     for name, sub in props.items():
         kind = sub.get("type") if isinstance(sub, dict) else None
-        if kind is None and isinstance(sub, dict):
-            if "enum" in sub:
-                kind = " | ".join(repr(v) for v in sub["enum"])
-            elif "$ref" in sub:
+        if isinstance(sub, dict) and isinstance(sub.get("enum"), list):
+            kind = " | ".join(repr(v) for v in sub["enum"])
+        elif kind is None and isinstance(sub, dict):
+            if "$ref" in sub:
                 kind = str(sub["$ref"]).rsplit("/", 1)[-1]
             elif "anyOf" in sub:
                 kind = " | ".join(str(o.get("type") or str(o.get("$ref", "?")).rsplit("/", 1)[-1])

@@ -360,6 +360,9 @@ def _in_declared_order(schema: Any, orders: dict[Any, list[Any]], name: str | No
         declared = orders.get(("values", _sort_key(enum_values)))
         if declared is not None and all(isinstance(v, (str, int, float, bool)) or v is None for v in declared):
             out["enum"] = list(declared)
+        kinds = {type(v) for v in out["enum"]}
+        if "type" not in out and len(kinds) == 1 and kinds <= {str, int, bool}:  # clients that read only "type"
+            out["type"] = {str: "string", int: "integer", bool: "boolean"}[kinds.pop()]
     props = out.get("properties")
     if isinstance(props, dict):
         fields = orders.get(("fields", name or out.get("title")), [])
@@ -588,9 +591,11 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
             typing.get_origin(_strip_annotated(hint)) in (dict, collections.abc.Mapping)
 
         def structured(out: Any) -> ToolResult:
+            if simple and type(out) is dict:  # a TypedDict or dict value is already JSON-shaped
+                return ToolResult.structured(out)
             if isinstance(out, ToolResult):
                 return out
-            data = out if simple and type(out) is dict else _to_builtins(out)
+            data = _to_builtins(out)
             if not isinstance(data, dict):
                 raise TypeError(f"returned {type(out).__name__}, annotated as an object")
             return ToolResult.structured(data)
