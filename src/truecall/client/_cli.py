@@ -18,7 +18,7 @@ from ._elicit import Accept, Cancel, Decline, FormRequest, UrlRequest
 from ._errors import ConnectionLost, NotSent
 from ._outcomes import Accepted, Cancelled, Done, Failed, Unknown
 
-__all__ = ["run_call", "EXIT"]
+__all__ = ["run_call", "server_target", "EXIT"]
 
 EXIT = {"done": 0, "failed": 1, "error": 2, "accepted": 3, "unknown": 4, "cancelled": 1}
 
@@ -103,11 +103,23 @@ async def _call(target: Any, tool: str, arguments: dict[str, Any], *, token: str
     return EXIT[_name(outcome)]
 
 
+def server_target(url: str | None, command: Sequence[str]) -> Any:
+    """The server as ``truecall call`` and ``truecall probe`` take it: ``--url URL`` or, after ``--``,
+    a command line; ``None`` (said on stderr) when it is neither or both."""
+    if (url is None) == (not command):
+        print("give the server as --url URL or, after --, the command line of a stdio server", file=sys.stderr)
+        return None
+    if url is not None and not url.startswith(("http://", "https://")):
+        print("--url must be an http:// or https:// URL", file=sys.stderr)
+        return None
+    return url if url is not None else list(command)
+
+
 def run_call(tool: str, arguments: str | None, *, url: str | None, command: Sequence[str], token: str | None,
              wait: bool, timeout: float | None, version: str | None, locale: str, as_json: bool) -> int:
     """The exit status of one ``truecall call``; usage errors print and return 2."""
-    if (url is None) == (not command):
-        print("give the server as --url URL or, after --, the command line of a stdio server", file=sys.stderr)
+    target = server_target(url, command)
+    if target is None:
         return EXIT["error"]
     try:
         parsed = orjson.loads(arguments) if arguments else {}
@@ -117,10 +129,6 @@ def run_call(tool: str, arguments: str | None, *, url: str | None, command: Sequ
     if not isinstance(parsed, dict):
         print("--args must be a JSON object", file=sys.stderr)
         return EXIT["error"]
-    if url is not None and not url.startswith(("http://", "https://")):
-        print("--url must be an http:// or https:// URL", file=sys.stderr)
-        return EXIT["error"]
-    target: Any = url if url is not None else list(command)
     try:
         return asyncio.run(_call(target, tool, parsed, token=token, wait=wait, timeout=timeout, version=version,
                                  locale=locale, as_json=as_json))

@@ -698,6 +698,13 @@ class Client:
         values = (result.get("completion") or {}).get("values") if isinstance(result.get("completion"), dict) else None
         return [v for v in values if isinstance(v, str)] if isinstance(values, list) else []
 
+    async def request(self, method: str, params: dict[str, Any] | None = None, *,
+                      timeout: float | None | str = "default") -> dict[str, Any]:
+        """One request as the server answered it: the raw result (no judging, no input rounds),
+        or the typed protocol error raised.  For instruments like ``truecall probe`` that must see
+        exactly what came back; applications use :meth:`call`."""
+        return await self._rpc(method, params, timeout=timeout)
+
     async def ping(self) -> None:
         if self.conn.era == "legacy":
             await self._rpc("ping")
