@@ -402,6 +402,40 @@ def call_tool(
                               version=version, locale=locale, as_json=as_json))
 
 
+@_command(app, "probe", "truecall probe")
+def probe_server(
+    command: Optional[list[str]] = typer.Argument(None, help="After --: the command line of a stdio server"),
+    url: Optional[str] = typer.Option(None, "--url", help="A Streamable HTTP server's URL"),
+    token: Optional[str] = typer.Option(None, "--token", envvar="TRUECALL_TOKEN", help="Bearer token (HTTP)"),
+    tool: list[str] = typer.Option([], "--tool", help="Probe this tool (repeatable; read-only or not)"),
+    allow_writes: bool = typer.Option(False, "--allow-writes", help="Also call tools not annotated "
+                                                                    "readOnlyHint: true"),
+    as_json: bool = typer.Option(False, "--json", help="The report as one JSON object"),
+    timeout: float = typer.Option(10.0, "--timeout", help="Seconds each call may take"),
+) -> None:
+    """Tell whether a server's results can be trusted: the findings per era and per tool, with the
+    evidence and the rule. Calls only read-only tools unless --tool or --allow-writes. Exit status:
+    0 nothing found, 1 warnings, 2 failures (or the server could not be reached)."""
+    import asyncio
+
+    from .client._cli import server_target
+    from .probe import probe, render
+
+    target = server_target(url, command or [])
+    if target is None:
+        raise typer.Exit(2)
+    if timeout <= 0:
+        raise typer.BadParameter("--timeout must be positive")
+    report = asyncio.run(probe(target, token=token, tools=tool, allow_writes=allow_writes, timeout=timeout))
+    if as_json:
+        import orjson
+
+        sys.stdout.write(orjson.dumps(report.to_dict(), option=orjson.OPT_INDENT_2, default=str).decode() + "\n")
+    else:
+        typer.echo(render(report))
+    raise typer.Exit(report.exit_status)
+
+
 def main() -> None:
     """The ``truecall`` command: ``--debug`` is taken out of the arguments wherever it is."""
     global _debug

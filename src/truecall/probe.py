@@ -1,0 +1,638 @@
+"""``truecall probe``: whether an MCP server's results can be trusted, shown with evidence.
+
+The accident in the project's story is common in public servers: a failure sent as
+ordinary text with ``isError: false``, an unknown tool answered as a tool result,
+structured content that breaks its own ``outputSchema``, "accepted" (已受理) with no task
+and no reference.  The probe connects in every era the server offers (2026-07-28 and the
+handshake), calls the tools it may call (``readOnlyHint: true`` unless told otherwise) with
+arguments made from their schemas and with deliberately wrong ones, and reports each
+finding with its severity, its evidence (the request and the part of the answer that
+shows it) and the rule it breaks.  Every call is bounded in time; nothing here retries.
+
+Severities: ``failure`` (the answer breaks a rule a client relies on), ``warning`` (a
+heuristic read of words, or a rule whose era allows both), and the exit status follows
+the worst: 0 nothing found, 1 warnings, 2 failures (or no era could be reached).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import orjson
+
+from .errors import ProtocolError
+from .forms import names_credential
+
+__all__ = ["Finding", "Report", "probe", "render", "ERAS"]
+
+#: One connection per era: 2026-07-28 (server/discover) and the handshake (the server may choose 2025-06-18).
+ERAS = ("2026-07-28", "2025-11-25")
+INVALID_PARAMS = -32602
+#: A secret-looking value sent in one deliberately failing call; an error that repeats it echoes secrets.
+_SECRET_PREFIX = "sk_live_truecallprobe"
+_EXCERPT = 600
+
+RULES = {
+    "unknown_tool_as_result": "An unknown tool is a protocol error (JSON-RPC -32602), not a tool result: "
+                              "nothing ran, and a result (even isError: true) reads as the tool's own answer.",
+    "unknown_tool_code": "An unknown tool is answered with -32602 (Invalid params).",
+    "missing_argument_accepted": "A call missing a required argument cannot have done what was asked: it is "
+                                 "answered isError: true (since 2025-11-25, SEP-1303), never as a success.",
+    "missing_argument_protocol_error": "Since 2025-11-25 (SEP-1303) invalid tool arguments are a tool "
+                                       "execution error (isError: true) the model can correct, not -32602.",
+    "wrong_type_accepted": "A call whose argument breaks the tool's inputSchema is answered isError: true.",
+    "schema_broken": "structuredContent must match the tool's outputSchema; a client that checks it must treat "
+                     "the result as broken, one that does not is told facts nobody promised.",
+    "says_failed": "isError is the control flag and is never inferred from text: a failure sent with isError: "
+                   "false reads as success to every client that checks the flag.",
+    "accepted_without_handle": "Accepted is not completed: queued work is answered with a task handle (or at "
+                               "least a reference to check), not a plain success.",
+    "task_without_result": "A task that reports completed has a retrievable result.",
+    "result_type_missing": "2026-07-28 results carry resultType (complete, input_required, task).",
+    "credential_form": "Elicitation form mode MUST NOT ask for passwords, API keys, tokens or payment "
+                       "credentials (URL mode exists for those).",
+    "leaks_internals": "Errors say what the caller can do, never the server's internals (tracebacks, paths, "
+                       "exception names).",
+    "echoes_secret": "An error never echoes a secret-looking argument value back (it lands in transcripts "
+                     "and logs).",
+    "call_timeout": "A call is answered within the bound (the caller then knows only that it may have "
+                    "happened).",
+    "bad_result": "A tools/call result is an object with a content list and a boolean isError.",
+}
+
+_FAILED_TEXT = re.compile(
+    r"^\s*(error|failed|failure|exception|fatal)\b|\berror:|\bfailed to\b|\bunable to\b|\bcould not\b|"
+    r"\bcannot be (?:completed|processed)\b|失败|错误|未成功|出错|异常", re.I)
+_ACCEPTED_TEXT = re.compile(
+    r"\b(accepted|queued|submitted|enqueued|scheduled|will be processed|in the queue|pending)\b|"
+    r"已受理|受理|已提交|已接收|排队|处理中|稍后处理", re.I)
+_REFERENCE_TEXT = re.compile(
+    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[A-Z][A-Z0-9]*-\d+\b|#\d+\b|"
+    r"\b(?:id|ticket|reference|ref|job|task)[\s:=#]+[A-Za-z0-9_-]{3,}", re.I)
+_REFERENCE_KEYS = {"id", "taskid", "ticket", "ticketid", "reference", "ref", "jobid", "requestid", "trackingid",
+                   "tracking", "task", "job", "receipt", "operationid"}
+_LEAK = re.compile(
+    r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|\bat [\w.$]+\([\w.]+:\d+\)|"
+    r"(?<![\w/])/(?:home|usr|opt|var|srv|tmp|root|etc|app|Users)/[\w./-]+|[A-Za-z]:\\\\?[\w\\. -]+\.py|"
+    r"site-packages|\b(?:[A-Z][a-z]+)+(?:Error|Exception)\b(?=:)|\bnode_modules/")
+
+
+@dataclass
+class Finding:
+    """One thing the probe saw, with what shows it."""
+
+    severity: str  # "failure" | "warning"
+    layer: str  # "protocol" | "tool" | "red line"
+    code: str
+    era: str
+    tool: str | None
+    summary: str
+    request: dict[str, Any]
+    answer: Any
+    rule: str = ""
+
+    def __post_init__(self) -> None:
+        self.rule = self.rule or RULES.get(self.code, "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"severity": self.severity, "layer": self.layer, "code": self.code, "era": self.era,
+                "tool": self.tool, "summary": self.summary,
+                "evidence": {"request": self.request, "answer": self.answer}, "rule": self.rule}
+
+
+@dataclass
+class Observation:
+    """A call and what a user would be told about it (``describe()``)."""
+
+    era: str
+    tool: str
+    purpose: str  # "generated", "missing_argument", "wrong_type", "unknown_tool"
+    arguments: Any
+    outcome: str  # done, failed, contract_broken, accepted, protocol_error, timeout, input
+    describe: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"era": self.era, "tool": self.tool, "purpose": self.purpose, "arguments": self.arguments,
+                "outcome": self.outcome, "describe": self.describe}
+
+
+@dataclass
+class EraReport:
+    requested: str
+    version: str | None = None
+    server: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    tools: list[str] = field(default_factory=list)
+    probed: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"requested": self.requested, "version": self.version, "server": self.server, "error": self.error,
+                "tools": self.tools, "probed": self.probed, "skipped": self.skipped}
+
+
+@dataclass
+class Report:
+    target: str
+    eras: list[EraReport] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+
+    @property
+    def reached(self) -> list[EraReport]:
+        return [e for e in self.eras if e.error is None]
+
+    @property
+    def exit_status(self) -> int:
+        if not self.reached or any(f.severity == "failure" for f in self.findings):
+            return 2
+        return 1 if self.findings else 0
+
+    def summary(self) -> str:
+        failures = sum(f.severity == "failure" for f in self.findings)
+        warnings = sum(f.severity == "warning" for f in self.findings)
+        eras = ", ".join(e.version or e.requested for e in self.reached) or "none reached"
+        probed = sorted({t for e in self.reached for t in e.probed})
+        return (f"{_n(failures, 'failure')}, {_n(warnings, 'warning')}; {_n(len(probed), 'tool')} probed; "
+                f"eras: {eras}; exit {self.exit_status}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"target": self.target, "eras": [e.to_dict() for e in self.eras],
+                "findings": [f.to_dict() for f in self.findings],
+                "observations": [o.to_dict() for o in self.observations],
+                "summary": self.summary(), "exitStatus": self.exit_status}
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
+def excerpt(value: Any, limit: int = _EXCERPT) -> Any:
+    """The answer as evidence: kept whole when short, else its JSON cut at ``limit`` characters."""
+    try:
+        text = orjson.dumps(value, default=str).decode()
+    except TypeError:
+        text = repr(value)
+    if len(text) <= limit:
+        return value
+    return text[:limit] + "…"
+
+
+# -- arguments from schemas ------------------------------------------------------------------------------
+
+
+def example(schema: Any, depth: int = 0) -> Any:
+    """A plausible value for ``schema`` (required properties only; the first of any choice)."""
+    if not isinstance(schema, dict) or depth > 6:
+        return "probe"
+    for key in ("const", "default"):
+        if key in schema:
+            return schema[key]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    if isinstance(schema.get("examples"), list) and schema["examples"]:
+        return schema["examples"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(schema.get(key), list) and schema[key]:
+            options = [s for s in schema[key] if not (isinstance(s, dict) and s.get("type") == "null")]
+            return example((options or schema[key])[0], depth + 1)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind == "object" or (kind is None and "properties" in schema):
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        required = schema.get("required") if isinstance(schema.get("required"), list) else []
+        return {name: example(props.get(name), depth + 1) for name in required if isinstance(name, str)}
+    if kind == "array":
+        count = schema.get("minItems") if isinstance(schema.get("minItems"), int) else 0
+        return [example(schema.get("items"), depth + 1) for _ in range(min(count, 3))]
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum"))
+        value = low + (1 if "exclusiveMinimum" in schema and "minimum" not in schema else 0) \
+            if isinstance(low, (int, float)) and not isinstance(low, bool) else 1
+        return int(value) if kind == "integer" else value
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    fmt = schema.get("format")
+    text = {"email": "probe@example.com", "uri": "https://example.com/", "url": "https://example.com/",
+            "date": "2026-01-01", "date-time": "2026-01-01T00:00:00Z", "uuid": "00000000-0000-4000-8000-000000000000",
+            }.get(fmt if isinstance(fmt, str) else "", "probe")
+    low = schema.get("minLength")
+    if isinstance(low, int) and len(text) < low:
+        text = text + "x" * (low - len(text))
+    return text
+
+
+def _wrong(value: Any) -> Any:
+    """A value of another JSON type than ``value``'s."""
+    if isinstance(value, str):
+        return 12345
+    return "not-a-" + type(value).__name__ if not isinstance(value, bool) else "yes"
+
+
+# -- reading answers --------------------------------------------------------------------------------------
+
+
+def _texts(result: dict[str, Any]) -> str:
+    content = result.get("content")
+    if not isinstance(content, list):
+        return ""
+    return " ".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
+
+
+def _says_failed(result: dict[str, Any]) -> Any:
+    """The part of a success result that says it failed, or None."""
+    structured = result.get("structuredContent")
+    if isinstance(structured, dict):
+        if structured.get("success") is False or structured.get("ok") is False:
+            key = "success" if "success" in structured else "ok"
+            return {"structuredContent": {key: False}}
+        status = structured.get("status")
+        if isinstance(status, str) and status.lower() in ("error", "failed", "failure", "fail"):
+            return {"structuredContent": {"status": status}}
+        error = structured.get("error")
+        if isinstance(error, (dict, str)) and error:
+            return {"structuredContent": {"error": excerpt(error, 200)}}
+    text = _texts(result)
+    match = _FAILED_TEXT.search(text)
+    if match:
+        return {"content": _around(text, match)}
+    return None
+
+
+def _has_reference(result: dict[str, Any]) -> bool:
+    structured = result.get("structuredContent")
+    if isinstance(structured, dict):
+        for key, value in structured.items():
+            if key.replace("_", "").lower() in _REFERENCE_KEYS and value not in (None, "", [], {}):
+                return True
+    return _REFERENCE_TEXT.search(_texts(result)) is not None
+
+
+def _around(text: str, match: re.Match[str], width: int = 80) -> str:
+    start = max(match.start() - width, 0)
+    return ("…" if start else "") + text[start:match.end() + width] + ("…" if match.end() + width < len(text) else "")
+
+
+def _leak(text: str) -> str | None:
+    match = _LEAK.search(text)
+    return _around(text, match) if match else None
+
+
+# -- the probe ---------------------------------------------------------------------------------------------
+
+
+class _Era:
+    """One connection in one era: every check that needs a client."""
+
+    def __init__(self, report: Report, era: EraReport, client: Any, *, timeout: float, tools: Sequence[str],
+                 allow_writes: bool, forms: list[dict[str, Any]], current: list[str | None]) -> None:
+        self.report, self.era, self.client, self.timeout = report, era, client, timeout
+        self.only, self.allow_writes, self.forms = list(tools), allow_writes, forms
+        self.version = era.version or era.requested
+        self.current: list[str | None] = current
+        self.modern = client.era == "modern"
+
+    def find(self, severity: str, layer: str, code: str, tool: str | None, summary: str, request: dict[str, Any],
+             answer: Any) -> None:
+        if any(f.era == self.version and f.tool == tool and f.code == code for f in self.report.findings):
+            return  # once per era, tool and rule: the first call that shows it is the evidence
+        self.report.findings.append(Finding(severity, layer, code, self.version, tool, summary, request,
+                                            excerpt(answer)))
+
+    def observe(self, tool: str, purpose: str, arguments: Any, outcome: str, sentence: str) -> None:
+        self.report.observations.append(Observation(self.version, tool, purpose, arguments, outcome, sentence))
+
+    async def run(self) -> None:
+        tools = await asyncio.wait_for(self.client.list_tools(), self.timeout)
+        by_name = {t["name"]: t for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)}
+        self.era.tools = sorted(by_name)
+        for name, tool in sorted(by_name.items()):
+            read_only = (tool.get("annotations") or {}).get("readOnlyHint") is True \
+                if isinstance(tool.get("annotations"), dict) else False
+            if self.only and name not in self.only:
+                self.era.skipped[name] = "not named by --tool"
+            elif not (self.only or self.allow_writes or read_only):
+                self.era.skipped[name] = "not annotated readOnlyHint: true (use --allow-writes or --tool)"
+            else:
+                self.era.probed.append(name)
+        for name in self.only:
+            if name not in by_name:
+                self.era.skipped[name] = "not listed by the server"
+        await self.unknown_tool()
+        for name in self.era.probed:
+            await self.tool(name, by_name[name])
+
+    async def _call(self, name: str, arguments: Any) -> tuple[str, Any]:
+        """("result", raw result) | ("error", ProtocolError) | ("timeout", None), input rounds declined."""
+        params: dict[str, Any] = {"name": name, "arguments": arguments}
+        self.current[0] = name  # a handshake-era form arrives as a server request, not tied to the call
+        for _ in range(4):
+            try:
+                result = await self.client.request("tools/call", params, timeout=self.timeout)
+            except ProtocolError as exc:
+                return "error", exc
+            except TimeoutError:
+                return "timeout", None
+            if self.modern and isinstance(result, dict) and result.get("resultType") == "input_required":
+                requests = result.get("inputRequests")
+                answers = {}
+                for key, req in (requests.items() if isinstance(requests, dict) else ()):
+                    if isinstance(req, dict) and req.get("method") == "elicitation/create":
+                        self.forms.append({"tool": name, "params": req.get("params")})
+                    answers[key] = {"action": "decline"}
+                params = {"name": name, "arguments": arguments, "inputResponses": answers}
+                if isinstance(result.get("requestState"), str):
+                    params["requestState"] = result["requestState"]
+                continue
+            return "result", result
+        return "result", result
+
+    @staticmethod
+    def _error_wire(exc: ProtocolError) -> dict[str, Any]:
+        wire = exc.to_error()
+        return wire if isinstance(wire, dict) else {"code": exc.code, "message": exc.message}
+
+    async def unknown_tool(self) -> None:
+        name = f"truecall-probe-no-such-tool-{secrets.token_hex(3)}"
+        request = {"method": "tools/call", "params": {"name": name, "arguments": {}}}
+        kind, value = await self._call(name, {})
+        if kind == "timeout":
+            self.find("failure", "protocol", "call_timeout", None, f"no answer to an unknown tool in {self.timeout:g} s",
+                      request, None)
+            return
+        if kind == "result":
+            said = "isError: true" if isinstance(value, dict) and value.get("isError") is True else "a success"
+            self.find("failure", "protocol", "unknown_tool_as_result", None,
+                      f"an unknown tool was answered as a tool result ({said}), not a protocol error", request, value)
+            self.observe(name, "unknown_tool", {}, "result", _describe_raw(name, value))
+            return
+        wire = self._error_wire(value)
+        self.observe(name, "unknown_tool", {}, "protocol_error", f"protocol error {wire.get('code')}: "
+                     f"{str(wire.get('message'))[:200]}")
+        if wire.get("code") != INVALID_PARAMS:
+            self.find("warning", "protocol", "unknown_tool_code", None,
+                      f"an unknown tool was refused with {wire.get('code')}, not -32602", request, wire)
+        self._check_error_leaks(None, request, wire, secret=None)
+
+    async def tool(self, name: str, tool: dict[str, Any]) -> None:
+        schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
+        arguments = example(schema)
+        arguments = arguments if isinstance(arguments, dict) else {}
+        await self._probe_call(name, tool, arguments, "generated")
+        required = [r for r in (schema.get("required") or []) if isinstance(r, str)] \
+            if isinstance(schema.get("required"), list) else []
+        if required:
+            missing = {k: v for k, v in arguments.items() if k != required[0]}
+            await self._probe_call(name, tool, missing, "missing_argument")
+        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        typed = next((k for k in required if isinstance(props.get(k), dict) and isinstance(props[k].get("type"), str)
+                      and props[k].get("type") in ("string", "integer", "number", "boolean")), None)
+        if typed is not None:
+            wrong = {**arguments, typed: _wrong(arguments.get(typed))}
+            await self._probe_call(name, tool, wrong, "wrong_type")
+        strings = [k for k, s in props.items() if isinstance(s, dict) and s.get("type") == "string"
+                   and "enum" not in s and "format" not in s]
+        if strings:
+            secret = f"{_SECRET_PREFIX}{secrets.token_hex(8)}"
+            await self._probe_call(name, tool, {**arguments, strings[0]: secret}, "secret_value", secret=secret)
+
+    async def _probe_call(self, name: str, tool: dict[str, Any], arguments: dict[str, Any], purpose: str,
+                          secret: str | None = None) -> None:
+        from .client._outcomes import Failed, judge
+        from .describe import describe
+
+        request = {"method": "tools/call", "params": {"name": name, "arguments": arguments}}
+        kind, value = await self._call(name, arguments)
+        if kind == "timeout":
+            self.observe(name, purpose, arguments, "timeout", f"no answer in {self.timeout:g} s")
+            self.find("warning", "protocol", "call_timeout", name, f"no answer in {self.timeout:g} s", request, None)
+            return
+        if kind == "error":
+            wire = self._error_wire(value)
+            self.observe(name, purpose, arguments, "protocol_error",
+                         f"protocol error {wire.get('code')}: {str(wire.get('message'))[:200]}")
+            if purpose == "missing_argument" and self.version != "2025-06-18" and wire.get("code") == INVALID_PARAMS:
+                self.find("warning", "protocol", "missing_argument_protocol_error", name,
+                          "a missing required argument was refused with -32602, not an isError result", request, wire)
+            self._check_error_leaks(name, request, wire, secret)
+            return
+        result = value
+        if not isinstance(result, dict):
+            self.find("failure", "protocol", "bad_result", name, "the result is not an object", request, result)
+            return
+        if self.modern and "resultType" not in result:
+            self.find("failure", "protocol", "result_type_missing", name, "a 2026-07-28 result without resultType",
+                      request, {k: result[k] for k in list(result)[:6]})
+        if result.get("resultType") == "task" or (isinstance(result.get("task"), dict) and "content" not in result):
+            await self._task(name, request, result, arguments, purpose)
+            return
+        outcome = judge(name, result, self._validator(tool))
+        sentence = describe(outcome)
+        broken = isinstance(outcome, Failed) and outcome.kind == "contract_broken"
+        self.observe(name, purpose, arguments, "contract_broken" if broken else
+                     "failed" if isinstance(outcome, Failed) else "done", sentence)
+        if broken:
+            why = getattr(outcome, "message", "")
+            if "outputSchema" in why or "structuredContent" in why:
+                self.find("failure", "tool", "schema_broken", name, why,
+                          request, {"structuredContent": result.get("structuredContent")})
+            else:
+                self.find("failure", "protocol", "bad_result", name, why, request, result)
+            return
+        if result.get("isError") is True:
+            self._check_result_leaks(name, request, result, secret)
+            return
+        if purpose == "missing_argument":
+            self.find("failure", "protocol", "missing_argument_accepted", name,
+                      "a call without a required argument was answered as a success", request, result)
+        elif purpose == "wrong_type":
+            self.find("warning", "protocol", "wrong_type_accepted", name,
+                      "an argument of the wrong type was answered as a success", request, result)
+        said = _says_failed(result)
+        if said is not None:
+            self.find("warning", "tool", "says_failed", name,
+                      "a success result (isError: false) whose words say it failed", request, said)
+        text = _texts(result)
+        accepted = _ACCEPTED_TEXT.search(text)
+        if accepted and not _has_reference(result):
+            self.find("failure", "tool", "accepted_without_handle", name,
+                      "the result says the work was accepted or queued, with no task handle and no reference",
+                      request, {"content": _around(text, accepted), "isError": result.get("isError", False)})
+
+    async def _task(self, name: str, request: dict[str, Any], result: dict[str, Any], arguments: Any,
+                    purpose: str) -> None:
+        from .client._outcomes import Done, Failed
+        from .describe import describe
+
+        task = result.get("task") if isinstance(result.get("task"), dict) else result
+        task_id = task.get("taskId")
+        if not isinstance(task_id, str):
+            self.find("failure", "protocol", "bad_result", name, "a task without a taskId", request, result)
+            return
+        try:
+            handle = await self.client.task(task_id, tool=name)
+            outcome = await asyncio.wait_for(handle.wait(), self.timeout)
+        except (TimeoutError, ProtocolError) as exc:
+            self.observe(name, purpose, arguments, "accepted",
+                         f"task {task_id} did not end within the bound ({type(exc).__name__})")
+            return
+        self.observe(name, purpose, arguments, "task", describe(outcome))
+        if isinstance(outcome, Failed) and outcome.kind == "contract_broken":
+            try:
+                answer: Any = await self.client.request("tasks/get", {"taskId": task_id}, timeout=self.timeout)
+            except (TimeoutError, ProtocolError) as exc:
+                answer = f"tasks/get: {type(exc).__name__}"
+            self.find("failure", "tool", "task_without_result", name,
+                      f"task {task_id} ended completed without a usable result: {outcome.message}",
+                      {**request, "then": {"method": "tasks/get", "params": {"taskId": task_id}}}, answer)
+        elif not isinstance(outcome, (Done, Failed)):
+            return
+
+    def _validator(self, tool: dict[str, Any]) -> Any:
+        from .schema import SchemaError, Validator
+
+        schema = tool.get("outputSchema")
+        if not isinstance(schema, dict):
+            return None
+        try:
+            return Validator(schema)
+        except SchemaError:
+            return Validator({"not": {}})
+
+    def _check_result_leaks(self, name: str, request: dict[str, Any], result: dict[str, Any],
+                            secret: str | None) -> None:
+        text = _texts(result)
+        if result.get("structuredContent") is not None:
+            text += " " + orjson.dumps(result["structuredContent"], default=str).decode()
+        self._leaks(name, request, text, secret)
+
+    def _check_error_leaks(self, name: str | None, request: dict[str, Any], wire: dict[str, Any],
+                           secret: str | None) -> None:
+        self._leaks(name, request, orjson.dumps(wire, default=str).decode(), secret, wire)
+
+    def _leaks(self, name: str | None, request: dict[str, Any], text: str, secret: str | None,
+               wire: dict[str, Any] | None = None) -> None:
+        """A protocol error is its own evidence (``wire``); a result's is the text around what was seen."""
+        leak = _leak(text)
+        if leak is not None:
+            self.find("failure", "red line", "leaks_internals", name, "an error shows the server's internals",
+                      request, wire if wire is not None else leak)
+        if secret is not None and secret in text:
+            at = text.index(secret)
+            self.find("failure", "red line", "echoes_secret", name,
+                      "an error repeats a secret-looking argument value", request,
+                      wire if wire is not None else text[max(at - 80, 0):at + len(secret) + 40])
+
+
+def _describe_raw(name: str, result: Any) -> str:
+    from .client._outcomes import judge
+    from .describe import describe
+
+    return describe(judge(name, result, None))
+
+
+async def _one_era(report: Report, target: Any, requested: str, *, token: str | None, timeout: float,
+                   tools: Sequence[str], allow_writes: bool, env: Any = None) -> None:
+    from .client import Client, Decline, FormRequest, UrlRequest
+
+    era = EraReport(requested)
+    report.eras.append(era)
+    forms: list[dict[str, Any]] = []
+    current: list[str | None] = [None]  # the tool being called
+
+    def on_elicit(request: FormRequest | UrlRequest) -> Decline:
+        if isinstance(request, FormRequest):
+            forms.append({"tool": request.tool or current[0], "params": {"message": request.message,
+                                                           "requestedSchema": request.schema}})
+        return Decline()
+
+    client = Client(target, token=token, version=requested, elicitation=on_elicit, allow_credential_forms=True,
+                    timeout=timeout, discover_timeout=min(timeout, 10.0), env=env)
+    try:
+        await asyncio.wait_for(client.open(), timeout * 2)
+    except (ProtocolError, TimeoutError, OSError, ConnectionError, Exception) as exc:
+        era.error = f"{type(exc).__name__}: {str(exc)[:200]}"
+        return
+    try:
+        era.version = client.version
+        era.server = dict(client.server_info or {})
+        if any(e.version == era.version for e in report.eras if e is not era):
+            era.error = f"the server chose {era.version} again (already probed)"
+            return
+        runner = _Era(report, era, client, timeout=timeout, tools=tools, allow_writes=allow_writes, forms=forms,
+                      current=current)
+        try:
+            await runner.run()
+        except (ProtocolError, TimeoutError, ConnectionError) as exc:
+            era.error = f"stopped: {type(exc).__name__}: {str(exc)[:200]}"
+        for form in forms:
+            params = form.get("params") if isinstance(form.get("params"), dict) else {}
+            message = params.get("message") if isinstance(params.get("message"), str) else ""
+            schema = params.get("requestedSchema")
+            from .client import asks_for_credential
+
+            if params.get("mode", "form") == "form" and asks_for_credential(message, schema):
+                runner.find("failure", "red line", "credential_form", form.get("tool"),
+                            "an elicitation form asks for a credential", {"method": "tools/call",
+                                                                          "params": {"name": form.get("tool")}},
+                            {"method": "elicitation/create", "params": params})
+    finally:
+        try:
+            await asyncio.wait_for(client.aclose(), timeout)
+        except Exception:
+            pass
+
+
+async def probe(target: Any, *, token: str | None = None, tools: Sequence[str] = (), allow_writes: bool = False,
+                timeout: float = 10.0, eras: Sequence[str] = ERAS, env: Any = None) -> Report:
+    """Probe one server (a command line, a URL or a :class:`truecall.Server`) in each era it offers."""
+    shown = target if isinstance(target, str) else " ".join(target) if isinstance(target, (list, tuple)) \
+        else type(target).__name__
+    report = Report(target=shown)
+    for requested in eras:
+        await _one_era(report, target, requested, token=token, timeout=timeout, tools=tools,
+                       allow_writes=allow_writes, env=env)
+    return report
+
+
+# -- the text report -----------------------------------------------------------------------------------------
+
+
+def render(report: Report) -> str:
+    """The report as text: eras, what a user would be told, the findings with evidence, one summary line."""
+    out = [f"truecall probe {report.target}"]
+    for era in report.eras:
+        if era.error is not None and era.version is None:
+            out.append(f"  era {era.requested}: not reached ({era.error})")
+            continue
+        name = era.server.get("name", "?")
+        asked = "" if era.version == era.requested else f" (asked {era.requested})"
+        out.append(f"  era {era.version}{asked}: server {name} {era.server.get('version', '')}"
+                   .rstrip() + f"; {_n(len(era.tools), 'tool')}, probed: {', '.join(era.probed) or 'none'}")
+        if era.error:
+            out.append(f"    {era.error}")
+        for skipped, why in sorted(era.skipped.items()):
+            out.append(f"    skipped {skipped}: {why}")
+    if report.observations:
+        out.append("what a user would be told:")
+        for o in report.observations:
+            args = orjson.dumps(o.arguments, default=str).decode()
+            said = " ".join(o.describe.split())
+            out.append(f"  [{o.era}] {o.tool} {args[:80]} ({o.purpose}) -> {o.outcome}: {said[:200]}")
+    if report.findings:
+        out.append("findings:")
+        for f in report.findings:
+            out.append(f"  {f.severity.upper()} {f.layer} {f.code} [{f.era}] {f.tool or '(server)'}: {f.summary}")
+            out.append(f"    request: {orjson.dumps(f.request, default=str).decode()[:300]}")
+            answer = f.answer if isinstance(f.answer, str) else orjson.dumps(f.answer, default=str).decode()
+            out.append(f"    answer:  {answer[:_EXCERPT]}")
+            out.append(f"    rule:    {f.rule}")
+    out.append(f"summary: {report.summary()}")
+    return "\n".join(out)

@@ -1,0 +1,72 @@
+"""A plain-loop stdio MCP server (no SDK) with the protocol-layer lies ``truecall probe`` must report.
+
+- unknown tools are answered as a success result;
+- ``lenient``: a required argument, and success whatever it is given (missing or of the wrong type);
+- ``leaky``: a JSON-RPC error whose message carries a Python traceback and a path;
+- ``hollow`` (2026-07-28): a task whose ``tasks/get`` reports ``completed`` with no result;
+- in 2026-07-28, ``tools/call`` results carry no ``resultType``.
+"""
+
+import sys
+
+import orjson
+
+RO = {"readOnlyHint": True}
+TOOLS = [
+    {"name": "lenient", "annotations": RO,
+     "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}},
+    {"name": "leaky", "annotations": RO, "inputSchema": {"type": "object"}},
+    {"name": "hollow", "annotations": RO, "inputSchema": {"type": "object"}},
+]
+TRACE = ('Traceback (most recent call last):\n  File "/srv/liar/handlers.py", line 12, in call\n'
+         'KeyError: \'db\'')
+
+
+def send(msg):
+    sys.stdout.buffer.write(orjson.dumps(msg) + b"\n")
+    sys.stdout.buffer.flush()
+
+
+def main():
+    for line in sys.stdin.buffer:
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+        modern = "io.modelcontextprotocol/protocolVersion" in (params.get("_meta") or {})
+        if rid is None:
+            continue
+        if method == "server/discover":
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
+                "serverInfo": {"name": "plain-liar", "version": "1"}}})
+        elif method == "initialize":
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "plain-liar", "version": "1"}}})
+        elif method == "tools/list":
+            result = {"tools": TOOLS}
+            if modern:
+                result["resultType"] = "complete"
+            send({"jsonrpc": "2.0", "id": rid, "result": result})
+        elif method == "tools/call":
+            name = params.get("name")
+            if name == "leaky":
+                send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": TRACE}})
+            elif name == "hollow" and modern:
+                send({"jsonrpc": "2.0", "id": rid, "result": {
+                    "resultType": "task", "taskId": "t-1", "status": "working",
+                    "createdAt": "2026-12-01T00:00:00Z", "lastUpdatedAt": "2026-12-01T00:00:00Z"}})
+            else:
+                send({"jsonrpc": "2.0", "id": rid, "result": {"content": [{"type": "text", "text": "ok"}]}})
+        elif method == "tasks/get":
+            send({"jsonrpc": "2.0", "id": rid, "result": {
+                "resultType": "complete", "taskId": params.get("taskId"), "status": "completed",
+                "createdAt": "2026-12-01T00:00:00Z", "lastUpdatedAt": "2026-12-01T00:00:00Z"}})
+        else:
+            send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
+
+
+main()

@@ -1,0 +1,239 @@
+"""``truecall probe``: each lie a server can tell about its results is reported, with its evidence.
+
+Purpose-built servers tell the lies: on truecall (in this process), on FastMCP 4.2.3
+(tests/probe_peers/fastmcp_liar.py, over HTTP) and in a plain loop with no SDK
+(tests/probe_peers/plain_liar.py, over stdio: the protocol-layer lies no framework lets
+through).  The incident desk and a clean FastMCP server must produce no false failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import orjson
+import pytest
+
+from truecall import Principal, Server, tool_error
+from truecall.incidents import build_desk
+from truecall.probe import Report, probe, render
+
+from http_support import OPERATOR, free_port
+from stress.common import terminate
+
+PEERS = Path(__file__).parent / "probe_peers"
+ERAS = {"2026-07-28", "2025-11-25"}
+RO = {"readOnlyHint": True}
+
+
+def run(coro: Any, timeout: float = 90.0) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, timeout))
+
+
+def findings(report: Report, code: str) -> list[Any]:
+    return [f for f in report.findings if f.code == code]
+
+
+def only(report: Report, code: str, tool: str | None, eras: set[str] = ERAS) -> list[Any]:
+    """The findings of ``code`` on ``tool``: one per era in ``eras``, each with a request and an answer."""
+    got = [f for f in findings(report, code) if f.tool == tool]
+    assert {f.era for f in got} == eras, (code, tool, [f.to_dict() for f in report.findings])
+    for f in got:
+        assert f.rule and f.request["method"] == "tools/call" and f.answer is not None
+        if tool is not None:
+            assert f.request["params"]["name"] == tool
+    return got
+
+
+@contextlib.contextmanager
+def http_server(script: Path, tmp_path: Path) -> Iterator[str]:
+    port = free_port()
+    log = open(tmp_path / f"{script.stem}.log", "wb")
+    proc = subprocess.Popen([sys.executable, str(script), "http", str(port)], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                            stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, (tmp_path / f"{script.stem}.log").read_text()
+            with socket.socket() as sock:
+                if sock.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert time.monotonic() < deadline, "the server did not start listening"
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        terminate(proc, 5)
+        log.close()
+
+
+# -- truecall: the lies an author can still tell through an honest toolkit ---------------------------------
+
+
+def _truecall_liar() -> Server:
+    server = Server("truecall-liar")
+    server.local_principal = Principal("probe@test", "local", frozenset())
+
+    @server.tool(annotations=RO)
+    def upstream(service: str) -> str:
+        """Upstream status: a failure told as success text."""
+        return f"Error: upstream for {service} timed out"
+
+    @server.tool(annotations=RO)
+    def file_report(title: str) -> str:
+        """Accepted, with no task and no reference."""
+        return "已受理，我们会尽快处理"
+
+    @server.tool(annotations=RO)
+    def explode() -> Any:
+        """An error whose message is a traceback."""
+        return tool_error("internal", 'Traceback (most recent call last):\n  File "/srv/app/db.py", line 3, in get')
+
+    @server.tool(annotations=RO)
+    def boom() -> str:
+        """An exception truecall turns into an internal error (it shows nothing)."""
+        raise KeyError("db")
+
+    @server.tool(annotations=RO)
+    def ticket(title: str) -> dict[str, Any]:
+        """Queued with a reference: not a lie."""
+        return {"status": "queued", "ticket": "OPS-1234"}
+
+    @server.tool()
+    def delete_everything(confirm: str) -> str:
+        """A write: a read-only probe never calls it."""
+        raise AssertionError("a write tool was called by a read-only probe")
+
+    return server
+
+
+def test_truecall_liar_findings() -> None:
+    report = run(probe(_truecall_liar(), timeout=10))
+    said = only(report, "says_failed", "upstream")
+    assert all(f.severity == "warning" and "Error: upstream" in f.answer["content"] for f in said)
+    accepted = only(report, "accepted_without_handle", "file_report")
+    assert all(f.severity == "failure" and "已受理" in f.answer["content"] for f in accepted)
+    leaks = only(report, "leaks_internals", "explode")
+    assert all("Traceback" in f.answer and f.layer == "red line" for f in leaks)
+    # What truecall itself answers is clean: an unknown tool is -32602, an exception shows nothing,
+    # a queued result with a ticket is not "accepted without a handle".
+    assert {f.tool for f in report.findings} == {"upstream", "file_report", "explode"}
+    assert all("delete_everything" in e.skipped and "delete_everything" not in e.probed for e in report.eras)
+    assert not [o for o in report.observations if o.tool == "delete_everything"]
+    assert {e.version for e in report.eras} == ERAS
+    assert report.exit_status == 2
+    text = render(report)
+    assert text.splitlines()[-1] == f"summary: {report.summary()}"
+    assert "4 failures, 2 warnings" in report.summary()
+    # The user layer: what describe() would tell a user about each observed result.
+    told = {(o.era, o.tool, o.purpose): o for o in report.observations}
+    assert told[("2026-07-28", "file_report", "generated")].describe == "已受理，我们会尽快处理"
+    assert told[("2025-11-25", "boom", "generated")].outcome == "failed"
+
+
+def test_tool_names_a_write_tool_and_allow_writes() -> None:
+    report = run(probe(_truecall_liar(), tools=["file_report", "nope"], timeout=10))
+    assert all(e.probed == ["file_report"] and e.skipped["nope"] == "not listed by the server"
+               for e in report.eras)
+    assert {f.tool for f in report.findings} == {"file_report"}
+    report = run(probe(_truecall_liar(), allow_writes=True, eras=["2025-11-25"], timeout=10))
+    assert "delete_everything" in report.eras[0].probed
+    # The tool raised: truecall answered an internal error that shows nothing.
+    assert not [f for f in report.findings if f.tool == "delete_everything"]
+
+
+def test_desk_no_false_findings(tmp_path: Path) -> None:
+    desk = build_desk(str(tmp_path / "desk.db"))
+    report = run(probe(desk, token=OPERATOR, timeout=10))
+    assert {e.version for e in report.eras} == ERAS
+    assert all(e.probed == ["incident.search"] for e in report.eras)
+    assert report.findings == [], [f.to_dict() for f in report.findings]
+    assert report.exit_status == 0
+    assert {o.purpose for o in report.observations} >= {"unknown_tool", "generated", "missing_argument",
+                                                         "wrong_type", "secret_value"}
+
+
+# -- FastMCP: the same lies told through another framework ----------------------------------------------------
+
+
+def test_fastmcp_liar_and_clean(tmp_path: Path) -> None:
+    with http_server(PEERS / "fastmcp_liar.py", tmp_path) as liar_url, \
+            http_server(PEERS / "fastmcp_clean.py", tmp_path) as clean_url:
+        proc = subprocess.run([sys.executable, "-m", "truecall.cli", "probe", "--json", "--url", liar_url],
+                              capture_output=True, timeout=120, cwd=tmp_path, env={**os.environ, "NO_COLOR": "1"})
+        clean = run(probe(clean_url, timeout=10))
+    assert proc.returncode == 2, proc.stderr.decode()
+    data = orjson.loads(proc.stdout)
+    assert data["exitStatus"] == 2 and data["summary"].endswith("exit 2")
+    got: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+    for f in data["findings"]:
+        got.setdefault((f["code"], f["tool"]), []).append(f)
+
+    def eras(code: str, tool: str | None) -> set[str]:
+        return {f["era"] for f in got.get((code, tool), [])}
+
+    assert eras("unknown_tool_as_result", None) == ERAS  # FastMCP folds an unknown tool into isError: true
+    assert all(f["evidence"]["answer"]["isError"] is True for f in got[("unknown_tool_as_result", None)])
+    assert eras("schema_broken", "count") == ERAS
+    assert all(f["evidence"]["answer"] == {"structuredContent": {"count": "three"}}
+               for f in got[("schema_broken", "count")])
+    assert eras("says_failed", "upstream") == ERAS
+    assert eras("says_failed", "health") == ERAS
+    assert all(f["evidence"]["answer"] == {"structuredContent": {"success": False}}
+               for f in got[("says_failed", "health")])
+    assert eras("accepted_without_handle", "file_report") == ERAS
+    assert eras("leaks_internals", "explode") == ERAS
+    assert all("Traceback" in f["evidence"]["answer"] for f in got[("leaks_internals", "explode")])
+    assert eras("echoes_secret", "find") == ERAS
+    for f in got[("echoes_secret", "find")]:
+        secret = f["evidence"]["request"]["params"]["arguments"]["service"]
+        assert secret.startswith("sk_live_") and secret in f["evidence"]["answer"]
+    # FastMCP has no elicitation on 2026-07-28 connections: the form is only asked in the handshake era.
+    assert eras("credential_form", "sign_in") == {"2025-11-25"}
+    form = got[("credential_form", "sign_in")][0]["evidence"]["answer"]
+    assert "password" in form["params"]["requestedSchema"]["properties"]
+    assert {f["severity"] for f in data["findings"] if f["code"] in ("says_failed",)} == {"warning"}
+
+    # A clean FastMCP server: the only finding is FastMCP's own unknown-tool fold (a real one, checked
+    # above); its write tool was not called and its tool error is not read as anything else.
+    assert {(f.code, f.tool) for f in clean.findings} == {("unknown_tool_as_result", None)}
+    assert all(e.probed == ["down", "search"] and "escalate" in e.skipped for e in clean.eras)
+
+
+# -- a plain loop: the protocol-layer lies -----------------------------------------------------------------------
+
+
+def test_plain_liar_protocol_findings() -> None:
+    report = run(probe([sys.executable, str(PEERS / "plain_liar.py")], timeout=10))
+    assert {e.version for e in report.eras} == ERAS
+    unknown = only(report, "unknown_tool_as_result", None)
+    assert all(f.answer == {"content": [{"type": "text", "text": "ok"}]} for f in unknown)
+    missing = only(report, "missing_argument_accepted", "lenient")
+    assert all(f.request["params"]["arguments"] == {} and f.severity == "failure" for f in missing)
+    wrong = only(report, "wrong_type_accepted", "lenient")
+    assert all(f.request["params"]["arguments"] == {"id": 12345} and f.severity == "warning" for f in wrong)
+    leaks = only(report, "leaks_internals", "leaky")
+    assert all(f.answer["code"] == -32603 and "Traceback" in f.answer["message"] for f in leaks)
+    hollow = only(report, "task_without_result", "hollow", {"2026-07-28"})
+    assert hollow[0].request["then"]["method"] == "tasks/get" and hollow[0].answer["status"] == "completed"
+    assert "result" not in hollow[0].answer
+    only(report, "result_type_missing", "lenient", {"2026-07-28"})
+    assert report.exit_status == 2
+
+
+def test_cli_needs_a_server() -> None:
+    proc = subprocess.run([sys.executable, "-m", "truecall.cli", "probe"], capture_output=True, timeout=60)
+    assert proc.returncode == 2 and b"--url URL" in proc.stderr
+
+
+def test_unreachable_server_is_exit_2(tmp_path: Path) -> None:
+    report = run(probe(f"http://127.0.0.1:{free_port()}/mcp", timeout=5))
+    assert not report.reached and report.exit_status == 2
+    assert all(e.error for e in report.eras)
+    assert "not reached" in render(report)
