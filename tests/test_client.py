@@ -554,3 +554,40 @@ def test_a_truecall_task_that_asks_after_acceptance(make_server: Any, version: s
 
     run(go())
     assert len(shown) == 1 and shown[0].message == "Which site?"
+
+
+def test_wire_errors_become_the_typed_exceptions() -> None:
+    import httpx
+
+    from truecall import (AccessDenied, HeaderMismatch, InternalError, InvalidParams, MethodNotFound,
+                          MissingCapability, NotFound, ProtocolError, TenantMismatch, UnsupportedVersion)
+    from truecall.client._errors import from_wire
+    from truecall.client._http import _status_error
+
+    cases = [
+        ({"code": -32601, "message": "Method not found"}, MethodNotFound),
+        ({"code": -32020, "message": "Mcp-Name header does not match"}, HeaderMismatch),
+        ({"code": -32021, "message": "needs tasks"}, MissingCapability),
+        ({"code": -32022, "message": "Unsupported", "data": {"supported": ["2025-06-18"]}}, UnsupportedVersion),
+        ({"code": -32001, "message": "Invalid or missing credential"}, InvalidCredential),
+        ({"code": -32003, "message": "Credential is not valid for this tenant"}, TenantMismatch),
+        ({"code": -32003, "message": "Forbidden"}, AccessDenied),
+        ({"code": -32002, "message": "Resource not found"}, NotFound),
+        ({"code": -32602, "message": "arguments must be an object"}, InvalidParams),
+        ({"code": -32603, "message": "Internal error"}, InternalError),
+        ("not an error object", InternalError),
+    ]
+    for wire, expected in cases:
+        assert type(from_wire(wire)) is expected, wire
+    scope = from_wire({"code": -32003, "message": "Insufficient scope", "data": {"requiredScopes": ["a:w"]}})
+    assert isinstance(scope, InsufficientScope) and scope.required == ("a:w",)
+    assert isinstance(from_wire({"code": -32602, "message": "Unknown tool: x"}, tool="x"), UnknownTool)
+    odd = from_wire({"code": -31999, "message": "custom", "data": {"k": 1}})
+    assert type(odd) is ProtocolError and odd.code == -31999 and odd.data == {"k": 1}
+    # HTTP refusals without a JSON-RPC body (a gateway in front of the server)
+    request = httpx.Request("POST", "http://127.0.0.1/mcp")
+    assert isinstance(_status_error(httpx.Response(401, request=request)), InvalidCredential)
+    stepped = _status_error(httpx.Response(403, request=request, headers={
+        "www-authenticate": 'Bearer error="insufficient_scope", scope="files:read files:write"'}))
+    assert isinstance(stepped, InsufficientScope) and stepped.required == ("files:read", "files:write")
+    assert isinstance(_status_error(httpx.Response(502, request=request)), InternalError)
