@@ -50,3 +50,10 @@ def test_a_registration_error_is_one_line_and_exit_2(tmp_path):
     assert proc.stdout == ""
     [line] = proc.stderr.strip().splitlines()
     assert "parameter 'x'" in line or "parameter 'thing'" in line
+
+
+def test_the_table_shows_required_scopes_and_reads_no_markup(tmp_path):
+    proc = inspect(cwd=tmp_path)  # the desk: every tool names the scope it needs
+    assert proc.returncode == 0, proc.stderr
+    assert "incident.search [incidents:read]" in proc.stdout
+    assert "incident.handle [incidents:write]" in proc.stdout

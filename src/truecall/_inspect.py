@@ -78,7 +78,7 @@ def render(data: dict[str, Any], console: Any = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    console = console or Console(markup=False, highlight=False)  # names and descriptions are data, not markup
     server = data["server"]
     tools = Table(title=f"{server['name']} {server['version']}: {len(data['tools'])} tools")
     for column in ("tool", "description", "arguments", "returns"):
