@@ -26,6 +26,10 @@ and two cells for each, with ``--clients`` keep-alive connections spread over th
   each time (task, request + dispatch, claim, ticket + notification, result): the path whose every
   write is fenced by the task's lease epoch.
 
+``--fence-cost`` measures instead, in process, what the lease fencing adds to one ``incident.handle``
+call on each backend: its four lease checks (request + dispatch, claim, ticket, the final read, each
+inside that write's own transaction) and its two thread hops (PostgreSQL only), against the whole call.
+
 ``--compare REF`` runs every deployment a second time on ``git archive REF src`` and prints each
 cell's throughput as a ratio (this tree / REF): e.g. ``--compare <commit before fencing>`` gives
 the cost of fencing per call.
@@ -267,6 +271,52 @@ def measure(label: str, db: str, replicas: int, args: argparse.Namespace, workdi
             stop(proc)
 
 
+def fence_cost(target: str, label: str, calls: int = 300) -> dict[str, Any]:
+    """Median cost of the fence per ``incident.handle`` call, in process (see the module docstring)."""
+    import statistics
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from truecall.incidents import DEMO_TOKENS, build_desk
+    from truecall.incidents.handle import off_loop
+
+    operator = DEMO_TOKENS["demo-acme-operator"]
+    server = build_desk(target, faults={}, ack_timeout_s=5)
+
+    async def run() -> dict[str, Any]:
+        whole, checks, hops = [], [], []
+        task = None
+        for i in range(calls):
+            t0 = time.perf_counter()
+            task = await server.acall_tool(operator, "incident.handle", {"incidentId": "INC-1001",
+                                                                         "idempotencyKey": f"fc-{RUN}-{i}"},
+                                           task_mode="ext")
+            done = await server.task_runtime.wait(task.task_id)
+            assert done.result is not None and not done.result.get("isError"), done
+            whole.append(time.perf_counter() - t0)
+        for _ in range(calls):
+            with server.db.transaction():  # as on the real path: inside the write's own transaction
+                server.db.fetchone("SELECT 1")
+                t0 = time.perf_counter()
+                for _ in range(4):
+                    server.tasks.check_lease(task.task_id, task.lease_epoch)
+                checks.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            await off_loop(server.db, lambda: None)
+            await off_loop(server.db, lambda: None)
+            hops.append(time.perf_counter() - t0)
+        call, check, hop = (statistics.median(v) * 1e3 for v in (whole, checks, hops))
+        return {"backend": label, "call_ms": call, "checks_ms": check, "hops_ms": hop,
+                "share": (check + hop) / call}
+
+    try:
+        out = asyncio.run(run())
+    finally:
+        server.db.close()
+    print(f"  {label:<11} incident.handle {out['call_ms']:7.2f} ms; 4 lease checks {out['checks_ms']:.3f} ms, "
+          f"2 thread hops {out['hops_ms']:.3f} ms: fencing {out['share'] * 100:.1f} % of the call", flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="measured seconds per cell (default 3)")
@@ -277,7 +327,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="also measure git revision REF's src/ and print this tree / REF per cell")
     parser.add_argument("--only", choices=["sqlite", "postgresql"], default=None,
                         help="only the deployments on this backend")
+    parser.add_argument("--fence-cost", action="store_true",
+                        help="measure what lease fencing adds to one incident.handle call (in process)")
     args = parser.parse_args(argv)
+    if args.fence_cost:
+        workdir = Path(tempfile.mkdtemp(prefix="truecall-bench-fence-"))
+        schema = PgSchema()
+        try:
+            print("the cost of fencing per incident.handle call (medians of 300):")
+            fence_cost(str(workdir / "desk.db"), "sqlite")
+            fence_cost(schema.url, "postgresql")
+        finally:
+            schema.drop()
+            shutil.rmtree(workdir, ignore_errors=True)
+        return 0
     if not (0 < args.seconds <= 120 and 0 <= args.warm <= 30 and 1 <= args.clients <= 256):
         parser.error("bounded runs only: 0 < --seconds <= 120, --warm <= 30, 1 <= --clients <= 256")
 

@@ -651,7 +651,8 @@ def test_after_hand_over_any_failure_of_its_own_queries_is_outcome_unknown(tmp_p
     _, done = asyncio.run(handle(server, {"incidentId": "INC-1001", "idempotencyKey": "k-after"}))
     error = err(done)
     assert error["kind"] == "outcome_unknown" and error["reference"] == "k-after", error
-    assert "reconcile" in error["check"] and error["dispatchId"] == server.tickets.dispatches("acme", "k-after")[0].dispatch_id
+    [dispatch] = server.tickets.dispatches("acme", "k-after")
+    assert "reconcile" in error["check"] and error["dispatchId"] == dispatch.dispatch_id
     # and it was right to say so: the job had gone out, and the ticket exists
     assert server.tickets.ticket_for_key("acme", "k-after") is not None
 
@@ -667,4 +668,5 @@ def test_before_hand_over_a_database_that_does_not_answer_is_dependency_unavaila
     _, done = asyncio.run(handle(server, {"incidentId": "INC-1001", "idempotencyKey": "k-before"}))
     error = err(done)
     assert error["kind"] == "dependency_unavailable" and "locked" in error["message"], error
-    assert server.tickets.dispatches("acme", "k-before") == [] and server.tickets.ticket_for_key("acme", "k-before") is None
+    assert server.tickets.dispatches("acme", "k-before") == []
+    assert server.tickets.ticket_for_key("acme", "k-before") is None

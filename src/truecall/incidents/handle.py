@@ -163,8 +163,9 @@ class Handler:
                 return False
 
         try:
-            opened, cancelled = await off_loop(self.tickets.open_request, tenant, ctx.principal.subject, task_id, key,
-                                               incidentId, note, still_wanted=still_wanted, fence=fence)
+            opened, cancelled = await off_loop(self.tickets.db, self.tickets.open_request, tenant,
+                                               ctx.principal.subject, task_id, key, incidentId, note,
+                                               still_wanted=still_wanted, fence=fence)
         except LeaseLost:
             raise
         except Exception as exc:  # the transaction rolled back: nothing was handed over, nothing written
@@ -201,7 +202,7 @@ class Handler:
     async def conclude(self, tenant: str, incident_id: str, key: str, dispatch_id: str, *, started: float,
                        why_unknown: str | None = None, fence: Callable[[], None] | None = None) -> ToolResult:
         """What may be said now, from the fenced database state."""
-        (state, ticket), _ = await off_loop(self.tickets.settle_wait, tenant, dispatch_id, key, fence)
+        (state, ticket), _ = await off_loop(self.tickets.db, self.tickets.settle_wait, tenant, dispatch_id, key, fence)
         if ticket is not None and ticket.notified:
             return ticket_result(ticket, replayed=ticket.created_at < started)
         if ticket is not None:  # cannot happen: ticket and notification share one transaction
@@ -224,7 +225,7 @@ class Handler:
     async def _on_cancel(self, tenant: str, incident_id: str, key: str, dispatch_id: str, started: float,
                          fence: Callable[[], None] | None) -> ToolResult:
         """Cancelled while waiting: stop only what can be stopped, and say what could not."""
-        (state, ticket), _ = await off_loop(self.tickets.settle_wait, tenant, dispatch_id, key, fence)
+        (state, ticket), _ = await off_loop(self.tickets.db, self.tickets.settle_wait, tenant, dispatch_id, key, fence)
         if ticket is not None or state is DispatchState.CLAIMED or state is DispatchState.DONE:
             # Too late to stop: the ticket exists, or a worker holds the job. The task completes with that truth.
             return await self.conclude(tenant, incident_id, key, dispatch_id, started=started, fence=fence,
@@ -233,14 +234,18 @@ class Handler:
         raise asyncio.CancelledError()  # withdrawn (or failed): nothing was written → the task is cancelled
 
 
-async def off_loop(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, bool]:
+async def off_loop(db: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, bool]:
     """``fn(*args, **kwargs)`` — one database transaction — in a worker thread: (its result, cancelled?).
 
-    The event loop keeps serving everything else while the transaction waits (a lock held
-    elsewhere, a slow server).  A cancellation that arrives meanwhile does not abandon it half
-    way: the transaction runs to its end, so what it did is known, and the caller is told it was
-    cancelled along with the result.
+    On a server database (its own connection per thread) the event loop keeps serving everything
+    else while the transaction waits (a lock held elsewhere, a slow server).  A cancellation that
+    arrives meanwhile does not abandon it half way: the transaction runs to its end, so what it
+    did is known, and the caller is told it was cancelled along with the result.  SQLite's one
+    connection serialises every statement of the process anyway (and its waits are bounded and
+    then fail fast): there the thread hop would only cost, so it runs inline.
     """
+    if getattr(db, "dialect", "sqlite") == "sqlite":
+        return fn(*args, **kwargs), False
     work = asyncio.ensure_future(asyncio.to_thread(functools.partial(fn, *args, **kwargs)))
     cancelled = False
     while not work.done():
