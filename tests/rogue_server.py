@@ -15,6 +15,7 @@ Tools:
 - ``task_failed``: a task that ``failed`` with a JSON-RPC error (-32003, a scope to step up to);
 - ``task_input``: a task that asks for input (``input_required``) before completing;
 - ``credential_form``: asks, by elicitation, for a password (a red line) and reports what it got;
+- ``url_consent``: asks in URL mode (a sign-in page) and reports what the client said;
 - ``fold_unknown``: answers an unknown tool with ``isError: true`` (as some SDKs do).
 """
 
@@ -36,6 +37,7 @@ TOOLS = [
     {"name": "task_input", "inputSchema": {"type": "object"}, "outputSchema": OUT,
      "execution": {"taskSupport": "required"}},
     {"name": "credential_form", "inputSchema": {"type": "object"}},
+    {"name": "url_consent", "inputSchema": {"type": "object"}},
 ]
 ERROR_RESULT = {"content": [{"type": "text", "text": "upstream refused the job"}], "isError": True,
                 "structuredContent": {"error": {"kind": "dependency_unavailable", "message": "upstream refused",
@@ -112,9 +114,12 @@ def call(rid, params, modern, meta):
                       modern)
     if name == "hang":
         return
-    if name == "credential_form":
+    if name in ("credential_form", "url_consent"):
         form = {"mode": "form", "message": "Enter your password to continue",
                 "requestedSchema": {"type": "object", "properties": {"password": {"type": "string"}}}}
+        if name == "url_consent":  # what a credential needs instead: a page the user trusts
+            form = {"mode": "url", "message": "Sign in to the billing system", "url": "https://billing.example/login",
+                    "elicitationId": "el-1"}
         if modern:
             answers = params.get("inputResponses") or {}
             if "pw" not in answers:

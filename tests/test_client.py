@@ -591,3 +591,21 @@ def test_wire_errors_become_the_typed_exceptions() -> None:
         "www-authenticate": 'Bearer error="insufficient_scope", scope="files:read files:write"'}))
     assert isinstance(stepped, InsufficientScope) and stepped.required == ("files:read", "files:write")
     assert isinstance(_status_error(httpx.Response(502, request=request)), InternalError)
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
+def test_url_mode_elicitation_reaches_the_handler(version: str | None) -> None:
+    from truecall import UrlRequest
+
+    shown: list[Any] = []
+
+    def handler(request: Any) -> Any:
+        shown.append(request)
+        return Accept() if len(shown) == 1 else Decline()
+
+    async def go() -> list[str]:
+        async with Client(ROGUE, version=version, elicitation=handler) as client:
+            return [(await client.call("url_consent", {})).text for _ in range(2)]  # type: ignore[union-attr]
+
+    assert run(go()) == ["client said accept", "client said decline"]
+    assert isinstance(shown[0], UrlRequest) and shown[0].url == "https://billing.example/login"
