@@ -564,3 +564,27 @@ def test_import_truecall_loads_no_schema_library_and_typed_tools_no_pydantic():
             "print(sorted(before), 'pydantic' in sys.modules)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["[]", "False"]
+
+
+def test_pydantic_models_inside_other_types():
+    pydantic = pytest.importorskip("pydantic")
+
+    class Item(pydantic.BaseModel):
+        name: str
+        qty: int = 1
+
+    s = Server("p2", db=":memory:", tokens=StaticTokens.from_plain(TOKENS))
+
+    @s.tool
+    def restock(items: list[Item], note: Optional[Item] = None) -> list[Item]:
+        """Restock."""
+        assert all(isinstance(i, Item) for i in items) and (note is None or isinstance(note, Item))
+        return [Item(name=i.name, qty=i.qty * 2) for i in items]
+
+    d = s.registry.tools["restock"].definition
+    assert d["inputSchema"]["properties"]["items"]["type"] == "array"
+    assert d["inputSchema"]["$defs"]["Item"]["required"] == ["name"]
+    out = s.call_tool("restock", {"items": [{"name": "a", "qty": 2}], "note": {"name": "n"}}, TOKEN)
+    assert out.structured_content == {"result": [{"name": "a", "qty": 4}]}
+    bad = s.call_tool("restock", {"items": [{"qty": 2}]}, TOKEN)
+    assert bad.is_error is True and bad.error["kind"] == "invalid_input"

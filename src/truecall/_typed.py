@@ -215,6 +215,22 @@ def _pydantic_model(hint: Any) -> Any:
     return hint if base is not None and isinstance(hint, type) and issubclass(hint, base) else None
 
 
+def _with_pydantic(hint: Any) -> Any:
+    """pydantic's ``TypeAdapter`` for a hint with a model inside (``Optional[Model]``,
+    ``list[Model]``…), or None; pydantic is loaded already whenever a model exists."""
+    pyd = sys.modules.get("pydantic")
+    if pyd is None:
+        return None
+    stack, seen = [hint], 0
+    while stack and seen < 256:
+        item = stack.pop()
+        seen += 1
+        if _pydantic_model(item) is not None:
+            return pyd.TypeAdapter(hint)
+        stack.extend(a for a in typing.get_args(item) if a is not Ellipsis)
+    return None
+
+
 _META_FIELDS = ("gt", "ge", "lt", "le", "multiple_of", "pattern", "min_length", "max_length")
 
 
@@ -276,8 +292,10 @@ def _schemas(hints: list[Any], fail: Callable[[int, str], RegistrationError]) ->
         model = _pydantic_model(hint)
         if hint is EMPTY or hint is Any:
             continue
-        if model is not None:
-            schema = model.model_json_schema(ref_template="#/$defs/{model}")
+        adapter = None if model is not None else _with_pydantic(hint)
+        if model is not None or adapter is not None:
+            schema = (model.model_json_schema(ref_template="#/$defs/{model}") if model is not None
+                      else adapter.json_schema(ref_template="#/$defs/{model}"))
             defs.update(schema.pop("$defs", {}))
             out[i] = schema
             continue
@@ -436,6 +454,14 @@ def _converter(name: str, hint: Any) -> Callable[[Any], Any]:
                 raise ArgumentError(name, f"field '{name}' is not a valid {model.__name__} "
                                     f"({len(getattr(exc, 'errors', lambda: [])())} problem(s))") from None
         return convert_model
+    adapter = _with_pydantic(hint)
+    if adapter is not None:
+        def convert_adapted(value: Any) -> Any:
+            try:
+                return adapter.validate_python(value)
+            except ValueError:
+                raise ArgumentError(name, f"field '{name}' is not valid") from None
+        return convert_adapted
     import msgspec
 
     target = _normalize(hint)
@@ -585,6 +611,9 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
             return ToolResult([text(out)]) if type(out) is str else legacy(out)
         return explicit, as_text
     [schema], defs = _schemas([hint], lambda _i, why: sig.fail(f"return {why}"))
+    adapter = _with_pydantic(hint) if _pydantic_model(hint) is None else None
+    dump: Callable[[Any], Any] = (lambda out: adapter.dump_python(out, mode="json")) if adapter is not None \
+        else _to_builtins
     if _is_structured(schema, defs):
         derived = _inline_root(schema, defs)
         simple = isinstance(_strip_annotated(hint), type) and typing.is_typeddict(_strip_annotated(hint)) or \
@@ -595,7 +624,7 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
                 return ToolResult.structured(out)
             if isinstance(out, ToolResult):
                 return out
-            data = _to_builtins(out)
+            data = dump(out)
             if not isinstance(data, dict):
                 raise TypeError(f"returned {type(out).__name__}, annotated as an object")
             return ToolResult.structured(data)
@@ -607,7 +636,7 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
     def boxed(out: Any) -> ToolResult:
         if isinstance(out, ToolResult):
             return out
-        return ToolResult.structured({"result": _to_builtins(out)})
+        return ToolResult.structured({"result": dump(out)})
     return (explicit if explicit is not None else wrapped), boxed
 
 
