@@ -454,8 +454,8 @@ def a_database(backend: str, root: Path) -> Iterator[Truth]:
         with pg_schema() as schema:
             yield Truth(backend, schema)
     else:
-        (root / "shared").mkdir()
-        yield Truth(backend, root / "shared" / "desk.db")
+        (root / "common").mkdir()
+        yield Truth(backend, root / "common" / "desk.db")
 
 
 def agrees_with_rows(truth: Truth, key: str, seen: dict[str, Any]) -> None:
@@ -588,8 +588,8 @@ def test_a_replica_frozen_past_its_lease_never_writes_after_the_takeover(backend
 def test_a_process_starting_on_a_shared_sqlite_file_leaves_the_live_ones_tasks_alone(tmp_path: Path) -> None:
     """Several processes on one SQLite file (``--workers``): start-up recovery takes over only the tasks of
     runners that are gone, never those of a process that still runs (its lease decides)."""
-    (tmp_path / "shared").mkdir()
-    db = str(tmp_path / "shared" / "desk.db")
+    (tmp_path / "common").mkdir()
+    db = str(tmp_path / "common" / "desk.db")
     with replicas(tmp_path, db) as (a, b, token), httpx.Client(timeout=20) as http:
         nap = start_task(http, a.url, token, "nap", {"seconds": 600})
         survey = start_task(http, a.url, token, "survey", {})
