@@ -224,7 +224,25 @@ def test_plain_liar_protocol_findings() -> None:
     assert hollow[0].request["then"]["method"] == "tasks/get" and hollow[0].answer["status"] == "completed"
     assert "result" not in hollow[0].answer
     only(report, "result_type_missing", "lenient", {"2026-07-28"})
+    # Raw JSON-RPC, in a process of its own: bad JSON ignored, a numeric method answered -32601,
+    # a request naming 1999-01-01 answered as if it were fine.
+    raw = {f.code: f for f in report.findings if f.era in ("json-rpc", "2026-07-28") and "sent" in f.request}
+    assert raw["parse_error_unanswered"].answer is None and raw["parse_error_unanswered"].severity == "warning"
+    assert raw["invalid_request_unanswered"].answer["error"]["code"] == -32601
+    assert raw["invalid_request_unanswered"].request["sent"]["method"] == 42
+    assert "result" in raw["unsupported_version_data"].answer
+    assert raw["unsupported_version_data"].request["sent"]["params"]["_meta"][
+        "io.modelcontextprotocol/protocolVersion"] == "1999-01-01"
     assert report.exit_status == 2
+
+
+def test_desk_over_stdio_no_false_findings(tmp_path: Path) -> None:
+    """The desk as a process: the raw JSON-RPC checks find nothing either."""
+    env = {"TRUECALL_DB": str(tmp_path / "desk.db"), "TRUECALL_PRINCIPAL": "probe@acme,acme,incidents:read"}
+    report = run(probe([sys.executable, "-m", "truecall", "serve"], env=env, timeout=20))
+    assert {e.version for e in report.eras} == ERAS
+    assert report.findings == [] and report.notes == [], [f.to_dict() for f in report.findings]
+    assert report.exit_status == 0
 
 
 def test_cli_needs_a_server() -> None:

@@ -411,7 +411,7 @@ def probe_server(
     allow_writes: bool = typer.Option(False, "--allow-writes", help="Also call tools not annotated "
                                                                     "readOnlyHint: true"),
     as_json: bool = typer.Option(False, "--json", help="The report as one JSON object"),
-    timeout: float = typer.Option(10.0, "--timeout", help="Seconds each call may take"),
+    timeout: float = typer.Option(30.0, "--timeout", help="Seconds each call may take"),
 ) -> None:
     """Tell whether a server's results can be trusted: the findings per era and per tool, with the
     evidence and the rule. Calls only read-only tools unless --tool or --allow-writes. Exit status:

@@ -62,6 +62,12 @@ RULES = {
     "call_timeout": "A call is answered within the bound (the caller then knows only that it may have "
                     "happened).",
     "bad_result": "A tools/call result is an object with a content list and a boolean isError.",
+    "parse_error_unanswered": "JSON-RPC 2.0: a message that is not JSON is answered with error -32700 and id null.",
+    "invalid_request_unanswered": "JSON-RPC 2.0: a request whose method is not a string is answered with error "
+                                  "-32600.",
+    "unsupported_version_data": "2026-07-28: a request naming a protocol version the server does not speak is "
+                                "answered with -32022 and data {supported, requested}.",
+    "answered_twice": "One request, one answer: a second answer to the same id is a protocol violation.",
 }
 
 _FAILED_TEXT = re.compile(
@@ -141,6 +147,7 @@ class Report:
     eras: list[EraReport] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     observations: list[Observation] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def reached(self) -> list[EraReport]:
@@ -163,7 +170,7 @@ class Report:
     def to_dict(self) -> dict[str, Any]:
         return {"target": self.target, "eras": [e.to_dict() for e in self.eras],
                 "findings": [f.to_dict() for f in self.findings],
-                "observations": [o.to_dict() for o in self.observations],
+                "observations": [o.to_dict() for o in self.observations], "notes": self.notes,
                 "summary": self.summary(), "exitStatus": self.exit_status}
 
 
@@ -590,8 +597,108 @@ async def _one_era(report: Report, target: Any, requested: str, *, token: str | 
             pass
 
 
+# -- raw JSON-RPC over stdio: what no client library lets through ---------------------------------------------
+
+
+class _RawStdio:
+    """A separate process of the same server, spoken to in raw lines (this probe started it; it stops it)."""
+
+    def __init__(self, command: Sequence[str], env: Any, timeout: float) -> None:
+        import os
+
+        self.command, self.timeout = list(command), timeout
+        self.env = {**os.environ, **env} if env is not None else None  # as the client's stdio transport does
+        self.proc: asyncio.subprocess.Process | None = None
+        self.extra: list[Any] = []
+
+    async def __aenter__(self) -> "_RawStdio":
+        self.proc = await asyncio.create_subprocess_exec(
+            *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, env=self.env)
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        proc = self.proc
+        if proc is None or proc.returncode is not None:
+            return
+        try:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            await asyncio.wait_for(proc.wait(), 2.0)
+        except (TimeoutError, OSError, AssertionError):
+            proc.kill()
+            await proc.wait()
+
+    async def exchange(self, line: bytes, wait: float) -> Any:
+        """Send one line; the first JSON message answered within ``wait`` seconds (None: silence)."""
+        proc = self.proc
+        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(line + b"\n")
+        await proc.stdin.drain()
+        deadline = asyncio.get_running_loop().time() + wait
+        while True:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return None
+            try:
+                raw = await asyncio.wait_for(proc.stdout.readline(), left)
+            except TimeoutError:
+                return None
+            if not raw:
+                return None
+            try:
+                message = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                continue  # a log line on stdout is another fault; not this check's
+            if isinstance(message, dict) and ("result" in message or "error" in message):
+                return message
+
+
+def _error_code(message: Any) -> Any:
+    error = message.get("error") if isinstance(message, dict) else None
+    return error.get("code") if isinstance(error, dict) else None
+
+
+async def _raw_checks(report: Report, command: Sequence[str], *, modern: bool, env: Any, timeout: float) -> None:
+    from .protocol.versions import META_CAPS, META_CLIENT, META_VERSION
+
+    wait = min(timeout, 3.0)
+
+    def find(severity: str, code: str, summary: str, sent: Any, answer: Any, era: str = "json-rpc") -> None:
+        report.findings.append(Finding(severity, "protocol", code, era, None, summary, {"sent": sent},
+                                       excerpt(answer)))
+
+    try:
+        async with _RawStdio(command, env, timeout) as raw:
+            bad = "{not json"
+            answer = await raw.exchange(bad.encode(), wait)
+            if _error_code(answer) != -32700 or (isinstance(answer, dict) and answer.get("id") is not None):
+                find("warning", "parse_error_unanswered",
+                     "a line that is not JSON was not answered with -32700 and id null"
+                     + (f" (silence for {wait:g} s)" if answer is None else ""), bad, answer)
+            invalid = {"jsonrpc": "2.0", "id": "truecall-probe-invalid", "method": 42}
+            answer = await raw.exchange(orjson.dumps(invalid), wait)
+            if _error_code(answer) != -32600:
+                find("warning", "invalid_request_unanswered",
+                     "a request whose method is a number was not answered with -32600"
+                     + (f" (silence for {wait:g} s)" if answer is None else ""), invalid, answer)
+            if modern:
+                ask = {"jsonrpc": "2.0", "id": "truecall-probe-version", "method": "tools/list", "params": {"_meta": {
+                    META_VERSION: "1999-01-01", META_CAPS: {}, META_CLIENT: {"name": "truecall-probe", "version": "1"}}}}
+                answer = await raw.exchange(orjson.dumps(ask), wait)
+                data = (answer.get("error") or {}).get("data") if isinstance(answer, dict) and \
+                    isinstance(answer.get("error"), dict) else None
+                if _error_code(answer) != -32022 or not isinstance(data, dict) or \
+                        not isinstance(data.get("supported"), list):
+                    find("failure", "unsupported_version_data",
+                         "a request naming protocol version 1999-01-01 was not refused with -32022 and "
+                         "data.supported", ask, answer, "2026-07-28")
+    except (OSError, AssertionError, ConnectionError) as exc:
+        report.notes.append(f"raw JSON-RPC checks not run: {type(exc).__name__}: {str(exc)[:200]}")
+
+
 async def probe(target: Any, *, token: str | None = None, tools: Sequence[str] = (), allow_writes: bool = False,
-                timeout: float = 10.0, eras: Sequence[str] = ERAS, env: Any = None) -> Report:
+                timeout: float = 30.0, eras: Sequence[str] = ERAS, env: Any = None) -> Report:
     """Probe one server (a command line, a URL or a :class:`truecall.Server`) in each era it offers."""
     shown = target if isinstance(target, str) else " ".join(target) if isinstance(target, (list, tuple)) \
         else type(target).__name__
@@ -599,6 +706,12 @@ async def probe(target: Any, *, token: str | None = None, tools: Sequence[str] =
     for requested in eras:
         await _one_era(report, target, requested, token=token, timeout=timeout, tools=tools,
                        allow_writes=allow_writes, env=env)
+    if isinstance(target, (list, tuple)) and report.reached:
+        await _raw_checks(report, target, modern=any(e.version == "2026-07-28" for e in report.reached), env=env,
+                          timeout=timeout)
+    elif report.reached:
+        report.notes.append("raw JSON-RPC checks (parse error, invalid request, unsupported version) run over "
+                            "stdio only")
     return report
 
 
@@ -630,9 +743,11 @@ def render(report: Report) -> str:
         out.append("findings:")
         for f in report.findings:
             out.append(f"  {f.severity.upper()} {f.layer} {f.code} [{f.era}] {f.tool or '(server)'}: {f.summary}")
-            out.append(f"    request: {orjson.dumps(f.request, default=str).decode()[:300]}")
+            out.append(f"    sent:    {orjson.dumps(f.request, default=str).decode()[:300]}")
             answer = f.answer if isinstance(f.answer, str) else orjson.dumps(f.answer, default=str).decode()
             out.append(f"    answer:  {answer[:_EXCERPT]}")
             out.append(f"    rule:    {f.rule}")
+    for note in report.notes:
+        out.append(f"note: {note}")
     out.append(f"summary: {report.summary()}")
     return "\n".join(out)
