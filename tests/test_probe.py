@@ -233,6 +233,9 @@ def test_plain_liar_protocol_findings() -> None:
     assert "result" in raw["unsupported_version_data"].answer
     assert raw["unsupported_version_data"].request["sent"]["params"]["_meta"][
         "io.modelcontextprotocol/protocolVersion"] == "1999-01-01"
+    twice = raw["answered_twice"]
+    assert twice.request["sent"]["method"] == "tools/list" and len(twice.answer) == 2
+    assert all(a["id"] == "truecall-probe-once" for a in twice.answer)
     assert report.exit_status == 2
 
 

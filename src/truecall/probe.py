@@ -74,8 +74,8 @@ _FAILED_TEXT = re.compile(
     r"^\s*(error|failed|failure|exception|fatal)\b|\berror:|\bfailed to\b|\bunable to\b|\bcould not\b|"
     r"\bcannot be (?:completed|processed)\b|失败|错误|未成功|出错|异常", re.I)
 _ACCEPTED_TEXT = re.compile(
-    r"\b(accepted|queued|submitted|enqueued|scheduled|will be processed|in the queue|pending)\b|"
-    r"已受理|受理|已提交|已接收|排队|处理中|稍后处理", re.I)
+    r"\b(accepted|queued|submitted|enqueued|will be processed|in the queue)\b|"
+    r"已受理|已提交|已接收|排队中|稍后处理", re.I)
 _REFERENCE_TEXT = re.compile(
     r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[A-Z][A-Z0-9]*-\d+\b|#\d+\b|"
     r"\b(?:id|ticket|reference|ref|job|task)[\s:=#]+[A-Za-z0-9_-]{3,}", re.I)
@@ -629,12 +629,30 @@ class _RawStdio:
             proc.kill()
             await proc.wait()
 
-    async def exchange(self, line: bytes, wait: float) -> Any:
-        """Send one line; the first JSON message answered within ``wait`` seconds (None: silence)."""
+    async def send(self, line: bytes) -> None:
         proc = self.proc
-        assert proc is not None and proc.stdin is not None and proc.stdout is not None
+        assert proc is not None and proc.stdin is not None
         proc.stdin.write(line + b"\n")
         await proc.stdin.drain()
+
+    async def answers(self, rid: Any, wait: float, linger: float) -> list[Any]:
+        """Every answer to ``rid``: the first within ``wait`` seconds, then any more for ``linger``."""
+        got: list[Any] = []
+        first = await self.read(wait)
+        while first is not None:
+            if first.get("id") == rid:
+                got.append(first)
+            first = await self.read(linger if got else wait)
+        return got
+
+    async def exchange(self, line: bytes, wait: float) -> Any:
+        """Send one line; the first JSON message answered within ``wait`` seconds (None: silence)."""
+        await self.send(line)
+        return await self.read(wait)
+
+    async def read(self, wait: float) -> Any:
+        proc = self.proc
+        assert proc is not None and proc.stdout is not None
         deadline = asyncio.get_running_loop().time() + wait
         while True:
             left = deadline - asyncio.get_running_loop().time()
@@ -682,6 +700,22 @@ async def _raw_checks(report: Report, command: Sequence[str], *, modern: bool, e
                 find("warning", "invalid_request_unanswered",
                      "a request whose method is a number was not answered with -32600"
                      + (f" (silence for {wait:g} s)" if answer is None else ""), invalid, answer)
+            # One request, one answer (the era's own way in: discover's _meta, or the handshake).
+            meta = {META_VERSION: "2026-07-28", META_CAPS: {}, META_CLIENT: {"name": "truecall-probe", "version": "1"}}
+            if not modern:
+                hello = {"jsonrpc": "2.0", "id": "truecall-probe-init", "method": "initialize", "params": {
+                    "protocolVersion": "2025-11-25", "capabilities": {},
+                    "clientInfo": {"name": "truecall-probe", "version": "1"}}}
+                await raw.send(orjson.dumps(hello))
+                await raw.answers("truecall-probe-init", wait, 0.0)
+                await raw.send(orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            listing = {"jsonrpc": "2.0", "id": "truecall-probe-once", "method": "tools/list",
+                       "params": {"_meta": meta} if modern else {}}
+            await raw.send(orjson.dumps(listing))
+            got = await raw.answers("truecall-probe-once", wait, 0.5)
+            if len(got) > 1:
+                find("failure", "answered_twice", f"one tools/list was answered {len(got)} times", listing,
+                     [excerpt(g, 200) for g in got])
             if modern:
                 ask = {"jsonrpc": "2.0", "id": "truecall-probe-version", "method": "tools/list", "params": {"_meta": {
                     META_VERSION: "1999-01-01", META_CAPS: {}, META_CLIENT: {"name": "truecall-probe", "version": "1"}}}}

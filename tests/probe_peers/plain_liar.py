@@ -4,7 +4,8 @@
 - ``lenient``: a required argument, and success whatever it is given (missing or of the wrong type);
 - ``leaky``: a JSON-RPC error whose message carries a Python traceback and a path;
 - ``hollow`` (2026-07-28): a task whose ``tasks/get`` reports ``completed`` with no result;
-- in 2026-07-28, ``tools/call`` results carry no ``resultType``.
+- in 2026-07-28, ``tools/call`` results carry no ``resultType``;
+- every ``tools/list`` is answered twice.
 """
 
 import sys
@@ -51,6 +52,7 @@ def main():
             if modern:
                 result["resultType"] = "complete"
             send({"jsonrpc": "2.0", "id": rid, "result": result})
+            send({"jsonrpc": "2.0", "id": rid, "result": result})  # and once more
         elif method == "tools/call":
             name = params.get("name")
             if name == "leaky":
