@@ -147,7 +147,7 @@ def test_in_process_scope_and_credential(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
-@pytest.mark.parametrize("transport", ["inprocess", "http"])
+@pytest.mark.parametrize("transport", ["inprocess", "stdio", "http"])
 def test_elicitation_accept_decline_cancel(tmp_path: Path, version: str | None, transport: str) -> None:
     seen: list[FormRequest] = []
     answers = iter([Accept({"severity": "P1", "reason": "customers affected"}), Decline(), Cancel(),
@@ -158,8 +158,9 @@ def test_elicitation_accept_decline_cancel(tmp_path: Path, version: str | None, 
         seen.append(request)
         return next(answers)
 
-    async def go(target: Any) -> None:
-        async with Client(target, token=OPERATOR, version=version, elicitation=handler) as client:
+    async def go(target: Any, **options: Any) -> None:
+        token = None if isinstance(target, list) else OPERATOR  # stdio: the principal is local configuration
+        async with Client(target, token=token, version=version, elicitation=handler, **options) as client:
             accepted = await client.call("incident.escalate", {"incidentId": "INC-1002"})
             assert isinstance(accepted, Done), accepted
             assert accepted.structured == {"incidentId": "INC-1002", "previousSeverity": "P3", "severity": "P1"}
@@ -175,6 +176,9 @@ def test_elicitation_accept_decline_cancel(tmp_path: Path, version: str | None, 
 
     if transport == "inprocess":
         run(go(build_desk(str(tmp_path / "desk.db"))))
+    elif transport == "stdio":
+        spec = stdio_desk(tmp_path)
+        run(go(spec["target"], env=spec["env"], cwd=spec["cwd"]), 60)
     else:
         with served(tmp_path) as server:
             run(go(server.url), 60)
