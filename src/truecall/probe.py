@@ -715,7 +715,7 @@ async def _raw_checks(report: Report, command: Sequence[str], *, modern: bool, e
             got = await raw.answers("truecall-probe-once", wait, 0.5)
             if len(got) > 1:
                 find("failure", "answered_twice", f"one tools/list was answered {len(got)} times", listing,
-                     [excerpt(g, 200) for g in got])
+                     [{"id": g.get("id"), "has": sorted(k for k in g if k in ("result", "error"))} for g in got])
             if modern:
                 ask = {"jsonrpc": "2.0", "id": "truecall-probe-version", "method": "tools/list", "params": {"_meta": {
                     META_VERSION: "1999-01-01", META_CAPS: {}, META_CLIENT: {"name": "truecall-probe", "version": "1"}}}}
