@@ -588,3 +588,25 @@ def test_pydantic_models_inside_other_types():
     assert out.structured_content == {"result": [{"name": "a", "qty": 4}]}
     bad = s.call_tool("restock", {"items": [{"qty": 2}]}, TOKEN)
     assert bad.is_error is True and bad.error["kind"] == "invalid_input"
+
+
+def test_unresolvable_annotations_matter_only_where_a_schema_is_derived(server):
+    # Code from before type hints were read: explicit schemas, annotations naming things the
+    # module never imported (a string annotation evaluated only now).
+    @server.tool("old", description="old style", input_schema={"type": "object", "properties": {"n": {}}})
+    def old(ctx: "ToolContext", n: "NotImported" = None) -> "ToolResult":  # noqa: F821
+        return ToolResult([text(f"{type(ctx).__name__}:{n}")])
+
+    assert call(server, "old", {"n": 3})["content"][0]["text"] == "ToolContext:3"
+
+    def derived(n: "NotImported") -> int:  # noqa: F821
+        """Needs the type for its schema."""
+        return 1
+
+    _fails(server, derived, "'n'", "NotImported", "does not resolve")
+
+    def bad_return(n: int) -> "NotImported":  # noqa: F821
+        """Needs the type for its result."""
+        return 1
+
+    _fails(server, bad_return, "return", "NotImported")

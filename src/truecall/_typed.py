@@ -100,31 +100,56 @@ def _label(what: str, name: str | None, fn: Any) -> str:
     return f"{what} {name or short!r} (function {module + '.' if module else ''}{where})"
 
 
-def _resolve_hints(fn: Any, sig: inspect.Signature, label: str) -> dict[str, Any]:
-    """Annotations with strings (``from __future__ import annotations``) evaluated; a name that does
-    not resolve is an error naming its parameter."""
+class Unresolved:
+    """An annotation that does not evaluate (a name not imported, a local class under ``from
+    __future__ import annotations``).  It is an error only where truecall needs the type: a
+    derived schema, a derived result, a prompt argument; with ``input_schema=`` given it is
+    ignored, as it was before type hints were read."""
+
+    __slots__ = ("text", "why")
+
+    def __init__(self, text: str, why: str) -> None:
+        self.text, self.why = text, why
+
+    def names(self, suffix: str) -> bool:
+        """Whether the text spells ``suffix`` (``ToolContext``, ``truecall.ToolContext``...)."""
+        bare = self.text.strip().strip("'\"")
+        return bare == suffix or bare.endswith("." + suffix)
+
+    def error(self) -> str:
+        return f"annotation {self.text!r} does not resolve ({self.why})"
+
+
+def _resolve_hints(fn: Any, sig: inspect.Signature) -> dict[str, Any]:
+    """Annotations with strings (``from __future__ import annotations``) evaluated; one that does
+    not resolve is kept as :class:`Unresolved` (the error, if it matters, names its parameter)."""
     target = inspect.unwrap(fn)
     if not (inspect.isfunction(target) or inspect.ismethod(target)) and callable(target):
         target = getattr(target, "__call__", target)
     try:
         return typing.get_type_hints(target, include_extras=True)
-    except Exception as exc:
-        failure = exc
+    except Exception:
+        pass
     globalns = getattr(inspect.unwrap(target), "__globals__", {})
-    for p in sig.parameters.values():
-        if isinstance(p.annotation, str):
-            try:
-                value: Any = p.annotation
-                for _ in range(3):  # a quoted annotation under ``from __future__ import annotations``
-                    if isinstance(value, str):
-                        value = eval(value, globalns)  # noqa: S307 - the user's own annotation
-            except Exception as exc:
-                raise RegistrationError(f"{label}, parameter {p.name!r}: annotation {p.annotation!r} does not "
-                                        f"resolve ({type(exc).__name__}: {exc})") from None
-    raise RegistrationError(f"{label}: its annotations do not resolve ({type(failure).__name__}: {failure})")
+    hints: dict[str, Any] = {}
+    items = [(p.name, p.annotation) for p in sig.parameters.values()] + [("return", sig.return_annotation)]
+    for key, annotation in items:
+        if annotation is EMPTY:
+            continue
+        try:
+            value: Any = annotation
+            for _ in range(3):  # a quoted annotation under ``from __future__ import annotations``
+                if isinstance(value, str):
+                    value = eval(value, globalns)  # noqa: S307 - the user's own annotation
+            hints[key] = value
+        except Exception as exc:
+            hints[key] = Unresolved(str(annotation), f"{type(exc).__name__}: {exc}")
+    return hints
 
 
 def _is_context(hint: Any) -> bool:
+    if isinstance(hint, Unresolved):
+        return hint.names("ToolContext")
     return isinstance(hint, type) and issubclass(hint, ToolContext)
 
 
@@ -139,7 +164,7 @@ def read_signature(fn: Any, what: str, name: str | None = None) -> Signature:
         raise RegistrationError(f"{label}: its signature cannot be read ({exc})") from None
     raw = list(sig.parameters.values())
     needs_hints = any(p.annotation is not EMPTY for p in raw) or sig.return_annotation is not EMPTY
-    hints = _resolve_hints(fn, sig, label) if needs_hints else {}
+    hints = _resolve_hints(fn, sig) if needs_hints else {}
     out = Signature(label, inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)))
     out.returns = hints.get("return", EMPTY)
     for index, p in enumerate(raw):
@@ -490,6 +515,9 @@ def derive_input(sig: Signature, explicit: dict[str, Any] | None) -> InputPlan:
     the function takes ``**kwargs``: a misspelt optional argument is a fixable error, not silence."""
     params = sig.params
     if explicit is None:
+        for p in params:
+            if isinstance(p.hint, Unresolved):
+                raise sig.fail(p.hint.error(), p.name)
         schemas, defs = _schemas([p.hint for p in params],
                                  lambda i, why: sig.fail(why, params[i].name))
         props: dict[str, Any] = {}
@@ -517,7 +545,7 @@ def derive_input(sig: Signature, explicit: dict[str, Any] | None) -> InputPlan:
         schema_out = explicit
     converters: dict[str, Callable[[Any], Any]] = {}
     for p in params:
-        if p.hint is not EMPTY and _needs_conversion(p.hint):
+        if p.hint is not EMPTY and not isinstance(p.hint, Unresolved) and _needs_conversion(p.hint):
             converters[p.name] = _converter(p.name, p.hint)
     return InputPlan(schema_out, converters)
 
@@ -597,6 +625,10 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
     """
     legacy = as_result
     hint = sig.returns
+    if isinstance(hint, Unresolved):
+        if hint.names("ToolResult") or explicit is not None:
+            return explicit, legacy  # what the style before hints did with it
+        raise sig.fail(f"return {hint.error()}")
     members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
     kept = tuple(m for m in members if _strip_annotated(m) is not ToolResult)
     if hint is EMPTY or hint is Any or not kept:
@@ -646,6 +678,8 @@ def prompt_arguments(sig: Signature) -> list[dict[str, Any]]:
     """Prompt arguments from the parameters: prompts take strings, so each is ``str`` (or unannotated)."""
     out = []
     for p in sig.params:
+        if isinstance(p.hint, Unresolved):
+            raise sig.fail(p.hint.error(), p.name)
         base = _strip_annotated(p.hint)
         options = typing.get_args(base) if typing.get_origin(base) in (typing.Union, types.UnionType) else (base,)
         if not all(o in (str, EMPTY, Any) or o in _NONE_TYPES for o in options):
