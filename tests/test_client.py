@@ -613,3 +613,43 @@ def test_url_mode_elicitation_reaches_the_handler(version: str | None) -> None:
 
     assert run(go()) == ["client said accept", "client said decline"]
     assert isinstance(shown[0], UrlRequest) and shown[0].url == "https://billing.example/login"
+
+
+def test_http_handshake_headers_on_every_message_after_initialize() -> None:
+    """Against a scripted HTTP server (httpx.MockTransport): the fall-back from server/discover, then
+    the session id and the negotiated version on every later message, the initialized notification
+    included."""
+    import httpx
+    import orjson
+
+    seen: list[tuple[str, dict[str, str]]] = []
+
+    def server(request: httpx.Request) -> httpx.Response:
+        body = orjson.loads(request.content) if request.content else {}
+        method = body.get("method", request.method)
+        seen.append((method, dict(request.headers)))
+        if request.method != "POST":
+            return httpx.Response(405)
+        if method == "server/discover":
+            return httpx.Response(400, json={"jsonrpc": "2.0", "id": None,
+                                             "error": {"code": -32600, "message": "Bad Request: not initialized"}})
+        if method == "initialize":
+            return httpx.Response(200, headers={"mcp-session-id": "sess-1"}, json={"jsonrpc": "2.0", "id": body["id"],
+                                  "result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+                                             "serverInfo": {"name": "scripted", "version": "1"}}})
+        if "id" not in body:
+            return httpx.Response(202)
+        return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": {"tools": []}})
+
+    async def go() -> None:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(server)) as http:
+            async with Client("http://127.0.0.1:1/mcp", http_client=http) as client:
+                assert client.era == "legacy" and client.version == "2025-06-18"
+                assert await client.list_tools() == []
+
+    run(go())
+    after = [(m, h) for m, h in seen if m not in ("server/discover", "initialize", "DELETE", "GET")]
+    assert [m for m, _ in after][:2] == ["notifications/initialized", "tools/list"]
+    for method, headers in after:
+        assert headers.get("mcp-session-id") == "sess-1" and headers.get("mcp-protocol-version") == "2025-06-18", method
+    assert ("DELETE" in [m for m, _ in seen])  # the session is ended on close

@@ -158,8 +158,6 @@ class Client:
                 await asyncio.wait_for(asyncio.shield(self._negotiated), self.timeout)
             negotiated = self._negotiated.result()
             if negotiated.era == "legacy":
-                if hasattr(self.transport, "legacy_version"):
-                    setattr(self.transport, "legacy_version", negotiated.version)
                 listen = getattr(self.transport, "listen", None)
                 if listen is not None:
                     await listen()
@@ -240,6 +238,9 @@ class Client:
             elif isinstance(event, ServerRequest):
                 self._spawn(self._serve_request(event))
             elif isinstance(event, Negotiated):
+                if event.era == "legacy" and hasattr(self.transport, "legacy_version"):
+                    # before the initialized notification goes out: it carries the version header too
+                    setattr(self.transport, "legacy_version", event.version)
                 if self._negotiated is not None and not self._negotiated.done():
                     self._negotiated.set_result(event)
             elif isinstance(event, NegotiationFailed):
