@@ -182,27 +182,20 @@ def test_refused_credentials_and_unknown_tools_do_not_spend_the_budget(server: S
 
 
 def test_rate_limited_result_over_the_engine(server: Server) -> None:
+    """Over the protocol (truecall.Client in process: the real engine, JSON both ways) the call over
+    budget is a typed tool error the caller can act on, not a protocol error."""
     import asyncio
 
-    from truecall.protocol import Engine, jsonrpc
+    from truecall import Client, Done, Failed
 
-    engine = Engine(server)
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    async def calls() -> list[Any]:
+        async with Client(server, token="tok-ada") as client:
+            return [await client.call("ping", {}) for _ in range(3)]
 
-    async def calls() -> list[dict[str, Any]]:
-        out = []
-        for i in range(3):
-            msg = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                   "params": {"name": "ping", "arguments": {}, "_meta": meta}}
-            response, status = await engine.handle_with_status(jsonrpc.decode(orjson.dumps(msg)), ADA)
-            assert status == 200
-            out.append(response["result"])
-        return out
-
-    results = asyncio.run(calls())
-    assert [r.get("isError", False) for r in results] == [False, False, True]
-    assert results[2]["structuredContent"]["error"]["kind"] == "rate_limited"
-    assert results[2]["structuredContent"]["error"]["retryAfterMs"] > 0
+    first, second, third = asyncio.run(calls())
+    assert isinstance(first, Done) and isinstance(second, Done)
+    assert isinstance(third, Failed) and third.kind == "rate_limited"
+    assert third.structured["error"]["retryAfterMs"] > 0
 
 
 # =================================================================================================
