@@ -152,7 +152,7 @@ class Handler:
         task_id = task.task_id if task is not None else "inline-" + secrets.token_hex(8)
         # Every write made for this task checks its lease first, in the same transaction: once
         # another process took the task over (this one froze past its lease), nothing is written.
-        fence = None if task is None else (lambda: self.tasks.check_lease(task.task_id, task.lease_epoch))
+        fence = None if task is None else ctx.server.task_runtime.fence(task)
 
         def still_wanted() -> bool:
             if task is None:
