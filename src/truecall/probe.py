@@ -614,7 +614,7 @@ class _RawStdio:
     async def __aenter__(self) -> "_RawStdio":
         self.proc = await asyncio.create_subprocess_exec(
             *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL, env=self.env)
+            stderr=asyncio.subprocess.DEVNULL, env=self.env, limit=1 << 24)
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -635,20 +635,20 @@ class _RawStdio:
         proc.stdin.write(line + b"\n")
         await proc.stdin.drain()
 
-    async def answers(self, rid: Any, wait: float, linger: float) -> list[Any]:
-        """Every answer to ``rid``: the first within ``wait`` seconds, then any more for ``linger``."""
+    async def answers(self, ids: set[Any], wait: float, linger: float) -> list[Any]:
+        """The answers whose id is in ``ids``: the first within ``wait`` seconds, then any more that
+        come within ``linger`` (answers to other ids, e.g. late ones, are passed over)."""
         got: list[Any] = []
-        first = await self.read(wait)
-        while first is not None:
-            if first.get("id") == rid:
-                got.append(first)
-            first = await self.read(linger if got else wait)
-        return got
-
-    async def exchange(self, line: bytes, wait: float) -> Any:
-        """Send one line; the first JSON message answered within ``wait`` seconds (None: silence)."""
-        await self.send(line)
-        return await self.read(wait)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        while True:
+            left = deadline - loop.time()
+            message = await self.read(left) if left > 0 else None
+            if message is None:
+                return got
+            if message.get("id") in ids:
+                got.append(message)
+                deadline = loop.time() + linger
 
     async def read(self, wait: float) -> Any:
         proc = self.proc
@@ -678,9 +678,12 @@ def _error_code(message: Any) -> Any:
 
 
 async def _raw_checks(report: Report, command: Sequence[str], *, modern: bool, env: Any, timeout: float) -> None:
+    """Raw lines to a process of the server's own.  The server is known to be reading (it answered a
+    tools/list, which is also the one-request-one-answer check) before any silence is held against it."""
     from .protocol.versions import META_CAPS, META_CLIENT, META_VERSION
 
     wait = min(timeout, 3.0)
+    client_info = {"name": "truecall-probe", "version": "1"}
 
     def find(severity: str, code: str, summary: str, sent: Any, answer: Any, era: str = "json-rpc") -> None:
         report.findings.append(Finding(severity, "protocol", code, era, None, summary, {"sent": sent},
@@ -688,38 +691,44 @@ async def _raw_checks(report: Report, command: Sequence[str], *, modern: bool, e
 
     try:
         async with _RawStdio(command, env, timeout) as raw:
-            bad = "{not json"
-            answer = await raw.exchange(bad.encode(), wait)
-            if _error_code(answer) != -32700 or (isinstance(answer, dict) and answer.get("id") is not None):
-                find("warning", "parse_error_unanswered",
-                     "a line that is not JSON was not answered with -32700 and id null"
-                     + (f" (silence for {wait:g} s)" if answer is None else ""), bad, answer)
-            invalid = {"jsonrpc": "2.0", "id": "truecall-probe-invalid", "method": 42}
-            answer = await raw.exchange(orjson.dumps(invalid), wait)
-            if _error_code(answer) != -32600:
-                find("warning", "invalid_request_unanswered",
-                     "a request whose method is a number was not answered with -32600"
-                     + (f" (silence for {wait:g} s)" if answer is None else ""), invalid, answer)
-            # One request, one answer (the era's own way in: discover's _meta, or the handshake).
-            meta = {META_VERSION: "2026-07-28", META_CAPS: {}, META_CLIENT: {"name": "truecall-probe", "version": "1"}}
+            meta = {META_VERSION: "2026-07-28", META_CAPS: {}, META_CLIENT: client_info}
             if not modern:
                 hello = {"jsonrpc": "2.0", "id": "truecall-probe-init", "method": "initialize", "params": {
-                    "protocolVersion": "2025-11-25", "capabilities": {},
-                    "clientInfo": {"name": "truecall-probe", "version": "1"}}}
+                    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client_info}}
                 await raw.send(orjson.dumps(hello))
-                await raw.answers("truecall-probe-init", wait, 0.0)
+                if not await raw.answers({"truecall-probe-init"}, timeout, 0.0):
+                    report.notes.append(f"raw JSON-RPC checks not run: no answer to initialize in {timeout:g} s")
+                    return
                 await raw.send(orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
             listing = {"jsonrpc": "2.0", "id": "truecall-probe-once", "method": "tools/list",
                        "params": {"_meta": meta} if modern else {}}
             await raw.send(orjson.dumps(listing))
-            got = await raw.answers("truecall-probe-once", wait, 0.5)
+            got = await raw.answers({"truecall-probe-once"}, timeout, 0.5)
+            if not got:
+                report.notes.append(f"raw JSON-RPC checks not run: no answer to tools/list in {timeout:g} s")
+                return
             if len(got) > 1:
                 find("failure", "answered_twice", f"one tools/list was answered {len(got)} times", listing,
                      [{"id": g.get("id"), "has": sorted(k for k in g if k in ("result", "error"))} for g in got])
+            bad = "{not json"
+            await raw.send(bad.encode())
+            answer = next(iter(await raw.answers({None}, wait, 0.0)), None)
+            if _error_code(answer) != -32700:
+                find("warning", "parse_error_unanswered",
+                     "a line that is not JSON was not answered with -32700 and id null"
+                     + (f" (silence for {wait:g} s)" if answer is None else ""), bad, answer)
+            invalid = {"jsonrpc": "2.0", "id": "truecall-probe-invalid", "method": 42}
+            await raw.send(orjson.dumps(invalid))
+            answer = next(iter(await raw.answers({"truecall-probe-invalid", None}, wait, 0.0)), None)
+            if _error_code(answer) != -32600:
+                find("warning", "invalid_request_unanswered",
+                     "a request whose method is a number was not answered with -32600"
+                     + (f" (silence for {wait:g} s)" if answer is None else ""), invalid, answer)
             if modern:
                 ask = {"jsonrpc": "2.0", "id": "truecall-probe-version", "method": "tools/list", "params": {"_meta": {
-                    META_VERSION: "1999-01-01", META_CAPS: {}, META_CLIENT: {"name": "truecall-probe", "version": "1"}}}}
-                answer = await raw.exchange(orjson.dumps(ask), wait)
+                    **meta, META_VERSION: "1999-01-01"}}}
+                await raw.send(orjson.dumps(ask))
+                answer = next(iter(await raw.answers({"truecall-probe-version"}, timeout, 0.0)), None)
                 data = (answer.get("error") or {}).get("data") if isinstance(answer, dict) and \
                     isinstance(answer.get("error"), dict) else None
                 if _error_code(answer) != -32022 or not isinstance(data, dict) or \
@@ -727,7 +736,7 @@ async def _raw_checks(report: Report, command: Sequence[str], *, modern: bool, e
                     find("failure", "unsupported_version_data",
                          "a request naming protocol version 1999-01-01 was not refused with -32022 and "
                          "data.supported", ask, answer, "2026-07-28")
-    except (OSError, AssertionError, ConnectionError) as exc:
+    except (OSError, AssertionError, ConnectionError, ValueError) as exc:
         report.notes.append(f"raw JSON-RPC checks not run: {type(exc).__name__}: {str(exc)[:200]}")
 
 
