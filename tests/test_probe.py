@@ -218,6 +218,11 @@ def test_plain_liar_protocol_findings() -> None:
     assert all(f.request["params"]["arguments"] == {} and f.severity == "failure" for f in missing)
     wrong = only(report, "wrong_type_accepted", "lenient")
     assert all(f.request["params"]["arguments"] == {"id": 12345} and f.severity == "warning" for f in wrong)
+    # Echoed unchecked: the wrong type is accepted and then breaks the output schema — both are said.
+    assert all(f.request["params"]["arguments"] == {"n": "not-a-int"}
+               for f in only(report, "wrong_type_accepted", "echo_count"))
+    assert all(f.answer == {"structuredContent": {"n": "not-a-int"}}
+               for f in only(report, "schema_broken", "echo_count"))
     leaks = only(report, "leaks_internals", "leaky")
     assert all(f.answer["code"] == -32603 and "Traceback" in f.answer["message"] for f in leaks)
     hollow = only(report, "task_without_result", "hollow", {"2026-07-28"})
@@ -246,6 +251,15 @@ def test_desk_over_stdio_no_false_findings(tmp_path: Path) -> None:
     assert {e.version for e in report.eras} == ERAS
     assert report.findings == [] and report.notes == [], [f.to_dict() for f in report.findings]
     assert report.exit_status == 0
+
+
+def test_slow_starting_server_is_not_called_silent(tmp_path: Path) -> None:
+    """The desk started 3.5 s late (longer than the raw checks wait for an answer): it answers every raw
+    line once it reads them, so nothing is held against it (before, its late answers counted as silence)."""
+    env = {"TRUECALL_DB": str(tmp_path / "desk.db"), "TRUECALL_PRINCIPAL": "probe@acme,acme,incidents:read"}
+    late = "import runpy, time; time.sleep(3.5); runpy.run_module('truecall', run_name='__main__')"
+    report = run(probe([sys.executable, "-c", late, "serve"], env=env, timeout=20, eras=["2026-07-28"]))
+    assert report.reached and report.findings == [] and report.notes == [], [f.to_dict() for f in report.findings]
 
 
 def test_cli_needs_a_server() -> None:

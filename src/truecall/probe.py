@@ -445,6 +445,14 @@ class _Era:
         broken = isinstance(outcome, Failed) and outcome.kind == "contract_broken"
         self.observe(name, purpose, arguments, "contract_broken" if broken else
                      "failed" if isinstance(outcome, Failed) else "done", sentence)
+        if result.get("isError") is not True:
+            # A success (even one that then breaks its schema) to a call the tool could not have served.
+            if purpose == "missing_argument":
+                self.find("failure", "protocol", "missing_argument_accepted", name,
+                          "a call without a required argument was answered as a success", request, result)
+            elif purpose == "wrong_type":
+                self.find("warning", "protocol", "wrong_type_accepted", name,
+                          "an argument of the wrong type was answered as a success", request, result)
         if broken:
             why = getattr(outcome, "message", "")
             if "outputSchema" in why or "structuredContent" in why:
@@ -456,12 +464,6 @@ class _Era:
         if result.get("isError") is True:
             self._check_result_leaks(name, request, result, secret)
             return
-        if purpose == "missing_argument":
-            self.find("failure", "protocol", "missing_argument_accepted", name,
-                      "a call without a required argument was answered as a success", request, result)
-        elif purpose == "wrong_type":
-            self.find("warning", "protocol", "wrong_type_accepted", name,
-                      "an argument of the wrong type was answered as a success", request, result)
         said = _says_failed(result)
         if said is not None:
             self.find("warning", "tool", "says_failed", name,

@@ -3,6 +3,8 @@
 - unknown tools are answered as a success result;
 - ``lenient``: a required argument, and success whatever it is given (missing or of the wrong type);
 - ``leaky``: a JSON-RPC error whose message carries a Python traceback and a path;
+- ``echo_count``: echoes its argument into ``structuredContent`` unchecked (a wrong type breaks the
+  schema it declares);
 - ``hollow`` (2026-07-28): a task whose ``tasks/get`` reports ``completed`` with no result;
 - in 2026-07-28, ``tools/call`` results carry no ``resultType``;
 - every ``tools/list`` is answered twice.
@@ -18,6 +20,9 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}},
     {"name": "leaky", "annotations": RO, "inputSchema": {"type": "object"}},
     {"name": "hollow", "annotations": RO, "inputSchema": {"type": "object"}},
+    {"name": "echo_count", "annotations": RO,
+     "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+     "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}},
 ]
 TRACE = ('Traceback (most recent call last):\n  File "/srv/liar/handlers.py", line 12, in call\n'
          'KeyError: \'db\'')
@@ -57,6 +62,11 @@ def main():
             name = params.get("name")
             if name == "leaky":
                 send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": TRACE}})
+            elif name == "echo_count":
+                n = (params.get("arguments") or {}).get("n", 0)
+                send({"jsonrpc": "2.0", "id": rid, "result": {
+                    "content": [{"type": "text", "text": f"n is {n}"}], "structuredContent": {"n": n},
+                    **({"resultType": "complete"} if modern else {})}})
             elif name == "hollow" and modern:
                 send({"jsonrpc": "2.0", "id": rid, "result": {
                     "resultType": "task", "taskId": "t-1", "status": "working",
