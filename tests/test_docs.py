@@ -24,6 +24,8 @@ A directive is an HTML comment on the line before the fence, invisible on the si
   assistant's ``mcpServers``; every entry is started (``command``, spoken to as by ``stdio``) or
   reached (``url``, with ``truecall.Client``) and must list tools. ``project`` is the reader's
   folder in the example: it stands for the page's folder, where ``.venv`` is the test's.
+- ``<!-- doctest: layout -->`` on a text block: a tree of the repository; every path it names
+  must exist.
 - ``<!-- doctest: syntax -->`` for a command that must not run here (it installs, or needs a
   host that the test does not have): its shell syntax is checked and each ``truecall``
   command in it must accept the options it is given (they are looked up in its ``--help``).
@@ -64,7 +66,7 @@ _DIRECTIVE = re.compile(r"^\s*<!--\s*doctest:(?P<body>.*?)-->\s*$")
 _TITLE = re.compile(r'title="(?P<title>[^"]+)"')
 #: A port a page names: ``--port 8000``, ``127.0.0.1:8000`` or ``localhost:8000`` (80xx).
 _PORT = re.compile(r"(?<=--port )80\d\d\b|(?<=--port=)80\d\d\b|(?<=127\.0\.0\.1:)80\d\d\b|(?<=localhost:)80\d\d\b")
-_KNOWN = {"output", "prose", "background", "ready", "stdio", "syntax", "exit", "env", "root", "mcp-config", "project"}
+_KNOWN = {"output", "prose", "background", "ready", "stdio", "syntax", "exit", "env", "root", "mcp-config", "project", "layout"}
 
 
 @dataclass
@@ -258,6 +260,8 @@ class PageRun:
     def run_text(self, block: Block) -> None:
         if "prose" in block.options:
             return
+        if "layout" in block.options:
+            return self.check_layout(block)
         assert "output" in block.options, f"{block.where}: a text block says doctest: output or doctest: prose"
         assert self.last_output is not None, f"{block.where}: an output block follows no block that ran"
         actual = self.last_output
@@ -265,6 +269,22 @@ class PageRun:
             actual = re.sub(rf"\b{port}\b", documented, actual)
         assert matches(block.code, actual), f"{block.where}: the output differs\n--- page:\n{block.code}" \
                                             f"--- actual:\n{actual}"
+
+    def check_layout(self, block: Block) -> None:
+        """A tree of the repository: every path it names exists (an indented line is inside the
+        last unindented folder; each ``name.py`` or ``dir/`` mentioned on a line is looked up)."""
+        parent = ROOT
+        for line in block.code.splitlines():
+            if not line.strip():
+                continue
+            path, _, comment = line.strip().partition(" ")
+            base = parent if line.startswith(" ") else ROOT
+            if not line.startswith(" "):
+                parent = ROOT / path
+            named = [path] + re.findall(r"(?<![\w/.])([\w./-]+(?:\.py|\.md|/))(?=[\s:;,)]|$)", comment)
+            for name in named:
+                candidates = [base / name, ROOT / name, parent / name, ROOT / "src" / name]
+                assert any(c.exists() for c in candidates), f"{block.where}: {name} does not exist"
 
     # -- servers --------------------------------------------------------------------------------
 
