@@ -453,6 +453,9 @@ def test_every_code_block_runs(page: str, tmp_path: Path, request: pytest.Fixtur
     def pg_url() -> str:
         return request.getfixturevalue("pg_url")
 
+    for block in blocks:  # the page's own files win over any module of that name imported before
+        if block.title and block.title.endswith(".py"):
+            sys.modules.pop(block.title[:-3], None)
     run = PageRun(page, folder, pg_url)
     try:
         for block in blocks:
