@@ -25,7 +25,7 @@ from truecall import Principal, Server, tool_error
 from truecall.incidents import build_desk
 from truecall.probe import Report, probe, render
 
-from http_support import OPERATOR, free_port
+from http_support import OPERATOR, free_port, served
 from stress.common import terminate
 
 PEERS = Path(__file__).parent / "probe_peers"
@@ -251,6 +251,31 @@ def test_desk_over_stdio_no_false_findings(tmp_path: Path) -> None:
     assert {e.version for e in report.eras} == ERAS
     assert report.findings == [] and report.notes == [], [f.to_dict() for f in report.findings]
     assert report.exit_status == 0
+
+
+def test_desk_over_http_no_false_findings(tmp_path: Path) -> None:
+    """The desk over Streamable HTTP: both eras, and the raw checks over HTTP (2026-07-28), find nothing."""
+    with served(tmp_path) as server:
+        report = run(probe(server.url, token=OPERATOR, timeout=20))
+    assert {e.version for e in report.eras} == ERAS
+    assert report.findings == [] and report.notes == [], [f.to_dict() for f in report.findings]
+
+
+def test_http_raw_checks_report_what_they_see() -> None:
+    """The raw checks over HTTP against a server that answers every body 200 with a success."""
+    import httpx
+
+    from truecall.probe import _raw_http
+
+    def lenient(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"jsonrpc": "2.0", "id": None, "result": {"tools": []}})
+
+    report = Report(target="x")
+    run(_raw_http(report, "http://127.0.0.1:1/mcp", token=None, timeout=5,
+                  http_transport=httpx.MockTransport(lenient)))
+    assert {f.code for f in report.findings} == {"parse_error_unanswered", "invalid_request_unanswered",
+                                                 "unsupported_version_data"}
+    assert all(f.answer == {"jsonrpc": "2.0", "id": None, "result": {"tools": []}} for f in report.findings)
 
 
 def test_slow_starting_server_is_not_called_silent(tmp_path: Path) -> None:

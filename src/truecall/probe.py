@@ -742,6 +742,70 @@ async def _raw_checks(report: Report, command: Sequence[str], *, modern: bool, e
         report.notes.append(f"raw JSON-RPC checks not run: {type(exc).__name__}: {str(exc)[:200]}")
 
 
+async def _raw_http(report: Report, url: str, *, token: str | None, timeout: float,
+                    http_transport: Any = None) -> None:
+    """The same raw checks over Streamable HTTP, 2026-07-28 only (stateless: no session to open first).
+    One POST, one answer: a JSON body or the first JSON-RPC message of an event stream."""
+    import httpx
+
+    from .protocol.versions import META_CAPS, META_CLIENT, META_VERSION
+
+    base = {"content-type": "application/json", "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2026-07-28"}
+    if token:
+        base["authorization"] = f"Bearer {token}"
+    meta = {META_VERSION: "2026-07-28", META_CAPS: {}, META_CLIENT: {"name": "truecall-probe", "version": "1"}}
+
+    def find(severity: str, code: str, summary: str, sent: Any, answer: Any, era: str = "json-rpc") -> None:
+        report.findings.append(Finding(severity, "protocol", code, era, None, summary, {"sent": sent},
+                                       excerpt(answer)))
+
+    async def post(http: Any, body: bytes, headers: dict[str, str]) -> Any:
+        response = await http.post(url, content=body, headers={**base, **headers})
+        text = response.text
+        if "text/event-stream" in response.headers.get("content-type", ""):
+            for line in text.splitlines():
+                if line.startswith("data:"):
+                    try:
+                        message = orjson.loads(line[5:].strip())
+                    except orjson.JSONDecodeError:
+                        continue
+                    if isinstance(message, dict) and ("result" in message or "error" in message):
+                        return message
+            return {"httpStatus": response.status_code, "body": text[:200]}
+        try:
+            message = orjson.loads(text) if text else None
+        except orjson.JSONDecodeError:
+            message = None
+        return message if isinstance(message, dict) else {"httpStatus": response.status_code, "body": text[:200]}
+
+    try:
+        async with httpx.AsyncClient(timeout=timeout, transport=http_transport) as http:
+            bad = "{not json"
+            answer = await post(http, bad.encode(), {})
+            if _error_code(answer) != -32700:
+                find("warning", "parse_error_unanswered", "a body that is not JSON was not answered with -32700",
+                     bad, answer)
+            invalid = {"jsonrpc": "2.0", "id": "truecall-probe-invalid", "method": 42}
+            answer = await post(http, orjson.dumps(invalid), {})
+            if _error_code(answer) != -32600:
+                find("warning", "invalid_request_unanswered",
+                     "a request whose method is a number was not answered with -32600", invalid, answer)
+            ask = {"jsonrpc": "2.0", "id": "truecall-probe-version", "method": "tools/list",
+                   "params": {"_meta": {**meta, META_VERSION: "1999-01-01"}}}
+            answer = await post(http, orjson.dumps(ask), {"mcp-protocol-version": "1999-01-01",
+                                                          "mcp-method": "tools/list"})
+            error = answer.get("error") if isinstance(answer, dict) else None
+            data = error.get("data") if isinstance(error, dict) else None
+            if _error_code(answer) != -32022 or not isinstance(data, dict) or \
+                    not isinstance(data.get("supported"), list):
+                find("failure", "unsupported_version_data",
+                     "a request naming protocol version 1999-01-01 was not refused with -32022 and data.supported",
+                     ask, answer, "2026-07-28")
+    except httpx.HTTPError as exc:
+        report.notes.append(f"raw JSON-RPC checks over HTTP not finished: {type(exc).__name__}")
+
+
 async def probe(target: Any, *, token: str | None = None, tools: Sequence[str] = (), allow_writes: bool = False,
                 timeout: float = 30.0, eras: Sequence[str] = ERAS, env: Any = None) -> Report:
     """Probe one server (a command line, a URL or a :class:`truecall.Server`) in each era it offers."""
@@ -754,9 +818,11 @@ async def probe(target: Any, *, token: str | None = None, tools: Sequence[str] =
     if isinstance(target, (list, tuple)) and report.reached:
         await _raw_checks(report, target, modern=any(e.version == "2026-07-28" for e in report.reached), env=env,
                           timeout=timeout)
+    elif isinstance(target, str) and any(e.version == "2026-07-28" for e in report.reached):
+        await _raw_http(report, target, token=token, timeout=timeout)
     elif report.reached:
         report.notes.append("raw JSON-RPC checks (parse error, invalid request, unsupported version) run over "
-                            "stdio only")
+                            "stdio, and over HTTP when the server speaks 2026-07-28")
     return report
 
 
