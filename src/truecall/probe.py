@@ -135,6 +135,7 @@ class EraReport:
     tools: list[str] = field(default_factory=list)
     probed: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)
+    duplicate: bool = False  # the server chose a version already probed
 
     def to_dict(self) -> dict[str, Any]:
         return {"requested": self.requested, "version": self.version, "server": self.server, "error": self.error,
@@ -151,7 +152,7 @@ class Report:
 
     @property
     def reached(self) -> list[EraReport]:
-        return [e for e in self.eras if e.error is None]
+        return [e for e in self.eras if e.version is not None and not e.duplicate]
 
     @property
     def exit_status(self) -> int:
@@ -574,12 +575,13 @@ async def _one_era(report: Report, target: Any, requested: str, *, token: str | 
         era.server = dict(client.server_info or {})
         if any(e.version == era.version for e in report.eras if e is not era):
             era.error = f"the server chose {era.version} again (already probed)"
+            era.duplicate = True
             return
         runner = _Era(report, era, client, timeout=timeout, tools=tools, allow_writes=allow_writes, forms=forms,
                       current=current)
         try:
             await runner.run()
-        except (ProtocolError, TimeoutError, ConnectionError) as exc:
+        except Exception as exc:  # whatever the server did, the report says how far it got
             era.error = f"stopped: {type(exc).__name__}: {str(exc)[:200]}"
         for form in forms:
             params = form.get("params") if isinstance(form.get("params"), dict) else {}
