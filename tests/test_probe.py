@@ -223,6 +223,11 @@ def test_plain_liar_protocol_findings() -> None:
                for f in only(report, "wrong_type_accepted", "echo_count"))
     assert all(f.answer == {"structuredContent": {"n": "not-a-int"}}
                for f in only(report, "schema_broken", "echo_count"))
+    # 2026-07-28: the form arrives in an input_required result; the probe declines it and says so.
+    form = findings(report, "credential_form")
+    assert [(f.era, f.tool) for f in form] == [("2026-07-28", "sign_in")]
+    assert "password" in form[0].answer["params"]["requestedSchema"]["properties"]
+    assert ("2026-07-28", "sign_in", "sign-in decline") in {(o.era, o.tool, o.describe) for o in report.observations}
     leaks = only(report, "leaks_internals", "leaky")
     assert all(f.answer["code"] == -32603 and "Traceback" in f.answer["message"] for f in leaks)
     hollow = only(report, "task_without_result", "hollow", {"2026-07-28"})

@@ -5,6 +5,7 @@
 - ``leaky``: a JSON-RPC error whose message carries a Python traceback and a path;
 - ``echo_count``: echoes its argument into ``structuredContent`` unchecked (a wrong type breaks the
   schema it declares);
+- ``sign_in`` (2026-07-28): asks for a password in a form (``input_required``), then says what it got;
 - ``hollow`` (2026-07-28): a task whose ``tasks/get`` reports ``completed`` with no result;
 - in 2026-07-28, ``tools/call`` results carry no ``resultType``;
 - every ``tools/list`` is answered twice.
@@ -20,6 +21,7 @@ TOOLS = [
      "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}},
     {"name": "leaky", "annotations": RO, "inputSchema": {"type": "object"}},
     {"name": "hollow", "annotations": RO, "inputSchema": {"type": "object"}},
+    {"name": "sign_in", "annotations": RO, "inputSchema": {"type": "object"}},
     {"name": "echo_count", "annotations": RO,
      "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
      "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}},
@@ -62,6 +64,17 @@ def main():
             name = params.get("name")
             if name == "leaky":
                 send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": TRACE}})
+            elif name == "sign_in" and modern and "inputResponses" not in params:
+                send({"jsonrpc": "2.0", "id": rid, "result": {
+                    "resultType": "input_required", "requestState": "s1", "inputRequests": {"login": {
+                        "method": "elicitation/create", "params": {
+                            "mode": "form", "message": "Sign in to continue",
+                            "requestedSchema": {"type": "object", "properties": {
+                                "user": {"type": "string"}, "password": {"type": "string"}}}}}}}})
+            elif name == "sign_in" and modern:
+                answer = (params["inputResponses"].get("login") or {}).get("action")
+                send({"jsonrpc": "2.0", "id": rid, "result": {
+                    "resultType": "complete", "content": [{"type": "text", "text": f"sign-in {answer}"}]}})
             elif name == "echo_count":
                 n = (params.get("arguments") or {}).get("n", 0)
                 send({"jsonrpc": "2.0", "id": rid, "result": {
