@@ -521,3 +521,17 @@ def test_a_failing_block_fails_and_says_where(tmp_path: Path) -> None:
         run.run(Block("p.md", 5, "text", "ho\n", options={"output": True}))
     with pytest.raises(AssertionError, match="has no --nope"):
         run.run(Block("p.md", 6, "bash", "truecall serve --nope\n", options={"syntax": True}))
+
+
+def test_every_setting_and_command_the_guide_names_exists():
+    """A renamed environment variable or CLI command must not live on in the guide."""
+    source = "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "src").rglob("*.py"))
+    guide = "\n".join((DOCS / page).read_text(encoding="utf-8") for page in PAGES)
+    settings = set(re.findall(r"\bTRUECALL_[A-Z0-9_]*[A-Z0-9]\b", guide))
+    unknown = sorted(s for s in settings if s not in source and not s.startswith("TRUECALL_TEST_"))
+    assert not unknown, f"settings the guide names that no code reads: {unknown}"
+    helped = subprocess.run([str(BIN / "truecall"), "--help"], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "COLUMNS": "200"})
+    commands = set(re.findall(r"`truecall ([a-z]+)\b", guide))
+    missing = sorted(c for c in commands if not re.search(rf"^\W*{c}\b", helped.stdout, re.M))
+    assert not missing, f"commands the guide names that truecall does not have: {missing}"
