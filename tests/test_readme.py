@@ -298,7 +298,7 @@ def serve_http(args: list[str], cwd: Path, examples: dict[str, dict[str, Any]], 
 # -- the blocks --------------------------------------------------------------------------------------
 
 
-KNOWN = {"bash", "python", "json", ""}
+KNOWN = {"bash", "python", "json", "text", ""}
 
 
 def test_every_block_is_of_a_kind_this_test_runs() -> None:
@@ -505,6 +505,30 @@ def test_client_configuration_works(block: Block, name: str, entry: dict[str, An
                     return await exercise(client, examples, {"incident.search"})
 
             assert "incident.search" in anyio.run(main)
+
+
+# -- the probe report -----------------------------------------------------------------------------------
+
+
+def test_the_probe_report_is_what_the_probe_prints(tmp_path: Path) -> None:
+    """The README's report comes from the command it names: every finding it shows and its summary
+    line are what that command prints today (a report that drifted from the probe fails here)."""
+    [report] = [b for b in blocks_of("text") if b.text.startswith("truecall probe ")]
+    lines = report.text.splitlines()
+    argv = shlex.split(lines[0])
+    assert argv[:2] == ["truecall", "probe"] and "--" in argv
+    cut = argv.index("--")
+    command = [str(BIN / "truecall"), *argv[1:cut + 1], sys.executable, *argv[cut + 2:]]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TRUECALL_LANG": "en"})
+    printed = done.stdout.splitlines()
+    shown = [line for line in lines if line.startswith(("  FAILURE ", "  WARNING "))]
+    assert shown, "the README's report shows no finding"
+    missing = [line for line in shown if line not in printed]
+    assert missing == [], f"findings the probe no longer prints: {missing}\n{done.stdout[-3000:]}"
+    summary = [line for line in lines if line.startswith("summary: ")]
+    assert summary and summary[0] in printed, done.stdout[-2000:]
+    assert done.returncode == 2  # failures found, as the summary says
 
 
 # -- the layout ----------------------------------------------------------------------------------------
