@@ -531,22 +531,17 @@ def test_the_probe_report_is_what_the_probe_prints(tmp_path: Path) -> None:
     assert done.returncode == 2  # failures found, as the summary says
 
 
-# -- the layout ----------------------------------------------------------------------------------------
-
-
-def test_the_layout_names_paths_that_exist() -> None:
-    [layout] = [b for b in blocks_of("") if "src/truecall/" in b.text]
-    parent = ROOT
-    missing = []
-    for line in layout.text.splitlines():
-        if not line.strip():
+def test_every_link_of_the_readme_reaches_a_file_or_a_section() -> None:
+    """The README is an index into docs/: a link to a page that moved, or to a section that is gone, fails."""
+    text = README.read_text()
+    sections = {re.sub(r"[^a-z0-9 -]", "", h.lower()).replace(" ", "-") for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    broken = []
+    for target in re.findall(r"\]\(([^)]+)\)", text):
+        if target.startswith(("http://", "https://")):
             continue
-        path = line.split()[0]
-        if not line.startswith(" "):
-            parent = ROOT / path if path.endswith("/") else ROOT
-            target = ROOT / path
-        else:
-            target = parent / path
-        if not target.exists():
-            missing.append(path)
-    assert missing == []
+        path, _, anchor = target.partition("#")
+        if path and not (ROOT / path).exists():
+            broken.append(target)
+        elif not path and anchor not in sections:
+            broken.append(target)
+    assert broken == []
