@@ -610,3 +610,37 @@ def test_unresolvable_annotations_matter_only_where_a_schema_is_derived(server):
         return 1
 
     _fails(server, bad_return, "return", "NotImported")
+
+
+@dataclasses.dataclass
+class _Book:
+    title: str
+    year: int
+
+
+class _Shelf(TypedDict):
+    books: list[_Book]
+    owner: str
+
+
+class _Plain(TypedDict):
+    names: list[str]
+    counts: dict[str, int]
+
+
+def test_a_typed_dict_return_holding_dataclasses_is_converted_not_withheld(server):
+    @server.tool
+    def shelf() -> _Shelf:
+        """Books on a shelf."""
+        return {"books": [_Book("Dune", 1965)], "owner": "me"}
+
+    @server.tool
+    def plain() -> _Plain:
+        """Already JSON."""
+        return {"names": ["a"], "counts": {"a": 1}}
+
+    out = call(server, "shelf", {})
+    assert not out.get("isError"), out
+    assert out["structuredContent"] == {"books": [{"title": "Dune", "year": 1965}], "owner": "me"}
+    assert json.loads(out["content"][0]["text"]) == out["structuredContent"]
+    assert call(server, "plain", {})["structuredContent"] == {"names": ["a"], "counts": {"a": 1}}

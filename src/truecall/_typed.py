@@ -615,6 +615,39 @@ def as_result(out: Any) -> ToolResult:
     raise TypeError(f"a tool returned {type(out).__name__}; expected ToolResult, dict, str or list")
 
 
+_JSON_LEAVES = (str, int, float, bool, type(None))
+
+
+def _json_shaped(hint: Any, seen: frozenset[Any] = frozenset()) -> bool:
+    """True when every value of ``hint`` already is JSON data, so a returned ``dict`` can go out as
+    it is; a field that may hold a dataclass, a model, an enum, a tuple or anything unannotated
+    (``Any``, a bare ``list``) is converted instead."""
+    if hint in _JSON_LEAVES:
+        return True
+    if hint in seen:
+        return True  # a recursive TypedDict: its other fields decide
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        return _json_shaped(typing.get_args(hint)[0], seen)
+    if origin is typing.Literal:
+        return all(type(a) in _JSON_LEAVES for a in typing.get_args(hint))
+    if origin is typing.Union or origin is types.UnionType:
+        return all(_json_shaped(a, seen) for a in typing.get_args(hint))
+    if origin in (list, collections.abc.Sequence):
+        args = typing.get_args(hint)
+        return bool(args) and _json_shaped(args[0], seen)
+    if origin in (dict, collections.abc.Mapping):
+        args = typing.get_args(hint)
+        return len(args) == 2 and args[0] is str and _json_shaped(args[1], seen)
+    if isinstance(hint, type) and typing.is_typeddict(hint):
+        try:
+            fields = typing.get_type_hints(hint, include_extras=True)
+        except Exception:  # an annotation that does not resolve: convert rather than guess
+            return False
+        return all(_json_shaped(f, seen | {hint}) for f in fields.values())
+    return False
+
+
 def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict[str, Any] | None, Callable[[Any], ToolResult]]:
     """(``outputSchema``, return value → result) from the return annotation.
 
@@ -648,8 +681,9 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
         else _to_builtins
     if _is_structured(schema, defs):
         derived = _inline_root(schema, defs)
-        simple = isinstance(_strip_annotated(hint), type) and typing.is_typeddict(_strip_annotated(hint)) or \
-            typing.get_origin(_strip_annotated(hint)) in (dict, collections.abc.Mapping)
+        base = _strip_annotated(hint)
+        simple = (isinstance(base, type) and typing.is_typeddict(base)
+                  or typing.get_origin(base) in (dict, collections.abc.Mapping)) and _json_shaped(base)
 
         def structured(out: Any) -> ToolResult:
             if simple and type(out) is dict:  # a TypedDict or dict value is already JSON-shaped
