@@ -653,3 +653,29 @@ def test_http_handshake_headers_on_every_message_after_initialize() -> None:
     for method, headers in after:
         assert headers.get("mcp-session-id") == "sess-1" and headers.get("mcp-protocol-version") == "2025-06-18", method
     assert ("DELETE" in [m for m, _ in seen])  # the session is ended on close
+
+
+def test_an_in_process_client_without_a_token_is_the_local_user_as_over_stdio(tmp_path: Path) -> None:
+    from truecall import Server
+
+    server = Server("local", db=tmp_path / "local.db")
+
+    @server.tool(scopes={"notes:write"})
+    def note(text: str) -> str:
+        """Keep a note."""
+        return f"kept: {text}"
+
+    async def main() -> Any:
+        async with Client(server) as client:  # no token, no local_principal: the user of this process
+            return await client.call("note", {"text": "hi"})
+
+    try:
+        outcome = run(main())
+        assert isinstance(outcome, Done), outcome
+        assert outcome.result["content"][0]["text"] == "kept: hi"
+        principal = server.local_user()
+        assert principal.tenant == "local" and principal.scopes == frozenset({"notes:write"})
+        rows = server.events.query(tool="note")
+        assert rows and rows[-1].tenant == "local"
+    finally:
+        server.db.close()

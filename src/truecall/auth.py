@@ -10,6 +10,7 @@ failed.
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -122,3 +123,17 @@ class StaticTokens:
         if principal is None:
             raise InvalidCredential()
         return principal
+
+
+#: The tenant of the local user's principal (:meth:`truecall.Server.local_user`).
+LOCAL_TENANT = "local"
+
+
+def local_user_name() -> str:
+    """The login name of the user running this process (``uid-N`` where there is none)."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name and no passwd entry (a bare container): the uid still says who
+        return f"uid-{os.getuid()}" if hasattr(os, "getuid") else "local"

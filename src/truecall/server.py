@@ -218,6 +218,20 @@ class Server:
                                detail=getattr(exc, "reason", None), outcome="denied")
             raise
 
+    def local_user(self) -> Principal:
+        """The principal of a caller that is this machine's own user and brought no credential: a
+        stdio server the user started, or a :class:`truecall.Client` on this server in the same
+        process.  Tenant ``local``, every scope the tools, resources and prompts declare — such a
+        caller could reach whatever the process holds anyway.  ``local_principal``, when set, is
+        used instead by both."""
+        from .auth import LOCAL_TENANT, local_user_name
+
+        registry = self.registry
+        declared = {scope for group in (registry.tools.values(), registry.resources.values(),
+                                        registry.templates, registry.prompts.values())
+                    for item in group for scope in item.scopes}
+        return Principal(local_user_name(), LOCAL_TENANT, frozenset(declared))
+
     def visible_tools(self, principal: Principal) -> list[Tool]:
         """Tools this principal may call, in registration order."""
         return [t for t in self.registry.tools.values() if t.scopes <= principal.scopes]

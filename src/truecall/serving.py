@@ -244,21 +244,15 @@ def _has_uvloop() -> bool:
     return importlib.util.find_spec("uvloop") is not None
 
 
-#: The tenant of the local user's default principal over stdio.
-LOCAL_TENANT = "local"
-
-
 def _stdio_principal(server: Any) -> Any:
     """stdio has no bearer token: the principal comes from local configuration.
 
     ``TRUECALL_PRINCIPAL="subject,tenant,scope1 scope2"`` overrides the app's
     ``local_principal`` (the desk's default is the acme operator).  With neither, the server runs
-    as the local user, in tenant ``local``, with every scope its tools, resources and prompts
-    declare: a stdio server is a process the local user started, holding nothing that user could
-    not reach anyway.  It says so once on stderr, so that nobody mistakes it for a configured
-    principal.
+    as :meth:`~truecall.Server.local_user` and says so once on stderr, so that nobody mistakes it
+    for a configured principal.
     """
-    from .auth import Principal
+    from .auth import LOCAL_TENANT, Principal
 
     raw = os.environ.get("TRUECALL_PRINCIPAL")
     if raw:
@@ -268,25 +262,13 @@ def _stdio_principal(server: Any) -> Any:
         return Principal(subject.strip(), tenant.strip(), frozenset(scopes.split()))
     if server.local_principal is not None:
         return server.local_principal
-    registry = server.registry
-    declared = sorted({scope for group in (registry.tools.values(), registry.resources.values(),
-                                           registry.templates, registry.prompts.values())
-                       for item in group for scope in item.scopes})
-    principal = Principal(_local_user(), LOCAL_TENANT, frozenset(declared))
+    principal = server.local_user()
+    declared = sorted(principal.scopes)
     print(f"truecall serve: no principal configured: serving stdio as the local user {principal.subject!r} "
           f"(tenant {LOCAL_TENANT!r}) with every scope the tools declare ({', '.join(declared) or 'none'}); "
           "TRUECALL_PRINCIPAL=\"subject,tenant,scope1 scope2\" or the app's local_principal chooses another",
           file=sys.stderr, flush=True)
     return principal
-
-
-def _local_user() -> str:
-    import getpass
-
-    try:
-        return getpass.getuser()
-    except Exception:  # no login name and no passwd entry (a bare container): the uid still says who
-        return f"uid-{os.getuid()}" if hasattr(os, "getuid") else "local"
 
 
 def _say_how_to_configure_credentials(server: Any, url: str) -> None:

@@ -11,7 +11,6 @@ import asyncio
 from typing import Any
 
 from ..auth import Principal
-from ..errors import InvalidCredential
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import MessageError
 from ._transport import Lost, Receive
@@ -50,9 +49,7 @@ class InProcessTransport:
             if self.token is not None:
                 principal = self.server.authenticate(self.token)
             else:
-                principal = getattr(self.server, "local_principal", None)
-            if principal is None:
-                raise InvalidCredential("No token given and the server has no local principal")
+                principal = self.server.local_principal or self.server.local_user()  # as over stdio
         self.principal = principal
         self.session.principal = principal
         self.outbox = _Outbox(receive)
