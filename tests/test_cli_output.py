@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ def desk_db(tmp_path: Path) -> dict[str, Any]:
 
     asyncio.run(main())
     server.db.close()
+    time.sleep(0.1)  # past the crashed worker's claim (lease_until = claim time + 0.05 s): reconcile may fence it
     return {"db": str(path), "ids": ids}
 
 
