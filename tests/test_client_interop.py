@@ -190,9 +190,10 @@ def test_everything_over_http(tmp_path: Path) -> None:
         run(_exercise_everything(url))
 
 
-def test_everything_task_to_its_end_with_input() -> None:
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_everything_task_to_its_end_with_input(transport: str, tmp_path: Path) -> None:
     """2025-11-25 core tasks: accepted (not done), then input_required answered through the handler
-    on the tasks/result stream, then the report."""
+    on the tasks/result stream, then the report; over stdio and over Streamable HTTP."""
     shown: list[Any] = []
 
     def handler(request: Any) -> Any:
@@ -200,8 +201,9 @@ def test_everything_task_to_its_end_with_input() -> None:
         options = request.schema["properties"]["interpretation"]["oneOf"]  # the form's own choices
         return Accept({"interpretation": options[0]["const"]})
 
-    async def go() -> None:
-        async with Client([*_everything(), "stdio"], elicitation=handler, stderr=subprocess.DEVNULL) as client:
+    async def go(target: Any) -> None:
+        options: dict[str, Any] = {"stderr": subprocess.DEVNULL} if isinstance(target, list) else {}
+        async with Client(target, elicitation=handler, **options) as client:
             accepted = await client.call("simulate-research-query", {"topic": "mercury", "ambiguous": True})
             assert isinstance(accepted, Accepted) and not accepted and accepted.era == "legacy"
             assert "not yet done" in describe(accepted, "en")
@@ -211,4 +213,8 @@ def test_everything_task_to_its_end_with_input() -> None:
             assert len(shown) == 1 and "Research Report" in final.text and chosen in final.text
             assert "cancelled" not in final.text
 
-    run(go())
+    if transport == "stdio":
+        run(go([*_everything(), "stdio"]))
+    else:
+        with http_peer([*_everything(), "streamableHttp"], tmp_path, env={}) as url:
+            run(go(url))
