@@ -452,10 +452,10 @@ def test_sessions_move_between_replicas(database: Any, twin: Any) -> None:
 
 
 def test_idle_sessions_expire_and_are_purged(database: Any) -> None:
-    store = SessionStore(database, idle_s=0.05)
+    store = SessionStore(database, idle_s=0.5)  # the checks after save(kept) must not race its idle window
     kept, idle = _session(), _session()
     store.save(idle)
-    time.sleep(0.1)
+    time.sleep(0.6)
     store.save(kept)
     assert store.load(idle.id, ALICE) is None and store.load(kept.id, ALICE) is not None
     assert store.purge_idle() == 1

@@ -305,11 +305,12 @@ def test_odd_ids_read_as_not_found(store, bad_id):
 
 
 def test_ttl_expiry(store):
-    short = store.create(SERVICE_SCHEMA, ttl_ms=30, owner=ALICE)
+    # 400 ms: long enough that the checks before the wait never race the expiry on a busy machine
+    short = store.create(SERVICE_SCHEMA, ttl_ms=400, owner=ALICE)
     long = store.create(ttl_ms=60_000, owner=ALICE)
-    assert store.get(short.task_id).ttl_ms == 30
+    assert store.get(short.task_id).ttl_ms == 400
     assert store.get(short.task_id, ALICE).status is S.INPUT_REQUIRED
-    time.sleep(0.08)
+    time.sleep(0.45)
     with pytest.raises(TaskNotFound):
         store.get(short.task_id)
     with pytest.raises(TaskNotFound):
@@ -324,10 +325,10 @@ def test_ttl_expiry(store):
 
 
 def test_default_ttl_comes_from_the_store(task_db):
-    store = TaskStore(task_db, default_ttl_ms=20)
+    store = TaskStore(task_db, default_ttl_ms=300)
     task = store.create()
-    assert task.ttl_ms == 20
-    time.sleep(0.06)
+    assert task.ttl_ms == 300
+    time.sleep(0.35)
     with pytest.raises(TaskNotFound):
         store.get(task.task_id)
 
