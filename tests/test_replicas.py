@@ -287,7 +287,7 @@ def test_sigkill_of_the_replica_running_tasks_the_other_settles_them_honestly(tm
         nap_b = start_task(http, b.url, token, "nap", {"seconds": 0.2})  # B then runs nothing: only its
         # idle sweeper can notice A's death
         wait_until(lambda: all((dispatch_states(k) or ["-"])[-1] == STATE_BEFORE[f] for k, f in zip(keys, PLAN_A)),
-                   15, "every job to reach its fault point")
+                   40, "every job to reach its fault point")  # returns as soon as they have
         poll(http, b.url, token, survey_a, until=("input_required",))
         # A is alive: however long its tasks take, B (sweeping for orphans all along) leaves them alone,
         # and so does a third replica starting now (a rolling deploy): live leases are never orphans
