@@ -104,6 +104,21 @@ def served(
         terminate(proc, stop_timeout)
 
 
+@contextlib.contextmanager
+def served_with_token(tmp_path: Path, app: str, token: str, *, subject: str = "dev@local",
+                      tenant: str = "local", scopes: tuple[str, ...] = ()) -> Iterator[Served]:
+    """``served`` for ``app`` with a token file that admits ``token`` alone (as the README configures it)."""
+    import truecall
+
+    workdir = Path(tmp_path)
+    workdir.mkdir(parents=True, exist_ok=True)
+    tokens = workdir / "tokens.json"
+    tokens.write_bytes(orjson.dumps({"tokens": [{"sha256": truecall.hash_token(token), "subject": subject,
+                                                 "tenant": tenant, "scopes": list(scopes)}]}))
+    with served(workdir, app, "--token-file", str(tokens)) as server:
+        yield server
+
+
 def _wait_ready(proc: subprocess.Popen[bytes], port: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     with httpx.Client(timeout=1.0) as client:

@@ -18,9 +18,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from http_support import served
+from http_support import served_with_token
 from test_interop_sdk import MODES, VERSION, Recorded, _http, check_all
-from truecall import hash_token
 
 APP = Path(__file__).resolve().parent.parent / "examples" / "06_typed.py"
 TOKEN = "typed-interop-token"
@@ -36,11 +35,7 @@ def _example() -> Any:
 
 @pytest.fixture(scope="module")
 def typed_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    work = tmp_path_factory.mktemp("typed-http")
-    tokens = work / "tokens.json"
-    tokens.write_bytes(orjson.dumps({"tokens": [{"sha256": hash_token(TOKEN), "subject": "dev@local",
-                                                 "tenant": "local", "scopes": []}]}))
-    with served(work, f"{APP}:server", "--token-file", str(tokens)) as server:
+    with served_with_token(tmp_path_factory.mktemp("typed-http"), f"{APP}:server", TOKEN) as server:
         yield server
 
 

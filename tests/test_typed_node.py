@@ -14,11 +14,9 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator
 
-import orjson
 import pytest
 
-from http_support import served
-from truecall import hash_token
+from http_support import served_with_token
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conformance"
@@ -93,11 +91,7 @@ def node_installed() -> None:
 
 @pytest.fixture(scope="module")
 def typed_http(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    work = tmp_path_factory.mktemp("typed-node-http")
-    tokens = work / "tokens.json"
-    tokens.write_bytes(orjson.dumps({"tokens": [{"sha256": hash_token(TOKEN), "subject": "dev@local",
-                                                 "tenant": "local", "scopes": []}]}))
-    with served(work, f"{APP}:server", "--token-file", str(tokens)) as server:
+    with served_with_token(tmp_path_factory.mktemp("typed-node-http"), f"{APP}:server", TOKEN) as server:
         yield server
 
 
