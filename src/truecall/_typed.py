@@ -189,9 +189,9 @@ def read_signature(fn: Any, what: str, name: str | None = None) -> Signature:
             and raw[0].kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
         out.context, out.positional_context, out.legacy = LEGACY_CONTEXT_NAME, True, True  # before type hints
         out.params.pop(0)
-    for p in out.params:
-        if p.kind is inspect.Parameter.POSITIONAL_ONLY:
-            raise out.fail("a positional-only parameter cannot receive an argument given by name", p.name)
+    for param in out.params:
+        if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+            raise out.fail("a positional-only parameter cannot receive an argument given by name", param.name)
     out.description, out.param_docs = parse_doc(fn)
     return out
 
@@ -294,9 +294,9 @@ def _normalize(hint: Any) -> Any:
         base, *extra = typing.get_args(hint)
         metas = [m for m in (_meta_from(x) for x in extra) if m is not None]
         base = _normalize(base)
-        return typing.Annotated[(base, *metas)] if metas else base  # type: ignore[misc]
+        return typing.Annotated[(base, *metas)] if metas else base
     if origin is typing.Union or origin is types.UnionType:
-        return typing.Union[tuple(_normalize(a) for a in typing.get_args(hint))]  # type: ignore[misc]
+        return typing.Union[tuple(_normalize(a) for a in typing.get_args(hint))]
     if origin is typing.Literal or origin is None:
         return hint
     args = typing.get_args(hint)
@@ -320,7 +320,7 @@ def _schemas(hints: list[Any], fail: Callable[[int, str], RegistrationError]) ->
         adapter = None if model is not None else _with_pydantic(hint)
         if model is not None or adapter is not None:
             schema = (model.model_json_schema(ref_template="#/$defs/{model}") if model is not None
-                      else adapter.json_schema(ref_template="#/$defs/{model}"))
+                      else adapter.json_schema(ref_template="#/$defs/{model}") if adapter is not None else {})
             defs.update(schema.pop("$defs", {}))
             out[i] = schema
             continue
@@ -666,7 +666,7 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
     kept = tuple(m for m in members if _strip_annotated(m) is not ToolResult)
     if hint is EMPTY or hint is Any or not kept:
         return explicit, legacy
-    hint = kept[0] if len(kept) == 1 else typing.Union[kept]  # type: ignore[assignment]
+    hint = kept[0] if len(kept) == 1 else typing.Union[kept]
     if hint in _NONE_TYPES:
         def empty(out: Any) -> ToolResult:
             return ToolResult([]) if out is None else legacy(out)

@@ -136,7 +136,7 @@ def migrate(
     SessionStore(server.db)
     where = f"{shown(str(getattr(server.db, 'path', '?')))} ({getattr(server.db, 'dialect', 'sqlite')})"
     if db and not _same_database(db, str(getattr(server.db, "path", ""))):
-        typer.echo(f"{target or DEFAULT_APP} opens its own database, {where}, not --db {shown(db)}: its "
+        typer.echo(f"{target or serving.DEFAULT_APP} opens its own database, {where}, not --db {shown(db)}: its "
                    "migrations went there (--db works for apps that read $TRUECALL_DB)", err=True)
         raise typer.Exit(2)
     rows = server.db.fetchall("SELECT name, applied_at FROM _migrations ORDER BY applied_at, name")
@@ -158,7 +158,9 @@ def _n(count: int, noun: str) -> str:
 
 
 def _same_database(wanted: str, opened: str) -> bool:
-    strip = (lambda p: p[len("sqlite:///"):] if p.startswith("sqlite:///") else p)
+    def strip(path: str) -> str:
+        return path[len("sqlite:///"):] if path.startswith("sqlite:///") else path
+
     wanted, opened = strip(wanted), strip(opened)
     if "://" in wanted or "://" in opened or ":memory:" in (wanted, opened):
         return wanted == opened

@@ -143,6 +143,8 @@ class AccessDenied(ProtocolError, PermissionError):
     """The caller may not do this; kept a ``PermissionError`` as the seed's contract."""
 
     code, http_status, default_message = FORBIDDEN, 403, "Forbidden"
+    #: Why, for the audit trail only (e.g. ``expired``); the caller never hears it.
+    reason: str | None = None
 
 
 class InvalidCredential(AccessDenied):

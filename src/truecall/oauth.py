@@ -118,8 +118,8 @@ class JWTVerifier:
             if not _fetchable(text):
                 raise ValueError("a JWKS URL must be https (or http on a loopback address, for tests)")
             with _NO_REDIRECTS.open(text, timeout=5) as response:  # noqa: S310 - https or loopback only
-                return orjson.loads(response.read(1024 * 1024))
-        return orjson.loads(Path(text).read_bytes())
+                return _jwks_document(orjson.loads(response.read(1024 * 1024)))
+        return _jwks_document(orjson.loads(Path(text).read_bytes()))
 
     def _load_keys(self) -> None:
         self._fetched_at = time.monotonic()
@@ -226,6 +226,13 @@ def _fetchable(url: str) -> bool:
         return ipaddress.ip_address(parts.hostname).is_loopback
     except ValueError:
         return False
+
+
+def _jwks_document(value: Any) -> dict[str, Any]:
+    """A JWKS is a JSON object; anything else is refused here rather than failing later at ``keys``."""
+    if not isinstance(value, dict):
+        raise ValueError("a JWKS must be a JSON object with a \"keys\" list")
+    return value
 
 
 def _denied(reason: str) -> InvalidCredential:

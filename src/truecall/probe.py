@@ -20,7 +20,7 @@ import asyncio
 import re
 import secrets
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Sequence, TypeVar
 
 import orjson
 
@@ -193,6 +193,16 @@ def excerpt(value: Any, limit: int = _EXCERPT) -> Any:
 # -- arguments from schemas ------------------------------------------------------------------------------
 
 
+T = TypeVar("T")
+
+
+def _of(data: dict[str, Any], key: str, kind: type[T], default: T) -> T:
+    """``data[key]`` when it is a ``kind``, else ``default``: what a server sent is never trusted to
+    have the shape the schema gives it."""
+    value = data.get(key)
+    return value if isinstance(value, kind) else default
+
+
 def example(schema: Any, depth: int = 0) -> Any:
     """A plausible value for ``schema`` (required properties only; the first of any choice)."""
     if not isinstance(schema, dict) or depth > 6:
@@ -212,11 +222,11 @@ def example(schema: Any, depth: int = 0) -> Any:
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "null")
     if kind == "object" or (kind is None and "properties" in schema):
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
-        required = schema.get("required") if isinstance(schema.get("required"), list) else []
+        props = _of(schema, "properties", dict, {})
+        required = _of(schema, "required", list, [])
         return {name: example(props.get(name), depth + 1) for name in required if isinstance(name, str)}
     if kind == "array":
-        count = schema.get("minItems") if isinstance(schema.get("minItems"), int) else 0
+        count = _of(schema, "minItems", int, 0)
         return [example(schema.get("items"), depth + 1) for _ in range(min(count, 3))]
     if kind in ("integer", "number"):
         low = schema.get("minimum", schema.get("exclusiveMinimum"))
@@ -390,7 +400,7 @@ class _Era:
         self._check_error_leaks(None, request, wire, secret=None)
 
     async def tool(self, name: str, tool: dict[str, Any]) -> None:
-        schema = tool.get("inputSchema") if isinstance(tool.get("inputSchema"), dict) else {}
+        schema = _of(tool, "inputSchema", dict, {})
         arguments = example(schema)
         arguments = arguments if isinstance(arguments, dict) else {}
         await self._probe_call(name, tool, arguments, "generated")
@@ -399,7 +409,7 @@ class _Era:
         if required:
             missing = {k: v for k, v in arguments.items() if k != required[0]}
             await self._probe_call(name, tool, missing, "missing_argument")
-        props = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+        props = _of(schema, "properties", dict, {})
         typed = next((k for k in required if isinstance(props.get(k), dict) and isinstance(props[k].get("type"), str)
                       and props[k].get("type") in ("string", "integer", "number", "boolean")), None)
         if typed is not None:
@@ -481,7 +491,7 @@ class _Era:
         from .client._outcomes import Done, Failed
         from .describe import describe
 
-        task = result.get("task") if isinstance(result.get("task"), dict) else result
+        task = _of(result, "task", dict, result)
         task_id = task.get("taskId")
         if not isinstance(task_id, str):
             self.find("failure", "protocol", "bad_result", name, "a task without a taskId", request, result)
@@ -584,8 +594,8 @@ async def _one_era(report: Report, target: Any, requested: str, *, token: str | 
         except Exception as exc:  # whatever the server did, the report says how far it got
             era.error = f"stopped: {type(exc).__name__}: {str(exc)[:200]}"
         for form in forms:
-            params = form.get("params") if isinstance(form.get("params"), dict) else {}
-            message = params.get("message") if isinstance(params.get("message"), str) else ""
+            params = _of(form, "params", dict, {})
+            message = _of(params, "message", str, "")
             schema = params.get("requestedSchema")
             from .client import asks_for_credential
 
