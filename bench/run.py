@@ -2,6 +2,12 @@
 
     python bench/run.py            # full run (about 7–8 minutes on 2 cores)
     python bench/run.py --quick    # short run (about 3 minutes)
+    python bench/run.py --compare REF --systems truecall   # this tree against REF's src/, same run
+
+``--compare REF`` adds a system "truecall@REF": the same app served by ``git archive REF src``
+(on ``PYTHONPATH``, ahead of the installed tree), interleaved with everything else in every round,
+and prints each cell of "truecall" as a ratio to it — the before/after check of a change that must
+not cost the hot path, measured in one run rather than two runs at different times.
 
 Run it with the interpreter of the virtual environment truecall is installed in
 (``pip install -e .``); the peers (fastmcp 4.2.3, mcp 2.3.0) are installed into
@@ -58,6 +64,8 @@ class System:
     python: str
     stdio: list[str] | None
     http: Callable[[int, bool], list[str]] | None
+    #: Extra environment for this system's processes (``--compare``: PYTHONPATH to the other tree).
+    env: dict[str, str] | None = None
 
 
 def systems(peers_python: str) -> list[System]:
@@ -169,8 +177,10 @@ class Runner:
         if self.verbose:
             print(text, file=sys.stderr, flush=True)
 
-    def env(self, tmp: str) -> dict[str, str]:
+    def env(self, tmp: str, system: System | None = None) -> dict[str, str]:
         env = dict(os.environ)
+        if system is not None and system.env:
+            env.update(system.env)
         env["BENCH_TRUECALL_DB"] = os.path.join(tmp, "bench.db")
         env.pop("TRUECALL_PRINCIPAL", None)
         # Every server gets the same bytecode cache, written on its first spawn (the
@@ -179,11 +189,12 @@ class Runner:
         env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
         return env
 
-    def spawn(self, argv: list[str], tmp: str, log_name: str, stdio: bool) -> subprocess.Popen[bytes]:
+    def spawn(self, argv: list[str], tmp: str, log_name: str, stdio: bool,
+              system: System | None = None) -> subprocess.Popen[bytes]:
         log = open(self.logs / log_name, "ab")
         try:
             return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE if stdio else subprocess.DEVNULL,
-                                    stderr=log, env=self.env(tmp), cwd=str(ROOT))
+                                    stderr=log, env=self.env(tmp, system), cwd=str(ROOT))
         finally:
             log.close()
 
@@ -217,7 +228,7 @@ class Runner:
                 tmp = tempfile.mkdtemp(prefix="tc-bench-")
                 try:
                     with open(self.logs / f"{s.key}-cold.log", "ab") as log:
-                        r = stdio_cold_start(s.stdio, self.env(tmp), str(ROOT), log)  # type: ignore[arg-type]
+                        r = stdio_cold_start(s.stdio, self.env(tmp, s), str(ROOT), log)  # type: ignore[arg-type]
                 except Exception as exc:
                     self.fail(s, "cold start", exc, f"{s.key}-cold.log")
                     continue
@@ -240,7 +251,7 @@ class Runner:
             for s in self.alive(systems):
                 tmp = tempfile.mkdtemp(prefix="tc-bench-")
                 log_name = f"{s.key}-stdio.log"
-                proc = self.spawn(s.stdio, tmp, log_name, stdio=True)  # type: ignore[arg-type]
+                proc = self.spawn(s.stdio, tmp, log_name, stdio=True, system=s)  # type: ignore[arg-type]
                 live = lives[s.key] = Live(s, proc, tmp, log_name, peer=StdioPeer(proc))
                 try:
                     live.peer.handshake()  # type: ignore[union-attr]
@@ -284,7 +295,7 @@ class Runner:
                     tmp = tempfile.mkdtemp(prefix="tc-bench-")
                     log_name = f"{s.key}-http-{mode}.log"
                     t0 = time.perf_counter()
-                    proc = self.spawn(s.http(port, json_mode), tmp, log_name, stdio=False)  # type: ignore[misc]
+                    proc = self.spawn(s.http(port, json_mode), tmp, log_name, stdio=False, system=s)  # type: ignore[misc]
                     lives[s.key] = Live(s, proc, tmp, log_name, port=port)
                     try:
                         wait_listening(proc, port)
@@ -543,6 +554,40 @@ def typed_text(rows: list[dict[str, Any]], imports: dict[str, Any] | None) -> st
 # -- main ------------------------------------------------------------------------------------------------
 
 
+def compared_system(ref: str, workdir: str) -> System:
+    """truecall as it was at ``ref``: its ``src/`` unpacked into ``workdir``, first on PYTHONPATH."""
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "src"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", workdir], input=archive, check=True)
+    base = [sys.executable, "-m", "truecall", "serve", f"{PEERS / 'truecall_app.py'}:app"]
+    path = os.pathsep.join(filter(None, [os.path.join(workdir, "src"), os.environ.get("PYTHONPATH")]))
+    return System(f"truecall@{ref}", f"truecall@{ref}", sys.executable, base,
+                  lambda port, _json: base + ["--http", "--port", str(port)], env={"PYTHONPATH": path})
+
+
+#: The cells ``--compare`` checks: server CPU per call (steadier than throughput on a shared machine).
+COMPARED = [("stdio-seq", "server_cpu_us_per_call"), ("stdio-pipe64", "server_cpu_us_per_call")] + [
+    (http_key(era, sse, clients), "server_cpu_us_per_call") for era, sse, clients in HTTP_CELLS if clients != 1]
+
+
+def compare_rows(results: dict[str, Any], other: str) -> list[dict[str, Any]]:
+    rows = []
+    for cell, metric in COMPARED:
+        mine, theirs = _get(results, "truecall", cell, metric), _get(results, other, cell, metric)
+        rows.append({"cell": cell, "metric": metric, "this": mine, "other": theirs,
+                     "ratio": round(mine / theirs, 3) if mine and theirs else None})
+    return rows
+
+
+def compare_text(results: dict[str, Any], other: str) -> str:
+    lines = [f"server CPU µs/call, this tree ÷ {other} (> 1.03: slower by more than 3 %):"]
+    for row in compare_rows(results, other):
+        r = row["ratio"]
+        verdict = "–" if r is None else ("SLOWER" if r > 1.03 else "ok")
+        lines.append(f"  {row['cell']:<24} {fmt_num(row['this']):>8} vs {fmt_num(row['other']):>8}  "
+                     f"{'–' if r is None else f'{r:.3f}'}  {verdict}")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="truecall vs FastMCP and the mcp SDK: stdio and HTTP.")
     parser.add_argument("--quick", action="store_true", help="short run (1.5 s per cell)")
@@ -552,6 +597,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-stdio", action="store_true", help="skip the stdio cells and cold start")
     parser.add_argument("--no-http", action="store_true", help="skip the HTTP cells")
     parser.add_argument("--out", help="where to write the JSON (default bench/results/<timestamp>.json)")
+    parser.add_argument("--compare", metavar="REF", help="also serve truecall from REF's src/ (git archive) in the "
+                                                         "same rounds, and print this tree's ratio to it per cell")
     ns = parser.parse_args(argv)
 
     started = time.perf_counter()
@@ -573,6 +620,10 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
     chosen = [s for s in all_systems if wanted is None or s.key in wanted]
+    compare_dir: str | None = None
+    if ns.compare:
+        compare_dir = tempfile.mkdtemp(prefix="truecall-bench-compare-")
+        chosen.insert(1, compared_system(ns.compare, compare_dir))
 
     if not ns.no_stdio:
         runner.stdio([s for s in chosen if s.stdio])
@@ -606,6 +657,12 @@ def main(argv: list[str] | None = None) -> int:
     print(targets_text(checks))
     print()
     print(typed_text(typed_vs_hand(results), imports))
+    if ns.compare:
+        print()
+        print(compare_text(results, f"truecall@{ns.compare}"))
+        report["compare"] = compare_rows(results, f"truecall@{ns.compare}")
+        out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        shutil.rmtree(compare_dir or "", ignore_errors=True)
     print(f"\n{'quick' if ns.quick else 'full'} run: {elapsed:.0f} s; results: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}"
           f"; server logs: {logs.relative_to(ROOT)}")
     return 0 if all(not ("error" in results[s.key]) for s in chosen) else 1
