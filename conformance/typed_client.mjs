@@ -1,4 +1,4 @@
-// The official TypeScript SDK as a client of a truecall server (tests/test_typed_node.py).
+// The official TypeScript SDK as a client of a truecall server (tests/interop/test_typed_node.py).
 //
 //   node typed_client.mjs PLAN.json -- COMMAND ARGS...      (stdio)
 //   node typed_client.mjs PLAN.json --url URL --token T     (Streamable HTTP)

@@ -1,7 +1,7 @@
 """Crash loop: SIGKILL a real desk at random moments, restart it, and check what survived.
 
     python stress/crashloop.py                 # 50 rounds (the acceptance figure), about 2-3 minutes
-    python stress/crashloop.py --rounds 10     # the CI length (tests/test_crashloop.py)
+    python stress/crashloop.py --rounds 10     # the CI length (tests/reliability/test_crashloop.py)
 
 One ``truecall serve --http`` (the incident desk, SQLite in a temporary directory) on
 127.0.0.1.  Each round, six client threads fire 2026-07-28 requests at it concurrently:

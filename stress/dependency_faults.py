@@ -1,7 +1,7 @@
 """Dependency faults: the desk's database fails under load, then comes back.
 
     python stress/dependency_faults.py                       # every scenario, 15 s faults (about 2.5 minutes)
-    python stress/dependency_faults.py --short               # the CI windows (tests/test_dependency_faults.py)
+    python stress/dependency_faults.py --short               # the CI windows (tests/reliability/test_dependency_faults.py)
     python stress/dependency_faults.py --scenario pg_restart --fault 20 --after 20
 
 One ``truecall serve --http`` (the incident desk) on 127.0.0.1 and four client threads

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+from _paths import EXAMPLES
 
 
 def run_example(name: str, tmp_path: Path, extra: dict[str, str] | None = None) -> list[str]:

@@ -22,7 +22,7 @@ from truecall.incidents import build_desk
 
 from http_support import OPERATOR, READER, served
 
-HERE = Path(__file__).resolve().parent
+from _paths import TESTS as HERE
 ROGUE = [sys.executable, str(HERE / "rogue_server.py")]
 ERAS = [None, "2025-11-25", "2025-06-18"]  # None: server/discover, so 2026-07-28 with truecall
 ERA_IDS = ["2026-07-28", "2025-11-25", "2025-06-18"]

@@ -29,9 +29,10 @@ from truecall import (Accept, Accepted, Cancel, Client, Decline, Done, Failed, F
 from http_support import free_port
 from stress.common import terminate
 
-HERE = Path(__file__).resolve().parent
+from _paths import CONFORMANCE, TESTS as HERE
+
 PEERS = HERE / "client_peers"
-CONF = HERE.parent / "conformance"
+CONF = CONFORMANCE
 NODE = CONF / "node_modules" / ".bin" / "node"
 EVERYTHING = CONF / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 

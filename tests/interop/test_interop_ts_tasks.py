@@ -20,7 +20,7 @@ import pytest
 
 from http_support import OPERATOR, served
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
 NODE = ROOT / "conformance" / "node_modules" / ".bin" / "node"
 SDK = ROOT / "conformance" / "node_modules" / "@modelcontextprotocol" / "sdk"
 SCRIPT = ROOT / "tests" / "ts" / "task_client.mjs"

@@ -12,7 +12,7 @@ import orjson
 
 from http_support import READER, served
 
-HERE = Path(__file__).resolve().parent
+from _paths import TESTS as HERE
 SERVE = ["--", sys.executable, "-m", "truecall", "serve"]
 ROGUE = ["--", sys.executable, str(HERE / "rogue_server.py")]
 

@@ -29,7 +29,9 @@ from http_support import LEGACY, meta, modern_call, request, served, sse_message
 from pg_support import BACKENDS, PgSchema, admin, pg_schema, wait_until
 from truecall import hash_token
 
-APP = f"{Path(__file__).with_name('replica_app.py')}:build"
+from _paths import TESTS
+
+APP = f"{TESTS / 'replica_app.py'}:build"
 TASKS_EXT = "io.modelcontextprotocol/tasks"
 CAPS = {"extensions": {TASKS_EXT: {}}, "elicitation": {"form": {}}}
 LEASE_S = 3.0  # renewed every second: a replica busy for a moment never loses its tasks

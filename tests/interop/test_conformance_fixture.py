@@ -20,7 +20,9 @@ import pytest
 
 import truecall
 
-FIXTURE = Path(__file__).resolve().parents[1] / "conformance" / "server.py"
+from _paths import CONFORMANCE
+
+FIXTURE = CONFORMANCE / "server.py"
 
 IMG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="

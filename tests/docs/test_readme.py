@@ -44,7 +44,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from http_support import served
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
 README = ROOT / "README.md"
 #: Where the README's ``.venv/bin/…`` programs are in the environment running the tests.
 BIN = Path(sys.executable).parent

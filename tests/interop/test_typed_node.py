@@ -18,7 +18,7 @@ import pytest
 
 from http_support import served_with_token
 
-ROOT = Path(__file__).resolve().parent.parent
+from _paths import ROOT
 CONF = ROOT / "conformance"
 BIN = CONF / "node_modules" / ".bin"
 NODE = BIN / "node"
@@ -135,7 +135,7 @@ def test_typescript_sdk_lists_derived_schemas_and_calls_every_tool(kind: str, tm
         assert tool["inputSchema"] == expected[name]["inputSchema"]
         assert tool["outputSchema"] == expected[name]["outputSchema"]
     # (No isError call here: SDK 1.32.2 checks an error result's structuredContent against the
-    # success outputSchema too and throws; tests/test_typed_interop.py covers errors with the mcp client.)
+    # success outputSchema too and throws; tests/interop/test_typed_interop.py covers errors with the mcp client.)
     ok_open, ok_all, ids = out["calls"]
     assert "thrown" not in ok_open and ok_open.get("isError") in (None, False)
     assert ok_open["structuredContent"] == {"service": "payments", "status": "open", "count": 2}

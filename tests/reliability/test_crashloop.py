@@ -12,12 +12,9 @@ the 50-round version.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from stress import crashloop  # noqa: E402
+from stress import crashloop
 
 
 def test_ten_rounds_of_sigkill_lose_nothing_acknowledged(tmp_path: Path) -> None:

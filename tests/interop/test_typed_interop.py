@@ -21,7 +21,9 @@ from mcp.client.stdio import stdio_client
 from http_support import served_with_token
 from test_interop_sdk import MODES, VERSION, Recorded, _http, check_all
 
-APP = Path(__file__).resolve().parent.parent / "examples" / "06_typed.py"
+from _paths import EXAMPLES
+
+APP = EXAMPLES / "06_typed.py"
 TOKEN = "typed-interop-token"
 
 

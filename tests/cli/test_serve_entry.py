@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from truecall import serving
 from truecall.cli import app as cli_app
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
 
 ARGVS = [
     [],

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import orjson
 
-APP = Path(__file__).resolve().parent.parent / "examples" / "06_typed.py"
+from _paths import EXAMPLES
+
+APP = EXAMPLES / "06_typed.py"
 
 
 def inspect(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -33,9 +33,7 @@ from truecall import ErrorKind, Principal, Server, StaticTokens
 from truecall.audit import AuditLog, AuditUnavailable
 from truecall.storage import FAST_FAIL_MS, Database, unavailable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from stress import dependency_faults  # noqa: E402
+from stress import dependency_faults
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "faults", "version": "1"}}

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import orjson
 import pytest
 
+from _paths import TESTS
 from pg_support import PgSchema, backend, database, db_target, db_targets, pg_schemas  # noqa: F401
 from truecall import AuditLog, InvalidTransition, Principal, TaskInputInvalid, TaskNotFound, TaskStatus, TaskStore
 from truecall.incidents.dispatch_state import DispatchState
@@ -219,7 +220,7 @@ def test_concurrent_migrations_from_processes_apply_each_exactly_once(pg_schemas
     # The schema does not exist yet: the processes also race to create it and the migrations table.
     schema = pg_schemas(create=False)
     here = os.path.dirname(__file__)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([here, str(TESTS), os.environ.get("PYTHONPATH", "")])}
     start = str(time.time() + 1.5)
     procs = [subprocess.Popen([sys.executable, "-c", _MIGRATE_CHILD, schema.url, start], env=env, cwd=here,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE) for _ in range(6)]

@@ -56,7 +56,7 @@ from typing import Any, Iterator
 import pytest
 from pg_support import pg_schemas, pg_url  # noqa: F401  (a fresh schema for env=…={pg})
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
 DOCS = ROOT / "docs"
 BIN = Path(sys.executable).parent
 PAGES = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
 CONF = ROOT / "conformance"
 NODE = CONF / "node_modules" / ".bin" / "node"
 SUITE = CONF / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"

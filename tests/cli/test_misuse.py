@@ -17,7 +17,7 @@ import pytest
 from truecall import serving
 from truecall.storage import CannotOpenDatabase, Database, default_path, open_database
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
 SETTINGS = ("TRUECALL_DB", "TRUECALL_DESK_FAULTS", "TRUECALL_PRINCIPAL", "TRUECALL_STATE_KEYS", "TRUECALL_DEBUG",
             "TRUECALL_TOKEN_FILE", "TRUECALL_JWT_ISSUER", "TRUECALL_JWT_AUDIENCE", "TRUECALL_JWKS")
 APP = ("from truecall import Server\n"
