@@ -78,12 +78,15 @@ def serve(
                                        help="The issuer's JWKS: a file path or an https URL"),
     tenant_claim: str = typer.Option("tenant", "--tenant-claim", help="JWT claim holding the tenant"),
     scope_claim: str = typer.Option("scope", "--scope-claim", help="JWT claim holding the scopes"),
+    workers: Optional[str] = typer.Option(None, "--workers", metavar="N",
+                                          help="HTTP served by N processes behind one socket, sharing the "
+                                               "database; 'auto': one per available core (default: 1)"),
 ) -> None:
     """Serve APP over stdio (default) or Streamable HTTP (``truecall serve`` runs the same without typer:
     ``truecall.serving``)."""
     serving.serve(target, http=http, host=host, port=port, path=path, allowed_host=allowed_host,
                   token_file=token_file, jwt_issuer=jwt_issuer, jwt_audience=jwt_audience, jwks=jwks,
-                  tenant_claim=tenant_claim, scope_claim=scope_claim)
+                  tenant_claim=tenant_claim, scope_claim=scope_claim, workers=workers)
 
 
 @_command(app, "inspect", "truecall inspect")

@@ -18,11 +18,14 @@ import ipaddress
 import os
 import socket
 import sys
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from ._misuse import DEBUG_FLAG, ENV_DEBUG, Misuse, debug_from_env, describe, report
+
+if TYPE_CHECKING:
+    from ._workers import WorkerSide
 
 __all__ = ["DEFAULT_APP", "ServeError", "load_app", "serve", "serve_parser", "main"]
 
@@ -126,13 +129,32 @@ def serve(
     jwks: str | None = None,
     tenant_claim: str = "tenant",
     scope_claim: str = "scope",
+    workers: int | str | None = None,
+    worker: "WorkerSide | None" = None,
 ) -> None:
-    """Serve APP over stdio (default) or Streamable HTTP; raises :class:`ServeError` on bad usage."""
-    server = load_app(target)
-    _configure_credentials(server, token_file, jwt_issuer, jwt_audience, jwks, tenant_claim, scope_claim)
-    from .protocol.engine import Engine
+    """Serve APP over stdio (default) or Streamable HTTP; raises :class:`ServeError` on bad usage.
 
-    engine = Engine(server)
+    ``workers``: HTTP served by that many processes behind one socket (``"auto"``: one per core
+    this process may run on; see :mod:`truecall._workers`).  ``worker`` is how such a process is
+    told it is one (the supervisor makes it)."""
+    if workers is not None and not http:
+        raise ServeError("--workers is for --http: stdio serves one client on one pipe, in one process")
+    if worker is None and workers is not None:
+        from ._workers import resolve_workers
+
+        count = resolve_workers(workers)
+        if count > 1:
+            _supervise(count, target=target, host=host, port=port, path=path, allowed_host=list(allowed_host),
+                       token_file=str(token_file) if token_file is not None else None, jwt_issuer=jwt_issuer,
+                       jwt_audience=jwt_audience, jwks=jwks, tenant_claim=tenant_claim, scope_claim=scope_claim)
+            return
+    keys = worker.shared_keys() if worker is not None else nullcontext()
+    with keys:
+        server = load_app(target)
+        _configure_credentials(server, token_file, jwt_issuer, jwt_audience, jwks, tenant_claim, scope_claim)
+        from .protocol.engine import Engine
+
+        engine = Engine(server)
     _tune_gc()
     if not http:
         from .transports.stdio import serve_stdio
@@ -158,33 +180,60 @@ def serve(
 
     from .transports.guarded import SHUTDOWN_TIMEOUT_S, GuardedHttpToolsProtocol
 
-    listener = _listen(host, port)
-    if not has_tokens:
+    listener = worker.listener if worker is not None else _listen(host, port)
+    if not has_tokens and (worker is None or worker.banner):
         shown = f"[{host.strip('[]')}]" if ":" in host else host  # an IPv6 address in a URL
         _say_how_to_configure_credentials(server, f"http://{shown}:{port}{path}")
     config = uvicorn.Config(asgi, host=host, port=port, log_level="warning", lifespan="on",
                             http=GuardedHttpToolsProtocol, timeout_graceful_shutdown=SHUTDOWN_TIMEOUT_S,
                             loop="uvloop" if _has_uvloop() else "asyncio", access_log=False,
                             proxy_headers=False)
+    if worker is not None:
+        worker.ready()
     try:
         uvicorn.Server(config).run(sockets=[listener])
     finally:
         listener.close()
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _supervise(count: int, **options: Any) -> None:
+    """Bind once here, then serve with ``count`` worker processes on that socket (:mod:`truecall._workers`)."""
+    from ._workers import supervise
+
+    from ._workers import REUSE_PORT
+
+    listeners = [_listen(options["host"], options["port"], reuse_port=REUSE_PORT)]
+    try:
+        if REUSE_PORT:  # one socket per worker on the same address: the kernel spreads connections evenly
+            address = listeners[0].getsockname()
+            listeners += [_listen(options["host"], options["port"], reuse_port=True, address=address)
+                          for _ in range(count - 1)]
+        status = supervise(options, count, listeners, debug=debug_from_env())
+    finally:
+        for listener in listeners:
+            listener.close()
+    if status:
+        raise SystemExit(status)
+
+
+def _listen(host: str, port: int, *, reuse_port: bool = False, address: Any = None) -> socket.socket:
     """The listening socket, bound here rather than by uvicorn: a port in use (or an address that
     is not this host's) is then one line naming ``--host``/``--port``, instead of uvicorn's log line
-    and exit after the app has already started."""
+    and exit after the app has already started.
+
+    ``reuse_port``: one of several sockets on one address (``SO_REUSEPORT``, ``--workers``), bound to
+    ``address`` when given (the first one's: its port, when ``--port 0`` let the system choose)."""
     try:
-        family, kind, proto, _, address = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
-                                                             flags=socket.AI_PASSIVE)[0]
+        family, kind, proto, _, resolved = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM,
+                                                              flags=socket.AI_PASSIVE)[0]
     except (socket.gaierror, UnicodeError) as exc:
         raise ServeError(f"--host {host}: cannot be resolved ({describe(exc)})") from None
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # what uvicorn does: restart at once
-        sock.bind(address)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind(address if address is not None else resolved)
     except OSError as exc:
         sock.close()
         setting = f"--port {port}" if exc.errno in (errno.EADDRINUSE, errno.EACCES) else f"--host {host}"
@@ -325,6 +374,9 @@ def serve_parser() -> argparse.ArgumentParser:
                    help="This server's resource URL; tokens must name it [env TRUECALL_JWT_AUDIENCE]")
     p.add_argument("--jwks", default=env("TRUECALL_JWKS") or None,
                    help="The issuer's JWKS: a file path or an https URL [env TRUECALL_JWKS]")
+    p.add_argument("--workers", default=None, metavar="N",
+                   help="HTTP served by N processes behind one socket, sharing the database; 'auto': one "
+                        "per available core (default: 1)")
     p.add_argument("--tenant-claim", default="tenant", help="JWT claim holding the tenant")
     p.add_argument("--scope-claim", default="scope", help="JWT claim holding the scopes")
     p.add_argument(DEBUG_FLAG, action="store_true", default=debug_from_env(),
@@ -337,6 +389,8 @@ def main(argv: Sequence[str]) -> int:
     (:mod:`truecall._misuse`); ``--debug`` or ``TRUECALL_DEBUG=1`` adds the traceback."""
     options = vars(serve_parser().parse_args(list(argv)))
     debug = options.pop("debug")
+    if debug and options.get("workers") is not None:  # worker processes say their errors with the traceback too
+        os.environ[ENV_DEBUG] = "1"
     try:
         serve(options.pop("target"), **options)
     except Exception as exc:
