@@ -42,7 +42,7 @@ from .results import (
 )
 from .schema import SchemaError, Validator
 from .server import Server
-from .storage import Database
+from .storage import Database, Storage
 from .texts import LocaleError, current_locale, say
 from .tasks import InvalidTransition, LeaseLost, Task, TaskInputInvalid, TaskNotFound, TaskStatus, TaskStore
 from .tools import Prompt, Resource, ResourceTemplate, Tool
@@ -123,6 +123,7 @@ __all__ = [
     "Server",
     "SettingError",
     "StaticTokens",
+    "Storage",
     "Task",
     "TaskInputInvalid",
     "TaskNotFound",

@@ -23,7 +23,7 @@ import orjson
 
 from .journal import JOURNAL_MIGRATIONS, Journal, encode_rows, journal_dir, recover_journals
 from .redact import REDACTED, fingerprint, is_sensitive_name, redact, redact_text
-from .storage import Database
+from .storage import Storage
 
 log = logging.getLogger("truecall.audit")
 
@@ -112,7 +112,7 @@ class AuditLog:
     #: Keys a tool does not declare are recorded as ``[undeclared]``, like the field column.
     declared_fields: Callable[[str], frozenset[str] | None] = staticmethod(_nothing_declared)
 
-    def __init__(self, db: Database, *, key: bytes | None = None, enabled: bool = True,
+    def __init__(self, db: Storage, *, key: bytes | None = None, enabled: bool = True,
                  journal: bool | None = None) -> None:
         """``key`` is the HMAC key for argument hashes; keep it outside the database
         (configuration or a key file) so that a copy of the database cannot be

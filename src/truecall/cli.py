@@ -137,8 +137,8 @@ def migrate(
 
     Engine(server, recover_on_start=False)  # the engine's own tables
     SessionStore(server.db)
-    where = f"{shown(str(getattr(server.db, 'path', '?')))} ({getattr(server.db, 'dialect', 'sqlite')})"
-    if db and not _same_database(db, str(getattr(server.db, "path", ""))):
+    where = f"{shown(server.db.path)} ({server.db.dialect})"
+    if db and not _same_database(db, server.db.path):
         typer.echo(f"{target or serving.DEFAULT_APP} opens its own database, {where}, not --db {shown(db)}: its "
                    "migrations went there (--db works for apps that read $TRUECALL_DB)", err=True)
         raise typer.Exit(2)

@@ -25,9 +25,12 @@ import secrets
 import threading
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import orjson
+
+if TYPE_CHECKING:
+    from .storage import Storage
 
 __all__ = ["Journal", "JOURNAL_MIGRATIONS", "journal_dir", "recover_journals", "encode_rows", "unloaded_bytes",
            "wait_loaded"]
@@ -45,16 +48,12 @@ _MARK = ("INSERT INTO audit_journal (name, loaded) VALUES (?, ?) "
 _SUFFIX = ".jsonl"
 
 
-def journal_dir(db: Any) -> Path | None:
+def journal_dir(db: Storage) -> Path | None:
     """Where journals of ``db`` live (``<file>-audit/``), or ``None`` when it takes none: an
     in-memory SQLite database (no other process could recover it) or a server database,
     whose own commit is shared by every host and so must stay the commit point."""
-    if getattr(db, "dialect", None) != "sqlite":
-        return None
-    path = str(getattr(db, "path", "") or "")
-    if not path or path == ":memory:" or path.startswith("file:"):
-        return None
-    return _dir_of(path)
+    path = db.local_file
+    return None if path is None else _dir_of(path)
 
 
 def _dir_of(db_path: str | os.PathLike[str]) -> Path:

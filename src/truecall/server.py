@@ -28,7 +28,7 @@ from .forms import FormError, refused_result
 from .keys import keys_from_env
 from .ratelimit import RateLimit
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolResult, text, tool_error
-from .storage import Database, open_database, unavailable
+from .storage import Storage, open_database, unavailable
 from .tasks import Task, TaskStore
 from .tasks.runtime import LEASE_S, TaskRuntime
 from ._typed import ArgumentError, RegistrationError, as_messages, as_result as _as_result
@@ -54,7 +54,7 @@ class Server:
         title: str | None = None,
         instructions: str | None = None,
         tokens: TokenVerifier | None = None,
-        db: Database | str | None = None,
+        db: Storage | str | None = None,
         audit: bool = True,
         audit_key: bytes | None = None,
         audit_journal: bool | None = None,
@@ -80,9 +80,7 @@ class Server:
         # No statement may wait (for a lock, a busy file, a slow server) as long as a lease lasts:
         # a replica stuck that long would lose its tasks while it still believes it runs them.  Half
         # the lease: a renewal (every third of it) that waits the whole bound still lands in time.
-        bound = getattr(self.db, "bound_waits", None)
-        if bound is not None:
-            bound(self.task_runtime.lease_s * 1000 / 2)
+        self.db.bound_waits(self.task_runtime.lease_s * 1000 / 2)
         #: Principal for local (stdio) connections; set by the app or the CLI.
         self.local_principal: Principal | None = None
         self.changes = ChangeFeed()

@@ -305,7 +305,7 @@ def test_postgres_sessions_ended_by_the_server_fail_no_statement(pg_schemas: Any
 def test_postgres_unreachable_fails_fast_after_one_full_wait_and_comes_back(pg_schemas: Any) -> None:
     from urllib.parse import urlsplit
 
-    from truecall.storage_pg import PostgresDatabase
+    from truecall.storage import PostgresDatabase
 
     schema: PgSchema = pg_schemas()
     parts = urlsplit(PG_URL)

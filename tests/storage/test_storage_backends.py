@@ -29,8 +29,8 @@ from truecall.incidents.tickets import NOTHING_HAPPENED, TICKET_EXISTS, KeyConfl
 from truecall.protocol._state import SessionState
 from truecall.protocol.engine import Session
 from truecall.protocol.sessions import SessionStore
-from truecall.storage import Database, open_database
-from truecall.storage_pg import PostgresDatabase, split_schema, to_postgres
+from truecall.storage import Database, Storage, open_database
+from truecall.storage import PostgresDatabase, split_schema, to_postgres
 
 ALICE = Principal("alice@acme", "acme", frozenset({"read"}))
 BOB = Principal("bob@acme", "acme", frozenset({"read"}))
@@ -69,6 +69,19 @@ def test_backend_is_what_the_setting_names(database: Any, backend: str) -> None:
     assert isinstance(database, Database if backend == "sqlite" else PostgresDatabase)
     assert database.integrity_check() == "ok"
     assert database.fetchone("SELECT 1") == (1,)
+
+
+def test_each_backend_declares_every_member_of_the_interface(database: Any, backend: str) -> None:
+    """What differs between backends is read off the database (no probing with getattr and a default)."""
+    members = {name for name in vars(Storage) if not name.startswith("_")}
+    assert {"dialect", "for_update", "shared", "pooled", "local_file", "bound_waits", "unavailable",
+            "IntegrityError", "transaction", "migrate"} <= members
+    assert [name for name in sorted(members) if not hasattr(database, name)] == []
+    server = backend == "postgresql"
+    assert (database.for_update, database.shared, database.pooled) == \
+        ((" FOR UPDATE", True, True) if server else ("", False, False))
+    assert database.local_file == (None if server else database.path)
+    assert database.unavailable(ValueError("database is locked")) is None
 
 
 def test_portable_sql_translates_once() -> None:

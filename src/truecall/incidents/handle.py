@@ -31,7 +31,7 @@ import time
 from typing import Any, Callable
 
 from truecall import ErrorKind, LeaseLost, ToolResult, resource_link, text, tool_error
-from truecall.storage import unavailable
+from truecall.storage import Storage, unavailable
 
 from .dispatch_state import DispatchState
 from .tickets import KeyConflict, Ticket, TicketStore
@@ -234,7 +234,7 @@ class Handler:
         raise asyncio.CancelledError()  # withdrawn (or failed): nothing was written → the task is cancelled
 
 
-async def off_loop(db: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, bool]:
+async def off_loop(db: Storage, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, bool]:
     """``fn(*args, **kwargs)`` — one database transaction — in a worker thread: (its result, cancelled?).
 
     On a server database (its own connection per thread) the event loop keeps serving everything
@@ -244,7 +244,7 @@ async def off_loop(db: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -
     connection serialises every statement of the process anyway (and its waits are bounded and
     then fail fast): there the thread hop would only cost, so it runs inline.
     """
-    if getattr(db, "dialect", "sqlite") == "sqlite":
+    if not db.pooled:
         return fn(*args, **kwargs), False
     work = asyncio.ensure_future(asyncio.to_thread(functools.partial(fn, *args, **kwargs)))
     cancelled = False

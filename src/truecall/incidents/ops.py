@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from truecall import AuditLog, Database, InvalidTransition, Task, TaskNotFound, TaskStore
+from truecall import AuditLog, Database, InvalidTransition, Storage, Task, TaskNotFound, TaskStore
 
 from .reconcile import CancelRefused, describe_settlement, describe_with_settlement, fenced_cancel, is_unknown, reconcile
 from .tickets import TicketStore
@@ -41,7 +41,7 @@ def default_db() -> str:
     return os.environ.get("TRUECALL_DB") or os.path.join(".truecall", "desk.db")
 
 
-def open_db(path: str | None) -> tuple[Database, TaskStore, TicketStore | None, str]:
+def open_db(path: str | None) -> tuple[Storage, TaskStore, TicketStore | None, str]:
     """The database at ``path`` (a SQLite file, or a server URL such as ``postgresql://…``); never created."""
     resolved = path or default_db()
     if resolved.startswith("sqlite:///"):

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from truecall import Database, redact_text
+from truecall import Storage, redact_text
 
 __all__ = ["Incident", "IncidentStore", "DESK_MIGRATIONS"]
 
@@ -78,7 +78,7 @@ class Incident:
 
 
 class IncidentStore:
-    def __init__(self, db: Database, *, seed_demo: bool = True) -> None:
+    def __init__(self, db: Storage, *, seed_demo: bool = True) -> None:
         self.db = db
         db.migrate(DESK_MIGRATIONS)
         if seed_demo:

@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 import orjson
 
-from truecall import Database
+from truecall import Storage
 
 from .dispatch_state import DispatchEvent, DispatchState, InvalidDispatchTransition, next_dispatch_state
 
@@ -267,13 +267,13 @@ def fingerprint(incident_id: str, note: str | None) -> bytes:
 class TicketStore:
     """Tickets, their notifications and the upstream queue's jobs; every write is one transaction."""
 
-    def __init__(self, db: Database, *, migrate: bool = True) -> None:
+    def __init__(self, db: Storage, *, migrate: bool = True) -> None:
         self.db = db
         if migrate:
             db.migrate(TICKET_MIGRATIONS)
 
     @staticmethod
-    def present(db: Database) -> bool:
+    def present(db: Storage) -> bool:
         """Whether ``db`` holds the desk's ticket tables (without creating them)."""
         return db.fetchone("SELECT 1 FROM _migrations WHERE name = ?", (TICKET_MIGRATIONS[0][0],)) is not None
 

@@ -17,7 +17,7 @@ import orjson
 
 from ..auth import Principal
 from ..redact import REDACTED, is_sensitive_name, redact_text
-from ..storage import Database
+from ..storage import Storage
 from ._state import SessionState
 from .engine import Session
 
@@ -76,7 +76,7 @@ def _stored_capabilities(caps: Any, depth: int = 0) -> Any:
 
 
 class SessionStore:
-    def __init__(self, db: Database, *, idle_s: float = 3600.0) -> None:
+    def __init__(self, db: Storage, *, idle_s: float = 3600.0) -> None:
         self.db = db
         self.idle_s = idle_s
         db.migrate(SESSION_MIGRATIONS)

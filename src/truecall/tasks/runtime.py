@@ -117,7 +117,7 @@ class TaskRuntime:
         self.lease_s = lease_s
         #: Other processes may run tasks on this database (a server database such as PostgreSQL):
         #: at start-up only tasks whose lease ran out are orphans, never merely "another runner's".
-        self.shared = getattr(store.db, "dialect", "sqlite") != "sqlite"
+        self.shared = store.db.shared
         self.running: dict[str, asyncio.Task[Any]] = {}
         #: The lease epoch (fencing token) this process holds for each task it runs.
         self.epochs: dict[str, int] = {}

@@ -22,7 +22,7 @@ from ..auth import Principal
 from ..errors import NotFound
 from ..redact import redact_text
 from ..schema import Validator
-from ..storage import Database
+from ..storage import Storage
 from ._state import TERMINAL, InvalidTransition, TaskEvent, TaskStatus, next_status
 
 __all__ = ["Task", "TaskStore", "TaskNotFound", "TaskInputInvalid", "LeaseLost", "TASK_MIGRATIONS",
@@ -177,7 +177,7 @@ def _validator(schema_json: bytes) -> Validator:
 class TaskStore:
     """Tasks in SQLite; every method is one transaction."""
 
-    def __init__(self, db: Database, *, default_ttl_ms: int = DEFAULT_TTL_MS, poll_interval_ms: int = DEFAULT_POLL_MS) -> None:
+    def __init__(self, db: Storage, *, default_ttl_ms: int = DEFAULT_TTL_MS, poll_interval_ms: int = DEFAULT_POLL_MS) -> None:
         self.db = db
         self.default_ttl_ms = default_ttl_ms
         self.poll_interval_ms = poll_interval_ms
@@ -200,7 +200,7 @@ class TaskStore:
             sql += " AND owner_tenant = ? AND owner_subject = ?"
             params += [owner.tenant, owner.subject]
         if lock:
-            sql += getattr(self.db, "for_update", "")
+            sql += self.db.for_update
         row = self.db.fetchone(sql, params)
         if row is None:
             raise TaskNotFound()
@@ -372,7 +372,7 @@ class TaskStore:
     def scrub_response(self, task_id: str, key: str) -> None:
         """Forget an answer's content once its runner has read it (the key stays used)."""
         with self.db.transaction():
-            row = self.db.fetchone("SELECT responses FROM tasks WHERE task_id = ?" + getattr(self.db, "for_update", ""),
+            row = self.db.fetchone("SELECT responses FROM tasks WHERE task_id = ?" + self.db.for_update,
                                    (task_id,))
             responses = _load(row[0]) if row else None
             if not responses or key not in responses:
@@ -412,7 +412,7 @@ class TaskStore:
         """
         with self.db.transaction():
             row = self.db.fetchone("SELECT lease_epoch FROM tasks WHERE task_id = ?" +
-                                   getattr(self.db, "for_update", ""), (task_id,))
+                                   self.db.for_update, (task_id,))
             if row is None or row[0] != epoch:
                 raise LeaseLost(task_id)
 

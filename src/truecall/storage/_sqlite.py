@@ -11,69 +11,29 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from ._misuse import Misuse, SettingError
+from ._faults import sqlite_unavailable
+from ._interface import Migration, Row
+from ._settings import FAST_FAIL_MS
+from ._settings import busy_ms as _busy_ms
+from ._settings import cache_kib as _cache_kib
+from ._target import CannotOpenDatabase
 
-__all__ = ["Database", "Migration", "open_database", "unavailable", "CannotOpenDatabase", "DEFAULT_PATH",
-           "default_path", "shown_target", "ENV_BUSY_MS", "DEFAULT_BUSY_MS", "ENV_CACHE_KIB",
-           "DEFAULT_CACHE_KIB", "ENV_STATEMENT_MS", "DEFAULT_STATEMENT_MS"]
-
-#: (name, SQL script) pairs; applied once each, in order, recorded in ``_migrations``.
-Migration = tuple[str, str]
-
-#: How long a statement waits for another connection's write lock before failing with
-#: ``database is locked`` (milliseconds).  The database is used from the event loop, so this is
-#: also how long one statement can hold the whole process up.
-ENV_BUSY_MS = "TRUECALL_DB_BUSY_MS"
-DEFAULT_BUSY_MS = 10_000
-#: SQLite's own page cache per connection, in KiB.  Small on purpose: a server's hot pages are few
-#: (the right edge of the audit table, the open tasks), and a miss is one read from the operating
-#: system's page cache, which holds the rest; SQLite's default (2 MiB) is that much more memory.
-ENV_CACHE_KIB = "TRUECALL_DB_CACHE_KIB"
-DEFAULT_CACHE_KIB = 512
-#: Once a statement has waited the whole busy timeout in vain, the next ones wait only this long
-#: (milliseconds) until a write gets through again: a lock held for minutes must not turn every
-#: statement of every request into a full wait on the event loop (that is a hung server, not an
-#: honest "unavailable").
-FAST_FAIL_MS = 20
-#: PostgreSQL: the longest a statement may run, or wait for a lock, before it fails
-#: (``statement_timeout`` and ``lock_timeout``, milliseconds).  A serving process lowers it
-#: further, to half its task lease (see ``Server``).
-ENV_STATEMENT_MS = "TRUECALL_DB_STATEMENT_TIMEOUT_MS"
-DEFAULT_STATEMENT_MS = 10_000
-
-# SQLite primary result codes that mean "the database is unavailable right now", not "this
-# statement is wrong": BUSY, LOCKED, NOMEM, READONLY, IOERR, FULL, CANTOPEN, PROTOCOL.
-_SQLITE_UNAVAILABLE = {5: "busy (locked by another connection)", 6: "locked", 7: "out of memory",
-                       8: "read-only", 10: "disk I/O error", 13: "full (disk or size limit)",
-                       14: "cannot be opened", 15: "locking protocol error"}
-
-
-def unavailable(exc: BaseException) -> str | None:
-    """Why ``exc`` means the database is unavailable (locked, full, unreachable, restarted), or ``None``.
-
-    ``None`` for everything else, SQL mistakes and constraint violations included (those are bugs
-    or answers, not outages).  The reason is fixed text, safe for a client.
-    """
-    if isinstance(exc, sqlite3.OperationalError):
-        why = _SQLITE_UNAVAILABLE.get(getattr(exc, "sqlite_errorcode", 0) & 0xFF)
-        return f"the database is {why}" if why else None
-    psycopg = sys.modules.get("psycopg")  # loaded only when a PostgreSQL database is in use
-    if psycopg is not None and isinstance(exc, psycopg.OperationalError):
-        return "the database server is unreachable or refused the statement (connection lost, restart, " \
-               "timeout or out of resources)"
-    return None
+__all__ = ["Database"]
 
 
 class Database:
-    """A durable SQLite database with named, idempotent migrations."""
+    """A durable SQLite database with named, idempotent migrations (a :class:`~truecall.storage.Storage`)."""
 
     dialect = "sqlite"
+    #: One serving process owns a SQLite file: a task another runner held there is an orphan.
+    shared = False
+    #: One connection serialises every statement of the process (see the module's docstring).
+    pooled = False
     #: What a server database appends to a ``SELECT`` whose rows the transaction will update
     #: (row locks); SQLite's ``BEGIN IMMEDIATE`` already holds the write lock, so nothing here.
     for_update = ""
@@ -128,6 +88,16 @@ class Database:
                 raise
             raise CannotOpenDatabase(self.path, why) from exc
         self._closed = False
+
+    @property
+    def local_file(self) -> str | None:
+        """The file, unless the database is in memory (or a ``file:`` URI, which may name shared memory)."""
+        path = self.path
+        if not path or path == ":memory:" or path.startswith("file:"):
+            return None
+        return path
+
+    unavailable = staticmethod(sqlite_unavailable)
 
     def migrate(self, migrations: Sequence[Migration]) -> None:
         """Apply the migrations not applied yet, each in its own transaction."""
@@ -225,15 +195,16 @@ class Database:
                 self._recovered()
             return cur
 
-    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         with self._lock:
             try:
-                return self._conn.execute(sql, params).fetchone()
+                row: Row | None = self._conn.execute(sql, params).fetchone()
+                return row
             except sqlite3.OperationalError as exc:
                 self._gave_up(exc)
                 raise
 
-    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         with self._lock:
             try:
                 return self._conn.execute(sql, params).fetchall()
@@ -278,100 +249,5 @@ class Database:
                 self._conn.close()
 
 
-#: The setting that names the database of the desk and of the operator commands (a path or a URL).
-ENV_DB = "TRUECALL_DB"
-#: Where the desk and the operator commands keep their data when nothing names a database.
-DEFAULT_PATH = os.path.join(".truecall", "desk.db")
-
-
-def default_path() -> str:
-    """:data:`DEFAULT_PATH`, its folder created: the one database path truecall picks itself, so
-    the one whose folder it may make (a path that was given must be in a folder that exists)."""
-    os.makedirs(os.path.dirname(DEFAULT_PATH), exist_ok=True)
-    return DEFAULT_PATH
-
-
-class CannotOpenDatabase(Misuse):
-    """The database named by a setting cannot be opened: a missing folder, a file that is not a
-    database, a server that cannot be reached.  ``target`` is what was asked for; ``reason`` is why.
-    ``setting``, when known, is what named it (``TRUECALL_DB``, ``--db``): the line starts with it.
-    """
-
-    def __init__(self, target: str, reason: str, setting: str | None = None) -> None:
-        super().__init__(target, reason)
-        self.target = target
-        self.reason = reason
-        self.setting = setting or (ENV_DB if self.names(os.environ.get(ENV_DB)) else None)
-
-    def names(self, value: str | None) -> bool:
-        """Whether ``value`` (a setting's text) names this database."""
-        if not value:
-            return False
-        value = value[len("sqlite:///"):] if value.startswith("sqlite:///") else value
-        if "://" in value or "://" in self.target:
-            return value == self.target
-        return os.path.abspath(value) == os.path.abspath(self.target)
-
-    def __str__(self) -> str:
-        shown = shown_target(self.target)
-        where = f"{self.setting}={shown}" if self.setting else f"database {shown}"
-        return f"{where}: {self.reason}"
-
-
-def shown_target(target: str) -> str:
-    """A database name fit for output: a URL's password (in its user part or its query) is never shown."""
-    import re
-
-    target = re.sub(r"(://[^/:@]*):[^/@]*@", r"\1:***@", target)
-    return re.sub(r"(?i)([?&]password=)[^&]*", r"\1***", target)
-
-
-def _busy_ms(value: int | None) -> int:
-    return _whole(value, ENV_BUSY_MS, DEFAULT_BUSY_MS, 0, "milliseconds", "busy_timeout_ms")
-
-
-def _statement_ms(value: int | None) -> int:
-    return _whole(value, ENV_STATEMENT_MS, DEFAULT_STATEMENT_MS, 1, "milliseconds", "statement_timeout_ms")
-
-
-def _cache_kib(value: int | None) -> int:
-    return _whole(value, ENV_CACHE_KIB, DEFAULT_CACHE_KIB, 64, "KiB", "the SQLite page cache")
-
-
-def _whole(value: int | None, env: str, default: int, minimum: int, unit: str, what: str) -> int:
-    """``value``, else ``$env``, else ``default``: a whole number of ``unit`` >= ``minimum``."""
-    if value is None:
-        raw = os.environ.get(env, "").strip()
-        if not raw:
-            return default
-        try:
-            value = int(raw)
-        except ValueError:
-            raise SettingError(f"{env} must be a whole number of {unit}, not {raw!r}") from None
-        if value < minimum:
-            raise SettingError(f"{env} must be a whole number of {unit} >= {minimum}, not {raw!r}")
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{what} must be a whole number of {unit} >= {minimum}")
-    return value
-
-
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
-
-
-def open_database(target: "str | os.PathLike[str] | Database | None" = None, **options: Any) -> Any:
-    """One setting picks the backend: a ``postgresql://`` URL, or a SQLite path (default in-memory).
-
-    A PostgreSQL URL may carry ``?schema=NAME``: every table then lives in that schema
-    (created if missing), e.g. ``postgresql://app@db/truecall?schema=desk_eu``.
-    """
-    if target is not None and not isinstance(target, (str, os.PathLike)):
-        return target  # already a database
-    text = str(target) if target is not None else ":memory:"
-    if text.startswith(("postgresql://", "postgres://")):
-        from .storage_pg import PostgresDatabase
-
-        return PostgresDatabase(text, **options)
-    if text.startswith("sqlite:///"):
-        text = text[len("sqlite:///"):]
-    return Database(text, **options)

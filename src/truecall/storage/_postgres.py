@@ -1,4 +1,4 @@
-"""PostgreSQL behind the same :class:`~truecall.storage.Database` interface.
+"""PostgreSQL behind the same interface (:class:`~truecall.storage.Storage`) as SQLite.
 
 Stores write one portable SQL dialect (``?`` placeholders, SQLite type names,
 ``INSERT OR IGNORE``); :func:`to_postgres` translates it once per statement
@@ -19,7 +19,10 @@ from functools import lru_cache
 from typing import Any, Iterator, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .storage import FAST_FAIL_MS
+from ._faults import postgres_unavailable
+from ._interface import Migration, Row
+from ._settings import FAST_FAIL_MS, busy_ms, statement_ms
+from ._target import CannotOpenDatabase
 
 __all__ = ["PostgresDatabase", "to_postgres", "split_schema"]
 
@@ -67,7 +70,7 @@ MAX_RECONNECT_DELAY_S = 1.0
 def _pool_class() -> Any:
     from psycopg_pool import ConnectionPool
 
-    class Pool(ConnectionPool):  # type: ignore[misc]
+    class Pool(ConnectionPool):
         def _add_connection(self, attempt: Any, growing: bool = False) -> None:
             if attempt is not None and getattr(attempt, "delay", 0) > MAX_RECONNECT_DELAY_S / 2:
                 attempt.delay = MAX_RECONNECT_DELAY_S / 2  # doubled once more when this attempt fails
@@ -91,8 +94,6 @@ def _reach(url: str, given: str) -> None:
     """
     import psycopg
     from psycopg.conninfo import conninfo_to_dict
-
-    from .storage import CannotOpenDatabase
 
     try:
         psycopg.connect(url, connect_timeout=OPEN_TIMEOUT_S, autocommit=True).close()
@@ -153,12 +154,20 @@ class _Cursor:
 
 
 class PostgresDatabase:
-    """A pooled PostgreSQL database with the SQLite ``Database``'s methods."""
+    """A pooled PostgreSQL database (a :class:`~truecall.storage.Storage`, like the SQLite ``Database``)."""
 
     dialect = "postgresql"
     #: Appended to a ``SELECT`` inside a transaction that will update the rows it read: another
     #: process's transaction on the same rows waits (SQLite's ``BEGIN IMMEDIATE`` locks the whole file).
     for_update = " FOR UPDATE"
+    #: Every replica of a deployment serves from the one server: a running task may be alive elsewhere.
+    shared = True
+    #: A connection per thread (the pool's): a transaction waiting in a worker thread blocks nobody else.
+    pooled = True
+    #: The server's own commit, shared by every host, is the commit point: no journal next to a file.
+    local_file: str | None = None
+
+    unavailable = staticmethod(postgres_unavailable)
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, schema: str | None = None,
                  busy_timeout_ms: int | None = None, statement_timeout_ms: int | None = None) -> None:
@@ -169,8 +178,6 @@ class PostgresDatabase:
         10000); :meth:`bound_waits` lowers it."""
         import psycopg
         from psycopg_pool import PoolTimeout
-
-        from .storage import _busy_ms, _statement_ms
 
         self._PoolTimeout = PoolTimeout
 
@@ -191,11 +198,11 @@ class PostgresDatabase:
                 conn.execute(f'SET search_path TO "{schema}"')
             self._apply_bound(conn)
 
-        self.statement_timeout_ms = _statement_ms(statement_timeout_ms)
+        self.statement_timeout_ms = statement_ms(statement_timeout_ms)
         #: Bumped by every change of the bound; a pooled connection applies the new one before its next use.
         self._bound_gen = 0
 
-        self.busy_timeout_ms = _busy_ms(busy_timeout_ms)
+        self.busy_timeout_ms = busy_ms(busy_timeout_ms)
         _reach(url, given)
         self._max_size = max_size
         #: The last statement found no connection in time: the next ones wait only briefly (see _connection).
@@ -290,10 +297,10 @@ class PostgresDatabase:
         with self._connection() as conn:
             return self._run(conn, sql, params)
 
-    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+    def fetchone(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
         return self.execute(sql, params).fetchone()
 
-    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return self.execute(sql, params).fetchall()
 
     @contextmanager
@@ -310,7 +317,7 @@ class PostgresDatabase:
             finally:
                 self._local.conn = None
 
-    def migrate(self, migrations: Sequence[tuple[str, str]]) -> None:
+    def migrate(self, migrations: Sequence[Migration]) -> None:
         """Apply missing migrations under an advisory lock (replicas may start together)."""
         with self.transaction() as conn:
             _unbounded(conn)

@@ -1,0 +1,61 @@
+"""Storage shared by the audit trail, the task store, the sessions and apps: one interface, two backends.
+
+:class:`Storage` is the interface everything above speaks to; :func:`open_database` picks the
+backend from one setting and returns it.  The backends are private modules that never import
+each other or this package's ``__init__`` (what they share lives in ``_settings``, ``_target``,
+``_faults`` and ``_interface``):
+
+- ``_sqlite``: :class:`Database`, a SQLite file (or memory), the default;
+- ``_postgres``: ``PostgresDatabase``, for replicas sharing one server.  It is imported only when
+  a ``postgresql://`` URL is opened, so a server on SQLite never pays for it (nor for psycopg).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from ._faults import unavailable
+from ._interface import Cursor, Migration, Row, Storage
+from ._settings import (DEFAULT_BUSY_MS, DEFAULT_CACHE_KIB, DEFAULT_STATEMENT_MS, ENV_BUSY_MS, ENV_CACHE_KIB,
+                        ENV_STATEMENT_MS, FAST_FAIL_MS)
+from ._sqlite import Database
+from ._target import DEFAULT_PATH, ENV_DB, CannotOpenDatabase, default_path, shown_target
+
+if TYPE_CHECKING:
+    from ._postgres import PostgresDatabase, split_schema, to_postgres
+
+__all__ = ["Storage", "Cursor", "Row", "Database", "PostgresDatabase", "Migration", "open_database", "unavailable",
+           "CannotOpenDatabase", "ENV_DB", "DEFAULT_PATH", "default_path", "shown_target", "ENV_BUSY_MS",
+           "DEFAULT_BUSY_MS", "ENV_CACHE_KIB", "DEFAULT_CACHE_KIB", "ENV_STATEMENT_MS", "DEFAULT_STATEMENT_MS",
+           "FAST_FAIL_MS", "split_schema", "to_postgres"]
+
+#: Names of the PostgreSQL backend, imported on first use (see the module's docstring).
+_POSTGRES = frozenset({"PostgresDatabase", "split_schema", "to_postgres"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _POSTGRES:
+        from . import _postgres
+
+        return getattr(_postgres, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def open_database(target: str | os.PathLike[str] | Storage | None = None, **options: Any) -> Storage:
+    """One setting picks the backend: a ``postgresql://`` URL, or a SQLite path (default in-memory).
+
+    A PostgreSQL URL may carry ``?schema=NAME``: every table then lives in that schema
+    (created if missing), e.g. ``postgresql://app@db/truecall?schema=desk_eu``.  A database
+    already opened is returned as it is.
+    """
+    if target is not None and not isinstance(target, (str, os.PathLike)):
+        return target  # already a database
+    text = str(target) if target is not None else ":memory:"
+    if text.startswith(("postgresql://", "postgres://")):
+        from ._postgres import PostgresDatabase
+
+        return PostgresDatabase(text, **options)
+    if text.startswith("sqlite:///"):
+        text = text[len("sqlite:///"):]
+    return Database(text, **options)
