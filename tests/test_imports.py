@@ -1,0 +1,204 @@
+"""The modules of ``src/truecall`` import one another without a cycle.
+
+A cycle makes the order of imports matter (the module imported second sees the first half
+defined), hides which layer depends on which, and is how "storage imports its backend, the
+backend imports storage" starts.  The graph is read from the source with :mod:`ast`, not by
+importing anything: an edge is an ``import``/``from … import`` that runs when the module is
+imported — at module level, in a class body, under a plain ``if``/``try`` — with relative imports
+resolved.  What does not run then does not count: an import inside a function (that is how a
+dependency is deferred on purpose) or under ``if TYPE_CHECKING:`` (annotations only).  Parent
+packages a dotted import executes implicitly are not edges; ``from truecall import X`` names
+the package ``truecall`` itself and is one.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+@dataclass(frozen=True)
+class Edge:
+    target: str
+    where: str  # file:line of the import statement, for the failure message
+
+
+def modules(src: Path, package: str) -> dict[str, Path]:
+    """Every module of ``package`` under ``src``, by dotted name (a package by its ``__init__.py``)."""
+    found = {}
+    for path in sorted((src / package).rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _run_at_import(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements among ``body`` that run when the module is imported."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue  # runs when called, not when imported
+        elif isinstance(node, ast.If):
+            if not _is_type_checking(node.test):
+                found += _run_at_import(node.body)
+            found += _run_at_import(node.orelse)
+        else:  # class bodies, try/except/else/finally, with, for, while, match: they run now
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(node, field, ()):
+                    found += _run_at_import(child.body if isinstance(child, (ast.ExceptHandler, ast.match_case))
+                                            else [child])
+    return found
+
+
+def _resolve(known: dict[str, Path], importer: str, node: ast.ImportFrom) -> str:
+    """The absolute module an ``ImportFrom`` names (``from ..x import y`` in ``a.b.c`` → ``a.x``)."""
+    if not node.level:
+        return node.module or ""
+    is_package = known[importer].name == "__init__.py"
+    base = importer.split(".") if is_package else importer.split(".")[:-1]
+    if node.level > 1:
+        base = base[:len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _nearest(name: str, known: dict[str, Path]) -> str | None:
+    """``name`` if it is a module of ours, else its longest dotted prefix that is (``a.b.attr`` → ``a.b``)."""
+    while name not in known:
+        if "." not in name:
+            return None
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def import_graph(src: Path, package: str) -> dict[str, list[Edge]]:
+    """Module → the modules of ``package`` it imports at import time (see the module's docstring)."""
+    known = modules(src, package)
+    graph: dict[str, list[Edge]] = {}
+    for name, path in known.items():
+        edges: dict[str, Edge] = {}
+        for node in _run_at_import(ast.parse(path.read_text(encoding="utf-8"), str(path)).body):
+            where = f"{path.relative_to(src.parent)}:{node.lineno}"
+            if isinstance(node, ast.Import):
+                targets = [_nearest(alias.name, known) for alias in node.names]
+            else:
+                base = _resolve(known, name, node)
+                # ``from pkg import sub`` imports the submodule ``pkg.sub``; ``from mod import attr`` only ``mod``.
+                targets = [_nearest(f"{base}.{alias.name}", known) for alias in node.names]
+            for target in targets:
+                if target is not None and target != name and target not in edges:
+                    edges[target] = Edge(target, where)
+        graph[name] = list(edges.values())
+    return graph
+
+
+def find_cycle(graph: dict[str, list[Edge]]) -> list[tuple[str, Edge]] | None:
+    """One import cycle as its edges in order (``a`` → ``b`` → … → ``a``), or ``None``."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done (no cycle through it)
+    path: list[tuple[str, Edge]] = []
+
+    def visit(module: str) -> list[tuple[str, Edge]] | None:
+        state[module] = 1
+        for edge in graph.get(module, ()):
+            path.append((module, edge))
+            if state.get(edge.target) == 1:
+                start = next(i for i, (source, _) in enumerate(path) if source == edge.target)
+                return path[start:]
+            if edge.target not in state:
+                found = visit(edge.target)
+                if found:
+                    return found
+            path.pop()
+        state[module] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state:
+            found = visit(module)
+            if found:
+                return found
+    return None
+
+
+def describe(cycle: list[tuple[str, Edge]]) -> str:
+    return " -> ".join([source for source, _ in cycle] + [cycle[0][0]]) + "\n" + \
+        "\n".join(f"  {source} imports {edge.target} at {edge.where}" for source, edge in cycle)
+
+
+def test_src_truecall_has_no_import_cycle() -> None:
+    graph = import_graph(SRC, "truecall")
+    assert len(graph) > 50 and "truecall.storage" in graph  # the walk found the package
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle (defer one import into the function that needs it, or import a " \
+                          "name for annotations only under `if TYPE_CHECKING:`):\n" + describe(cycle or [])
+
+
+def test_the_storage_backends_import_neither_each_other_nor_the_package() -> None:
+    """The interface and what both backends share sit below them; the package's ``__init__`` sits above
+    (it picks the backend).  Imports inside functions count here too: this was the cycle that
+    ``storage.py`` and ``storage_pg.py`` had through their function-level imports."""
+    known = modules(SRC, "truecall")
+    for backend in ("truecall.storage._sqlite", "truecall.storage._postgres"):
+        tree = ast.parse(known[backend].read_text(encoding="utf-8"))
+        named = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                base = _resolve(known, backend, node)
+                named |= {_nearest(f"{base}.{alias.name}", known) for alias in node.names}
+            elif isinstance(node, ast.Import):
+                named |= {_nearest(alias.name, known) for alias in node.names}
+        inside = {n for n in named if n is not None and n.startswith("truecall.storage")}
+        assert inside <= {"truecall.storage._interface", "truecall.storage._settings", "truecall.storage._target",
+                          "truecall.storage._faults"}, (backend, sorted(inside))
+
+
+# -- the checker itself, on a package written for the purpose -----------------------------------------
+
+
+def _package(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / "src" / "pkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root / "src"
+
+
+def test_a_cycle_is_found_and_named_with_its_lines(tmp_path: Path) -> None:
+    src = _package(tmp_path, {"__init__.py": "", "a.py": "import os\nfrom . import b\n",
+                              "b.py": "from .sub.c import thing\n", "sub/__init__.py": "",
+                              "sub/c.py": "try:\n    from ..a import x\nexcept ImportError:\n    pass\n"})
+    cycle = find_cycle(import_graph(src, "pkg"))
+    assert cycle is not None
+    text = describe(cycle)
+    assert text.splitlines()[0] == "pkg.a -> pkg.b -> pkg.sub.c -> pkg.a", text
+    assert "pkg.sub.c imports pkg.a at src/pkg/sub/c.py:2" in text, text
+
+
+@pytest.mark.parametrize("deferred", [
+    "def f():\n    from .a import x\n",
+    "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import x\n",
+    "import typing\nif typing.TYPE_CHECKING:\n    from . import a\n",
+])
+def test_imports_that_do_not_run_at_import_time_are_no_edges(tmp_path: Path, deferred: str) -> None:
+    src = _package(tmp_path, {"__init__.py": "", "a.py": "from .b import y\n", "b.py": deferred})
+    assert find_cycle(import_graph(src, "pkg")) is None
+
+
+def test_class_bodies_and_the_else_of_type_checking_run_at_import_time(tmp_path: Path) -> None:
+    for text in ("class C:\n    from .a import x\n",
+                 "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    pass\nelse:\n    import pkg.a\n"):
+        src = _package(tmp_path, {"__init__.py": "", "a.py": "from .b import y\n", "b.py": text})
+        assert find_cycle(import_graph(src, "pkg")) is not None, text
