@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _paths import ROOT
 
-SRC = Path(__file__).resolve().parents[1] / "src"
+SRC = ROOT / "src"
 
 
 @dataclass(frozen=True)
