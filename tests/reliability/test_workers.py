@@ -183,6 +183,10 @@ def test_a_worker_killed_mid_task_is_restarted_and_its_task_settled(backend: str
         # every call A acknowledged is in the table, once (its journal loaded by a survivor or its successor)
         if backend == "sqlite":
             wait_until(lambda: unloaded_bytes(truth.url) == 0, 10, "the dead worker's journal to be loaded")
+            # A never closed its journal: the worker started in its place loaded it and deleted it
+            journals = Path(truth.url + "-audit")
+            assert not [p for p in os.listdir(journals) if f"-{pid_a}-" in p]
+            assert {int(p.split("-")[1]) for p in os.listdir(journals)} <= set(restarted)  # one per live worker
         assert truth.rows("SELECT COUNT(*) FROM audit_events WHERE kind = 'tool.called' AND tool = 'whoami'"
                           ) == [(len(WHOAMI),)]
         # and the service goes on, on both workers
