@@ -112,10 +112,10 @@ class _Supervisor:
         self.workers: dict[int, _Worker] = {}
         self.stopping = False
         self.selector = selectors.DefaultSelector()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self.selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self.wake_r, self.wake_w = socket.socketpair()
+        self.wake_r.setblocking(False)
+        self.wake_w.setblocking(False)
+        self.selector.register(self.wake_r, selectors.EVENT_READ, None)
         self.failures: dict[int, int] = {}
         self.restart_at: dict[int, float] = {}
 
@@ -138,7 +138,8 @@ class _Supervisor:
         self.selector.register(mine, selectors.EVENT_READ, worker)
         return worker
 
-    def _forget(self, worker: _Worker) -> None:
+    def close(self, worker: _Worker) -> None:
+        """Forget a worker that has ended (its line closed, out of the selector)."""
         try:
             self.selector.unregister(worker.line)
         except (KeyError, ValueError):
@@ -154,7 +155,7 @@ class _Supervisor:
             if not self._wait(None):
                 continue
             if worker.proc.poll() is not None:
-                self._forget(worker)
+                self.close(worker)
                 return worker.proc.returncode or 1
             if self.stopping:
                 return self.drain()
@@ -166,7 +167,7 @@ class _Supervisor:
         for key, _ in events:
             if key.data is None:
                 try:
-                    while self._wake_r.recv(64):
+                    while self.wake_r.recv(64):
                         pass
                 except (BlockingIOError, InterruptedError):
                     pass
@@ -207,7 +208,7 @@ class _Supervisor:
         return self.drain()
 
     def _died(self, worker: _Worker, now: float) -> None:
-        self._forget(worker)
+        self.close(worker)
         lived = now - worker.started
         failures = 0 if lived >= HEALTHY_S else self.failures.get(worker.slot, 0) + 1
         self.failures[worker.slot] = failures
@@ -236,7 +237,7 @@ class _Supervisor:
             except subprocess.TimeoutExpired:
                 worker.proc.kill()
                 worker.proc.wait()
-            self._forget(worker)
+            self.close(worker)
         return 0
 
     # -- signals ------------------------------------------------------------------------
@@ -244,7 +245,7 @@ class _Supervisor:
     def on_signal(self, signum: int, frame: Any) -> None:
         self.stopping = True
         try:
-            self._wake_w.send(b"x")
+            self.wake_w.send(b"x")
         except OSError:
             pass
 
@@ -276,6 +277,10 @@ def supervise(options: dict[str, Any], count: int, listeners: list[socket.socket
             if worker.proc.poll() is None:
                 worker.proc.kill()
                 worker.proc.wait()
+            supervisor.close(worker)
+        supervisor.selector.close()
+        supervisor.wake_r.close()
+        supervisor.wake_w.close()
 
 
 def worker_pids(supervisor_pid: int) -> list[int]:
