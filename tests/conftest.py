@@ -9,7 +9,8 @@ Fixture names say what they give:
 - ``lang``           – ``lang("zh")`` sets ``TRUECALL_LANG`` for one test (the setting is read once per
   process: this also forgets what was read);
 - ``make_server``    – a factory: ``make_server(tokens={token: Principal}, name=...)`` → a bare
-  ``truecall.Server`` on its own database under ``tmp_path`` with those plain tokens.
+  ``truecall.Server`` on its own database under ``tmp_path`` with those plain tokens;
+- ``rng_seed``       – the seed of a randomised test (``TRUECALL_TEST_SEED`` replays it; see _seeds.py).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ import pytest
 from truecall import Principal, Server, StaticTokens
 from truecall.incidents import DEMO_TOKENS, build_desk
 
-ROOT = Path(__file__).resolve().parents[1]
+import _seeds
+from _paths import ROOT
 
 
 def outside_the_repository(path: "str | bytes | os.PathLike[Any]") -> bool:
@@ -61,9 +63,23 @@ if ROOT.parent != Path(ROOT.anchor):
 _private_pg: Any = None
 
 
+#: The seed Hypothesis draws from in this run (``--hypothesis-seed`` if given, else the run's seed).
+HYPOTHESIS_SEED = pytest.StashKey[int]()
+#: The seed a test asked for with the ``rng_seed`` fixture.
+TEST_SEED = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(tryfirst=True)  # before Hypothesis's own pytest_configure reads --hypothesis-seed
 def pytest_configure(config: pytest.Config) -> None:
-    """Start a private PostgreSQL (tests/pg_server.py) unless ``TRUECALL_TEST_PG_URL`` names one."""
+    """Give Hypothesis the run's seed; start a private PostgreSQL (tests/pg_server.py) unless
+    ``TRUECALL_TEST_PG_URL`` names one."""
     global _private_pg
+    config.addinivalue_line("markers", "seed(n): the fixed default seed of a test that asks for rng_seed "
+                                       "(TRUECALL_TEST_SEED overrides it)")
+    given = config.getoption("hypothesis_seed", None)
+    if given is None:
+        config.option.hypothesis_seed = str(_seeds.RUN)
+    config.stash[HYPOTHESIS_SEED] = int(given) if given is not None else _seeds.RUN
     if os.environ.get("TRUECALL_TEST_PG_URL"):
         return
     import pg_server
@@ -78,6 +94,62 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         _private_pg.stop()
         os.environ.pop("TRUECALL_TEST_PG_URL", None)
         _private_pg = None
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    chosen = "" if _seeds.CHOSEN is None else f" (from {_seeds.ENV})"
+    return f"seed {config.stash[HYPOTHESIS_SEED]}{chosen}: replay a randomised test with {_seeds.ENV}=N"
+
+
+def _seed_for(node: pytest.Item | pytest.Collector) -> int:
+    marker = node.get_closest_marker("seed")
+    value = _seeds.for_test(int(marker.args[0]) if marker else None)
+    node.stash[TEST_SEED] = value
+    print(f"seed {value}; replay: {_seeds.replay(value, node.nodeid)}")
+    return value
+
+
+@pytest.fixture
+def rng_seed(request: pytest.FixtureRequest) -> int:
+    """The seed of a test that draws at random: printed (shown with the failure) and replayable."""
+    return _seed_for(request.node)
+
+
+@pytest.fixture(scope="module")
+def module_rng_seed(request: pytest.FixtureRequest) -> int:
+    """``rng_seed`` for a module-scoped run that several tests then check (``pytestmark = seed(N)``)."""
+    return _seed_for(request.node)
+
+
+def _seed_of(item: pytest.Item) -> int | None:
+    for node in reversed(item.listchain()):  # the test's own seed, else its module's
+        if TEST_SEED in node.stash:
+            return node.stash[TEST_SEED]
+    if item.get_closest_marker("hypothesis") is not None:
+        return item.config.stash[HYPOTHESIS_SEED]
+    return None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
+    """A failed randomised test's report ends with the line that replays it."""
+    report: pytest.TestReport = yield
+    seed = _seed_of(item)
+    if report.failed and seed is not None:
+        report.sections.append(("seed", _seeds.replay(seed, item.nodeid)))
+        item.config.stash.setdefault(_REPLAYS, []).append(_seeds.replay(seed, item.nodeid))
+    return report
+
+
+_REPLAYS = pytest.StashKey[list[str]]()
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    replays = config.stash.get(_REPLAYS, [])
+    if replays:
+        terminalreporter.section("replay the randomised tests that failed")
+        for line in dict.fromkeys(replays):
+            terminalreporter.line(line)
 
 
 #: Plain tokens used by the ``make_server`` default table.

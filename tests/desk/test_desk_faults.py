@@ -39,8 +39,11 @@ BATCH = 40
 TIMEOUT_S = 0.015
 LEASE_S = 0.06
 
+#: The fault plan draws from the test's seed plus this offset (its own sequence, replayed by the same number);
+#: with the default seed 4242 that is the plan's seed the thresholds below were measured on, 20261129.
+FAULT_SEED_OFFSET = 20261129 - 4242
+
 FAULTS = {
-    "seed": 20261129,
     "drop": 0.07,                            # lost before any side effect
     "delay": {"p": 0.08, "ms": [2, 40]},     # queued past (or within) the timeout
     "stall": {"p": 0.12, "ms": [2, 120]},    # claimed, then slow: within/past the timeout, within/past the lease
@@ -72,12 +75,14 @@ def desk_target(request: pytest.FixtureRequest, tmp_path: Path, pg_schemas: Any)
     return target, RUNS_BY_BACKEND[request.param]
 
 
-def test_a_thousand_runs_never_claim_more_than_the_ticket_table(tmp_path: Path, desk_target: tuple[str, int]) -> None:
+@pytest.mark.seed(4242)
+def test_a_thousand_runs_never_claim_more_than_the_ticket_table(tmp_path: Path, desk_target: tuple[str, int],
+                                                              rng_seed: int) -> None:
     target, RUNS = desk_target
-    server = build_desk(target, faults=FAULTS, ack_timeout_s=TIMEOUT_S, claim_lease_s=LEASE_S,
-                        workers=16, audit=True)
+    server = build_desk(target, faults={**FAULTS, "seed": rng_seed + FAULT_SEED_OFFSET}, ack_timeout_s=TIMEOUT_S,
+                        claim_lease_s=LEASE_S, workers=16, audit=True)
     tickets = server.tickets
-    rng = random.Random(4242)
+    rng = random.Random(rng_seed)
     runs: list[dict[str, Any]] = []
     bound: dict[str, dict[str, Any]] = {}  # key → the arguments it was first used with
     stats: Counter[str] = Counter()

@@ -440,12 +440,13 @@ def test_the_engine_never_blames_the_client_or_raises_for_a_database_failure(tmp
 # -- the real server under load (short versions of stress/dependency_faults.py) -----------------------------
 
 
+@pytest.mark.seed(11)
 @pytest.mark.parametrize("scenario", dependency_faults.SCENARIOS)
-def test_desk_under_a_dependency_fault(tmp_path: Path, scenario: str) -> None:
+def test_desk_under_a_dependency_fault(tmp_path: Path, scenario: str, rng_seed: int) -> None:
     if scenario.startswith("pg_"):
         require_pg()
     # 3 s after the fault: PostgreSQL's pool reconnects at most a second apart, and the last second must be clean.
-    report = dependency_faults.run_scenario(scenario, tmp_path, warm=0.8, fault=1.2, after=3.0, clients=4, seed=11)
+    report = dependency_faults.run_scenario(scenario, tmp_path, warm=0.8, fault=1.2, after=3.0, clients=4, seed=rng_seed)
     assert report.ok, report.summary()
     counts = report.answers
     assert counts["warm"] and set(counts["warm"]) <= {"ok", "task"}
