@@ -44,10 +44,10 @@ def refused(message: str, schema: Any) -> str:
 
 
 # =================================================================================================
-# check_form: the seed's three misuses
+# check_form: the three misuses docs/guide/user-input.md ("The red lines") refuses
 # =================================================================================================
 
-SEED_MISUSES = [
+CHAT_MISUSES = [
     pytest.param("请再输入一次你的密码以继续", form(password={"type": "string", "title": "密码"}), "URL mode",
                  id="password-again"),
     pytest.param("请再输入一次你的密码以继续", form(value={"type": "string"}), "URL mode",
@@ -65,8 +65,8 @@ SEED_MISUSES = [
 ]
 
 
-@pytest.mark.parametrize("message,schema,hint", SEED_MISUSES)
-def test_the_seed_misuses_are_refused(message: str, schema: dict[str, Any], hint: str) -> None:
+@pytest.mark.parametrize("message,schema,hint", CHAT_MISUSES)
+def test_the_three_chat_misuses_are_refused(message: str, schema: dict[str, Any], hint: str) -> None:
     assert hint in refused(message, schema)
 
 
@@ -314,34 +314,49 @@ def test_ordinary_links_are_accepted(url: str) -> None:
 # =================================================================================================
 
 
-def test_server_tool_refuses_a_credential_form_at_registration(tmp_path: Path) -> None:
+@pytest.fixture
+def forms_server(tmp_path: Path) -> Any:
     server = Server("forms", db=str(tmp_path / "f.db"))
-    try:
-        with pytest.raises(FormError) as info:
-            @server.tool("login", description="Logs in.",
-                         forms=[("Sign in", form(username={"type": "string"})),
-                                ("Sign in", form(password={"type": "string", "format": "password"}))])
-            def login(ctx: Any) -> str:
-                return "never"
-        assert "URL mode" in str(info.value)
-        assert "login" not in server.registry.tools
-        for message, schema in [("请把这个页面的完整 HTML 粘贴过来", form(content={"type": "string"})),
-                                ("请确认是否允许我删除所有文件", form(answer={"type": "string"}))]:
-            with pytest.raises(FormError):
-                server.tool("bad", description="Bad.", forms=[(message, schema)])
-        # a good form registers
-        server.tool("escalate", description="Escalates.", forms=[("Escalate INC-1?", ESCALATE_FORM)])(
-            lambda ctx: "ok")
-        assert "escalate" in server.registry.tools
-        # the names the first lint missed are refused at registration too
-        for field in ({"pw": {"type": "string"}}, {"pwd": {"type": "string"}}, {"auth": {"type": "string"}},
-                      {"bearer": {"type": "string"}}, {"mfa_code": {"type": "string"}},
-                      {"code": {"type": "string", "title": "2FA code"}}):
-            with pytest.raises(FormError):
-                server.tool("mfa", description="Asks for a code.", forms=[("Sign in", form(**field))])
-        assert "mfa" not in server.registry.tools
-    finally:
-        server.db.close()
+    yield server
+    server.db.close()
+
+
+def test_server_tool_refuses_a_credential_form_at_registration(forms_server: Server) -> None:
+    with pytest.raises(FormError) as info:
+        @forms_server.tool("login", description="Logs in.",
+                           forms=[("Sign in", form(username={"type": "string"})),
+                                  ("Sign in", form(password={"type": "string", "format": "password"}))])
+        def login(ctx: Any) -> str:
+            return "never"
+    assert "URL mode" in str(info.value)
+    assert "login" not in forms_server.registry.tools
+
+
+#: Forms refused at registration as they are by check_form: paste-anything, a typed confirmation of a
+#: destructive action, and the credential names the first lint missed.
+REFUSED_AT_REGISTRATION = {
+    "paste-anything": ("请把这个页面的完整 HTML 粘贴过来", form(content={"type": "string"})),
+    "typed-confirmation": ("请确认是否允许我删除所有文件", form(answer={"type": "string"})),
+    "pw": ("Sign in", form(pw={"type": "string"})),
+    "pwd": ("Sign in", form(pwd={"type": "string"})),
+    "auth": ("Sign in", form(auth={"type": "string"})),
+    "bearer": ("Sign in", form(bearer={"type": "string"})),
+    "mfa_code": ("Sign in", form(mfa_code={"type": "string"})),
+    "2FA-title": ("Sign in", form(code={"type": "string", "title": "2FA code"})),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED_AT_REGISTRATION))
+def test_server_tool_refuses_a_red_line_form_at_registration(forms_server: Server, case: str) -> None:
+    with pytest.raises(FormError):
+        forms_server.tool("bad", description="Asks.", forms=[REFUSED_AT_REGISTRATION[case]])
+    assert "bad" not in forms_server.registry.tools
+
+
+def test_server_tool_registers_a_good_form(forms_server: Server) -> None:
+    forms_server.tool("escalate", description="Escalates.", forms=[("Escalate INC-1?", ESCALATE_FORM)])(
+        lambda ctx: "ok")
+    assert "escalate" in forms_server.registry.tools
 
 
 _ids = itertools.count(1)

@@ -222,55 +222,101 @@ def test_the_worker_kills_the_process_at_each_point(tmp_path: Path, point: str, 
                 assert truth.dispatch_states(key) == ["abandoned"]
 
 
-def test_task_over_http_create_poll_result_read_and_cancel(tmp_path: Path) -> None:
-    faults = {"sequence": ["none", "delay"], "delay": {"ms": 600_000}}
-    with httpx.Client(timeout=10) as http, served(tmp_path, env=env_for(faults)) as desk:
-        truth = Truth(desk.db)
-        # without the tasks extension the tool is refused: it runs only as a task
-        status, body = rpc(http, desk.url, "tools/call", {"name": "incident.handle",
-                                                          "arguments": {"incidentId": "INC-1001"}}, caps={})
-        assert status == 400 and body["error"]["code"] == -32021
-        # a reader may not
-        status, body = rpc(http, desk.url, "tools/call", {"name": "incident.handle",
-                                                          "arguments": {"incidentId": "INC-1001"}}, token=READER)
-        assert status == 403
-        # an unknown incident is refused before anything is accepted
-        status, body = rpc(http, desk.url, "tools/call", {"name": "incident.handle",
-                                                          "arguments": {"incidentId": "INC-2001"}})
-        assert status == 200 and body["result"]["isError"] is True
-        assert body["result"]["structuredContent"]["error"]["kind"] == "invalid_input"
+# -- tasks over HTTP, one promise per test: two desks for the module (one plain, one whose jobs all wait
+# in the queue), so that no test depends on which job another test submitted first
 
-        created = create(http, desk.url, {"incidentId": "INC-1001", "idempotencyKey": "e2e-1"})
-        assert "accepted, not done" in created.get("statusMessage", "")
-        done = poll(http, desk.url, created["taskId"])
-        assert done["status"] == "completed" and check_agrees(truth, done, "e2e-1") == "success"
-        facts = done["result"]["structuredContent"]
-        link = next(b for b in done["result"]["content"] if b["type"] == "resource_link")
-        assert link["uri"] == f"ticket://acme/{facts['ticketId']}"
-        status, body = rpc(http, desk.url, "resources/read", {"uri": link["uri"]})
-        assert status == 200 and orjson.loads(body["result"]["contents"][0]["text"])["ticketId"] == facts["ticketId"]
-        status, body = rpc(http, desk.url, "resources/read", {"uri": link["uri"]}, token=GLOBEX)
-        status_missing, missing = rpc(http, desk.url, "resources/read", {"uri": "ticket://acme/TKT-NOPE"},
-                                      token=GLOBEX)
-        assert status == status_missing and body["error"]["code"] == missing["error"]["code"]
-        assert body["error"]["message"] == missing["error"]["message"]
-        # another tenant's task reads like an unknown one
-        status, body = rpc(http, desk.url, "tasks/get", {"taskId": created["taskId"]}, token=GLOBEX,
-                           name=created["taskId"])
-        assert "error" in body
+@pytest.fixture(scope="module")
+def http() -> Any:
+    with httpx.Client(timeout=10) as client:
+        yield client
 
-        slow = create(http, desk.url, {"incidentId": "INC-1002", "idempotencyKey": "e2e-slow"})
-        truth.wait_for_states({"e2e-slow": "queued"})
-        assert get(http, desk.url, slow["taskId"])["status"] == "working"
-        status, body = rpc(http, desk.url, "tasks/cancel", {"taskId": slow["taskId"]}, name=slow["taskId"])
-        assert status == 200 and "error" not in body
-        cancelled = poll(http, desk.url, slow["taskId"])
-        assert cancelled["status"] == "cancelled" and "result" not in cancelled
-        assert truth.dispatch_states("e2e-slow") == ["abandoned"] and truth.tickets_for_key("e2e-slow") == []
-        # cancelling a finished task changes nothing
-        status, body = rpc(http, desk.url, "tasks/cancel", {"taskId": created["taskId"]}, name=created["taskId"])
-        assert status == 200 and get(http, desk.url, created["taskId"])["status"] == "completed"
-        assert truth.ticket_count() == 1
+
+@pytest.fixture(scope="module")
+def plain_desk(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    with served(tmp_path_factory.mktemp("plain-desk"), env=env_for(None)) as desk:
+        yield desk
+
+
+@pytest.fixture(scope="module")
+def queued_desk(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Every job waits in the upstream queue (600 s): a task stays working until it is cancelled."""
+    faults = {"sequence": ["delay"], "delay": {"ms": 600_000}}
+    with served(tmp_path_factory.mktemp("queued-desk"), env=env_for(faults)) as desk:
+        yield desk
+
+
+@pytest.fixture(scope="module")
+def handled(http: httpx.Client, plain_desk: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One incident.handle accepted and polled to its end on the plain desk: (the handle, the task)."""
+    created = create(http, plain_desk.url, {"incidentId": "INC-1001", "idempotencyKey": "e2e-1"})
+    return created, poll(http, plain_desk.url, created["taskId"])
+
+
+def test_incident_handle_without_the_tasks_extension_is_refused(http: httpx.Client, plain_desk: Any) -> None:
+    """It runs only as a task."""
+    status, body = rpc(http, plain_desk.url, "tools/call", {"name": "incident.handle",
+                                                            "arguments": {"incidentId": "INC-1001"}}, caps={})
+    assert status == 400 and body["error"]["code"] == -32021
+
+
+def test_a_reader_may_not_handle_an_incident(http: httpx.Client, plain_desk: Any) -> None:
+    status, body = rpc(http, plain_desk.url, "tools/call", {"name": "incident.handle",
+                                                            "arguments": {"incidentId": "INC-1001"}}, token=READER)
+    assert status == 403
+
+
+def test_an_unknown_incident_is_refused_before_anything_is_accepted(http: httpx.Client, plain_desk: Any) -> None:
+    status, body = rpc(http, plain_desk.url, "tools/call", {"name": "incident.handle",
+                                                            "arguments": {"incidentId": "INC-2001"}})
+    assert status == 200 and body["result"]["isError"] is True
+    assert body["result"]["structuredContent"]["error"]["kind"] == "invalid_input"
+
+
+def test_an_accepted_task_completes_with_a_ticket_whose_link_reads(http: httpx.Client, plain_desk: Any,
+                                                                   handled: Any) -> None:
+    created, done = handled
+    assert "accepted, not done" in created.get("statusMessage", "")
+    assert done["status"] == "completed" and check_agrees(Truth(plain_desk.db), done, "e2e-1") == "success"
+    facts = done["result"]["structuredContent"]
+    link = next(b for b in done["result"]["content"] if b["type"] == "resource_link")
+    assert link["uri"] == f"ticket://acme/{facts['ticketId']}"
+    status, body = rpc(http, plain_desk.url, "resources/read", {"uri": link["uri"]})
+    assert status == 200 and orjson.loads(body["result"]["contents"][0]["text"])["ticketId"] == facts["ticketId"]
+
+
+def test_another_tenant_reads_the_ticket_like_a_missing_one(http: httpx.Client, plain_desk: Any,
+                                                            handled: Any) -> None:
+    link = next(b for b in handled[1]["result"]["content"] if b["type"] == "resource_link")
+    status, body = rpc(http, plain_desk.url, "resources/read", {"uri": link["uri"]}, token=GLOBEX)
+    status_missing, missing = rpc(http, plain_desk.url, "resources/read", {"uri": "ticket://acme/TKT-NOPE"},
+                                  token=GLOBEX)
+    assert status == status_missing and body["error"]["code"] == missing["error"]["code"]
+    assert body["error"]["message"] == missing["error"]["message"]
+
+
+def test_another_tenants_task_reads_like_an_unknown_one(http: httpx.Client, plain_desk: Any, handled: Any) -> None:
+    task_id = handled[0]["taskId"]
+    status, body = rpc(http, plain_desk.url, "tasks/get", {"taskId": task_id}, token=GLOBEX, name=task_id)
+    assert "error" in body
+
+
+def test_cancelling_a_queued_task_withdraws_its_job(http: httpx.Client, queued_desk: Any) -> None:
+    truth = Truth(queued_desk.db)
+    slow = create(http, queued_desk.url, {"incidentId": "INC-1002", "idempotencyKey": "e2e-slow"})
+    truth.wait_for_states({"e2e-slow": "queued"})
+    assert get(http, queued_desk.url, slow["taskId"])["status"] == "working"
+    status, body = rpc(http, queued_desk.url, "tasks/cancel", {"taskId": slow["taskId"]}, name=slow["taskId"])
+    assert status == 200 and "error" not in body
+    cancelled = poll(http, queued_desk.url, slow["taskId"])
+    assert cancelled["status"] == "cancelled" and "result" not in cancelled
+    assert truth.dispatch_states("e2e-slow") == ["abandoned"] and truth.tickets_for_key("e2e-slow") == []
+
+
+def test_cancelling_a_finished_task_changes_nothing(http: httpx.Client, plain_desk: Any, handled: Any) -> None:
+    task_id = handled[0]["taskId"]
+    status, body = rpc(http, plain_desk.url, "tasks/cancel", {"taskId": task_id}, name=task_id)
+    assert status == 200 and get(http, plain_desk.url, task_id)["status"] == "completed"
+    assert Truth(plain_desk.db).tickets_for_key("e2e-1") == [handled[1]["result"]["structuredContent"]["ticketId"]]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[bytes]:

@@ -46,14 +46,6 @@ LOAD_SECONDS = float(os.environ.get("TRUECALL_LOAD_SECONDS", "20"))
 # -- 1. fuzzing ---------------------------------------------------------------------------------------------
 
 
-def _seed(transport: str) -> int:
-    """The run's seed: ``TRUECALL_FUZZ_SEED`` replays a failure; printed either way (``-s`` shows it)."""
-    raw = os.environ.get("TRUECALL_FUZZ_SEED", "").strip()
-    value = int(raw) if raw else int(time.time())
-    print(f"fuzz {transport}: seed {value} (replay: TRUECALL_FUZZ_SEED={value})")
-    return value
-
-
 def _fuzz(fuzzer: Any, transport: str, target: int, min_size: int, max_size: int) -> None:
     """Hypothesis batches into one long-lived server until ``target`` cases have been sent; the
     fuzzer's seed also seeds Hypothesis, so one number replays the whole run."""
@@ -81,16 +73,17 @@ def _assert_fuzz_summary(summary: dict[str, Any], target: int) -> None:
     assert not memory_verdict(summary), memory_verdict(summary)
 
 
-def test_fuzz_stdio(tmp_path: Path) -> None:
-    with StdioFuzzer(tmp_path / "stdio", seed=_seed("stdio"), raise_on_breach=True) as fuzzer:
+def test_fuzz_stdio(tmp_path: Path, rng_seed: int) -> None:
+    """The seed (``rng_seed``: the run's, or ``TRUECALL_TEST_SEED``) drives the fuzzer and Hypothesis both."""
+    with StdioFuzzer(tmp_path / "stdio", seed=rng_seed, raise_on_breach=True) as fuzzer:
         _fuzz(fuzzer, "stdio", FUZZ_STDIO_CASES, 15, 35)
         summary = {**fuzzer.finish(), "seed": fuzzer.seed}
     _assert_fuzz_summary(summary, FUZZ_STDIO_CASES)
     assert summary["exit_code"] == 0, "stdin EOF must end the server cleanly"
 
 
-def test_fuzz_http(tmp_path: Path) -> None:
-    with HttpFuzzer(tmp_path / "http", seed=_seed("http"), workers=4, request_timeout=10.0,
+def test_fuzz_http(tmp_path: Path, rng_seed: int) -> None:
+    with HttpFuzzer(tmp_path / "http", seed=rng_seed, workers=4, request_timeout=10.0,
                     raise_on_breach=True) as fuzzer:
         _fuzz(fuzzer, "http", FUZZ_HTTP_CASES, 20, 60)
         summary = {**fuzzer.finish(), "seed": fuzzer.seed}
@@ -223,34 +216,52 @@ def hostile_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return summary
 
 
-def _limit(summary: dict[str, Any], scenario: str, name: str) -> tuple[str, str]:
+#: What the normal client lives through, in the order the runner plays it (stress.slow_peers.Runner.run; the
+#: shutdown that ends the run has its own limit below and no probe window).
+HOSTILE_SCENARIOS = ["baseline", "slow_body", "slow_headers", "idle", "oversized_headers", "sse_never_read"]
+
+
+def _scenario(summary: dict[str, Any], name: str) -> dict[str, Any]:
     for sc in summary["scenarios"]:
-        if sc["name"] == scenario:
-            for limit, verdict, evidence in sc["limits"]:
-                if limit.startswith(name):
-                    return verdict, evidence
+        if sc["name"] == name:
+            return sc
+    raise AssertionError(f"the slow-peers run has no scenario {name!r}: {[s['name'] for s in summary['scenarios']]}")
+
+
+def _limit(summary: dict[str, Any], scenario: str, name: str) -> tuple[str, str]:
+    for limit, verdict, evidence in _scenario(summary, scenario)["limits"]:
+        if limit.startswith(name):
+            return verdict, evidence
     raise AssertionError(f"no {name!r} in {scenario}")
 
 
-def test_normal_client_is_served_while_peers_misbehave(hostile_run: dict[str, Any]) -> None:
+def test_the_slow_peers_run_played_every_scenario(hostile_run: dict[str, Any]) -> None:
+    assert [sc["name"] for sc in hostile_run["scenarios"]] == HOSTILE_SCENARIOS + ["shutdown"]
+    unattributed = [p for p in hostile_run["problems"] if p.split(":", 1)[0] not in HOSTILE_SCENARIOS]
+    assert not unattributed, unattributed
+
+
+@pytest.mark.parametrize("scenario", HOSTILE_SCENARIOS)
+def test_normal_client_is_served_while_peers_misbehave(hostile_run: dict[str, Any], scenario: str) -> None:
     """Slow bodies, slowloris headers, 200 idle connections, 8 MiB headers and streams that are never
-    read: the normal client never fails, its p99 stays under 500 ms, and what the hostile peers held
-    (descriptors, stream listeners, memory) is released when they go."""
-    assert not hostile_run["problems"], hostile_run["problems"]
-    for scenario in hostile_run["scenarios"]:
-        probe = scenario["probe"]
-        if probe:
-            assert probe["call"]["failures"] == 0 and probe["fresh"]["failures"] == 0, (scenario["name"], probe)
-    assert _limit(hostile_run, "idle", "keep-alive idle timeout")[0] == "HELD"
-    assert _limit(hostile_run, "sse_never_read", "memory per stream")[0] == "HELD"
-    assert _limit(hostile_run, "sse_never_read", "streams of departed peers released")[0] == "HELD"
+    read, one scenario at a time (one shared run, module-scoped): the normal client never fails, its p99
+    stays under 500 ms, the server lives, and what the hostile peers held (descriptors, stream
+    listeners, memory) is released when they go."""
+    probe = _scenario(hostile_run, scenario)["probe"]
+    assert probe, f"{scenario}: the normal client was not probed"
+    assert probe["call"]["failures"] == 0 and probe["fresh"]["failures"] == 0, probe
+    problems = [p for p in hostile_run["problems"] if p.split(":", 1)[0] == scenario]
+    assert not problems, problems
 
 
 @pytest.mark.parametrize("scenario,limit", [
     ("slow_body", "request body read timeout"),
     ("slow_headers", "request header timeout"),
     ("idle", "idle timeout before the first request"),
+    ("idle", "keep-alive idle timeout"),
     ("oversized_headers", "request header size limit"),
+    ("sse_never_read", "memory per stream"),
+    ("sse_never_read", "streams of departed peers released"),
     ("shutdown", "graceful shutdown bounded in time"),
 ])
 def test_timeouts_and_limits_hold(hostile_run: dict[str, Any], scenario: str, limit: str) -> None:

@@ -268,7 +268,40 @@ EXPECTED = {"none": "success", "hang": "outcome_unknown", "delay": "dependency_u
 STATE_BEFORE = {"none": "done", "hang": "claimed", "delay": "queued"}
 
 
-def test_sigkill_of_the_replica_running_tasks_the_other_settles_them_honestly(tmp_path: Path) -> None:
+class AfterTheKill:
+    """What one run recorded, phase by phase: replica A runs six desk jobs (two of each fault), a
+    generic task and an elicitation; a third replica joins while A lives; A is SIGKILLed; B settles
+    A's tasks; reconcile runs through B; three keys are retried through B.  The tests below each check
+    one promise against this record (the run is module-scoped: PostgreSQL and three processes once)."""
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+        self.on_a: dict[str, str] = {}
+        self.nap_a = self.survey_a = ""
+        #: while A lived, as a newly joined replica C and B saw A's tasks
+        self.seen_while_alive: dict[str, str] = {}
+        self.ended: dict[str, dict[str, Any]] = {}
+        self.settled_after: dict[str, float] = {}
+        #: per key, after B settled A's tasks and before reconcile: (tickets, dispatch states, outbox rows)
+        self.truth_after_kill: dict[str, tuple[list[str], list[str], int]] = {}
+        self.b_own: dict[str, Any] = {}
+        self.a_pid = self.b_pid = 0
+        self.runs: list[Any] = []
+        self.per_task: list[Any] = []
+        self.per_task_expected: list[str] = []
+        self.nap_b = ""
+        self.duplicate_keys: list[Any] = []
+        self.reconciled: dict[str, Any] = {}
+        self.truth_after_reconcile: dict[str, tuple[list[str], list[str], str]] = {}
+        self.retried: dict[str, tuple[dict[str, Any], list[str]]] = {}
+        self.duplicates_after_retry: list[Any] = []
+        self.unfinished: list[Any] = []
+
+
+@pytest.fixture(scope="module")
+def after_the_kill(tmp_path_factory: pytest.TempPathFactory) -> AfterTheKill:
+    tmp_path = tmp_path_factory.mktemp("replica-kill")
+    run = AfterTheKill()
     with pg_schema() as schema, replicas(tmp_path, schema, faults_a=FAULTS_A) as (a, b, token), \
             httpx.Client(timeout=10) as http:
 
@@ -280,94 +313,144 @@ def test_sigkill_of_the_replica_running_tasks_the_other_settles_them_honestly(tm
             return [r[0] for r in schema.rows("SELECT ticket_id FROM tickets WHERE tenant = 'acme' AND "
                                               "idempotency_key = %s", (key,))]
 
-        keys = [f"kill-{i}-{fault}" for i, fault in enumerate(PLAN_A)]
-        on_a = {key: start_task(http, a.url, token, "incident.handle", {"incidentId": "INC-1001",
-                                                                          "idempotencyKey": key}) for key in keys}
-        nap_a = start_task(http, a.url, token, "nap", {"seconds": 600})
-        survey_a = start_task(http, a.url, token, "survey", {})
+        run.a_pid, run.b_pid = a.proc.pid, b.proc.pid
+        run.keys = keys = [f"kill-{i}-{fault}" for i, fault in enumerate(PLAN_A)]
+        run.on_a = on_a = {key: start_task(http, a.url, token, "incident.handle", {
+            "incidentId": "INC-1001", "idempotencyKey": key}) for key in keys}
+        run.nap_a = start_task(http, a.url, token, "nap", {"seconds": 600})
+        run.survey_a = start_task(http, a.url, token, "survey", {})
         on_b = start_task(http, b.url, token, "incident.handle", {"incidentId": "INC-1002", "idempotencyKey": "on-b"})
-        nap_b = start_task(http, b.url, token, "nap", {"seconds": 0.2})  # B then runs nothing: only its
-        # idle sweeper can notice A's death
+        run.nap_b = nap_b = start_task(http, b.url, token, "nap", {"seconds": 0.2})  # B then runs nothing:
+        # only its idle sweeper can notice A's death
         wait_until(lambda: all((dispatch_states(k) or ["-"])[-1] == STATE_BEFORE[f] for k, f in zip(keys, PLAN_A)),
                    40, "every job to reach its fault point")  # returns as soon as they have
-        poll(http, b.url, token, survey_a, until=("input_required",))
+        poll(http, b.url, token, run.survey_a, until=("input_required",))
         # A is alive: however long its tasks take, B (sweeping for orphans all along) leaves them alone,
-        # and so does a third replica starting now (a rolling deploy): live leases are never orphans
+        # and so does a third replica starting now (a rolling deploy)
         joined_at = time.monotonic()
         with served(tmp_path / "c", APP, "--token-file", str(tmp_path / "tokens.json"), env=a.extra["env"],
                     startup_timeout=30) as c:
             time.sleep(max(0.0, LEASE_S * 1.25 - (time.monotonic() - joined_at)))
-            for key, fault in zip(keys, PLAN_A):
-                assert get(http, c.url, token, on_a[key])["status"] == ("completed" if fault == "none" else "working")
-            assert get(http, c.url, token, nap_a)["status"] == "working"
-            assert get(http, b.url, token, survey_a)["status"] == "input_required"
+            for key in keys:
+                run.seen_while_alive[key] = get(http, c.url, token, on_a[key])["status"]
+            run.seen_while_alive["nap"] = get(http, c.url, token, run.nap_a)["status"]
+            run.seen_while_alive["survey"] = get(http, b.url, token, run.survey_a)["status"]
 
         os.kill(a.proc.pid, signal.SIGKILL)
         assert a.proc.wait(timeout=10) == -signal.SIGKILL
         killed_at = time.monotonic()
-
-        ended: dict[str, dict[str, Any]] = {}
-        settled_after: dict[str, float] = {}
-        for task_id in [*on_a.values(), nap_a, survey_a]:
-            ended[task_id] = poll(http, b.url, token, task_id, timeout=LEASE_S * 5)
-            settled_after[task_id] = time.monotonic() - killed_at
-        # never stuck; and not settled while the dead replica's lease could still be held
-        for key, fault in zip(keys, PLAN_A):
-            if fault != "none":
-                assert settled_after[on_a[key]] > LEASE_S / 2 - 0.2, settled_after
-
-        # every task terminal, with an honest status, and the ticket table agrees
-        for key, fault in zip(keys, PLAN_A):
-            task = ended[on_a[key]]
-            assert task["status"] == "completed" and kind(task) == EXPECTED[fault], (fault, task)
+        for task_id in [*on_a.values(), run.nap_a, run.survey_a]:
+            run.ended[task_id] = poll(http, b.url, token, task_id, timeout=LEASE_S * 5)
+            run.settled_after[task_id] = time.monotonic() - killed_at
+        for key in keys:
             found = tickets(key)
-            if fault == "none":
-                facts = task["result"]["structuredContent"]
-                assert found == [facts["ticketId"]] and facts["notified"] is True
-                assert schema.rows("SELECT COUNT(*) FROM notifications_outbox WHERE ticket_id = %s",
-                                   (facts["ticketId"],)) == [(1,)]
-            elif fault == "delay":  # the job died queued in A's memory: withdrawn, nothing written
-                assert found == [] and dispatch_states(key) == ["abandoned"]
-                assert "Nothing was written" in task["result"]["structuredContent"]["error"]["message"]
-            else:  # A's worker held the job when A died: unknown, and said so
-                error = task["result"]["structuredContent"]["error"]
-                assert found == [] and dispatch_states(key) == ["claimed"]
-                assert error["reference"] == key and "reconcile" in error["check"]
-        generic = ended[nap_a]["result"]
-        assert generic["isError"] is True and generic["structuredContent"]["error"]["kind"] == "outcome_unknown"
-        assert ended[survey_a]["status"] == "cancelled" and "result" not in ended[survey_a]
-        # B's own work was never disturbed
-        assert kind(poll(http, b.url, token, on_b)) == "success"
-        assert poll(http, b.url, token, nap_b)["result"]["structuredContent"]["pid"] == b.proc.pid
+            outbox = schema.rows("SELECT COUNT(*) FROM notifications_outbox WHERE ticket_id = %s",
+                                 (found[0],))[0][0] if found else 0
+            run.truth_after_kill[key] = (found, dispatch_states(key), outbox)
+        run.b_own = {"handle": poll(http, b.url, token, on_b), "nap": poll(http, b.url, token, nap_b)}
 
-        # executed exactly once: one run per task, one request and one dispatch per task, ≤ 1 ticket per key
-        runs = schema.rows("SELECT task_id, pid FROM replica_runs")
-        assert sorted(runs) == sorted([(nap_a, a.proc.pid), (survey_a, a.proc.pid), (nap_b, b.proc.pid)])
-        per_task = schema.rows("SELECT task_id, COUNT(*), COUNT(DISTINCT dispatch_id) FROM handle_requests "
-                               "GROUP BY task_id")
-        assert sorted(r[0] for r in per_task) == sorted([*on_a.values(), on_b])
-        assert all(r[1] == 1 and r[2] == 1 for r in per_task), per_task
-        assert all(len(dispatch_states(k)) == 1 for k in keys)
-        assert schema.rows("SELECT idempotency_key FROM tickets GROUP BY tenant, idempotency_key "
-                           "HAVING COUNT(*) > 1") == []
+        run.runs = schema.rows("SELECT task_id, pid FROM replica_runs")
+        run.per_task = schema.rows("SELECT task_id, COUNT(*), COUNT(DISTINCT dispatch_id) FROM handle_requests "
+                                   "GROUP BY task_id")
+        run.per_task_expected = sorted([*on_a.values(), on_b])
+        run.duplicate_keys = schema.rows("SELECT idempotency_key FROM tickets GROUP BY tenant, idempotency_key "
+                                         "HAVING COUNT(*) > 1")
 
-        # the claims A's dead worker held expire; reconcile (through B) fences them: nothing happened
-        report = call(http, b.url, token, "incident.reconcile", {})["structuredContent"]
-        settled = {s["taskId"]: s["outcome"] for s in report["settled"]}
-        hung = [on_a[k] for k, f in zip(keys, PLAN_A) if f == "hang"]
-        assert settled == {t: "nothing_happened" for t in hung} and report["pending"] == []
+        # the claims A's dead worker held expire; reconcile (through B) fences them
+        run.reconciled = call(http, b.url, token, "incident.reconcile", {})["structuredContent"]
         for key, fault in zip(keys, PLAN_A):
             if fault == "hang":
-                assert dispatch_states(key) == ["abandoned"] and tickets(key) == []
-                assert kind(get(http, b.url, token, on_a[key])) == "outcome_unknown"  # results are never rewritten
-        # retrying through B with the same keys: one ticket per key, never two
-        for key, fault in zip(keys[:3], PLAN_A[:3]):
+                run.truth_after_reconcile[key] = (tickets(key), dispatch_states(key),
+                                                  kind(get(http, b.url, token, on_a[key])))
+        # retrying through B with the same keys
+        for key in keys[:3]:
             again = poll(http, b.url, token, start_task(http, b.url, token, "incident.handle", {
                 "incidentId": "INC-1001", "idempotencyKey": key}))
-            assert kind(again) == "success" and again["result"]["structuredContent"]["replayed"] is (fault == "none")
-            assert tickets(key) == [again["result"]["structuredContent"]["ticketId"]]
-        assert schema.rows("SELECT COUNT(*) FROM tickets GROUP BY tenant, idempotency_key HAVING COUNT(*) > 1") == []
-        assert schema.rows("SELECT COUNT(*) FROM tasks WHERE status IN ('working', 'input_required')") == [(0,)]
+            run.retried[key] = (again, tickets(key))
+        run.duplicates_after_retry = schema.rows("SELECT COUNT(*) FROM tickets GROUP BY tenant, idempotency_key "
+                                                 "HAVING COUNT(*) > 1")
+        run.unfinished = schema.rows("SELECT COUNT(*) FROM tasks WHERE status IN ('working', 'input_required')")
+    return run
+
+
+def test_live_leases_are_never_orphans(after_the_kill: AfterTheKill) -> None:
+    """While A lives, neither B (sweeping all along) nor a replica joining late takes its tasks."""
+    run = after_the_kill
+    for key, fault in zip(run.keys, PLAN_A):
+        assert run.seen_while_alive[key] == ("completed" if fault == "none" else "working"), (key, run.seen_while_alive)
+    assert run.seen_while_alive["nap"] == "working" and run.seen_while_alive["survey"] == "input_required"
+
+
+def test_no_task_is_settled_while_the_dead_replicas_lease_could_be_held(after_the_kill: AfterTheKill) -> None:
+    run = after_the_kill  # and none is stuck: the fixture polled each to its end within 5 leases
+    for key, fault in zip(run.keys, PLAN_A):
+        if fault != "none":
+            assert run.settled_after[run.on_a[key]] > LEASE_S / 2 - 0.2, run.settled_after
+
+
+@pytest.mark.parametrize("fault", sorted(EXPECTED))
+def test_each_desk_task_of_the_dead_replica_ends_honestly(after_the_kill: AfterTheKill, fault: str) -> None:
+    """Terminal, with an honest status, and the ticket table agrees (two jobs met each fault)."""
+    run = after_the_kill
+    for key in [k for k, f in zip(run.keys, PLAN_A) if f == fault]:
+        task = run.ended[run.on_a[key]]
+        assert task["status"] == "completed" and kind(task) == EXPECTED[fault], (fault, task)
+        found, states, outbox = run.truth_after_kill[key]
+        if fault == "none":
+            facts = task["result"]["structuredContent"]
+            assert found == [facts["ticketId"]] and facts["notified"] is True and outbox == 1
+        elif fault == "delay":  # the job died queued in A's memory: withdrawn, nothing written
+            assert found == [] and states == ["abandoned"]
+            assert "Nothing was written" in task["result"]["structuredContent"]["error"]["message"]
+        else:  # A's worker held the job when A died: unknown, and said so
+            error = task["result"]["structuredContent"]["error"]
+            assert found == [] and states == ["claimed"]
+            assert error["reference"] == key and "reconcile" in error["check"]
+
+
+def test_the_generic_tasks_of_the_dead_replica_end_honestly(after_the_kill: AfterTheKill) -> None:
+    run = after_the_kill
+    generic = run.ended[run.nap_a]["result"]
+    assert generic["isError"] is True and generic["structuredContent"]["error"]["kind"] == "outcome_unknown"
+    survey = run.ended[run.survey_a]
+    assert survey["status"] == "cancelled" and "result" not in survey
+
+
+def test_the_surviving_replicas_own_work_is_undisturbed(after_the_kill: AfterTheKill) -> None:
+    run = after_the_kill
+    assert kind(run.b_own["handle"]) == "success"
+    assert run.b_own["nap"]["result"]["structuredContent"]["pid"] == run.b_pid
+
+
+def test_every_task_ran_exactly_once(after_the_kill: AfterTheKill) -> None:
+    """One run per task, one request and one dispatch per task, at most one ticket per key."""
+    run = after_the_kill
+    assert sorted(run.runs) == sorted([(run.nap_a, run.a_pid), (run.survey_a, run.a_pid),
+                                       (run.nap_b, run.b_pid)])
+    assert sorted(r[0] for r in run.per_task) == run.per_task_expected
+    assert all(r[1] == 1 and r[2] == 1 for r in run.per_task), run.per_task
+    assert all(len(states) == 1 for _, states, _ in run.truth_after_kill.values())
+    assert run.duplicate_keys == []
+
+
+def test_reconcile_fences_the_claims_the_dead_worker_held(after_the_kill: AfterTheKill) -> None:
+    """Nothing happened, the dispatch is abandoned, and the task's result is never rewritten."""
+    run = after_the_kill
+    settled = {s["taskId"]: s["outcome"] for s in run.reconciled["settled"]}
+    hung = [run.on_a[k] for k, f in zip(run.keys, PLAN_A) if f == "hang"]
+    assert settled == {t: "nothing_happened" for t in hung} and run.reconciled["pending"] == []
+    for key, (found, states, result_kind) in run.truth_after_reconcile.items():
+        assert states == ["abandoned"] and found == [] and result_kind == "outcome_unknown", key
+
+
+def test_a_retry_through_the_survivor_writes_one_ticket_per_key(after_the_kill: AfterTheKill) -> None:
+    run = after_the_kill
+    for key, fault in zip(run.keys[:3], PLAN_A[:3]):
+        again, found = run.retried[key]
+        assert kind(again) == "success" and again["result"]["structuredContent"]["replayed"] is (fault == "none")
+        assert found == [again["result"]["structuredContent"]["ticketId"]]
+    assert run.duplicates_after_retry == []
+    assert run.unfinished == [(0,)]
 
 
 # -- rotation of the sealing key (in process) -----------------------------------------------------------------
