@@ -1,4 +1,4 @@
-"""The seed's user-input run: waiting → invalid input refused → accepted, same taskId."""
+"""The user-input run: waiting → invalid input refused → accepted, same taskId."""
 
 from truecall import TaskInputInvalid
 

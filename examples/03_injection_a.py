@@ -1,6 +1,6 @@
 """Failure injection A: a missing required field is a result the model can fix, not an exception.
 
-The first line is the seed chapter's: the narrative and the control flag.  Production adds the
+The first line is the narrative and the control flag, in Chinese (``_common`` asks for it).  Production adds the
 kind for programs: ``structuredContent.error = {kind: "invalid_input", missing: [...]}`` (second line).
 """
 

@@ -1,6 +1,6 @@
 """describe() on injection A's result: what the user is told must start with 「未成功」 ("Not successful").
 
-The first line is in the seed's Chinese (``_common`` sets ``TRUECALL_LANG=zh``), the second in English.
+The first line is in Chinese (``_common`` sets ``TRUECALL_LANG=zh``), the second in English.
 """
 
 from truecall import describe

@@ -3,7 +3,7 @@
 import os
 import tempfile
 
-# The seed chapter's lines are Chinese: ask for them (truecall speaks English by default).
+# These examples print the desk's Chinese lines: ask for them (truecall speaks English by default).
 # `TRUECALL_LANG=en python 01_search.py` shows the English product instead.
 os.environ.setdefault("TRUECALL_LANG", "zh")
 

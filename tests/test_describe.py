@@ -1,5 +1,5 @@
 """describe(): what the user is told never claims more than happened — in English by default,
-in the seed's Chinese with ``locale="zh"`` or ``TRUECALL_LANG=zh``."""
+in Chinese (the lines examples/05_describe.py prints) with ``locale="zh"`` or ``TRUECALL_LANG=zh``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ MISSING = ToolResult([text("required input is missing")], is_error=True)
 # -- errors ---------------------------------------------------------------------------------------
 
 
-def test_seed_acceptance_error_starts_with_not_successful_and_wei_chenggong_in_chinese():
+def test_acceptance_error_starts_with_not_successful_and_wei_chenggong_in_chinese():
     said = describe(MISSING)
     assert said == "Not successful: required input is missing"
     assert describe(MISSING.to_dict()) == said  # a dict reads the same as the object
@@ -186,7 +186,7 @@ def test_success_without_text_is_done():
     assert describe(ToolResult([]), "zh") == "已完成"
 
 
-def test_seed_acceptance_on_a_real_call(desk, operator_token):
+def test_acceptance_on_a_real_call(desk, operator_token):
     result = desk.call_tool("incident.search", {}, operator_token, "acme")
     assert describe(result).startswith("Not successful")
     assert describe(result, "zh").startswith("未成功")

@@ -1,4 +1,4 @@
-"""server.call_tool end to end: the seed's results, the faults that are raised, the output contract."""
+"""server.call_tool end to end: the results examples/ prints, the faults that are raised, the output contract."""
 
 from __future__ import annotations
 
@@ -23,18 +23,19 @@ from truecall import (
 from mcp_schema import check_result
 from truecall.incidents import build_desk
 
-#: Chapter 04's line (the seed's Chinese: TRUECALL_LANG=zh) and the same facts in English, the default.
+#: The line examples/01_search.py prints (Chinese: TRUECALL_LANG=zh) and the same facts in English, the default.
 CHAPTER_04 = {
     "content": [{"type": "text", "text": "payments: 2 个已授权事件摘要"}],
     "structuredContent": {"service": "payments", "count": 2, "tenant": "acme"},
 }
 CHAPTER_04_EN = CHAPTER_04 | {"content": [{"type": "text", "text": "payments: 2 authorized incident summaries"}]}
-#: The seed's narrative for a missing required field, with the kind and the field names for programs.
-SEED_MISSING = {"content": [{"type": "text", "text": "required input is missing"}], "isError": True}
+#: The narrative for a missing required field (examples/03_injection_a.py; truecall.MISSING_INPUT_TEXT), with
+#: the kind and the field names for programs.
+MISSING_RESULT = {"content": [{"type": "text", "text": "required input is missing"}], "isError": True}
 
 
 def missing(*fields: str) -> dict:
-    return SEED_MISSING | {"structuredContent": {"error": {
+    return MISSING_RESULT | {"structuredContent": {"error": {
         "kind": "invalid_input", "message": "required input is missing", "retryable": False,
         "field": fields[0], "missing": list(fields)}}}
 
@@ -51,7 +52,7 @@ TOKENS = {
 }
 
 
-# -- the incident desk: the seed's lines ----------------------------------------------------------
+# -- the incident desk: the lines examples/ prints ------------------------------------------------
 
 
 def test_chapter_04_result_in_english_by_default(desk, operator_token):
@@ -64,7 +65,7 @@ def test_chapter_04_result_in_english_by_default(desk, operator_token):
     assert one.content[0]["text"] == f"checkout: {count} authorized incident summar{'y' if count == 1 else 'ies'}"
 
 
-def test_chapter_04_result_exactly_under_the_seed_locale(lang, desk_db_path, operator_token):
+def test_chapter_04_result_exactly_in_chinese(lang, desk_db_path, operator_token):
     lang("zh")
     desk = build_desk(desk_db_path)
     try:
@@ -97,10 +98,10 @@ def test_success_is_audited(desk, operator_token):
 
 
 @pytest.mark.parametrize("arguments", [{}, {"service": ""}, {"service": None}, None, {"includeLinks": True}])
-def test_missing_or_empty_service_is_the_seed_result(desk, operator_token, arguments):
+def test_missing_or_empty_service_is_the_missing_input_result(desk, operator_token, arguments):
     result = desk.call_tool("incident.search", arguments, operator_token, "acme")
     assert result.to_dict() == MISSING
-    assert {k: v for k, v in result.to_dict().items() if k != "structuredContent"} == SEED_MISSING
+    assert {k: v for k, v in result.to_dict().items() if k != "structuredContent"} == MISSING_RESULT
     assert result.is_error is True
     assert result.error["kind"] == "invalid_input" and result.error["missing"] == ["service"]
     for version in ("2025-06-18", "2025-11-25"):
@@ -137,7 +138,7 @@ def test_every_missing_field_is_named_and_client_keys_are_not_echoed(make_server
     assert keyed.error["missing"] == ["bag/[undeclared]/v"]
     assert secret_key not in str(keyed.to_dict())
     for r in (result, nested, keyed):
-        assert r.content == SEED_MISSING["content"]
+        assert r.content == MISSING_RESULT["content"]
         check_result(r.to_dict(), "CallToolResult", "2025-11-25")
 
 
@@ -157,7 +158,7 @@ def test_missing_input_on_the_wire_is_a_valid_typed_call_tool_result(desk):
     assert status == 200
     check(response, "2026-07-28", "CallToolResult")
     result = response["result"]
-    assert result["isError"] is True and result["content"] == SEED_MISSING["content"]
+    assert result["isError"] is True and result["content"] == MISSING_RESULT["content"]
     assert result["structuredContent"]["error"]["kind"] == "invalid_input"
     assert result["structuredContent"]["error"]["missing"] == ["service"]
 

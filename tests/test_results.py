@@ -72,7 +72,7 @@ def test_tool_result_is_frozen():
     assert result.is_error is False
 
 
-def test_seed_missing_input_text():
+def test_missing_input_text_is_exact():
     assert MISSING_INPUT_TEXT == "required input is missing"
 
 

@@ -1,4 +1,4 @@
-"""The seed examples, run as a user would, with their printed output checked."""
+"""The examples (examples/01-06), run as a user would, with their printed output checked."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def run_example(name: str, tmp_path: Path, extra: dict[str, str] | None = None) 
     env["TMPDIR"] = str(tmp_path)  # the examples' throw-away databases land here
     env["PYTHONIOENCODING"] = "utf-8"
     env.pop("TRUECALL_DB", None)
-    env.pop("TRUECALL_LANG", None)  # the examples choose the seed's Chinese themselves
+    env.pop("TRUECALL_LANG", None)  # the examples choose Chinese themselves (examples/_common.py)
     env.update(extra or {})
     proc = subprocess.run(
         [sys.executable, name],
@@ -70,8 +70,8 @@ def test_02_ids_differ_between_runs(tmp_path):
 
 
 def test_03_injection_a(tmp_path):
-    seed_line, production_line = run_example("03_injection_a.py", tmp_path)
-    assert seed_line == \
+    chinese_line, production_line = run_example("03_injection_a.py", tmp_path)
+    assert chinese_line == \
         "{'content': [{'type': 'text', 'text': 'required input is missing'}], 'isError': True} | is_error = True"
     head = "production adds structuredContent: "
     assert production_line.startswith(head)
@@ -98,7 +98,7 @@ def test_examples_leave_nothing_in_the_working_tree(tmp_path, name):
     assert set(EXAMPLES.rglob("*.db")) == before
 
 
-def test_the_examples_ask_for_the_seed_language_and_english_is_one_setting_away(tmp_path):
+def test_the_examples_ask_for_chinese_and_english_is_one_setting_away(tmp_path):
     [line] = run_example("01_search.py", tmp_path, {"TRUECALL_LANG": "en"})
     assert ast.literal_eval(line)["content"] == [{"type": "text", "text": "payments: 2 authorized incident summaries"}]
     lines = run_example("05_describe.py", tmp_path, {"TRUECALL_LANG": "en"})

@@ -1,8 +1,8 @@
 """Tasks on the wire, both shapes, validated against the official schemas.
 
-- The seed's user-input run, made real with the tasks extension (2026-07-28): a task waits
-  in ``input_required`` with an elicitation form in ``inputRequests``; an answer missing the
-  required field keeps it waiting with the seed's message; a valid one moves it on; the
+- The user-input run of examples/02_user_input.py, made real with the tasks extension (2026-07-28): a
+  task waits in ``input_required`` with an elicitation form in ``inputRequests``; an answer missing the
+  required field keeps it waiting with the message examples/02 prints; a valid one moves it on; the
   taskId never changes.
 - 2025-11-25 core tasks: the ``task`` request parameter, ``tasks/get|result|list|cancel``,
   ``notifications/tasks/status`` and ``execution.taskSupport``.
@@ -90,7 +90,7 @@ async def wait_status(engine: Engine, task_id: str, status: str, params: dict[st
     raise AssertionError(f"task never reached {status}: {got}")
 
 
-def test_the_seeds_input_flow_on_the_wire(tmp_path) -> None:
+def test_the_examples_02_input_flow_on_the_wire(tmp_path) -> None:
     async def run() -> None:
         engine = Engine(make_server(tmp_path))
         meta = {"_meta": modern_meta()}
@@ -108,7 +108,7 @@ def test_the_seeds_input_flow_on_the_wire(tmp_path) -> None:
         assert request["params"]["requestedSchema"] == SERVICE_FORM
         assert waiting["taskId"] == task_id
 
-        for bad in ({}, {"service": ""}):  # missing, then empty: the seed's refusal, still waiting
+        for bad in ({}, {"service": ""}):  # missing, then empty: refused, still waiting
             ack = await call(engine, ME, 2, "tasks/update",
                              {"taskId": task_id, "inputResponses": {"service": {"action": "accept", "content": bad}},
                               **meta})

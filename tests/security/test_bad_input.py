@@ -263,7 +263,7 @@ def test_wrong_types_name_the_field(hostile, arguments, field):
     assert isinstance(result, ToolResult)
     err = result.error
     assert err is not None and err["kind"] == "invalid_input"  # every input error is typed
-    if "missing" in err:  # the seed's text for a missing/empty required field
+    if "missing" in err:  # truecall.MISSING_INPUT_TEXT, for a missing/empty required field
         assert result.content == [{"type": "text", "text": "required input is missing"}]
         assert err["missing"] == ["service"] and field == "service"
     else:

@@ -138,7 +138,7 @@ def test_store_every_pair(store, status, event):
         assert store.get(task_id).status is status  # nothing moved
 
 
-# -- the seed's strings and flows ----------------------------------------------------------
+# -- the strings and flows of examples/02_user_input.py and 04_injection_b.py -----------------
 
 
 def test_create_without_schema_is_working(store):
@@ -158,7 +158,7 @@ def test_create_with_schema_is_input_required(store):
     assert store.get(task.task_id).to_dict() == task.to_dict()
 
 
-def test_provide_input_on_working_task_seed_message(store):
+def test_provide_input_on_working_task_examples_04_message(store):
     working = store.create()
     with pytest.raises(ValueError) as info:
         store.provide_input(working.task_id, {"service": "payments"})
@@ -190,7 +190,7 @@ def test_wrongly_typed_task_input_is_refused_without_echoing_it(store):
     assert store.get(task.task_id).status is S.INPUT_REQUIRED
 
 
-def test_seed_waiting_invalid_accepted_same_id(store):
+def test_examples_02_waiting_invalid_accepted_same_id(store):
     task = store.create(input_schema={"type": "object", "required": ["service"]})
     with pytest.raises(TaskInputInvalid):
         store.provide_input(task.task_id, {})
