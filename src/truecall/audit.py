@@ -1,6 +1,6 @@
 """The audit trail: every decision, written (redacted) before the answer leaves.
 
-``record(kind, **fields)`` is the seed's API.  A handful of fields get their own
+``record(kind, **fields)`` is the whole API.  A handful of fields get their own
 columns so that ``truecall audit`` can filter without parsing JSON; everything
 else is redacted and stored as one JSON document.  Tool arguments are never
 stored: callers pass ``arguments=`` and get a fingerprint (keys, size, HMAC).

@@ -1,13 +1,13 @@
 """``describe(result)``: one sentence a host can show the user without lying.
 
-Rules (the seed's exercise, made a function):
+Rules (docs/guide/three-layers.md, "What a caller does with a result"):
 - an error result starts with "Not successful" (「未成功」 in Chinese);
 - references are named: resource links, and the reference an error carries;
 - ``structuredContent.count == 0`` says there is no matching data, never "processed";
 - accepted work (a task not yet terminal) says it is accepted and not done.
 
 The words come from :mod:`truecall.texts`: English by default, ``locale="zh"`` (or
-``TRUECALL_LANG=zh``) for the seed's Chinese.
+``TRUECALL_LANG=zh``) for Chinese (examples/05_describe.py prints both).
 """
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ class UnknownTool(InvalidParams, LookupError):
 
 
 class AccessDenied(ProtocolError, PermissionError):
-    """The caller may not do this; kept a ``PermissionError`` as the seed's contract."""
+    """The caller may not do this; kept a ``PermissionError`` so that in-process callers can catch it as one."""
 
     code, http_status, default_message = FORBIDDEN, 403, "Forbidden"
     #: Why, for the audit trail only (e.g. ``expired``); the caller never hears it.

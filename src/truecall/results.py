@@ -28,7 +28,7 @@ __all__ = [
     "MISSING_INPUT_TEXT",
 ]
 
-#: The seed's exact narrative for a missing or empty required field.
+#: The exact narrative for a missing or empty required field (examples/03_injection_a.py prints it).
 MISSING_INPUT_TEXT = "required input is missing"
 """The narrative of the result for a missing or empty required field (no ``structuredContent``)."""
 

@@ -124,7 +124,7 @@ class Validator:
         return out
 
     def missing_required(self, instance: Any) -> list[str]:
-        """Top-level required fields absent or empty ("", [], {}, null): the seed's rule."""
+        """Top-level required fields absent or empty ("", [], {}, null): both count as missing."""
         if not isinstance(instance, dict):
             return list(self.required)
         return [f for f in self.required if instance.get(f) in (None, "", [], {})]

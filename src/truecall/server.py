@@ -6,7 +6,7 @@
 Each step is a plain method call on precompiled data.  What the model can fix
 comes back as an ``isError`` result; everything else is raised as a
 :class:`~truecall.errors.ProtocolError` (the access faults are also
-``PermissionError``, as the seed expects).  No tool's existence is revealed to a
+``PermissionError``, for in-process callers).  No tool's existence is revealed to a
 caller without a valid credential: authentication comes first.
 """
 
@@ -255,7 +255,7 @@ class Server:
     # -- the pipeline -------------------------------------------------------------
 
     def call_tool(self, name: str, arguments: Any, token: str | None, tenant: str | None = None) -> ToolResult:
-        """The seed's synchronous API: authenticate ``token``, then run the pipeline."""
+        """The synchronous API (tests, examples/): authenticate ``token``, then run the pipeline."""
         principal = self.authenticate(token, tool=name)
         coro = self.acall_tool(principal, name, arguments, tenant=tenant)
         tool = self.registry.tools.get(name) if isinstance(name, str) else None
@@ -457,7 +457,7 @@ class Server:
         """Record and build an ``invalid_input`` result.
 
         ``message`` ``None``: required fields (``field``, a list) are missing or empty.  The
-        narrative stays the seed's exact text; ``structuredContent.error`` carries the kind and
+        narrative stays :data:`~truecall.results.MISSING_INPUT_TEXT` exactly; ``structuredContent.error`` carries the kind and
         the ``missing`` fields for programs.  A path's client-chosen parts (keys the schema does
         not declare) are never echoed; the required names come from the schema itself.
         """

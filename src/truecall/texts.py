@@ -1,4 +1,4 @@
-"""Every user-facing sentence, in one catalogue: English by default, the seed's Chinese on request.
+"""Every user-facing sentence, in one catalogue: English by default, Chinese on request.
 
 What a host shows the user (:func:`truecall.describe`) and what the incident desk says
 (its narratives, its settlements) come from :data:`CATALOGUE`; code asks for a text by key
@@ -120,7 +120,7 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "client.reason.timeout": "超时",
         "client.reason.connection_lost": "连接中断",
         "client.reason.server_exited": "服务器已退出",
-        "desk.search.summary": "{service}: {count} 个已授权事件摘要",  # the seed's chapter 04 line
+        "desk.search.summary": "{service}: {count} 个已授权事件摘要",  # the line examples/01_search.py prints
         "desk.settled.ticket": "已核对（{when}，{by}）：工单 {ticket} 已存在",
         "desk.settled.nothing": "已核对（{when}，{by}）：未产生任何变更（没有工单，也不会再有）",
     },

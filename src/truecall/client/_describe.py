@@ -1,4 +1,4 @@
-"""``describe(outcome)``: the seed's rules (未成功 / 没有匹配数据 / 已受理 ≠ 完成) for client outcomes.
+"""``describe(outcome)``: :func:`truecall.describe`'s rules (未成功 / 没有匹配数据 / 已受理 ≠ 完成) for client outcomes.
 
 Done and Failed results are described by :func:`truecall.describe` itself (the
 same sentence a server-side result gets); what only a caller can know — a

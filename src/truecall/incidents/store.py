@@ -48,7 +48,7 @@ DESK_MIGRATIONS = [
     ),
 ]
 
-# Demo data: tenant acme has exactly two incidents for payments (the seed's count).
+# Demo data: tenant acme has exactly two incidents for payments (the count examples/01_search.py prints).
 DEMO_INCIDENTS = [
     ("acme", "INC-1001", "payments", "P2", "Card authorisations failing for EU issuers", "open"),
     ("acme", "INC-1002", "payments", "P3", "Settlement report delayed", "open"),

@@ -1,7 +1,8 @@
 """The upstream between ``incident.handle`` and the ticket system: an in-process queue with workers.
 
-This is the part that failed in the seed incident: a queue that can lose a job,
-be slow, error, or die halfway.  Its contract with the tool is deliberately weak
+This is the part that failed in the incident the guide tells (docs/guide/three-layers.md, "The
+story"): a queue that can lose a job, be slow, error, or die halfway.  Its contract with the tool
+is deliberately weak
 — an *ack* (an ``asyncio.Future``) that may never come — and the tool never
 trusts it: after waiting it asks the database (see
 :meth:`~truecall.incidents.tickets.TicketStore.settle_wait`), where the

@@ -502,8 +502,8 @@ def _new_task_id() -> str:
 
 
 def _form_problem(request: Any, answer: Any) -> str | None:
-    """Why an accepted answer does not fill the form it answers (the seed's message for a
-    missing or empty required field), or ``None``."""
+    """Why an accepted answer does not fill the form it answers (the message for a missing
+    or empty required field, as examples/02_user_input.py shows it), or ``None``."""
     if not isinstance(answer, dict) or answer.get("action") != "accept":
         return None if isinstance(answer, dict) else "task input is invalid: an answer must be an object"
     if not isinstance(request, dict) or request.get("method") != "elicitation/create":
