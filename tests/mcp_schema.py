@@ -9,13 +9,13 @@ validates a bare result against a named definition.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Any
 
 import jsonschema_rs
 import orjson
 
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
+
 SPEC_DIR = ROOT / "spec"
 
 

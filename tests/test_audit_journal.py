@@ -30,7 +30,7 @@ from truecall.storage import Database
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
         "io.modelcontextprotocol/clientInfo": {"name": "journal", "version": "1"}}
-ROOT = Path(__file__).resolve().parents[1]
+from _paths import ROOT
 
 
 def _ids(db: Database) -> list[Any]:

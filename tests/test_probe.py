@@ -25,10 +25,11 @@ from truecall import Principal, Server, tool_error
 from truecall.incidents import build_desk
 from truecall.probe import Report, probe, render
 
+from _paths import TESTS
 from http_support import OPERATOR, free_port, served
 from stress.common import terminate
 
-PEERS = Path(__file__).parent / "probe_peers"
+PEERS = TESTS / "probe_peers"
 ERAS = {"2026-07-28", "2025-11-25"}
 RO = {"readOnlyHint": True}
 

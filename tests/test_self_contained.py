@@ -64,6 +64,29 @@ def test_no_source_climbs_out_of_the_checkout() -> None:
     assert not offenders, "paths that climb out of the checkout:\n" + "\n".join(offenders)
 
 
+#: ``__file__`` followed by ``.parent``/``.parents``: a path that is right only at one depth under tests/.
+_FROM_OWN_DEPTH = re.compile(r"__file__\)?(\.resolve\(\))?\.parents?\b")
+
+
+def test_tests_find_the_checkout_through_paths_not_their_own_depth() -> None:
+    """A test that moves to another folder keeps working: the root comes from tests/_paths.py."""
+    offenders = [f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+                 for path in sorted((ROOT / "tests").rglob("*.py")) if path.name != "_paths.py"
+                 for number, line in enumerate(path.read_text().splitlines(), 1) if _FROM_OWN_DEPTH.search(line)]
+    assert not offenders, "use _paths.ROOT / TESTS / EXAMPLES / CONFORMANCE:\n" + "\n".join(offenders)
+
+
+def test_test_files_have_unique_names_and_documented_folders() -> None:
+    """pytest's default import mode imports a test file by its name: two with one name collide.  Each
+    folder of tests is in tests/README.md's map, so a maintainer finds where a module's tests are."""
+    files = sorted(p for p in (ROOT / "tests").rglob("test_*.py") if ".venv" not in p.parts)
+    names = [p.name for p in files]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    readme = (ROOT / "tests" / "README.md").read_text()
+    folders = {p.parent.relative_to(ROOT / "tests").as_posix() for p in files} - {"."}
+    assert folders and all(f"`{folder}/`" in readme for folder in folders), folders
+
+
 def test_the_private_postgres_is_what_the_suite_uses() -> None:
     import conftest
     import pg_support
