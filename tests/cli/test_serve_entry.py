@@ -22,6 +22,8 @@ ARGVS = [
     ["app:build", "--http", "--allowed-host", "a.example", "--allowed-host", "b.example"],
     ["--token-file", "tokens.json", "--tenant-claim", "org", "--scope-claim", "scp"],
     ["--jwt-issuer", "https://issuer", "--jwt-audience", "https://me/mcp", "--jwks", "jwks.json"],
+    ["--http", "--workers", "auto"],
+    ["--http", "--workers", "3", "--port", "8124"],
 ]
 
 

@@ -25,7 +25,8 @@ import pytest
 
 from http_support import HOST, LEGACY, free_port, meta, modern_headers, request, served
 from pg_support import BACKENDS, wait_until
-from test_replicas import LEASE_S, Truth, _key, a_database, call, get, kind, poll, rpc, start_task
+from test_replicas import (LEASE_S, Listener, Truth, _key, a_database, call, get, kind, poll, rpc, start_task,
+                           task_notes)
 from truecall import hash_token
 from truecall._workers import worker_pids
 from truecall.journal import unloaded_bytes
@@ -104,10 +105,18 @@ def test_tasks_sessions_and_sealed_state_cross_workers(backend: str, tmp_path: P
         task_id = start_task(a, url, token, "survey", {})
         waiting = poll(b, url, token, task_id, until=("input_required",))
         assert set(waiting["inputRequests"]) == {"name"}
+        # watched through whichever worker the listen stream's connection reached (A's work, any worker's stream)
+        listener = Listener(url, token, [task_id], lambda msgs: "completed" in task_notes(msgs, task_id))
+        listener.start()
+        wait_until(lambda: task_notes(listener.messages, task_id), 10, "the listen stream to report the task")
         answer = {"name": {"action": "accept", "content": {"name": "Ada"}}}
         assert "result" in rpc(b, url, token, "tasks/update", {"taskId": task_id, "inputResponses": answer})
         done = poll(b, url, token, task_id)
         assert done["status"] == "completed" and done["result"]["structuredContent"] == {"name": "Ada", "pid": pid_a}
+        listener.join(timeout=10)
+        assert not listener.is_alive() and listener.error is None, listener.error
+        notes = task_notes(listener.messages, task_id)
+        assert notes[0] == "input_required" and notes[-1] == "completed"
         assert truth.rows("SELECT tool, pid FROM replica_runs WHERE task_id = ?", (task_id,)) == [("survey", pid_a)]
 
         # a task running on A is cancelled through B (A's runner sees B's request and stops)
