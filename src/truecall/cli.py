@@ -84,6 +84,10 @@ def serve(
 ) -> None:
     """Serve APP over stdio (default) or Streamable HTTP (``truecall serve`` runs the same without typer:
     ``truecall.serving``)."""
+    if _debug and workers is not None:  # worker processes say their errors with the traceback too
+        from ._misuse import ENV_DEBUG
+
+        os.environ[ENV_DEBUG] = "1"
     serving.serve(target, http=http, host=host, port=port, path=path, allowed_host=allowed_host,
                   token_file=token_file, jwt_issuer=jwt_issuer, jwt_audience=jwt_audience, jwks=jwks,
                   tenant_claim=tenant_claim, scope_claim=scope_claim, workers=workers)

@@ -202,12 +202,15 @@ def _supervise(count: int, **options: Any) -> None:
 
     from ._workers import REUSE_PORT
 
-    listeners = [_listen(options["host"], options["port"], reuse_port=REUSE_PORT)]
+    listeners = [_listen(options["host"], options["port"])]
     try:
         if REUSE_PORT:  # one socket per worker on the same address: the kernel spreads connections evenly
+            # The plain bind above proved the address free: a socket of another server already on it
+            # (an old `serve --workers` still running) would otherwise be joined silently.
             address = listeners[0].getsockname()
+            listeners.pop().close()
             listeners += [_listen(options["host"], options["port"], reuse_port=True, address=address)
-                          for _ in range(count - 1)]
+                          for _ in range(count)]
         status = supervise(options, count, listeners, debug=debug_from_env())
     finally:
         for listener in listeners:
