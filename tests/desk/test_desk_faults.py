@@ -15,16 +15,16 @@ run's reported outcome is compared with the ground truth in the ticket table:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 
 import pytest
 
-from pg_support import pg_schemas  # noqa: F401
+from pg_support import pg_schema
 from truecall import describe
 from truecall.incidents import DEMO_TOKENS, build_desk
 from truecall.incidents.dispatch_state import NOTHING_WRITTEN, DispatchState
@@ -42,6 +42,8 @@ LEASE_S = 0.06
 #: The fault plan draws from the test's seed plus this offset (its own sequence, replayed by the same number);
 #: with the default seed 4242 that is the plan's seed the thresholds below were measured on, 20261129.
 FAULT_SEED_OFFSET = 20261129 - 4242
+#: The runs' default seed (TRUECALL_TEST_SEED replays another).
+pytestmark = pytest.mark.seed(4242)
 
 FAULTS = {
     "drop": 0.07,                            # lost before any side effect
@@ -68,21 +70,35 @@ def _kind(result: dict[str, Any]) -> str:
 RUNS_BY_BACKEND = {"sqlite": RUNS, "postgresql": 600}
 
 
-@pytest.fixture(params=list(RUNS_BY_BACKEND))
-def desk_target(request: pytest.FixtureRequest, tmp_path: Path, pg_schemas: Any) -> tuple[str, int]:
-    """(the desk's database, how many runs): a SQLite file, or a fresh PostgreSQL schema."""
-    target = str(tmp_path / "desk.db") if request.param == "sqlite" else pg_schemas().url
-    return target, RUNS_BY_BACKEND[request.param]
+class FaultRuns:
+    """One backend's runs, made once for the module (``fault_runs``) and checked by the tests below."""
+
+    def __init__(self, server: Any, runs: list[dict[str, Any]], stats: Counter[str], elapsed: float,
+                 expected: int) -> None:
+        self.server, self.tickets, self.runs, self.stats = server, server.tickets, runs, stats
+        self.elapsed, self.expected = elapsed, expected
+
+    def of_kind(self, *kinds: str) -> list[dict[str, Any]]:
+        return [run for run in self.runs if run["kind"] in kinds]
 
 
-@pytest.mark.seed(4242)
-def test_a_thousand_runs_never_claim_more_than_the_ticket_table(tmp_path: Path, desk_target: tuple[str, int],
-                                                              rng_seed: int) -> None:
-    target, RUNS = desk_target
-    server = build_desk(target, faults={**FAULTS, "seed": rng_seed + FAULT_SEED_OFFSET}, ack_timeout_s=TIMEOUT_S,
-                        claim_lease_s=LEASE_S, workers=16, audit=True)
+@pytest.fixture(scope="module", params=list(RUNS_BY_BACKEND))
+def fault_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+               module_rng_seed: int) -> Any:
+    """Runs on a SQLite file or a fresh PostgreSQL schema, then the final reconcile."""
+    with contextlib.ExitStack() as stack:
+        if request.param == "sqlite":
+            target = str(tmp_path_factory.mktemp("desk-faults") / "desk.db")
+        else:
+            target = stack.enter_context(pg_schema()).url
+        server = build_desk(target, faults={**FAULTS, "seed": module_rng_seed + FAULT_SEED_OFFSET},
+                            ack_timeout_s=TIMEOUT_S, claim_lease_s=LEASE_S, workers=16, audit=True)
+        stack.callback(server.db.close)
+        yield _run_the_accident(server, random.Random(module_rng_seed), RUNS_BY_BACKEND[request.param])
+
+
+def _run_the_accident(server: Any, rng: random.Random, RUNS: int) -> FaultRuns:
     tickets = server.tickets
-    rng = random.Random(rng_seed)
     runs: list[dict[str, Any]] = []
     bound: dict[str, dict[str, Any]] = {}  # key → the arguments it was first used with
     stats: Counter[str] = Counter()
@@ -148,59 +164,77 @@ def test_a_thousand_runs_never_claim_more_than_the_ticket_table(tmp_path: Path, 
     asyncio.run(main())
     time.sleep(LEASE_S * 1.5)  # every claim left behind by a crashed worker is now past its lease
     final = reconcile(server.tasks, tickets, settled_by="final")
-    assert not final.pending, final.pending
 
-    # -- the ground truth ------------------------------------------------------------------
+    stats["final_pending"] = len(final.pending)
+    return FaultRuns(server, runs, stats, time.perf_counter() - started, RUNS)
+
+
+def test_reconcile_leaves_nothing_pending_and_no_task_working(fault_runs: FaultRuns) -> None:
+    assert fault_runs.stats["final_pending"] == 0
+    assert fault_runs.server.tasks.list(status="working", limit=10) == []
+
+
+def test_never_two_tickets_for_one_idempotency_key(fault_runs: FaultRuns) -> None:
+    tickets = fault_runs.tickets
     assert tickets.duplicate_keys(TENANT) == []
     done_per_key = Counter(d.idempotency_key for d in tickets.dispatches(TENANT) if d.state is DispatchState.DONE)
     assert all(n == 1 for n in done_per_key.values())
     assert len(tickets.tickets(TENANT)) == len(done_per_key)
-    assert server.tasks.list(status="working", limit=10) == []
 
-    kinds: Counter[str] = Counter()
-    settled: Counter[str] = Counter()
-    for run in runs:
-        kind = run["kind"]
-        kinds[kind] += 1
-        stats[f"how:{run['how']}"] += 1
-        result = run["result"]
-        said = describe(run["task"].to_dict()) if run["task"] is not None else describe(result)
-        if kind == "success":
-            sc = result["structuredContent"]
-            ticket = tickets.ticket(TENANT, sc["ticketId"])
-            assert ticket is not None, "the client saw success and no ticket exists"
-            assert ticket.notified and sc["notified"] is True
-            assert ticket.idempotency_key == sc["idempotencyKey"]
-            assert ticket.incident_id == run["args"]["incidentId"]
-            assert sc["ticketId"] in said
-            if sc["replayed"]:
-                stats["replayed"] += 1
-            continue
-        error = result["structuredContent"]["error"]
-        assert said.startswith("Not successful")
-        assert describe(run["task"].to_dict() if run["task"] is not None else result, "zh").startswith("未成功")
-        if kind == "invalid_input":
+
+def test_success_means_the_ticket_exists_with_its_notification(fault_runs: FaultRuns) -> None:
+    for run in fault_runs.of_kind("success"):
+        sc = run["result"]["structuredContent"]
+        ticket = fault_runs.tickets.ticket(TENANT, sc["ticketId"])
+        assert ticket is not None, "the client saw success and no ticket exists"
+        assert ticket.notified and sc["notified"] is True
+        assert ticket.idempotency_key == sc["idempotencyKey"]
+        assert ticket.incident_id == run["args"]["incidentId"]
+        assert sc["ticketId"] in _said(run)
+
+
+def test_every_failure_says_not_successful(fault_runs: FaultRuns) -> None:
+    for run in fault_runs.runs:
+        if run["kind"] != "success":
+            assert _said(run).startswith("Not successful")
+            assert describe(run["task"].to_dict() if run["task"] is not None else run["result"],
+                            "zh").startswith("未成功")
+
+
+def test_invalid_input_is_refused_before_acceptance(fault_runs: FaultRuns) -> None:
+    """A reused key with other arguments and an unknown incident: a plain result, never a task; and
+    nothing else is invalid."""
+    for run in fault_runs.runs:
+        if run["kind"] == "invalid_input":
             assert run["task"] is None and run["how"] in ("conflict", "unknown_incident")
-            continue
-        assert run["how"] not in ("conflict", "unknown_incident")
+        elif run["kind"] != "success":
+            assert run["how"] not in ("conflict", "unknown_incident"), run
+
+
+def test_dependency_unavailable_means_its_attempt_wrote_nothing(fault_runs: FaultRuns) -> None:
+    tickets = fault_runs.tickets
+    for run in fault_runs.of_kind("dependency_unavailable"):
+        error = run["result"]["structuredContent"]["error"]
         dispatch = tickets.dispatch(TENANT, error["dispatchId"])
-        assert dispatch is not None
-        if kind == "dependency_unavailable":
-            assert dispatch.state in NOTHING_WRITTEN, dispatch
-            assert tickets.ticket_for_dispatch(TENANT, dispatch.dispatch_id) is None, \
-                "the client saw dependency_unavailable and its attempt wrote a ticket"
-            later = tickets.ticket_for_key(TENANT, error["idempotencyKey"])
-            if later is not None:  # a later attempt with the same key may have succeeded — after this one ended
-                newer = tickets.dispatch(TENANT, later.dispatch_id)
-                assert newer is not None and newer.created_at >= dispatch.updated_at
-                stats["unavailable_then_later_ticket"] += 1
-            continue
-        assert kind == "outcome_unknown", kind
+        assert dispatch is not None and dispatch.state in NOTHING_WRITTEN, dispatch
+        assert tickets.ticket_for_dispatch(TENANT, dispatch.dispatch_id) is None, \
+            "the client saw dependency_unavailable and its attempt wrote a ticket"
+        later = tickets.ticket_for_key(TENANT, error["idempotencyKey"])
+        if later is not None:  # a later attempt with the same key may have succeeded — after this one ended
+            newer = tickets.dispatch(TENANT, later.dispatch_id)
+            assert newer is not None and newer.created_at >= dispatch.updated_at
+
+
+def test_outcome_unknown_is_settled_by_reconcile_as_the_table_says(fault_runs: FaultRuns) -> None:
+    tickets = fault_runs.tickets
+    for run in fault_runs.of_kind("outcome_unknown"):
+        error = run["result"]["structuredContent"]["error"]
         assert error["reference"] == error["idempotencyKey"]
         assert "reconcile" in error["check"]
+        dispatch = tickets.dispatch(TENANT, error["dispatchId"])
+        assert dispatch is not None
         settlement = tickets.settlement(TENANT, run["task"].task_id)
         assert settlement is not None, "an outcome_unknown task was left unsettled"
-        settled[settlement.outcome] += 1
         ticket = tickets.ticket_for_key(TENANT, error["idempotencyKey"])
         if settlement.outcome == TICKET_EXISTS:
             assert ticket is not None and ticket.ticket_id == settlement.ticket_id
@@ -209,34 +243,41 @@ def test_a_thousand_runs_never_claim_more_than_the_ticket_table(tmp_path: Path, 
             final_dispatch = tickets.dispatch(TENANT, dispatch.dispatch_id)
             assert final_dispatch is not None and final_dispatch.state in NOTHING_WRITTEN
             assert tickets.ticket_for_dispatch(TENANT, dispatch.dispatch_id) is None
-            if ticket is not None:
-                stats["unknown_nothing_then_later_ticket"] += 1
         # the task's own result was never rewritten
-        assert server.tasks.get(run["task"].task_id).result == result
+        assert fault_runs.server.tasks.get(run["task"].task_id).result == run["result"]
 
-    elapsed = time.perf_counter() - started
+
+def test_the_mix_really_happened(fault_runs: FaultRuns) -> None:
+    """Every path was taken, many times, within the time budget."""
+    runs, tickets = fault_runs.runs, fault_runs.tickets
+    kinds = Counter(run["kind"] for run in runs)
+    settled = Counter(s.outcome for s in (tickets.settlement(TENANT, run["task"].task_id)
+                                          for run in runs if run["kind"] == "outcome_unknown") if s is not None)
+    replayed = sum(1 for run in runs if run["kind"] == "success" and run["result"]["structuredContent"]["replayed"])
     summary = {
         "runs": len(runs),
         "outcomes": dict(kinds),
         "settlements": dict(settled),
-        "faults_drawn": dict(server.upstream.faults.drawn),
-        "upstream": dict(server.upstream.stats),
+        "faults_drawn": dict(fault_runs.server.upstream.faults.drawn),
+        "upstream": dict(fault_runs.server.upstream.stats),
         "tickets": len(tickets.tickets(TENANT)),
-        "other": dict(stats),
-        "seconds": round(elapsed, 2),
+        "how": dict(Counter(run["how"] for run in runs)),
+        "other": dict(fault_runs.stats),
+        "seconds": round(fault_runs.elapsed, 2),
     }
     print("\nfault-run statistics:", summary)
-    (tmp_path / "stats.txt").write_text(repr(summary))
-
-    assert len(runs) >= RUNS
-    # the mix really happened: every path was taken, many times
+    assert len(runs) >= fault_runs.expected
     assert kinds["success"] >= 100
     assert kinds["dependency_unavailable"] >= 50
     assert kinds["outcome_unknown"] >= 30
     assert kinds["invalid_input"] >= 10
     assert settled[TICKET_EXISTS] >= 5 and settled[NOTHING_HAPPENED] >= 5
-    assert stats["replayed"] >= 20
-    assert elapsed < 60
+    assert replayed >= 20
+    assert fault_runs.elapsed < 60
+
+
+def _said(run: dict[str, Any]) -> str:
+    return describe(run["task"].to_dict()) if run["task"] is not None else describe(run["result"])
 
 
 def test_fault_plan_mixes_by_probability_and_is_reproducible() -> None:
