@@ -151,48 +151,92 @@ def sigkill(proc: subprocess.Popen[bytes]) -> None:
 # -- tests -------------------------------------------------------------------------------------------------
 
 
-def test_sigkill_mid_task_then_restart_every_task_ends_honestly(tmp_path: Path) -> None:
-    plan = ["none", "hang", "delay", "hang", "delay", "none"]
-    faults = {"sequence": plan, "hang": {"at": "after_claim"}, "delay": {"ms": 600_000}}
-    keys = [f"kill-{i}" for i in range(len(plan))]
+#: Six jobs, two of each fault: done before the kill, claimed by a worker that dies with the process,
+#: still queued in its memory.
+PLAN = ["none", "hang", "delay", "hang", "delay", "none"]
+KEYS = [f"kill-{i}" for i in range(len(PLAN))]
+HUNG = [i for i, fault in enumerate(PLAN) if fault == "hang"]
+
+
+class Restarted:
+    """What one kill-and-restart recorded, phase by phase (module-scoped: two desk processes once)."""
+
+    def __init__(self) -> None:
+        self.tasks: list[dict[str, Any]] = []
+        self.before_kill: list[str] = []
+        self.ended: list[dict[str, Any]] = []
+        #: check_agrees per task, read from the ticket table before reconcile changes it
+        self.kinds: list[str] = []
+        self.reconciled: dict[str, Any] = {}
+        self.after_reconcile: dict[int, tuple[list[str], list[str], str]] = {}
+        self.retried: dict[int, tuple[dict[str, Any], str]] = {}
+        self.duplicates: list[Any] = []
+        self.tickets = 0
+
+
+@pytest.fixture(scope="module")
+def restarted(tmp_path_factory: pytest.TempPathFactory) -> Restarted:
+    tmp_path = tmp_path_factory.mktemp("sigkill-restart")
+    faults = {"sequence": PLAN, "hang": {"at": "after_claim"}, "delay": {"ms": 600_000}}
+    run = Restarted()
     with httpx.Client(timeout=10) as http:
         with served(tmp_path, env=env_for(faults)) as first:
             truth = Truth(first.db)
-            tasks = [create(http, first.url, {"incidentId": "INC-1001", "idempotencyKey": key}) for key in keys]
+            run.tasks = tasks = [create(http, first.url, {"incidentId": "INC-1001", "idempotencyKey": key})
+                                 for key in KEYS]
             expected_before = {"none": "done", "hang": "claimed", "delay": "queued"}
-            truth.wait_for_states({key: expected_before[f] for key, f in zip(keys, plan)})
-            for task, fault in zip(tasks, plan):
+            truth.wait_for_states({key: expected_before[f] for key, f in zip(KEYS, PLAN)})
+            for task, fault in zip(tasks, PLAN):
                 now = poll(http, first.url, task["taskId"], until=("completed",)) if fault == "none" else \
                     get(http, first.url, task["taskId"])
-                assert now["status"] == ("completed" if fault == "none" else "working")
+                run.before_kill.append(now["status"])
             sigkill(first.proc)  # mid-task: four tasks are working, two jobs claimed, two queued
 
         with served(tmp_path, env=env_for(None)) as second:
             assert second.db == truth.db
-            ended = [poll(http, second.url, t["taskId"]) for t in tasks]
-            kinds = [check_agrees(truth, task, key) for task, key in zip(ended, keys)]
-            assert kinds == ["success", "outcome_unknown", "dependency_unavailable", "outcome_unknown",
-                             "dependency_unavailable", "success"]
-            for task in ended:
-                assert task["status"] == "completed"  # tool error results complete the task; none left working
+            run.ended = [poll(http, second.url, t["taskId"]) for t in tasks]
+            run.kinds = [check_agrees(truth, task, key) for task, key in zip(run.ended, KEYS)]
             # the claimed ones: the worker died with the process; once the claim's lease is over,
-            # reconcile fences the job and settles "nothing happened"
+            # reconcile fences the job
             time.sleep(0.4)
-            report = reconcile_cli(truth.db)
-            settled = {s["taskId"]: s for s in report["settled"]}
-            assert set(settled) == {tasks[1]["taskId"], tasks[3]["taskId"]} and report["pending"] == []
-            for i in (1, 3):
-                assert settled[tasks[i]["taskId"]]["outcome"] == "nothing_happened"
-                assert truth.dispatch_states(keys[i]) == ["abandoned"] and truth.tickets_for_key(keys[i]) == []
-                # the task's own result is unchanged: it said "unknown", and that was true
-                assert kind(get(http, second.url, tasks[i]["taskId"])) == "outcome_unknown"
-            # retrying with the same key is safe: one ticket per key, never two
+            run.reconciled = reconcile_cli(truth.db)
+            for i in HUNG:
+                run.after_reconcile[i] = (truth.dispatch_states(KEYS[i]), truth.tickets_for_key(KEYS[i]),
+                                          kind(get(http, second.url, tasks[i]["taskId"])))
             for i in (1, 2, 0):
                 again = poll(http, second.url, create(http, second.url, {"incidentId": "INC-1001",
-                                                                         "idempotencyKey": keys[i]})["taskId"])
-                assert check_agrees(truth, again, keys[i]) == "success"
-                assert again["result"]["structuredContent"]["replayed"] is (i == 0)
-            assert truth.duplicate_keys() == [] and truth.ticket_count() == 4  # keys 0 and 5, then 1 and 2
+                                                                         "idempotencyKey": KEYS[i]})["taskId"])
+                run.retried[i] = (again, check_agrees(truth, again, KEYS[i]))
+            run.duplicates, run.tickets = truth.duplicate_keys(), truth.ticket_count()
+    return run
+
+
+def test_before_the_kill_only_the_finished_jobs_completed(restarted: Restarted) -> None:
+    assert restarted.before_kill == ["completed" if fault == "none" else "working" for fault in PLAN]
+
+
+def test_after_the_restart_every_task_ends_with_the_outcome_the_table_shows(restarted: Restarted) -> None:
+    """Success for the finished jobs, unknown for the claimed ones, unavailable for the queued ones."""
+    assert restarted.kinds == ["success", "outcome_unknown", "dependency_unavailable", "outcome_unknown",
+                               "dependency_unavailable", "success"]
+    for task in restarted.ended:
+        assert task["status"] == "completed"  # tool error results complete the task; none left working
+
+
+def test_reconcile_fences_the_claims_the_dead_worker_held(restarted: Restarted) -> None:
+    """Nothing happened; the task's own result is unchanged: it said "unknown", and that was true."""
+    settled = {s["taskId"]: s for s in restarted.reconciled["settled"]}
+    assert set(settled) == {restarted.tasks[i]["taskId"] for i in HUNG} and restarted.reconciled["pending"] == []
+    for i in HUNG:
+        assert settled[restarted.tasks[i]["taskId"]]["outcome"] == "nothing_happened"
+        assert restarted.after_reconcile[i] == (["abandoned"], [], "outcome_unknown")
+
+
+def test_a_retry_with_the_same_key_writes_one_ticket_per_key(restarted: Restarted) -> None:
+    for i, (again, agreed) in restarted.retried.items():
+        assert agreed == "success"
+        assert again["result"]["structuredContent"]["replayed"] is (i == 0)
+    assert restarted.duplicates == [] and restarted.tickets == 4  # keys 0 and 5, then 1 and 2
 
 
 @pytest.mark.parametrize("point, expected", [
