@@ -501,53 +501,66 @@ def test_operator_cancel_from_outside_is_fenced(tmp_path: Path) -> None:
 # -- recovery after a process death -------------------------------------------------------------------------
 
 
-def test_recover_hook_settles_each_orphan_from_the_ticket_table(tmp_path: Path) -> None:
+def _leave_an_orphan(desk: Any, where: str) -> Task:
+    """A task of a runner that died ``where`` (in the ticket table as a real death leaves it)."""
+    t = desk.tickets
+    task = desk.tasks.create(owner=OPERATOR, tool="incident.handle", request={"tool": "incident.handle", "era": "ext"},
+                             runner_id="dead-runner")
+    if where == "never":  # died before the job was handed over
+        return task
+    t.bind_key("acme", where, "INC-1001", None)
+    t.open_request("acme", OPERATOR.subject, task.task_id, where, "INC-1001", None)
+    d = t.dispatches("acme", where)[0].dispatch_id
+    if where == "claimed":  # died while a worker held it
+        t.claim("acme", d, lease_s=30)
+    elif where == "written":  # died after the write, before the ack
+        t.complete("acme", d, t.claim("acme", d, lease_s=30), channel="oncall", body="b")
+    elif where == "failed":
+        t.fail("acme", d, t.claim("acme", d, lease_s=30), "503")
+    return task  # "queued": died with the job in the (memory) queue
+
+
+#: Where the runner died → the settlement recovery makes and the outcome of its audit record.
+ORPHANS = {
+    "never": ("dependency_unavailable", "dependency_unavailable"),
+    "queued": ("dependency_unavailable", "dependency_unavailable"),
+    "claimed": ("outcome_unknown", "outcome_unknown"),
+    "written": ("success", "ok"),
+    "failed": ("dependency_unavailable", "dependency_unavailable"),
+}
+
+
+@pytest.mark.parametrize("where", list(ORPHANS))
+def test_recover_hook_settles_an_orphan_from_the_ticket_table(tmp_path: Path, where: str) -> None:
     db = new_target(tmp_path, "desk")
     first = build_desk(str(db), faults={})
-    t = first.tickets
-    store = first.tasks
-
-    def orphan(key: str | None) -> Task:
-        task = store.create(owner=OPERATOR, tool="incident.handle", request={"tool": "incident.handle", "era": "ext"},
-                            runner_id="dead-runner")
-        if key is not None:
-            t.bind_key("acme", key, "INC-1001", None)
-            t.open_request("acme", OPERATOR.subject, task.task_id, key, "INC-1001", None)
-        return task
-
-    never = orphan(None)              # died before the job was handed over
-    queued = orphan("q")              # died with the job in the (memory) queue
-    claimed = orphan("c")             # died while a worker held it
-    t.claim("acme", t.dispatches("acme", "c")[0].dispatch_id, lease_s=30)
-    written = orphan("w")             # died after the write, before the ack
-    d = t.dispatches("acme", "w")[0].dispatch_id
-    t.complete("acme", d, t.claim("acme", d, lease_s=30), channel="oncall", body="b")
-    failed = orphan("f")
-    d = t.dispatches("acme", "f")[0].dispatch_id
-    t.fail("acme", d, t.claim("acme", d, lease_s=30), "503")
+    orphan = _leave_an_orphan(first, where)
     first.db.close()
 
     second = build_desk(str(db), faults={})  # the restart
+    _backend["desks"].append(second)
     settled = {task.task_id: task for task in second.task_runtime.recover(sole_runner=True)}
-    assert set(settled) == {never.task_id, queued.task_id, claimed.task_id, written.task_id, failed.task_id}
-
-    assert err(settled[never.task_id])["kind"] == "dependency_unavailable"
-    assert "before the job was handed" in err(settled[never.task_id])["message"]
-    assert err(settled[queued.task_id])["kind"] == "dependency_unavailable"
-    assert second.tickets.dispatches("acme", "q")[0].state is DispatchState.ABANDONED
-    assert err(settled[failed.task_id])["kind"] == "dependency_unavailable"
-    unknown = err(settled[claimed.task_id])
-    assert unknown["kind"] == "outcome_unknown" and unknown["reference"] == "c"
-    assert sc(settled[written.task_id])["ticketId"] == second.tickets.ticket_for_key("acme", "w").ticket_id
-    assert describe(settled[written.task_id].to_dict()).count("TKT-") >= 1
-    assert {t.ticket_id for t in second.tickets.tickets("acme")} == {sc(settled[written.task_id])["ticketId"]}
+    assert set(settled) == {orphan.task_id}
+    task = settled[orphan.task_id]
+    kind, audit_outcome = ORPHANS[where]
+    if kind == "success":
+        ticket = second.tickets.ticket_for_key("acme", where)
+        assert sc(task)["ticketId"] == ticket.ticket_id and describe(task.to_dict()).count("TKT-") >= 1
+        assert [t.ticket_id for t in second.tickets.tickets("acme")] == [ticket.ticket_id]
+    else:
+        assert err(task)["kind"] == kind
+        assert second.tickets.tickets("acme") == []
+    if where == "never":
+        assert "before the job was handed" in err(task)["message"]
+    if where == "queued":
+        assert second.tickets.dispatches("acme", "queued")[0].state is DispatchState.ABANDONED
+    if where == "claimed":
+        assert err(task)["reference"] == "claimed"
     # every settlement made by recovery has an audit record of its own (issue 13, item 10)
-    audited = {orjson.loads(bytes(r[0]))["taskId"]: (r[1], orjson.loads(bytes(r[0]))) for r in second.db.fetchall(
-        "SELECT fields, outcome FROM audit_events WHERE kind = 'task.recovered'")}
-    assert set(audited) == set(settled)
-    assert audited[claimed.task_id][0] == "outcome_unknown" and audited[written.task_id][0] == "ok"
-    assert audited[never.task_id][0] == "dependency_unavailable"
-    assert {fields["reason"] for _, fields in audited.values()} == {"restart"}
+    audited = [(r[1], orjson.loads(bytes(r[0]))) for r in second.db.fetchall(
+        "SELECT fields, outcome FROM audit_events WHERE kind = 'task.recovered'")]
+    assert [(outcome, fields["taskId"], fields["reason"]) for outcome, fields in audited] == [
+        (audit_outcome, orphan.task_id, "restart")]
 
 
 # -- the reconcile tool -----------------------------------------------------------------------------------------
