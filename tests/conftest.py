@@ -145,6 +145,10 @@ _REPLAYS = pytest.StashKey[list[str]]()
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Every run says which seed it drew from (even under -q, where the header is not shown)."""
+    seed = config.stash[HYPOTHESIS_SEED]
+    terminalreporter.write_line(f"randomised tests drew from seed {seed} (replay: {_seeds.ENV}={seed}; "
+                                "tests marked seed(N) use N unless it is set)")
     replays = config.stash.get(_REPLAYS, [])
     if replays:
         terminalreporter.section("replay the randomised tests that failed")
