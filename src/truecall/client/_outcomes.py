@@ -147,13 +147,13 @@ class Accepted(Outcome):
     async def wait(self) -> "Done | Failed | Cancelled | Unknown":
         if self._client is None:
             raise RuntimeError("this Accepted is not bound to a client")
-        return await self._client._wait_task(self)
+        return await self._client._tasks.wait(self)
 
     async def cancel(self) -> "Outcome":
         """Ask the server to cancel; the task's state right after (cancellation is cooperative)."""
         if self._client is None:
             raise RuntimeError("this Accepted is not bound to a client")
-        return await self._client._cancel_task(self)
+        return await self._client._tasks.cancel(self)
 
 
 def _failed(tool: str, result: dict[str, Any], request_id: Any, task_id: str | None) -> Failed:
