@@ -149,7 +149,7 @@ def test_missing_input_on_the_wire_is_a_valid_typed_call_tool_result(desk):
     from truecall.incidents import DEMO_TOKENS
     from truecall.protocol import Engine, jsonrpc
 
-    engine = Engine(desk)
+    engine = Engine(desk).start()
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
     msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
            "params": {"name": "incident.search", "arguments": {}, "_meta": meta}}

@@ -500,7 +500,7 @@ async def test_a_red_line_form_at_run_time_is_refused_by_the_server_and_nothing_
                                                                                        rule: str) -> None:
     """Not an unexplained ``internal`` fault: the question was refused before anybody saw it, so
     the step that needed its answer did not run (``declined``, refused by the server, the rule named)."""
-    engine = Engine(app.server)
+    engine = Engine(app.server).start()
     caps = {"elicitation": {"form": {}, "url": {}}}
     # stateless era: no input_required, no question to the client
     result = await modern_call(engine, tool, caps)
@@ -540,7 +540,7 @@ CONFIRM_KEY = "elicit-1"
 ])
 @aio
 async def test_confirm_stateless_only_accept_true_deletes(app: App, answer: dict[str, Any], deleted: bool) -> None:
-    engine = Engine(app.server)
+    engine = Engine(app.server).start()
     caps = {"elicitation": {"form": {}}}
     first = await modern_call(engine, "wipe", caps)
     assert first["resultType"] == "input_required"
@@ -558,7 +558,7 @@ async def test_confirm_stateless_only_accept_true_deletes(app: App, answer: dict
 @pytest.mark.parametrize("content", [{"confirm": "true"}, {"confirm": 1}, {"confirm": "yes"}, {"confirm": [True]}])
 @aio
 async def test_confirm_with_a_truthy_non_boolean_is_not_consent(app: App, content: dict[str, Any]) -> None:
-    engine = Engine(app.server)
+    engine = Engine(app.server).start()
     caps = {"elicitation": {"form": {}}}
     first = await modern_call(engine, "wipe", caps)
     final = await modern_call(engine, "wipe", caps, responses={CONFIRM_KEY: {"action": "accept", "content": content}},
@@ -569,7 +569,7 @@ async def test_confirm_with_a_truthy_non_boolean_is_not_consent(app: App, conten
 @pytest.mark.parametrize("caps", [{}, {"sampling": {}}, {"elicitation": {"url": {}}}])
 @aio
 async def test_confirm_without_the_capability_is_no_and_nothing_is_asked(app: App, caps: dict[str, Any]) -> None:
-    engine = Engine(app.server)
+    engine = Engine(app.server).start()
     result = await modern_call(engine, "wipe", caps)
     assert result["resultType"] == "complete" and result["isError"] is True
     assert result["structuredContent"]["error"]["kind"] == "declined"
@@ -589,7 +589,7 @@ async def test_confirm_without_the_capability_is_no_and_nothing_is_asked(app: Ap
 ])
 @aio
 async def test_confirm_handshake_era(app: App, version: str, answer: Any, deleted: bool) -> None:
-    engine = Engine(app.server)
+    engine = Engine(app.server).start()
     session = await handshake(engine, {"elicitation": {}}, version)
     result, outbox = await legacy_call(engine, session, "wipe", answer, version)
     (request,) = outbox.requests()
@@ -600,7 +600,7 @@ async def test_confirm_handshake_era(app: App, version: str, answer: Any, delete
 
 @aio
 async def test_confirm_timeout_is_no(app: App) -> None:
-    engine = Engine(app.server, client_request_timeout=0.05)
+    engine = Engine(app.server, client_request_timeout=0.05).start()
     session = await handshake(engine, {"elicitation": {"form": {}}})
     result, outbox = await legacy_call(engine, session, "wipe", answer=None)
     assert len(outbox.requests()) == 1  # asked, never answered
@@ -650,7 +650,7 @@ def severity(desk: Server, incident: str = "INC-1001") -> str:
 
 @aio
 async def test_answers_without_a_question_change_nothing_and_replays_change_nothing(desk: Server) -> None:
-    engine = Engine(desk)
+    engine = Engine(desk).start()
     args = {"incidentId": "INC-1001"}
     assert severity(desk) == "P2"
     # volunteered answers, no requestState: the question is asked, nothing escalates, however often
@@ -674,7 +674,7 @@ async def test_answers_without_a_question_change_nothing_and_replays_change_noth
 
 @aio
 async def test_a_state_answers_only_the_question_it_was_issued_for(desk: Server) -> None:
-    engine = Engine(desk)
+    engine = Engine(desk).start()
     args = {"incidentId": "INC-1001"}
     # a state issued for another call (other arguments, another tool's question) answers nothing here
     other = (await desk_call(engine, OPERATOR, {"incidentId": "INC-1002"}))["result"]
@@ -694,7 +694,7 @@ async def test_a_state_answers_only_the_question_it_was_issued_for(desk: Server)
 async def test_a_state_does_not_carry_answers_to_questions_it_did_not_ask(app: App) -> None:
     """``wipe`` asks one confirmation; an answer under another key (the next question a tool might
     ask) is not consent, even with an authentic state."""
-    engine = Engine(app.server)
+    engine = Engine(app.server).start()
     caps = {"elicitation": {"form": {}}}
     first = await modern_call(engine, "wipe", caps)
     yes = {"action": "accept", "content": {"confirm": True}}

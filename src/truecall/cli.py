@@ -139,7 +139,7 @@ def migrate(
     from .protocol.engine import Engine
     from .protocol.sessions import SessionStore
 
-    Engine(server, recover_on_start=False)  # the engine's own tables
+    Engine(server).start(recover=False)  # the engine's own tables
     SessionStore(server.db)
     where = f"{shown(server.db.path)} ({server.db.dialect})"
     if db and not _same_database(db, server.db.path):

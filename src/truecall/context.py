@@ -195,20 +195,22 @@ class ToolContext:
         self._elicit_seq += 1
         key = key or f"elicit-{self._elicit_seq}"
         caps = self.peer.client_capabilities.get("elicitation")
-        legacy_0618 = self.peer.version == "2025-06-18"
+        from .protocol.versions import features_of
+
+        features = features_of(self.peer.version)  # what this version's elicitation looks like
         if not isinstance(caps, dict):
             raise ElicitationUnavailable(_required_fields(schema))
         if url is not None:
-            if legacy_0618 or "url" not in caps:
+            if not features.elicitation_url or "url" not in caps:
                 raise ElicitationUnavailable([], "elicitation.url")
             params: dict[str, Any] = {"mode": "url", "message": message, "url": url}
-            if self.peer.version == "2025-11-25":
+            if features.elicitation_id:
                 params["elicitationId"] = f"{self.request_id}-{key}"
         else:
-            if caps and "form" not in caps and not legacy_0618:
+            if caps and "form" not in caps and features.elicitation_modes:
                 raise ElicitationUnavailable(_required_fields(schema))
             params = {"message": message, "requestedSchema": schema}
-            if not legacy_0618:
+            if features.elicitation_modes:
                 params = {"mode": "form", **params}
         try:
             answer = await self.peer.request("elicitation/create", params, key)

@@ -154,7 +154,8 @@ def serve(
         _configure_credentials(server, token_file, jwt_issuer, jwt_audience, jwks, tenant_claim, scope_claim)
         from .protocol.engine import Engine
 
-        engine = Engine(server)
+        # Its tables, and what an earlier process left unfinished, before anything is served.
+        engine = Engine(server).start()
     _tune_gc()
     if not http:
         from .transports.stdio import serve_stdio

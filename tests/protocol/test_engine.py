@@ -20,6 +20,7 @@ from pg_support import backend, db_targets, pg_schemas  # noqa: F401  (fixtures)
 from truecall import ErrorKind, Principal, Server, ToolResult, text, tool_error
 from truecall.incidents import DEMO_TOKENS, build_desk
 from truecall.protocol import Engine, Sealer, Session, jsonrpc
+from truecall.protocol.engine import EngineNotStarted
 from truecall.protocol._state import (
     SESSION_TRANSITIONS,
     SessionEvent,
@@ -273,7 +274,7 @@ def server(db_targets):
 
 @pytest.fixture
 def engine(server) -> Engine:
-    return Engine(server)
+    return Engine(server).start()
 
 
 @pytest.fixture
@@ -711,7 +712,7 @@ def _tamper(state: str) -> str:
 async def test_a_bad_request_state_is_refused(engine, server, bad):
     state = (await first_round(engine))["requestState"]
     if bad == "other-key":
-        other = Engine(server)  # a fresh random key: its states do not open here
+        other = Engine(server).start()  # a fresh random key: its states do not open here
         state = (await first_round(other))["requestState"]
     forged = {"tampered": _tamper(state), "garbage": "not a state", "empty": "", "number": 12345,
               "truncated": state[:20], "other-key": state}[bad]
@@ -760,7 +761,7 @@ async def test_a_request_state_is_bound_to_the_tool_and_its_arguments(engine):
 
 @aio
 async def test_an_expired_request_state_is_refused(server):
-    engine = Engine(server, sealer=Sealer(ttl_s=0.01))
+    engine = Engine(server, sealer=Sealer(ttl_s=0.01)).start()
     state = (await first_round(engine))["requestState"]
     await asyncio.sleep(0.05)
     response, _, _ = await modern(engine, "tools/call", {"name": "ask", "inputResponses": ACCEPT_ADA,
@@ -865,7 +866,7 @@ async def test_without_the_elicitation_capability_the_result_names_the_missing_f
 @pytest.mark.parametrize("action", ["decline", "cancel"])
 @aio
 async def test_desk_decline_and_cancel_are_never_consent(desk, action):
-    engine = Engine(desk)
+    engine = Engine(desk).start()
     args = {"incidentId": "INC-1001"}
     first = await first_round(engine, "incident.escalate", args, principal=OPERATOR)
     form = first["inputRequests"]["escalation"]
@@ -886,7 +887,7 @@ async def test_desk_decline_and_cancel_are_never_consent(desk, action):
 
 @aio
 async def test_desk_accept_changes_the_severity(desk):
-    engine = Engine(desk)
+    engine = Engine(desk).start()
     args = {"incidentId": "INC-1001"}
     first = await first_round(engine, "incident.escalate", args, principal=OPERATOR)
     assert severity(desk) == "P2"
@@ -901,7 +902,7 @@ async def test_desk_accept_changes_the_severity(desk):
 
 @aio
 async def test_desk_a_forged_state_changes_nothing(desk):
-    engine = Engine(desk)
+    engine = Engine(desk).start()
     args = {"incidentId": "INC-1001"}
     first = await first_round(engine, "incident.escalate", args, principal=OPERATOR)
     accept = {"escalation": {"action": "accept", "content": {"severity": "P1", "reason": "outage"}}}
@@ -977,7 +978,7 @@ async def test_modern_logging_only_when_asked_and_at_or_above_the_level(engine):
 
 @aio
 async def test_legacy_logging_follows_set_level(server):
-    engine = Engine(server, legacy_default_log_level=None)
+    engine = Engine(server, legacy_default_log_level=None).start()
     session = await handshake(engine)
     _, _, outbox = await legacy(engine, session, "tools/call", {"name": "chatty"})
     assert outbox.messages == []
@@ -1055,6 +1056,32 @@ async def test_closing_a_session_cancels_what_it_waits_for():
     assert session.state is SessionState.CLOSED and session.pending == {}
 
 
+def test_close_goes_through_the_state_table_from_every_open_state():
+    for state in (SessionState.NEW, SessionState.INITIALIZING, SessionState.READY):
+        session = Session()
+        session.state = state
+        assert not session.closed
+        session.close()
+        assert session.closed and session.state is SESSION_TRANSITIONS[(state, SessionEvent.CLOSE)]
+        session.close()  # closing a closed session changes nothing
+        assert session.closed
+
+
+def test_an_engine_has_no_side_effects_until_started(tmp_path):
+    server = build_server(str(tmp_path / "e.db"))
+    engine = Engine(server)
+    tables = "SELECT name FROM sqlite_master WHERE name = 'used_request_states'"
+    assert server.db.fetchone(tables) is None  # constructing it created nothing
+    request = jsonrpc.decode(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                                          "params": {"_meta": {META_VERSION: MODERN, META_CAPS: {}}}}))
+    with pytest.raises(EngineNotStarted):
+        asyncio.run(engine.handle(request, P))
+    assert engine.start() is engine and engine.start() is engine  # once; a second call changes nothing
+    assert server.db.fetchone(tables) is not None
+    assert asyncio.run(engine.handle(request, P))["result"]["supportedVersions"][0] == MODERN
+    server.db.close()
+
+
 # =================================================================================================
 # Handshake-era elicitation: a real server-to-client request on the outbox
 # =================================================================================================
@@ -1104,7 +1131,7 @@ async def test_legacy_elicitation_answers_are_matched_by_id(engine):
 
 @aio
 async def test_legacy_desk_accept_and_decline(desk):
-    engine = Engine(desk)
+    engine = Engine(desk).start()
     session = await handshake(engine, principal=OPERATOR)
     outbox = CollectingOutbox()
     call = asyncio.ensure_future(legacy(engine, session, "tools/call", {
@@ -1128,7 +1155,7 @@ async def test_legacy_desk_accept_and_decline(desk):
 
 @aio
 async def test_legacy_elicitation_timeout_reads_as_cancel(desk):
-    engine = Engine(desk, client_request_timeout=0.05)
+    engine = Engine(desk, client_request_timeout=0.05).start()
     session = await handshake(engine, principal=OPERATOR)
     outbox = CollectingOutbox()
     started = time.monotonic()

@@ -92,7 +92,7 @@ async def wait_status(engine: Engine, task_id: str, status: str, params: dict[st
 
 def test_the_examples_02_input_flow_on_the_wire(tmp_path) -> None:
     async def run() -> None:
-        engine = Engine(make_server(tmp_path))
+        engine = Engine(make_server(tmp_path)).start()
         meta = {"_meta": modern_meta()}
         created = await call(engine, ME, 1, "tools/call", {"name": "diagnose", **meta})
         mcp_schema.check(created, MODERN)
@@ -137,7 +137,7 @@ def test_the_examples_02_input_flow_on_the_wire(tmp_path) -> None:
 
 def test_a_client_without_the_extension_cannot_start_a_task_only_tool(tmp_path) -> None:
     async def run() -> None:
-        engine = Engine(make_server(tmp_path))
+        engine = Engine(make_server(tmp_path)).start()
         refused = await call(engine, ME, 1, "tools/call", {"name": "diagnose", "_meta": modern_meta(ext=False)})
         mcp_schema.check(refused, MODERN)
         assert refused["error"]["code"] == -32021
@@ -156,7 +156,7 @@ def legacy_session(engine: Engine, outbox: Outbox) -> Session:
 
 def test_core_tasks_of_2025_11_25(tmp_path) -> None:
     async def run() -> None:
-        engine = Engine(make_server(tmp_path))
+        engine = Engine(make_server(tmp_path)).start()
         outbox = Outbox()
         session = legacy_session(engine, outbox)
         feed = asyncio.get_running_loop().create_task(engine.session_feed(session))
@@ -218,7 +218,7 @@ def test_core_tasks_of_2025_11_25(tmp_path) -> None:
 @pytest.mark.parametrize("answer", [{"action": "decline"}, {"action": "cancel"}])
 def test_declined_task_input_never_reads_as_consent(tmp_path, answer) -> None:
     async def run() -> None:
-        engine = Engine(make_server(tmp_path))
+        engine = Engine(make_server(tmp_path)).start()
         meta = {"_meta": modern_meta()}
         task_id = (await call(engine, ME, 1, "tools/call", {"name": "diagnose", **meta}))["result"]["taskId"]
         await wait_status(engine, task_id, "input_required", meta)
@@ -246,7 +246,7 @@ def test_a_2025_11_25_task_asks_after_acceptance_through_tasks_result(tmp_path, 
     """The question goes to the client as ``elicitation/create`` on the ``tasks/result`` stream, with
     the related-task ``_meta``; the answer moves the task on (2025-11-25 "Input Required Status")."""
     async def run() -> None:
-        engine = Engine(make_server(tmp_path))
+        engine = Engine(make_server(tmp_path)).start()
         session = Session(principal=ME)
         await _legacy_init(engine, session, caps)
         created = await call(engine, ME, 2, "tools/call", {"name": "diagnose", "task": {"ttl": 60000}},
@@ -300,7 +300,7 @@ def test_a_2025_11_25_task_call_answered_at_once_is_still_a_task(tmp_path) -> No
             ran.append("plain")
             return "ran"
 
-        engine = Engine(server)
+        engine = Engine(server).start()
         session = Session(principal=ME)
         await _legacy_init(engine, session, {})
         for i, (name, args, kind) in enumerate([("slow", {"seconds": "soon"}, "invalid_input"),

@@ -393,7 +393,7 @@ def test_the_engine_never_blames_the_client_or_raises_for_a_database_failure(tmp
         answer = await ctx.elicit("Your name?", form, key="user_name")
         return f"Hi, {answer.content['name']}!"
 
-    engine = Engine(app)
+    engine = Engine(app).start()
     principal = Principal("u", "acme", frozenset())
     meta = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
     lock = Lock(path)

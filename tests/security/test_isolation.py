@@ -183,9 +183,9 @@ class World:
         self.loop = asyncio.new_event_loop()
         self.desk_path = tmp / "desk.db"
         self.desk = build_desk(str(self.desk_path))
-        self.desk_engine = Engine(self.desk)
+        self.desk_engine = Engine(self.desk).start()
         self.task_server = build_task_server(tmp / "tasks.db")
-        self.task_engine = Engine(self.task_server)
+        self.task_engine = Engine(self.task_server).start()
         self.tables = tenant_tables(self.desk_path)
         assert {"incidents", "audit_events", "tasks"} <= set(self.tables)
         self.incidents = self.desk.db.fetchall("SELECT tenant, incident_id, service, title FROM incidents")

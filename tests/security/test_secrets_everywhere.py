@@ -479,7 +479,7 @@ def test_stateless_answers_in_process(tmp_path: Path, planted: Planted) -> None:
     heard_errors: list[Any] = []
 
     async def scenario() -> None:
-        engine = Engine(server)
+        engine = Engine(server).start()
         for tool in ("ask", "escalate_like"):
             for secret in planted.every_shape(f"in-process inputResponses ({tool})"):
                 for answer in ({"action": "decline", "content": {"service": secret, "reason": secret}},
@@ -516,7 +516,7 @@ def test_task_input_in_process(tmp_path: Path, planted: Planted) -> None:
     heard_errors: list[Any] = []
 
     async def scenario() -> None:
-        engine = Engine(server)
+        engine = Engine(server).start()
         created = await call(engine, ALICE, "tools/call", {"name": "collect", "arguments": {}}, heard_errors)
         task_id = created["result"]["taskId"]
         for _ in range(200):
@@ -572,7 +572,7 @@ def test_a_scrubbed_task_answer_is_gone_from_every_file(tmp_path: Path, planted:
     sizes = [40, 900, 1900]  # small, and beyond a page's worth once with the rest of the row
 
     async def scenario() -> None:
-        engine = Engine(server)
+        engine = Engine(server).start()
         for size in sizes:
             secret = planted.marker(f"accepted task answer ({size} bytes)")
             created = await call(engine, ALICE, "tools/call", {"name": "note", "arguments": {}}, heard_errors)

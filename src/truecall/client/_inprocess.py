@@ -36,7 +36,7 @@ class InProcessTransport:
         self.token = token
         self.principal = principal
         # Another engine may already serve this Server (tests, a bench): never settle its tasks.
-        self.engine = Engine(server, recover_on_start=False)
+        self.engine = Engine(server).start(recover=False)
         self.session = Session()
         self._inflight: dict[Any, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[Any]] = set()
@@ -78,8 +78,10 @@ class InProcessTransport:
                 if task is not None:
                     task.cancel()
                 return
-            await self.engine.handle(incoming, self.principal, session=self.session,  # type: ignore[arg-type]
-                                     outbox=self.outbox)
+            if incoming.kind == jsonrpc.RESPONSE:
+                self.session.resolve(incoming)  # the client's answer to a server-to-client request
+            else:
+                self.engine.notify(incoming, self.session)
             return
         task = self._spawn(self._serve(incoming))
         self._inflight[incoming.id] = task
@@ -89,12 +91,7 @@ class InProcessTransport:
         assert self._receive is not None and self.principal is not None
         try:
             response = await self.engine.handle(incoming, self.principal, session=self.session, outbox=self.outbox)
-            try:
-                await self.server.events.durable()  # nothing is acknowledged before its audit record
-            except Exception:
-                from ..errors import InternalError
-
-                response = jsonrpc.error_message(incoming.id, InternalError())
+            response = await self.engine.release(response)  # once its audit records are durable
         except asyncio.CancelledError:
             return
         if response is not None:

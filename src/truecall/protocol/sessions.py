@@ -19,7 +19,7 @@ from ..auth import Principal
 from ..redact import REDACTED, is_sensitive_name, redact_text
 from ..storage import Storage
 from ._state import SessionState
-from .engine import Session
+from ._session import Session
 
 __all__ = ["SessionStore", "SESSION_MIGRATIONS"]
 

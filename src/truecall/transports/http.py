@@ -27,18 +27,19 @@ from typing import Any, Awaitable, Callable, Iterable
 import orjson
 
 try:
-    from _asyncio import current_task as _current_task  # the C one (asyncio.current_task is Python in 3.11)
+    # The C one (asyncio.current_task is Python in 3.11); typeshed does not describe _asyncio.
+    from _asyncio import current_task as _current_task  # type: ignore[attr-defined]
 except ImportError:  # pragma: no cover
     _current_task = asyncio.current_task
 
 from ..auth import Principal
-from ..errors import (AccessDenied, HeaderMismatch, InsufficientScope, InternalError, InvalidCredential,
+from ..errors import (AccessDenied, HeaderMismatch, InsufficientScope, InvalidCredential,
                       InvalidRequest, ProtocolError)
 from ..protocol import jsonrpc
 from ..protocol.engine import MODERN_METHODS, Engine, Session
 from ..protocol.sessions import SessionStore
 from ..protocol.jsonrpc import DEFAULT_LIMITS, Incoming, Limits, MessageError
-from ..protocol.versions import LEGACY, META_VERSION, MODERN
+from ..protocol.versions import HANDSHAKE_VERSIONS, META_LOG_LEVEL, META_VERSION
 
 __all__ = ["HttpTransport", "LOOPBACK_HOSTS", "BODY_FOLLOWS"]
 
@@ -168,7 +169,7 @@ class HttpTransport:
         session_idle_s: float = 3600.0,
         metrics: bool = True,
     ) -> None:
-        self.engine = engine
+        self.engine = engine.start()  # (once: ``truecall serve`` started it already)
         self.server = engine.server
         self.path = path
         self.allowed_hosts = frozenset(h.lower() for h in (allowed_hosts or LOOPBACK_HOSTS))
@@ -257,10 +258,7 @@ class HttpTransport:
             return
 
     async def _refuse(self, send: Send, exc: _HttpError) -> None:
-        try:  # a refusal, too, leaves after its records (auth.denied …); it says nothing happened anyway
-            await self.server.events.durable()
-        except Exception:
-            pass
+        await self.engine.release(None)  # a refusal, too, leaves after its records (auth.denied …)
         await _respond(send, exc.status, orjson.dumps(jsonrpc.error_message(exc.id, exc.error)), exc.headers + _JSON)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -268,7 +266,7 @@ class HttpTransport:
             message = await receive()
             if message["type"] == "lifespan.startup":
                 self.server.task_runtime.start()  # settle orphans of dead replicas, even while idle
-                self.server.events.defer(asyncio.get_running_loop())
+                self.engine.attach(asyncio.get_running_loop())
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.server.task_runtime.stop()
@@ -276,7 +274,7 @@ class HttpTransport:
                     task.cancel()
                 for session in self.sessions.values():
                     session.close()
-                self.server.events.flush()
+                self.engine.flush()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -354,7 +352,7 @@ class HttpTransport:
             raise _HttpError(413, InvalidRequest("Request body too large"))
         message = await receive()
         if message["type"] == "http.request" and not message.get("more_body"):  # the whole body at once
-            chunk = message.get("body", b"")
+            chunk: bytes = message.get("body", b"")
             if len(chunk) > limit:
                 raise _HttpError(413, InvalidRequest("Request body too large"))
             return chunk
@@ -418,7 +416,7 @@ class HttpTransport:
         method_header = headers.get("mcp-method")
         if method_header is None or method_header.strip() != message.method:
             raise _HttpError(400, HeaderMismatch("Mcp-Method header does not match the request"), message.id)
-        field = _NAME_METHODS.get(message.method)  # type: ignore[arg-type]
+        field = _NAME_METHODS.get(message.method)
         params = message.params or {}
         if field is not None:
             name_header = headers.get("mcp-name")
@@ -472,7 +470,7 @@ class HttpTransport:
         meta = params.get("_meta")
         has_meta_version = isinstance(meta, dict) and META_VERSION in meta
         header_version = (headers.get("mcp-protocol-version") or "").strip()
-        legacy_header = header_version in LEGACY or header_version in ("2025-03-26", "2024-11-05")
+        legacy_header = header_version in HANDSHAKE_VERSIONS
         # A request whose _meta names its version is stateless whatever Mcp-Session-Id it carries:
         # 2026-07-28 ignores that header, and its routing-header checks must not be skippable.
         if message.method != "initialize" and (
@@ -492,7 +490,7 @@ class HttpTransport:
         accept = headers.get("accept")
         streaming = message.method == "subscriptions/listen" or (
             message.method in _STREAMING_METHODS and isinstance(meta, dict)
-            and ("progressToken" in meta or "io.modelcontextprotocol/logLevel" in meta)
+            and ("progressToken" in meta or META_LOG_LEVEL in meta)
             and (accept is None or "text/event-stream" in accept)) or (
             accept is not None and accept != _CLIENTS_ACCEPT and self._accepts.get(accept) == _SSE_ONLY)
         if streaming:
@@ -562,24 +560,15 @@ class HttpTransport:
         if not outbox.started and status != 200:
             await self._json(send, response, status, principal, extra, answer)
             return
-        response = await self._durable(response)
+        response = await self.engine.release(response)
         await outbox.finish(response)
         if answer is not None:
             answer[0] = response
 
-    async def _durable(self, response: dict[str, Any] | None) -> dict[str, Any] | None:
-        """Nothing is acknowledged before its audit record is committed."""
-        try:
-            await self.server.events.durable()
-        except Exception:
-            if response is not None and "id" in response:
-                return jsonrpc.error_message(response["id"], InternalError())
-        return response
-
     async def _json(self, send: Send, response: dict[str, Any] | None, status: int, principal: Principal,
                     extra: list[tuple[bytes, bytes]] | None = None,
                     answer: list[dict[str, Any] | None] | None = None) -> None:
-        response = await self._durable(response)
+        response = await self.engine.release(response)  # once its audit records are durable
         headers = _JSON
         if extra:
             headers = _JSON + extra
@@ -618,7 +607,7 @@ class HttpTransport:
                 session.persist = self.session_store.save
                 self.sessions[session_id] = session
         # Another principal's session answers exactly like a missing one.
-        if session is None or session.principal is None or session.state.value == "closed" or \
+        if session is None or session.principal is None or session.closed or \
                 (session.principal.tenant, session.principal.subject) != (principal.tenant, principal.subject):
             raise _HttpError(404, InvalidRequest("Session not found"), id)
         session.principal = principal  # a refreshed token may carry other scopes

@@ -25,7 +25,7 @@ from typing import Any, BinaryIO, Coroutine, Generator
 import orjson
 
 from ..auth import Principal
-from ..errors import InternalError
+from ..errors import InternalError, InvalidRequest, ProtocolError
 from ..protocol import jsonrpc
 from ..protocol.engine import Engine, Session
 from ..protocol.jsonrpc import DEFAULT_LIMITS, Limits, MessageError
@@ -59,7 +59,7 @@ class StdioConnection:
         self.outbox = _StdoutOutbox(self.write)
         self.session.stream = self.outbox
         self.inflight: dict[Any, asyncio.Task[None]] = {}
-        self.audit = engine.server.events
+        engine.start()  # (once: ``truecall serve`` started it already)
         self._registry = engine.server.registry
         self._out: list[bytes] = []
         #: The ``initialize`` being served; lines read meanwhile wait in ``_held`` (None: a line too large).
@@ -119,7 +119,7 @@ class StdioConnection:
         if self._initializing is not None:
             self._held.append(None)
             return
-        self.write(jsonrpc.error_message(None, jsonrpc.InvalidRequest("Message too large")))
+        self.write(jsonrpc.error_message(None, InvalidRequest("Message too large")))
 
     def _initialized(self, task: asyncio.Task[None] | None = None) -> None:
         """The ``initialize`` was answered: the lines that arrived meanwhile are served now, in
@@ -145,14 +145,14 @@ class StdioConnection:
             if message.method == "notifications/cancelled":
                 self._cancel(message.params or {})
                 return
-            self.engine._notification(message, self.session)
+            self.engine.notify(message, self.session)
             return
         if message.kind == jsonrpc.RESPONSE:
             self.session.resolve(message)
             return
         key = (type(message.id), message.id)
         if key in self.inflight:
-            self.write(jsonrpc.error_message(message.id, jsonrpc.InvalidRequest("Duplicate request id in flight")))
+            self.write(jsonrpc.error_message(message.id, InvalidRequest("Duplicate request id in flight")))
             return
         params = message.params
         eager = message.method == "tools/call" and self._registry.answers_at_once(params)
@@ -168,7 +168,8 @@ class StdioConnection:
                 waiting = context.run(coro.send, None)
             except StopIteration:
                 return
-            coro = _resume(coro, waiting)
+            # (a generator-based coroutine, types.coroutine: a task runs it as any other)
+            coro = _resume(coro, waiting)  # type: ignore[assignment]
         task = asyncio.get_running_loop().create_task(coro, context=context)
         self.inflight[key] = task
         if message.method == "initialize":
@@ -185,16 +186,13 @@ class StdioConnection:
             try:
                 response = await self.engine.handle(message, self.principal, session=self.session,
                                                     outbox=self.outbox)
-                try:
-                    await self.audit.durable()  # nothing is acknowledged before its audit record is committed
-                except Exception:
-                    response = jsonrpc.error_message(message.id, InternalError())
+                response = await self.engine.release(response)  # once its audit records are durable
             except asyncio.CancelledError:
                 if not self._stopping:
                     return  # cancelled by the client: no response follows
                 response = jsonrpc.error_message(message.id, _Stopped())
             except Exception:  # the engine already turns faults into errors; this is the last net
-                response = jsonrpc.error_message(message.id, jsonrpc.ProtocolError())
+                response = jsonrpc.error_message(message.id, ProtocolError())
             finally:
                 self.inflight.pop(key, None)
             if response is not None:
@@ -443,7 +441,7 @@ async def serve_stdio(engine: Engine, principal: Principal, *, stdin: BinaryIO |
     if _fileno(sink) is None and stdout is None:
         sink = _NoOutput()
     conn = StdioConnection(engine, principal, sink, limits=limits)
-    engine.server.events.defer(loop)
+    engine.attach(loop)
     conn.start_background()
     reader = _LineReader(conn, limits.max_bytes)
     conn.on_output_lost = reader.stop
@@ -461,5 +459,5 @@ async def serve_stdio(engine: Engine, principal: Principal, *, stdin: BinaryIO |
         if transport is not None:
             transport.close()
     await conn.drain(eof_grace)
-    engine.server.events.flush()
+    engine.flush()
     conn.flush()

@@ -1,0 +1,107 @@
+"""Stateless multi round-trip requests (2026-07-28): ``input_required`` results and their sealed
+``requestState``.
+
+A tool that asks the client something ends the round with an ``input_required`` result; the
+client retries with ``inputResponses`` and the ``requestState`` of that round.  The state is
+sealed (:mod:`.sealing`) and bound to the caller, the method, the name and the arguments, and
+each one is accepted once (its id goes into ``used_request_states``).  It carries the answers
+the tool already used and a digest of every question asked, so that only an answer to a
+question this server asked, in the same words, counts.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..context import InputRequired
+from ..errors import InvalidParams
+from ..storage import Storage, unavailable
+from .sealing import InvalidRequestState, Sealer, digest
+
+if TYPE_CHECKING:
+    from ._context import RequestContext
+
+__all__ = ["RequestStates", "answer_for", "USED_STATE_MIGRATIONS"]
+
+USED_STATE_MIGRATIONS = [
+    ("request-state-1", "CREATE TABLE used_request_states (jti TEXT PRIMARY KEY, expires_at REAL NOT NULL)"),
+]
+
+
+def answer_for(ctx: RequestContext, method: str, params: dict[str, Any], key: str) -> dict[str, Any]:
+    """The client's answer to the question ``key`` of this request, or :class:`InputRequired`.
+
+    An answer counts only for a question this server asked, in these words, in the round whose
+    sealed state came back: volunteered answers (no state, a key never asked, a question that
+    changed since) are not consent, and the question is asked (again).
+    """
+    request: dict[str, Any] = {"method": method}
+    if params:
+        request["params"] = params
+    answer = None
+    if ctx.asked.get(key) == digest(request):
+        answer = ctx.prior_responses.get(key)  # sealed: a retry cannot change an earlier answer
+        if answer is None:
+            answer = ctx.input_responses.get(key)
+    if answer is not None and not isinstance(answer, dict):
+        raise InvalidParams(f"inputResponses[{key!r}] must be an object")
+    if answer is not None:
+        ctx.consumed[key] = answer
+        return answer
+    raise InputRequired({key: request})
+
+
+class RequestStates:
+    """Opens the ``requestState`` of a retry and seals the next one."""
+
+    def __init__(self, db: Storage, sealer: Sealer, result_meta: dict[str, Any]) -> None:
+        self.db = db
+        self.sealer = sealer
+        #: The ``_meta`` every result carries (the server's name), interim ones too.
+        self.result_meta = result_meta
+
+    def migrate(self) -> None:
+        self.db.migrate(USED_STATE_MIGRATIONS)
+
+    def _binding(self, ctx: RequestContext, method: str, name: str, arguments: Any) -> dict[str, Any]:
+        return {"sub": ctx.principal.subject, "ten": ctx.principal.tenant, "m": method, "n": name,
+                "h": digest(arguments)}
+
+    def open(self, ctx: RequestContext, method: str, name: str, arguments: Any) -> None:
+        """Check ``requestState``/``inputResponses`` of a retry and load earlier answers."""
+        params = ctx.params
+        responses = params.get("inputResponses")
+        if responses is not None and not isinstance(responses, dict):
+            raise InvalidParams("inputResponses must be an object")
+        ctx.input_responses = responses or {}
+        token = params.get("requestState")
+        if token is None:
+            return
+        body = self.sealer.open(token, self._binding(ctx, method, name, arguments))
+        jti = body.get("jti")
+        try:
+            self.db.execute("INSERT INTO used_request_states VALUES (?, ?)", (jti, body.get("exp", 0)))
+        except Exception as exc:
+            if unavailable(exc) is not None:
+                raise  # the database failed, not the client's state: an internal error, never "invalid state"
+            raise InvalidRequestState() from None
+        prior, asked = body.get("r"), body.get("q")
+        ctx.prior_responses = prior if isinstance(prior, dict) else {}
+        ctx.asked = asked if isinstance(asked, dict) else {}
+
+    def input_required(self, ctx: RequestContext, need: InputRequired) -> dict[str, Any]:
+        """The ``input_required`` result that ends this round, with the state of the next one."""
+        name = ctx.params.get("name") or ctx.params.get("uri") or ""
+        answered = ctx.consumed
+        # The questions this state answers: the ones asked now, and those whose answers it carries.
+        asked = {key: ctx.asked[key] for key in answered if key in ctx.asked}
+        asked.update((key, digest(request)) for key, request in need.requests.items())
+        state = self.sealer.seal({**self._binding(ctx, str(ctx.method), str(name), ctx.params.get("arguments") or {}),
+                                  "r": answered, "q": asked})
+        try:  # housekeeping: the answer does not depend on it
+            self.db.execute("DELETE FROM used_request_states WHERE expires_at < ?", (time.time(),))
+        except Exception:
+            pass
+        return {"resultType": "input_required", "inputRequests": need.requests, "requestState": state,
+                "_meta": self.result_meta}  # every result names the server, interim ones too
