@@ -1,10 +1,11 @@
-"""The guarded HTTP protocol's per-request shortcuts, on a fake transport (no sockets).
+"""truecall's HTTP/1.1 protocol (``transports/guarded.py``) on a fake transport (no sockets).
 
-``transports/guarded.py`` writes a promised head together with its body (one write, with a
-content-length), carries the head/body/keep-alive deadlines on one lazily re-armed timer per
-connection, and calls ``on_disconnect`` instead of making the application watch for
+It writes a promised head together with its body (one write, with a content-length), carries
+the head/body/keep-alive deadlines on one lazily re-armed timer per connection, and offers a
+disconnect hook in ``scope["extensions"]`` instead of making the application watch for
 ``http.disconnect`` with a task; ``transports/http.py:_until_disconnect`` uses that hook, or a
-watcher task under other servers.  These tests pin the wire bytes and the limits.
+watcher task under other servers.  The rest is HTTP/1.1 framed as uvicorn frames it (pipelining,
+100-continue, HTTP/1.0, errors, back-pressure).  These tests pin the wire bytes and the limits.
 """
 
 from __future__ import annotations
@@ -46,11 +47,13 @@ class FakeTransport(asyncio.Transport):
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 50000)}.get(name, default)
 
+    reading = True
+
     def pause_reading(self) -> None:
-        pass
+        self.reading = False
 
     def resume_reading(self) -> None:
-        pass
+        self.reading = True
 
     @property
     def data(self) -> bytes:
@@ -305,7 +308,7 @@ def test_oversized_head_gets_431() -> None:
 
 
 def test_disconnect_cancels_through_the_hook() -> None:
-    """Under the guarded protocol the request task is cancelled by on_disconnect: no watcher task."""
+    """Under truecall's protocol the request task is cancelled through the disconnect hook: no watcher task."""
     async def main() -> None:
         outcome: list[Any] = []
         started = asyncio.Event()
@@ -320,7 +323,7 @@ def test_disconnect_cancels_through_the_hook() -> None:
             before = len(asyncio.all_tasks())
             work = slow()
             outcome.append(("tasks during the call", before))
-            outcome.append(("result", await _until_disconnect(work, receive)))
+            outcome.append(("result", await _until_disconnect(work, scope, receive)))
             outcome.append(("cancelling", asyncio.current_task().cancelling()))  # type: ignore[union-attr]
 
         protocol, transport = connect(app)
@@ -347,7 +350,7 @@ def test_until_disconnect_under_another_server() -> None:
             return 7
 
         before = len(asyncio.all_tasks())
-        assert await _until_disconnect(quick(), receive) == 7
+        assert await _until_disconnect(quick(), {}, receive) == 7
         assert len(asyncio.all_tasks()) == before
         await settle()
         assert len(asyncio.all_tasks()) == before  # the deferred watcher never started
@@ -367,7 +370,7 @@ def test_until_disconnect_under_another_server() -> None:
             gone.set()
 
         leaver = asyncio.ensure_future(leave_soon())
-        assert await _until_disconnect(slow(), receive) is None
+        assert await _until_disconnect(slow(), {}, receive) is None
         assert cancelled == [True] and asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
         await leaver
 
@@ -377,7 +380,7 @@ def test_until_disconnect_under_another_server() -> None:
             await asyncio.sleep(0.01)
             return 2
 
-        assert await _until_disconnect(medium(), receive) == 2
+        assert await _until_disconnect(medium(), {}, receive) == 2
         await settle()
         assert len(asyncio.all_tasks()) == before  # the watcher was cancelled with the call
 
@@ -400,6 +403,144 @@ def test_header_block_cache_stays_bounded() -> None:
         assert transport.data.count(b"HTTP/1.1 200 OK") == 300
         assert b"mcp-session-id: /s299\r\ncontent-length: 2\r\n\r\n{}" in transport.data
         assert len(guarded._BLOCKS) <= 256
+
+    asyncio.run(main())
+
+
+def test_pipelined_requests_are_answered_in_order() -> None:
+    async def main() -> None:
+        order: list[str] = []
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            await receive()
+            order.append(scope["path"])
+            if scope["path"] == "/first":
+                await asyncio.sleep(0.02)  # the second request waits for this answer
+            await send({"type": "http.response.start", "status": 200, "headers": JSON, _BODY_FOLLOWS: True})
+            await send({"type": "http.response.body", "body": scope["path"].encode()})
+
+        protocol, transport = connect(app)
+        protocol.data_received(post(path="/first") + post(path="/second"))
+        await asyncio.sleep(0.1)
+        assert order == ["/first", "/second"]
+        assert transport.data.index(b"\r\n\r\n/first") < transport.data.index(b"\r\n\r\n/second")
+        assert transport.reading and not transport.closed
+
+    asyncio.run(main())
+
+
+def test_expect_100_continue_http_1_0_and_an_upgrade() -> None:
+    async def main() -> None:
+        protocol, transport = connect(echo)
+        protocol.data_received(b"POST /mcp HTTP/1.1\r\nHost: 1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n")
+        await settle()
+        assert transport.data == b"HTTP/1.1 100 Continue\r\n\r\n"  # asked for by the application's receive
+        protocol.data_received(b"{}")
+        await settle()
+        assert transport.data.endswith(b"content-length: 7\r\n\r\necho:{}") and not transport.closed
+
+        protocol, transport = connect(echo)  # HTTP/1.0: answered, then closed
+        protocol.data_received(b"POST /mcp HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}")
+        await settle()
+        assert transport.data.startswith(b"HTTP/1.1 200 OK\r\n") and b"connection: close\r\n" in transport.data
+        assert transport.closed
+
+        protocol, transport = connect(echo)  # no WebSocket here: a plain answer, then closed
+        protocol.data_received(b"GET /mcp HTTP/1.1\r\nHost: 1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+        await settle()
+        assert transport.data.startswith(b"HTTP/1.1 200 OK\r\n") and b"connection: close\r\n" in transport.data
+        assert transport.data.endswith(b"\r\n\r\n5\r\necho:\r\n0\r\n\r\n")
+        assert transport.closed
+
+    asyncio.run(main())
+
+
+def test_errors_and_limits_answered_as_uvicorn_does() -> None:
+    async def boom(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        raise ValueError("boom")
+
+    async def main() -> None:
+        protocol, transport = connect(boom)
+        protocol.data_received(post())
+        await settle()
+        assert transport.data.startswith(b"HTTP/1.1 500 Internal Server Error\r\n")
+        assert transport.data.endswith(b"\r\n\r\nInternal Server Error") and transport.closed
+
+        protocol, transport = connect(echo)
+        protocol.data_received(b"NOT HTTP\r\n\r\n")
+        assert transport.data.startswith(b"HTTP/1.1 400 Bad Request\r\n") and transport.closed
+
+        protocol, transport = connect(echo)
+        protocol.limit_concurrency = 1  # (uvicorn's limit_concurrency: this connection is the one)
+        protocol.data_received(post())
+        await settle()
+        assert transport.data.startswith(b"HTTP/1.1 503 Service Unavailable\r\n") and transport.closed
+
+    asyncio.run(main())
+
+
+def test_back_pressure_both_ways() -> None:
+    """A body the application does not read stops the socket being read; a paused socket write
+    holds the application's next send until the transport drains."""
+    async def main() -> None:
+        release = asyncio.Event()
+
+        async def late_reader(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            await release.wait()
+            await echo(scope, receive, send)
+
+        protocol, transport = connect(late_reader)
+        big = b"x" * 100_000
+        protocol.data_received(post(big)[:-30_000])
+        assert not transport.reading
+        release.set()
+        await settle()
+        assert transport.reading
+        protocol.data_received(big[-30_000:])
+        await settle()
+        assert transport.data.endswith(b"echo:" + big)
+
+        sent: list[str] = []
+
+        async def two_events(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            await receive()
+            await send({"type": "http.response.start", "status": 200, "headers": JSON})
+            sent.append("head")
+            await send({"type": "http.response.body", "body": b"a", "more_body": True})
+            sent.append("a")
+            await send({"type": "http.response.body", "body": b"b"})
+            sent.append("b")
+
+        protocol, transport = connect(two_events)
+        protocol.pause_writing()
+        protocol.data_received(post())
+        await settle()
+        assert sent == []
+        protocol.resume_writing()
+        await settle()
+        assert sent == ["head", "a", "b"] and transport.data.endswith(b"1\r\nb\r\n0\r\n\r\n")
+
+    asyncio.run(main())
+
+
+def test_a_finished_request_leaves_no_garbage() -> None:
+    """Cycle, scope and disconnect hook hold no reference cycle: each request is freed by its
+    reference count, not left for the collector."""
+    import gc
+
+    async def main() -> None:
+        protocol, transport = connect(echo)
+        protocol.data_received(post())
+        await settle()
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(100):
+                protocol.data_received(post())
+                await settle()
+            assert gc.collect() == 0
+        finally:
+            gc.enable()
 
     asyncio.run(main())
 

@@ -22,7 +22,7 @@ import base64
 import binascii
 import re
 import time
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable, Protocol
 
 import orjson
 
@@ -41,7 +41,7 @@ from ..protocol.sessions import SessionStore
 from ..protocol.jsonrpc import DEFAULT_LIMITS, Incoming, Limits, MessageError
 from ..protocol.versions import HANDSHAKE_VERSIONS, META_LOG_LEVEL, META_VERSION
 
-__all__ = ["HttpTransport", "LOOPBACK_HOSTS", "BODY_FOLLOWS"]
+__all__ = ["HttpTransport", "LOOPBACK_HOSTS", "BODY_FOLLOWS", "DISCONNECT_HOOK", "DisconnectHook"]
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -57,6 +57,19 @@ _B64 = re.compile(r"^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$")
 # A key of http.response.start: the body message follows at once, so a server that knows it
 # (truecall's own protocol, transports/guarded.py) writes head and body together.  Others ignore it.
 BODY_FOLLOWS = "truecall.body_follows"
+#: A ``scope["extensions"]`` key (ASGI's place for what a server offers beyond the spec):
+#: truecall's own protocol (transports/guarded.py) puts the request's :class:`DisconnectHook`
+#: there, so that :func:`_until_disconnect` needs no watcher task.  Under other servers it is absent.
+DISCONNECT_HOOK = "truecall.disconnect_hook"
+
+
+class DisconnectHook(Protocol):
+    """What ``scope["extensions"][DISCONNECT_HOOK]`` offers."""
+
+    #: The client went away before the response was complete.
+    disconnected: bool
+    #: Called once, from the loop, when the client goes away before the response is complete.
+    on_disconnect: Callable[[], None] | None
 
 
 class _ClientGone(Exception):
@@ -475,12 +488,12 @@ class HttpTransport:
         # 2026-07-28 ignores that header, and its routing-header checks must not be skippable.
         if message.method != "initialize" and (
                 has_meta_version or (session_id is None and header_version and not legacy_header)):
-            await self._post_modern(message, headers, principal, receive, send)
+            await self._post_modern(message, headers, principal, scope, receive, send)
             return
-        await self._post_legacy(message, headers, session_id, principal, receive, send)
+        await self._post_legacy(message, headers, session_id, principal, scope, receive, send)
 
     async def _post_modern(self, message: Incoming, headers: dict[str, str], principal: Principal,
-                           receive: Receive, send: Send) -> None:
+                           scope: Scope, receive: Receive, send: Send) -> None:
         self._check_modern_headers(message, headers)
         if message.kind != jsonrpc.REQUEST:
             await self.engine.handle(message, principal)
@@ -494,11 +507,11 @@ class HttpTransport:
             and (accept is None or "text/event-stream" in accept)) or (
             accept is not None and accept != _CLIENTS_ACCEPT and self._accepts.get(accept) == _SSE_ONLY)
         if streaming:
-            await self._stream(message, principal, None, [], receive, send)
+            await self._stream(message, principal, None, [], scope, receive, send)
             return
         if message.method == "tools/call" and not self.server.registry.answers_at_once(message.params):
             result = await _until_disconnect(
-                self.engine.handle_with_status(message, principal, modern_hint=True), receive)
+                self.engine.handle_with_status(message, principal, modern_hint=True), scope, receive)
             if result is None:
                 return
             response, status = result
@@ -507,7 +520,7 @@ class HttpTransport:
         await self._json(send, response, status, principal)
 
     async def _post_legacy(self, message: Incoming, headers: dict[str, str], session_id: str | None,
-                           principal: Principal, receive: Receive, send: Send) -> None:
+                           principal: Principal, scope: Scope, receive: Receive, send: Send) -> None:
         extra: list[tuple[bytes, bytes]] = []
         if message.kind == jsonrpc.REQUEST and message.method == "initialize" and session_id is None:
             session = self._new_session(principal)
@@ -527,32 +540,32 @@ class HttpTransport:
             session.hold_task_notes()
             answer: list[dict[str, Any] | None] = [None]
             try:
-                await self._answer_legacy(message, headers, session, principal, extra, receive, send, answer)
+                await self._answer_legacy(message, headers, session, principal, extra, scope, receive, send, answer)
             finally:
                 session.release_task_notes(answer[0])
             return
-        await self._answer_legacy(message, headers, session, principal, extra, receive, send, None)
+        await self._answer_legacy(message, headers, session, principal, extra, scope, receive, send, None)
 
     async def _answer_legacy(self, message: Incoming, headers: dict[str, str], session: Session,
-                             principal: Principal, extra: list[tuple[bytes, bytes]], receive: Receive, send: Send,
-                             answer: list[dict[str, Any] | None] | None) -> None:
+                             principal: Principal, extra: list[tuple[bytes, bytes]], scope: Scope, receive: Receive,
+                             send: Send, answer: list[dict[str, Any] | None] | None) -> None:
         accept = headers.get("accept")
         if (message.method in _STREAMING_METHODS and accept is not None and "text/event-stream" in accept) or (
                 accept is not None and accept != _CLIENTS_ACCEPT and self._accepts.get(accept) == _SSE_ONLY):
             # (an Accept that allows only SSE gets even a plain answer as one event)
-            await self._stream(message, principal, session, extra, receive, send, answer)
+            await self._stream(message, principal, session, extra, scope, receive, send, answer)
             return
         response, status = await self.engine.handle_with_status(message, principal, session=session)
         await self._json(send, response, status, principal, extra, answer)
 
     async def _stream(self, message: Incoming, principal: Principal, session: Session | None,
-                      extra: list[tuple[bytes, bytes]], receive: Receive, send: Send,
+                      extra: list[tuple[bytes, bytes]], scope: Scope, receive: Receive, send: Send,
                       answer: list[dict[str, Any] | None] | None = None) -> None:
         outbox = _SseOutbox(send, extra)
         work = self.engine.handle_with_status(message, principal, session=session, outbox=outbox,
                                               modern_hint=session is None)
         result = await (work if message.method == "tools/call" and self.server.registry.answers_at_once(message.params)
-                        else _until_disconnect(work, receive))
+                        else _until_disconnect(work, scope, receive))
         if result is None:
             outbox.closed = True
             return
@@ -733,14 +746,15 @@ async def _respond(send: Send, status: int, body: bytes, headers: list[tuple[byt
     await send({"type": "http.response.body", "body": body})
 
 
-async def _until_disconnect(work: Awaitable[Any], receive: Receive) -> Any:
+async def _until_disconnect(work: Awaitable[Any], scope: Scope, receive: Receive) -> Any:
     """Run ``work`` here; if the client disconnects first, cancel it and return ``None``.
 
-    No task per request: under truecall's own protocol (``transports/guarded.py``) the
-    request cycle calls ``on_disconnect`` when the client goes away, which cancels this
-    (the request's own) task.  Under another ASGI server a watcher task waits for
-    ``http.disconnect``, started only if the work does not finish at once (a synchronous
-    tool never gives the loop a turn, and then nothing can be cancelled anyway).
+    No task per request where the server offers :data:`DISCONNECT_HOOK` in
+    ``scope["extensions"]`` (truecall's own protocol, ``transports/guarded.py``): the hook calls
+    back when the client goes away, which cancels this (the request's own) task.  Under another
+    ASGI server a watcher task waits for ``http.disconnect``, started only if the work does not
+    finish at once (a synchronous tool never gives the loop a turn, and then nothing can be
+    cancelled anyway).
     """
     me = _current_task()
     assert me is not None
@@ -751,12 +765,14 @@ async def _until_disconnect(work: Awaitable[Any], receive: Receive) -> Any:
         gone = True
         me.cancel()
 
-    cycle = getattr(receive, "__self__", None)
-    hooked = hasattr(cycle, "on_disconnect") and not cycle.disconnected  # type: ignore[union-attr]
+    extensions = scope.get("extensions")
+    hook: DisconnectHook | None = extensions.get(DISCONNECT_HOOK) if extensions else None
+    if hook is not None and hook.disconnected:
+        hook = None  # gone already: the watcher sees http.disconnect at once
     watcher: asyncio.Task[None] | None = None
     later: asyncio.Handle | None = None
-    if hooked:
-        cycle.on_disconnect = leave  # type: ignore[union-attr]
+    if hook is not None:
+        hook.on_disconnect = leave
     else:
         async def watch() -> None:
             await _wait_disconnect(receive)
@@ -776,10 +792,11 @@ async def _until_disconnect(work: Awaitable[Any], receive: Receive) -> Any:
             return None
         raise
     finally:
-        if hooked:
-            cycle.on_disconnect = None  # type: ignore[union-attr]
+        if hook is not None:
+            hook.on_disconnect = None
         else:
-            later.cancel()  # type: ignore[union-attr]
+            assert later is not None
+            later.cancel()
             if watcher is not None:
                 watcher.cancel()
 
