@@ -21,8 +21,8 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
-from .journal import JOURNAL_MIGRATIONS, Journal, encode_rows, journal_dir, recover_journals
-from .redact import REDACTED, fingerprint, is_sensitive_name, redact, redact_text
+from .journal import JOURNAL_MIGRATIONS, Journal, encode_line, encode_rows, journal_dir, recover_journals
+from .redact import REDACTED, fingerprint, fingerprint_into, hmac_pads, is_sensitive_name, redact, redact_text
 from .storage import Storage
 
 log = logging.getLogger("truecall.audit")
@@ -292,6 +292,15 @@ class AuditLog:
             dropped += over
         self._pending, self._pending_seq, self._dropped = rows, seqs, self._dropped + dropped
 
+    @property
+    def _key(self) -> bytes:
+        return self._hmac_key
+
+    @_key.setter
+    def _key(self, key: bytes) -> None:
+        self._hmac_key = key
+        self._pads = hmac_pads(key)  # the key schedule, once (see redact.hmac_pads)
+
     def fingerprint(self, arguments: Any) -> dict[str, Any]:
         return fingerprint(arguments, self._key)
 
@@ -316,21 +325,31 @@ class AuditLog:
     def record_call(self, kind: str, tool: str, tenant: Any, subject: Any, outcome: str, arguments: Any,
                     duration_ms: float, client: str | None, request_id: Any) -> None:
         """``record(kind, tool=…, tenant=…, subject=…, outcome=…, arguments=…, durationMs=…,
-        client=…[, requestId=…])`` — the same row, straight-line: one of these per tool call."""
+        client=…[, requestId=…])`` — the same row, straight-line: one of these per tool call.
+
+        The (redacted) columns are the same for every call of one tool by one caller with one
+        outcome: they are made once (:func:`_head`) and looked up after that."""
         if not self.enabled:
             return
-        doc: dict[str, Any] = {"durationMs": duration_ms,
-                               "client": None if client is None else redact_text(client)[:_MAX_CLIENT]}
+        try:
+            head = _HEADS[(kind, tool, tenant, subject, outcome)]
+        except (KeyError, TypeError):  # (TypeError: an unhashable tenant or subject, never cached)
+            head = _head(kind, tool, tenant, subject, outcome)
+        doc: dict[str, Any] = {"durationMs": duration_ms, "client": None if client is None else _client(client)}
         if request_id is not None:
             doc["requestId"] = request_id if type(request_id) is int else redact_text(request_id)
-        doc.update(fingerprint(arguments, self._key, self.declared_fields(tool)))
-        self._commit((time.time(), kind, _column(tenant), _column(subject), _column(tool), _column(outcome),
-                      orjson.dumps(doc)))
+        fingerprint_into(doc, arguments, self._pads, self.declared_fields(tool))
+        self._commit((time.time(), kind, head[0], head[1], head[2], head[3], orjson.dumps(doc)))
 
     def _commit(self, row: tuple[Any, ...]) -> None:
+        """Make ``row`` durable (on the serving loop: before :meth:`durable` returns)."""
         loop = self._loop
         if loop is not None and self._loop_thread == threading.get_ident():
             self._made += 1
+            journal = self._journal
+            if journal is not None and not self._pending and not self._dropped and not journal.broken:
+                self._journal_one(journal, row)
+                return
             self._pending.append(row)
             self._pending_seq.append(self._made)
             if self._journal_dir is not None:
@@ -341,6 +360,22 @@ class AuditLog:
                 loop.call_soon(self._flush)
             return
         self.db.execute(_INSERT, row)
+
+    def _journal_one(self, journal: Journal, row: tuple[Any, ...]) -> None:
+        """:meth:`_flush` of a batch of one row into an open journal, nothing retained before it:
+        the path every served call takes, without the batch's lists, swaps and future."""
+        try:
+            journal.append_line(encode_line(row), row)
+        except BaseException as exc:  # nothing behind this record may be acknowledged
+            self._last_failed = max(self._last_failed, self._made)
+            self._retain([row], [self._made], 0)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        if self._load_handle is None:
+            loop = self._loop
+            assert loop is not None
+            self._load_handle = loop.call_later(0.0 if journal.pending >= LOAD_BYTES else LOAD_DELAY_S, self._load)
 
     @staticmethod
     def _row(kind: str, fields: dict[str, Any], safe: dict[str, Any] | None = None) -> tuple[Any, ...]:
@@ -381,7 +416,8 @@ class AuditLog:
     ) -> list[AuditRecord]:
         """Newest first, filtered by the given columns."""
         self.sync()
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         for name, value in (("kind", kind), ("tenant", tenant), ("subject", subject), ("tool", tool), ("outcome", outcome)):
             if value is not None:
                 where.append(f"{name} = ?")
@@ -414,6 +450,29 @@ _KEYS: dict[Any, tuple[str, bool]] = {}
 
 def _column(value: Any) -> str | None:
     return None if value is None else redact_text(value if type(value) is str else str(value))[:256]
+
+
+#: (kind, tool, tenant, subject, outcome) → the tenant, subject, tool and outcome columns: see record_call.
+_HEADS: dict[tuple[Any, ...], tuple[str | None, str | None, str | None, str | None]] = {}
+#: A client's self-declared name → what the record keeps of it.
+_CLIENTS: dict[str, str] = {}
+
+
+def _head(kind: str, tool: Any, tenant: Any, subject: Any,
+          outcome: Any) -> tuple[str | None, str | None, str | None, str | None]:
+    head = (_column(tenant), _column(subject), _column(tool), _column(outcome))
+    if len(_HEADS) < 4096 and all(type(v) is str for v in (kind, tool, tenant, subject, outcome)):
+        _HEADS[(kind, tool, tenant, subject, outcome)] = head
+    return head
+
+
+def _client(client: str) -> str:
+    kept = _CLIENTS.get(client)
+    if kept is None:
+        kept = redact_text(client)[:_MAX_CLIENT]
+        if len(_CLIENTS) < 4096 and type(client) is str:
+            _CLIENTS[client] = kept
+    return kept
 
 
 def _key_verdict(key: Any) -> tuple[str, bool]:

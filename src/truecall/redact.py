@@ -9,14 +9,14 @@ keyed hash, so the audit trail can prove *what* was sent without holding it.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
-__all__ = ["REDACTED", "UNDECLARED", "is_sensitive_name", "redact", "redact_text", "fingerprint"]
+__all__ = ["REDACTED", "UNDECLARED", "is_sensitive_name", "redact", "redact_text", "fingerprint", "fingerprint_into",
+           "hmac_pads"]
 
 REDACTED = "[REDACTED]"
 
@@ -62,7 +62,7 @@ def _luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _replace(kind: str):
+def _replace(kind: str) -> Callable[[re.Match[str]], str]:
     def repl(match: re.Match[str]) -> str:
         if kind == "card_number":
             digits = re.sub(r"\D", "", match.group(0))
@@ -132,6 +132,15 @@ def fingerprint(arguments: Any, key: bytes, declared: "frozenset[str] | set[str]
     ``declared``: the names the tool's schema declares; any other key is client data that no
     pattern may recognise (``sk-live-1a2b``, a random marker) and is written as ``[undeclared]``.
     """
+    doc: dict[str, Any] = {}
+    fingerprint_into(doc, arguments, hmac_pads(key), declared)
+    return doc
+
+
+def fingerprint_into(doc: dict[str, Any], arguments: Any, pads: "HmacPads",
+                     declared: "frozenset[str] | set[str] | None" = None) -> None:
+    """:func:`fingerprint`, written into ``doc`` (``argKeys``, ``argBytes``, ``argHash``) with the
+    key's pads at hand: the audit's per-call record builds no second dict and looks up no key."""
     try:
         raw = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
     except (TypeError, orjson.JSONEncodeError):
@@ -140,23 +149,34 @@ def fingerprint(arguments: Any, key: bytes, declared: "frozenset[str] | set[str]
         except RecursionError:  # nested deeper than repr can go: the fingerprint says so
             raw = f"<{type(arguments).__name__} nested too deeply>".encode()
     if not isinstance(arguments, dict):
-        keys: list[str] = []
+        doc["argKeys"] = []
     elif declared is None:
-        keys = [_safe_key(k) for k in arguments]
+        doc["argKeys"] = [_safe_key(k) for k in arguments]
     else:
-        keys = [_safe_key(k) if k in declared else UNDECLARED for k in arguments]
-    mac = _hmac_for(key).copy()  # the key schedule is done once per key, not once per call
-    mac.update(raw)
-    return {
-        "argKeys": keys,
-        "argBytes": len(raw),
-        "argHash": mac.hexdigest()[:32],
-    }
+        doc["argKeys"] = [_safe_key(k) if k in declared else UNDECLARED for k in arguments]
+    doc["argBytes"] = len(raw)
+    inner, outer = pads
+    inner = inner.copy()
+    inner.update(raw)
+    outer = outer.copy()
+    outer.update(inner.digest())
+    doc["argHash"] = outer.hexdigest()[:32]
+
+
+#: SHA-256 states after the key's inner and outer pad blocks (RFC 2104): an HMAC is then two
+#: copies and two updates.  ``hmac.HMAC.copy()`` + ``hexdigest()`` cost about twice as much
+#: (two Python-level objects, OpenSSL's HMAC context copied twice), paid by every tool call.
+HmacPads = tuple["hashlib._Hash", "hashlib._Hash"]
+_IPAD = bytes(x ^ 0x36 for x in range(256))
+_OPAD = bytes(x ^ 0x5C for x in range(256))
 
 
 @lru_cache(maxsize=8)
-def _hmac_for(key: bytes) -> "hmac.HMAC":
-    return hmac.new(key, digestmod=hashlib.sha256)
+def hmac_pads(key: bytes) -> HmacPads:
+    """The key schedule of HMAC-SHA256 under ``key``, done once per key."""
+    block = hashlib.sha256(key).digest() if len(key) > 64 else key
+    block = block.ljust(64, b"\0")
+    return hashlib.sha256(block.translate(_IPAD)), hashlib.sha256(block.translate(_OPAD))
 
 
 @lru_cache(maxsize=4096, typed=True)  # typed: 1, 1.0 and True are different keys with different names
