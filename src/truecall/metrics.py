@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from threading import get_ident
 from bisect import bisect_left
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -48,19 +49,61 @@ class _TaskCollector:
         yield lag
 
 
-BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10)
-_LE = [floatToGoString(b) for b in BUCKETS] + ["+Inf"]
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0)  # (floats: bisect compares)
+_LE = [floatToGoString(b) for b in BUCKETS] + ["+Inf"]  # type: ignore[no-untyped-call]  # (untyped upstream)
+
+
+class _Table:
+    """Counts and latency sums by tool and outcome, as plain lists."""
+
+    def __init__(self) -> None:
+        self.calls: dict[tuple[str, str], list[float]] = {}  # (tool, outcome) -> [count, created]
+        self.latency: dict[str, list[float]] = {}  # tool -> [per-bucket counts..., +Inf count, sum, created]
+        #: (tool, outcome) -> (its count, its tool's latency): what one observation updates, found
+        #: with one look-up (both lists are the ones above, shared).
+        self.entries: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
+
+    def entry(self, tool: str, outcome: str) -> tuple[list[float], list[float]]:
+        """The lists an observation of ``(tool, outcome)`` updates, made on its first one."""
+        count = self.calls.get((tool, outcome))
+        if count is None:
+            count = self.calls[(tool, outcome)] = [0.0, time.time()]
+        latency = self.latency.get(tool)
+        if latency is None:
+            latency = self.latency[tool] = [0.0] * (len(_LE) + 1) + [time.time()]
+        entry = self.entries[(tool, outcome)] = (count, latency)
+        return entry
+
+    def snapshot(self) -> tuple[dict[tuple[str, str], list[float]], dict[str, list[float]]]:
+        # list(d.items()) copies in one C call, which no other thread's update can interleave with
+        return ({k: list(v) for k, v in list(self.calls.items())},
+                {k: list(v) for k, v in list(self.latency.items())})
 
 
 class _CallCollector:
     """``truecall_tool_calls`` (counter by tool and outcome) and ``truecall_tool_call_seconds``
     (histogram by tool), kept as plain numbers: an observation is a few list increments, and
-    the exposition is what prometheus_client's Counter and Histogram would write."""
+    the exposition is what prometheus_client's Counter and Histogram would write.
+
+    Every call is observed, nearly always on the serving loop's thread, the one that made the
+    transport and so this: that thread updates its own table without a lock (which cost as much
+    as the update itself); any other thread updates a second table under the lock.  A scrape
+    adds the two (series only the other threads saw come last)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.calls: dict[tuple[str, str], list[float]] = {}  # (tool, outcome) -> [count, created]
-        self.latency: dict[str, list[float]] = {}  # tool -> [per-bucket counts..., +Inf count, sum, created]
+        self.owner = threading.get_ident()
+        self.owned = _Table()  # written by the owner thread only
+        self.shared = _Table()  # written under the lock
+
+    def observe_shared(self, tool: str, outcome: str, seconds: float) -> None:
+        with self.lock:
+            t = self.shared
+            entry = t.entries.get((tool, outcome))
+            count, latency = entry if entry is not None else t.entry(tool, outcome)
+            count[0] += 1
+            latency[bisect_left(BUCKETS, seconds)] += 1
+            latency[-2] += seconds
 
     def describe(self) -> Iterator[Any]:
         yield CounterMetricFamily("truecall_tool_calls", "Tool calls by tool and outcome class",
@@ -68,16 +111,28 @@ class _CallCollector:
         yield HistogramMetricFamily("truecall_tool_call_seconds", "Tool call latency", labels=["tool"])
 
     def collect(self) -> Iterator[Any]:
+        calls, latency = self.owned.snapshot()
         with self.lock:
-            calls = {k: list(v) for k, v in self.calls.items()}
-            latency = {k: list(v) for k, v in self.latency.items()}
+            more_calls, more_latency = self.shared.snapshot()
+        n = len(_LE)
+        for key, (count, created) in more_calls.items():
+            mine = calls.setdefault(key, [0.0, created])
+            mine[0] += count
+            mine[1] = min(mine[1], created)
+        for tool, values in more_latency.items():
+            if tool not in latency:
+                latency[tool] = values
+                continue
+            mine = latency[tool]
+            for i in range(n + 1):
+                mine[i] += values[i]
+            mine[n + 1] = min(mine[n + 1], values[n + 1])
         counter = CounterMetricFamily("truecall_tool_calls", "Tool calls by tool and outcome class",
                                       labels=["tool", "outcome"])
         for (tool, outcome), (count, created) in calls.items():
             counter.add_metric([tool, outcome], count, created=created)
         yield counter
         histogram = HistogramMetricFamily("truecall_tool_call_seconds", "Tool call latency", labels=["tool"])
-        n = len(_LE)
         for tool, values in latency.items():
             cumulative, buckets = 0.0, []
             for le, count in zip(_LE, values[:n]):
@@ -98,17 +153,17 @@ class Metrics:
         server.observers.append(self.observe)
 
     def observe(self, tool: str, outcome: str, seconds: float) -> None:
+        """One tool call (every call pays this): a dict look-up and three increments."""
         c = self._collector
-        with c.lock:
-            count = c.calls.get((tool, outcome))
-            if count is None:
-                count = c.calls[(tool, outcome)] = [0.0, time.time()]
-            count[0] += 1
-            latency = c.latency.get(tool)
-            if latency is None:
-                latency = c.latency[tool] = [0.0] * (len(_LE) + 1) + [time.time()]
-            latency[bisect_left(BUCKETS, seconds)] += 1
-            latency[-2] += seconds
+        if c.owner != get_ident():
+            c.observe_shared(tool, outcome, seconds)
+            return
+        t = c.owned
+        entry = t.entries.get((tool, outcome))
+        count, latency = entry if entry is not None else t.entry(tool, outcome)
+        count[0] += 1
+        latency[bisect_left(BUCKETS, seconds)] += 1
+        latency[-2] += seconds
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
