@@ -171,12 +171,30 @@ _IPAD = bytes(x ^ 0x36 for x in range(256))
 _OPAD = bytes(x ^ 0x5C for x in range(256))
 
 
+def _builtin_sha256() -> Callable[[bytes], "hashlib._Hash"]:
+    """CPython's own SHA-256 when it has one: its ``copy()`` is a struct copy where OpenSSL's
+    (an EVP context) costs more than the two short compressions an argument hash needs
+    (callgrind: 10.7k instructions per HMAC against 13k).  Same digests, either way."""
+    import importlib
+
+    for name in ("_sha256", "_sha2"):  # (3.11; 3.12 renamed it)
+        try:
+            constructor: Callable[[bytes], "hashlib._Hash"] = importlib.import_module(name).sha256
+        except (ImportError, AttributeError):
+            continue
+        return constructor
+    return hashlib.sha256
+
+
+_sha256 = _builtin_sha256()
+
+
 @lru_cache(maxsize=8)
 def hmac_pads(key: bytes) -> HmacPads:
     """The key schedule of HMAC-SHA256 under ``key``, done once per key."""
     block = hashlib.sha256(key).digest() if len(key) > 64 else key
     block = block.ljust(64, b"\0")
-    return hashlib.sha256(block.translate(_IPAD)), hashlib.sha256(block.translate(_OPAD))
+    return _sha256(block.translate(_IPAD)), _sha256(block.translate(_OPAD))
 
 
 @lru_cache(maxsize=4096, typed=True)  # typed: 1, 1.0 and True are different keys with different names
