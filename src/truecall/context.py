@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Protocol
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Protocol
 
 from .auth import Principal
 
@@ -27,7 +27,12 @@ __all__ = [
     "Elicitation",
     "ElicitationUnavailable",
     "ElicitationRefused",
+    "Acceptor",
 ]
+
+#: ``accept(ctx, message) -> Task``: how a call that may become a task is accepted as one (the
+#: task runtime's :meth:`~truecall.tasks.runtime.TaskOffer.accept`); ``None``: it may not.
+Acceptor = Callable[["ToolContext", "str | None"], Awaitable[Any]]
 
 
 class ElicitAction(str, enum.Enum):
@@ -131,10 +136,11 @@ class ToolContext:
     """Handed to every tool handler as its first argument."""
 
     __slots__ = ("principal", "tool", "server", "peer", "request_id", "meta", "_elicit_seq", "_last_progress",
-                 "task", "_accept")
+                 "task", "_acceptor")
 
     def __init__(self, principal: Principal, tool: "Tool", server: Any, peer: Peer = NO_PEER,
-                 request_id: Any = None, meta: dict[str, Any] | None = None) -> None:
+                 request_id: Any = None, meta: dict[str, Any] | None = None,
+                 acceptor: Acceptor | None = None) -> None:
         self.principal = principal
         self.tool = tool
         self.server = server
@@ -145,7 +151,8 @@ class ToolContext:
         self._last_progress: float | None = None
         #: The task this call became, once accepted.
         self.task: Any = None
-        self._accept: Any = None
+        #: Set only when the caller can take a task (see :meth:`accept_as_task`).
+        self._acceptor = acceptor
 
     @property
     def tenant(self) -> str:
@@ -259,13 +266,13 @@ class ToolContext:
         """
         if self.task is not None:
             return self.task
-        if self._accept is None:
+        if self._acceptor is None:
             if self.tool is not None and self.tool.task_support == "required":
                 from .errors import MissingCapability
 
                 raise MissingCapability("This tool runs only as a task")
             return None
-        return await self._accept(self, message)
+        return await self._acceptor(self, message)
 
     async def gather(self, *asks: Any) -> list[Any]:
         """Ask several questions at once: all answers, or every missing question in one round.

@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping
 
 from . import _typed
 from ._typed import RegistrationError, Signature
 from .schema import EMPTY_OBJECT_SCHEMA, SchemaError, Validator
+
+if TYPE_CHECKING:
+    from .results import ToolResult
+    from .tasks.store import Task
 
 __all__ = [
     "Tool",
@@ -90,6 +94,9 @@ class Tool:
     converters: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
     #: the handler's reflected signature (read here when not given)
     signature: Signature | None = field(default=None, repr=False)
+    #: ``fn(task) -> ToolResult | None``: what is true of a task of this tool whose process died
+    #: (``None``: unknown, the task ends ``outcome_unknown``); see the tasks guide
+    recover: "Callable[[Task], ToolResult | None] | None" = field(default=None, repr=False)
 
     @classmethod
     def from_function(cls, fn: Handler, name: str | None = None, *, description: str | None = None,
@@ -105,7 +112,7 @@ class Tool:
         plan = _typed.derive_input(sig, input_schema)
         out_schema, returns = _typed.derive_output(sig, output_schema)
         try:
-            return cls(name=name or getattr(fn, "__name__", ""), handler=fn, description=desc,
+            return cls(name=name or str(getattr(fn, "__name__", "")), handler=fn, description=desc,
                        input_schema=plan.schema, output_schema=out_schema, returns=returns,
                        converters=plan.converters, signature=sig, **options)
         except (SchemaError, ValueError) as exc:

@@ -51,7 +51,7 @@ def desk_db(tmp_path: Path) -> dict[str, Any]:
                                                                          "idempotencyKey": key}, task_mode="ext")
             ids.append(task.task_id)
             await server.task_runtime.wait(task.task_id)
-        assert await server.upstream.drain()
+        assert await server.state.upstream.drain()
 
     asyncio.run(main())
     server.db.close()

@@ -43,10 +43,10 @@ def desk_db(tmp_path: Path) -> dict[str, Any]:
                                                                          "idempotencyKey": key}, task_mode="ext")
             ids[name] = task.task_id
             await server.task_runtime.wait(task.task_id)
-        assert await server.upstream.drain()
+        assert await server.state.upstream.drain()
 
     asyncio.run(main())
-    t = server.tickets
+    t = server.state.tickets
     for name, key, lease in (("queued", "k-queued", 0.001), ("claimed", "k-claimed", 0.001),
                              ("live", "k-live", 3600)):
         task = server.tasks.create(owner=OPERATOR, tool="incident.handle",

@@ -75,7 +75,7 @@ class FaultRuns:
 
     def __init__(self, server: Any, runs: list[dict[str, Any]], stats: Counter[str], elapsed: float,
                  expected: int) -> None:
-        self.server, self.tickets, self.runs, self.stats = server, server.tickets, runs, stats
+        self.server, self.tickets, self.runs, self.stats = server, server.state.tickets, runs, stats
         self.elapsed, self.expected = elapsed, expected
 
     def of_kind(self, *kinds: str) -> list[dict[str, Any]]:
@@ -98,7 +98,7 @@ def fault_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
 
 
 def _run_the_accident(server: Any, rng: random.Random, RUNS: int) -> FaultRuns:
-    tickets = server.tickets
+    tickets = server.state.tickets
     runs: list[dict[str, Any]] = []
     bound: dict[str, dict[str, Any]] = {}  # key → the arguments it was first used with
     stats: Counter[str] = Counter()
@@ -158,8 +158,8 @@ def _run_the_accident(server: Any, rng: random.Random, RUNS: int) -> FaultRuns:
                 reconcile(server.tasks, tickets, settled_by="mid-run")
                 mid_reconciles += 1
         stats["mid_reconciles"] = mid_reconciles
-        assert await server.upstream.drain(timeout=10)
-        assert server.upstream.waiting == 0  # every caller let go of its ack, answered or not
+        assert await server.state.upstream.drain(timeout=10)
+        assert server.state.upstream.waiting == 0  # every caller let go of its ack, answered or not
 
     asyncio.run(main())
     time.sleep(LEASE_S * 1.5)  # every claim left behind by a crashed worker is now past its lease
@@ -258,8 +258,8 @@ def test_the_mix_really_happened(fault_runs: FaultRuns) -> None:
         "runs": len(runs),
         "outcomes": dict(kinds),
         "settlements": dict(settled),
-        "faults_drawn": dict(fault_runs.server.upstream.faults.drawn),
-        "upstream": dict(fault_runs.server.upstream.stats),
+        "faults_drawn": dict(fault_runs.server.state.upstream.faults.drawn),
+        "upstream": dict(fault_runs.server.state.upstream.stats),
         "tickets": len(tickets.tickets(TENANT)),
         "how": dict(Counter(run["how"] for run in runs)),
         "other": dict(fault_runs.stats),

@@ -73,7 +73,7 @@ async def handle(server, args: dict[str, Any], principal: Principal = OPERATOR) 
 async def until_dispatched(server: Any, key: str, state: DispatchState, timeout: float = 10.0) -> None:
     """Until the key's job is in ``state`` (the handler records it off the event loop)."""
     deadline = time.monotonic() + timeout
-    while [d.state for d in server.tickets.dispatches("acme", key)][-1:] != [state]:
+    while [d.state for d in server.state.tickets.dispatches("acme", key)][-1:] != [state]:
         assert time.monotonic() < deadline, f"{key} never reached {state.value}"
         await asyncio.sleep(0.005)
 
@@ -117,7 +117,7 @@ def test_every_illegal_dispatch_move_names_the_current_state(state: DispatchStat
 
 def test_terminal_dispatches_can_never_write(tmp_path: Path) -> None:
     server = make_desk(tmp_path)
-    t = server.tickets
+    t = server.state.tickets
     opened = t.open_request("acme", "s", "task-1", "k", "INC-1001", None)
     token = t.claim("acme", opened.dispatch_id, lease_s=30)
     assert token and t.claim("acme", opened.dispatch_id, lease_s=30) is None  # exactly one claim
@@ -135,7 +135,7 @@ def test_terminal_dispatches_can_never_write(tmp_path: Path) -> None:
 
 def test_a_claim_past_its_lease_is_fenced_and_the_late_write_rolls_back(tmp_path: Path) -> None:
     server = make_desk(tmp_path)
-    t = server.tickets
+    t = server.state.tickets
     opened = t.open_request("acme", "s", "task-1", "k", "INC-1001", None)
     token = t.claim("acme", opened.dispatch_id, lease_s=0.01)
     assert t.fence("acme", opened.dispatch_id, now=time.time() - 60) is DispatchState.CLAIMED  # lease holds
@@ -164,7 +164,7 @@ def test_accepted_is_a_task_and_done_is_a_ticket_with_its_notification(tmp_path:
         facts = sc(done)
         assert facts["incidentId"] == "INC-1001" and facts["notified"] is True
         assert facts["idempotencyKey"] == "newton-1" and facts["replayed"] is False
-        ticket = server.tickets.ticket("acme", facts["ticketId"])
+        ticket = server.state.tickets.ticket("acme", facts["ticketId"])
         assert ticket is not None and ticket.notified and "EU issuers" in ticket.notifications[0].body
         link = [b for b in done.result["content"] if b["type"] == "resource_link"]
         assert link and link[0]["uri"] == f"ticket://acme/{facts['ticketId']}"
@@ -213,7 +213,7 @@ def test_describe_of_each_ending(tmp_path: Path) -> None:
         assert "incident.reconcile" in said and "SAME idempotencyKey" in said  # what to check
         zh = describe(stalled.to_dict(), "zh")
         assert zh.startswith("未成功") and "结果未知" in zh and "不要盲目重试" in zh and "请先核对 c" in zh
-        await server.upstream.drain()
+        await server.state.upstream.drain()
 
     asyncio.run(main())
 
@@ -233,7 +233,7 @@ def test_unknown_and_foreign_incidents_are_refused_without_a_task(tmp_path: Path
             assert error["kind"] == "invalid_input" and error["field"] == "incidentId"
             assert error["message"] == "no such incident for this tenant" and iid not in error["message"]
         assert server.tasks.list() == []
-        assert server.tickets.dispatches("acme") == [] and server.tickets.dispatches("globex") == []
+        assert server.state.tickets.dispatches("acme") == [] and server.state.tickets.dispatches("globex") == []
 
     asyncio.run(main())
 
@@ -283,7 +283,7 @@ def test_same_key_same_arguments_is_the_same_ticket_other_arguments_are_refused(
         _, theirs = await handle(server, {"incidentId": "INC-2001", "idempotencyKey": "same", "note": "n"},
                                  GLOBEX_OPERATOR)
         assert sc(theirs)["ticketId"] != sc(first)["ticketId"]
-        assert len(server.tickets.tickets("acme")) == 1 and len(server.tickets.tickets("globex")) == 1
+        assert len(server.state.tickets.tickets("acme")) == 1 and len(server.state.tickets.tickets("globex")) == 1
 
     asyncio.run(main())
 
@@ -311,8 +311,8 @@ def test_concurrent_calls_with_one_key_share_one_job_and_one_ticket(tmp_path: Pa
         results = await asyncio.gather(*(handle(server, args) for _ in range(10)))
         ids = {sc(done)["ticketId"] for _, done in results}
         assert len(ids) == 1
-        assert len(server.tickets.dispatches("acme", "burst")) == 1
-        assert server.upstream.faults.drawn == {"stall": 1}  # one job went upstream, not ten
+        assert len(server.state.tickets.dispatches("acme", "burst")) == 1
+        assert server.state.upstream.faults.drawn == {"stall": 1}  # one job went upstream, not ten
 
     asyncio.run(main())
 
@@ -328,9 +328,9 @@ def test_dropped_job_is_dependency_unavailable_and_nothing_is_ever_written(tmp_p
         e = err(done)
         assert e["kind"] == "dependency_unavailable" and e["retryable"] is True
         assert "Nothing was written" in e["message"] and "withdrawn" in e["message"]
-        dispatch = server.tickets.dispatch("acme", e["dispatchId"])
+        dispatch = server.state.tickets.dispatch("acme", e["dispatchId"])
         assert dispatch.state is DispatchState.ABANDONED
-        assert server.tickets.tickets("acme") == []
+        assert server.state.tickets.tickets("acme") == []
 
     asyncio.run(main())
 
@@ -341,9 +341,9 @@ def test_delayed_job_is_withdrawn_and_the_late_worker_is_fenced(tmp_path: Path) 
     async def main() -> None:
         _, done = await handle(server, {"incidentId": "INC-1001", "idempotencyKey": "late"})
         assert err(done)["kind"] == "dependency_unavailable"
-        assert await server.upstream.drain()
-        assert server.upstream.stats == {"fenced_before_claim": 1}
-        assert server.tickets.tickets("acme") == []
+        assert await server.state.upstream.drain()
+        assert server.state.upstream.stats == {"fenced_before_claim": 1}
+        assert server.state.tickets.tickets("acme") == []
 
     asyncio.run(main())
 
@@ -355,8 +355,8 @@ def test_upstream_error_fails_the_dispatch_before_any_write(tmp_path: Path) -> N
         _, done = await handle(server, {"incidentId": "INC-1001", "idempotencyKey": "e"})
         e = err(done)
         assert e["kind"] == "dependency_unavailable" and "reported an error" in e["message"]
-        assert server.tickets.dispatch("acme", e["dispatchId"]).state is DispatchState.FAILED
-        assert server.tickets.tickets("acme") == []
+        assert server.state.tickets.dispatch("acme", e["dispatchId"]).state is DispatchState.FAILED
+        assert server.state.tickets.tickets("acme") == []
 
     asyncio.run(main())
 
@@ -367,8 +367,8 @@ def test_lost_ack_after_the_write_still_reports_the_verified_ticket(tmp_path: Pa
     async def main() -> None:
         _, done = await handle(server, {"incidentId": "INC-1001", "idempotencyKey": "quiet"})
         assert sc(done)["notified"] is True
-        assert server.tickets.ticket("acme", sc(done)["ticketId"]) is not None
-        assert server.upstream.stats == {"written": 1, "ack_lost": 1}
+        assert server.state.tickets.ticket("acme", sc(done)["ticketId"]) is not None
+        assert server.state.upstream.stats == {"written": 1, "ack_lost": 1}
 
     asyncio.run(main())
 
@@ -381,24 +381,24 @@ def test_stalled_worker_is_outcome_unknown_then_reconcile_finds_the_ticket(tmp_p
         e = err(done)
         assert e["kind"] == "outcome_unknown" and e["reference"] == "slow" and e["retryable"] is False
         assert e["dispatchId"].startswith("dsp_") and "reconcile" in e["check"]
-        pending = reconcile(server.tasks, server.tickets)  # the worker still holds the claim
+        pending = reconcile(server.tasks, server.state.tickets)  # the worker still holds the claim
         assert pending.settled == [] and pending.pending and "holds the claim" in pending.pending[0]["reason"]
-        assert await server.upstream.drain()
-        report = reconcile(server.tasks, server.tickets, settled_by="test")
+        assert await server.state.upstream.drain()
+        report = reconcile(server.tasks, server.state.tickets, settled_by="test")
         [settlement] = report.settled
-        ticket = server.tickets.ticket_for_key("acme", "slow")
+        ticket = server.state.tickets.ticket_for_key("acme", "slow")
         assert settlement.outcome == TICKET_EXISTS and settlement.ticket_id == ticket.ticket_id
         assert server.tasks.get(done.task_id).result == done.result  # never rewritten
         said = describe_with_settlement(done.to_dict(), settlement)
         assert said.startswith("Not successful") and f"ticket {ticket.ticket_id} exists" in said
         said = describe_with_settlement(done.to_dict(), settlement, "zh")
         assert said.startswith("未成功") and f"工单 {ticket.ticket_id} 已存在" in said
-        again = reconcile(server.tasks, server.tickets)
+        again = reconcile(server.tasks, server.state.tickets)
         assert again.settled == [] and again.already_settled == [settlement]
         # retrying with the same key is safe: the same ticket, no second one
         _, retry = await handle(server, {"incidentId": "INC-1001", "idempotencyKey": "slow"})
         assert sc(retry)["ticketId"] == ticket.ticket_id and sc(retry)["replayed"] is True
-        assert len(server.tickets.tickets("acme")) == 1
+        assert len(server.state.tickets.tickets("acme")) == 1
 
     asyncio.run(main())
 
@@ -411,16 +411,16 @@ def test_crashed_worker_is_outcome_unknown_then_reconcile_fences_nothing_happene
         e = err(done)
         assert e["kind"] == "outcome_unknown"
         await asyncio.sleep(0.08)
-        [settlement] = reconcile(server.tasks, server.tickets).settled
+        [settlement] = reconcile(server.tasks, server.state.tickets).settled
         assert settlement.outcome == NOTHING_HAPPENED and settlement.ticket_id is None
-        assert server.tickets.dispatch("acme", e["dispatchId"]).state is DispatchState.ABANDONED
+        assert server.state.tickets.dispatch("acme", e["dispatchId"]).state is DispatchState.ABANDONED
         said = describe_with_settlement(done.to_dict(), settlement)
         assert "outcome unknown" in said and "nothing happened" in said
         said = describe_with_settlement(done.to_dict(), settlement, "zh")
         assert "结果未知" in said and "未产生任何变更" in said
         _, retry = await handle(server, {"incidentId": "INC-1001", "idempotencyKey": "gone"})
         assert sc(retry)["replayed"] is False
-        assert [t.dispatch_id for t in server.tickets.tickets("acme")] != [e["dispatchId"]]
+        assert [t.dispatch_id for t in server.state.tickets.tickets("acme")] != [e["dispatchId"]]
 
     asyncio.run(main())
 
@@ -439,10 +439,10 @@ def test_cancel_while_queued_withdraws_the_job(tmp_path: Path) -> None:
         assert task.status.value == "cancelled"
         assert describe(task.to_dict()).endswith("cancelled, not done")
         assert describe(task.to_dict(), "zh").endswith("已取消，未完成")
-        [dispatch] = server.tickets.dispatches("acme", "stop")
+        [dispatch] = server.state.tickets.dispatches("acme", "stop")
         assert dispatch.state is DispatchState.ABANDONED
-        assert await server.upstream.drain()
-        assert server.tickets.tickets("acme") == []
+        assert await server.state.upstream.drain()
+        assert server.state.tickets.tickets("acme") == []
 
     asyncio.run(main())
 
@@ -458,8 +458,8 @@ def test_cancel_after_a_worker_claimed_the_job_cannot_stop_it_and_says_so(tmp_pa
         assert task.status.value == "completed"  # not "cancelled": that would claim it was stopped
         e = err(task)
         assert e["kind"] == "outcome_unknown" and "cancelling cannot stop it" in e["message"]
-        assert await server.upstream.drain()
-        assert server.tickets.ticket_for_key("acme", "too-late") is not None
+        assert await server.state.upstream.drain()
+        assert server.state.tickets.ticket_for_key("acme", "too-late") is not None
 
     asyncio.run(main())
 
@@ -477,23 +477,23 @@ def test_operator_cancel_from_outside_is_fenced(tmp_path: Path) -> None:
         await until_dispatched(server, "h2", DispatchState.QUEUED)
         outside = TaskStore(server.db)  # e.g. `truecall tasks cancel` in another process
         with pytest.raises(CancelRefused, match="its dispatch is claimed"):
-            fenced_cancel(outside, server.tickets, claimed.task_id, message="operator")
+            fenced_cancel(outside, server.state.tickets, claimed.task_id, message="operator")
         assert outside.get(claimed.task_id).status.value == "working"
-        asked = fenced_cancel(outside, server.tickets, queued.task_id, message="operator")
+        asked = fenced_cancel(outside, server.state.tickets, queued.task_id, message="operator")
         # this process's runner holds the task: the job is withdrawn at once, the runner is asked to stop
         assert asked.requested and asked.withdrawn and asked.task.status.value == "working"
-        assert server.tickets.dispatches("acme", "h2")[0].state is DispatchState.ABANDONED
+        assert server.state.tickets.dispatches("acme", "h2")[0].state is DispatchState.ABANDONED
         deadline = time.monotonic() + 5
         while outside.get(queued.task_id).status.value == "working":  # the runner polls for cancel requests
             assert time.monotonic() < deadline
             await asyncio.sleep(0.05)
         assert outside.get(queued.task_id).status.value == "cancelled"
         with pytest.raises(InvalidTransition, match="task cannot be cancelled: cancelled"):
-            fenced_cancel(outside, server.tickets, queued.task_id, message="again")
+            fenced_cancel(outside, server.state.tickets, queued.task_id, message="again")
         server.task_runtime.running[claimed.task_id].cancel()  # the hung worker's task: stopping it cannot
         await asyncio.sleep(0.05)                                 # undo the claim, and says so
         assert err(outside.get(claimed.task_id))["kind"] == "outcome_unknown"
-        assert server.tickets.tickets("acme") == []
+        assert server.state.tickets.tickets("acme") == []
 
     asyncio.run(main())
 
@@ -503,7 +503,7 @@ def test_operator_cancel_from_outside_is_fenced(tmp_path: Path) -> None:
 
 def _leave_an_orphan(desk: Any, where: str) -> Task:
     """A task of a runner that died ``where`` (in the ticket table as a real death leaves it)."""
-    t = desk.tickets
+    t = desk.state.tickets
     task = desk.tasks.create(owner=OPERATOR, tool="incident.handle", request={"tool": "incident.handle", "era": "ext"},
                              runner_id="dead-runner")
     if where == "never":  # died before the job was handed over
@@ -544,16 +544,16 @@ def test_recover_hook_settles_an_orphan_from_the_ticket_table(tmp_path: Path, wh
     task = settled[orphan.task_id]
     kind, audit_outcome = ORPHANS[where]
     if kind == "success":
-        ticket = second.tickets.ticket_for_key("acme", where)
+        ticket = second.state.tickets.ticket_for_key("acme", where)
         assert sc(task)["ticketId"] == ticket.ticket_id and describe(task.to_dict()).count("TKT-") >= 1
-        assert [t.ticket_id for t in second.tickets.tickets("acme")] == [ticket.ticket_id]
+        assert [t.ticket_id for t in second.state.tickets.tickets("acme")] == [ticket.ticket_id]
     else:
         assert err(task)["kind"] == kind
-        assert second.tickets.tickets("acme") == []
+        assert second.state.tickets.tickets("acme") == []
     if where == "never":
         assert "before the job was handed" in err(task)["message"]
     if where == "queued":
-        assert second.tickets.dispatches("acme", "queued")[0].state is DispatchState.ABANDONED
+        assert second.state.tickets.dispatches("acme", "queued")[0].state is DispatchState.ABANDONED
     if where == "claimed":
         assert err(task)["reference"] == "claimed"
     # every settlement made by recovery has an audit record of its own (issue 13, item 10)
@@ -588,7 +588,7 @@ def test_reconcile_tool_settles_only_the_callers_tasks(tmp_path: Path) -> None:
         assert again.structured_content["settled"] == []
         assert again.structured_content["alreadySettled"] == facts["settled"]  # asking again tells the same answer
         assert "nothing happened" in again.content[0]["text"]
-        assert server.tickets.settlement("acme", theirs.task_id) is None
+        assert server.state.tickets.settlement("acme", theirs.task_id) is None
 
     asyncio.run(main())
     definition = server.registry.tools["incident.reconcile"].definition
@@ -660,14 +660,14 @@ def test_after_hand_over_any_failure_of_its_own_queries_is_outcome_unknown(tmp_p
     def fails(*args: Any, **kwargs: Any) -> Any:
         raise _locked()
 
-    monkeypatch.setattr(server.tickets, "settle_wait", fails)
+    monkeypatch.setattr(server.state.tickets, "settle_wait", fails)
     _, done = asyncio.run(handle(server, {"incidentId": "INC-1001", "idempotencyKey": "k-after"}))
     error = err(done)
     assert error["kind"] == "outcome_unknown" and error["reference"] == "k-after", error
-    [dispatch] = server.tickets.dispatches("acme", "k-after")
+    [dispatch] = server.state.tickets.dispatches("acme", "k-after")
     assert "reconcile" in error["check"] and error["dispatchId"] == dispatch.dispatch_id
     # and it was right to say so: the job had gone out, and the ticket exists
-    assert server.tickets.ticket_for_key("acme", "k-after") is not None
+    assert server.state.tickets.ticket_for_key("acme", "k-after") is not None
 
 
 def test_before_hand_over_a_database_that_does_not_answer_is_dependency_unavailable(
@@ -677,9 +677,9 @@ def test_before_hand_over_a_database_that_does_not_answer_is_dependency_unavaila
     def fails(*args: Any, **kwargs: Any) -> Any:
         raise _locked()
 
-    monkeypatch.setattr(server.tickets, "open_request", fails)
+    monkeypatch.setattr(server.state.tickets, "open_request", fails)
     _, done = asyncio.run(handle(server, {"incidentId": "INC-1001", "idempotencyKey": "k-before"}))
     error = err(done)
     assert error["kind"] == "dependency_unavailable" and "locked" in error["message"], error
-    assert server.tickets.dispatches("acme", "k-before") == []
-    assert server.tickets.ticket_for_key("acme", "k-before") is None
+    assert server.state.tickets.dispatches("acme", "k-before") == []
+    assert server.state.tickets.ticket_for_key("acme", "k-before") is None

@@ -531,7 +531,13 @@ def test_a_tool_with_a_recover_hook_is_fenced_like_the_desk(tmp_path):
     outcomes: list[str] = []
 
     def register(server: Server) -> None:
-        @server.tool("book", description="Books once.", input_schema={"type": "object"}, task_support="optional")
+        def recover(task) -> ToolResult:
+            done = server.db.fetchall("SELECT 1 FROM bookings WHERE task_id = ?", (task.task_id,))
+            return ToolResult([], {"booked": True}) if done else tool_error(
+                ErrorKind.DEPENDENCY_UNAVAILABLE, "nothing was booked", reference=task.task_id)
+
+        @server.tool("book", description="Books once.", input_schema={"type": "object"}, task_support="optional",
+                     recover=recover)
         async def book(ctx):  # type: ignore[no-untyped-def]
             await ctx.accept_as_task("booking")
             await go.wait()
@@ -543,13 +549,6 @@ def test_a_tool_with_a_recover_hook_is_fenced_like_the_desk(tmp_path):
                 raise
             outcomes.append("written")
             return ToolResult([], {"booked": True})
-
-        def recover(task) -> ToolResult:
-            done = server.db.fetchall("SELECT 1 FROM bookings WHERE task_id = ?", (task.task_id,))
-            return ToolResult([], {"booked": True}) if done else tool_error(
-                ErrorKind.DEPENDENCY_UNAVAILABLE, "nothing was booked", reference=task.task_id)
-
-        server.task_runtime.recover_hooks["book"] = recover
 
     register(a)
     register(b)

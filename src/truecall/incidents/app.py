@@ -236,12 +236,11 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
                      "openWorldHint": True},
         scopes={WRITE},
         task_support="required",
+        recover=recover_hook(tickets),  # a task whose process died: the ticket table says what happened
     )
     async def incident_handle(ctx: ToolContext, incidentId: str, idempotencyKey: str | None = None,
                               note: str | None = None) -> ToolResult:
         return await handler(ctx, incidentId, idempotencyKey, note)
-
-    server.task_runtime.recover_hooks[HANDLE_TOOL] = recover_hook(tickets)
 
     @server.tool(
         "incident.reconcile",
@@ -313,7 +312,8 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         return (f"Triage the open incidents of {service}. Use incident.search first; "
                 "report only what the tools confirm.")
 
-    server.incidents = incidents  # type: ignore[attr-defined]
-    server.tickets = tickets  # type: ignore[attr-defined]
-    server.upstream = upstream  # type: ignore[attr-defined]
+    # For operators' tools and tests: the desk's own stores and its upstream queue.
+    server.state.incidents = incidents
+    server.state.tickets = tickets
+    server.state.upstream = upstream
     return server

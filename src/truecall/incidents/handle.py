@@ -257,7 +257,7 @@ async def off_loop(db: Storage, fn: Callable[..., Any], *args: Any, **kwargs: An
 
 
 def recover_hook(tickets: TicketStore) -> Callable[[Any], ToolResult]:
-    """``server.task_runtime.recover_hooks["incident.handle"]``: settle a task whose process died.
+    """The ``recover=`` of ``incident.handle``: settle a task whose process died.
 
     The in-memory queue died with the process, so a job still ``queued`` is abandoned.  It runs
     after the task was taken over (its lease epoch moved on), so a runner that was only frozen

@@ -31,7 +31,7 @@ import os
 import secrets
 import socket
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
 
 from ..context import ElicitationUnavailable
 from ..errors import ProtocolError
@@ -42,7 +42,11 @@ from .store import LeaseLost, Task, TaskNotFound, TaskStore
 if TYPE_CHECKING:
     from ..context import ToolContext
 
-__all__ = ["TaskRuntime", "TaskPeer", "LEASE_S"]
+__all__ = ["TaskRuntime", "TaskPeer", "TaskOffer", "RecoverHook", "LEASE_S"]
+
+T = TypeVar("T")
+#: Settles a task whose process died: the result that is true now, or ``None`` (``outcome_unknown``).
+RecoverHook = Callable[[Task], ToolResult | None]
 
 LEASE_S = 30.0
 HEARTBEAT_S = 10.0
@@ -100,12 +104,38 @@ class TaskPeer:
         return None
 
 
+class TaskOffer:
+    """A caller's readiness to take a task for one call (``task_mode``), handed to the tool's context.
+
+    The tool decides: :meth:`accept` (what ``ctx.accept_as_task()`` awaits) stores the task,
+    tells ``on_accept`` (the pipeline records ``task.created``) and lets the caller go;
+    :meth:`TaskRuntime.run_or_accept` races that against the work finishing first.
+    """
+
+    __slots__ = ("runtime", "era", "ttl_ms", "on_accept", "loop", "accepted")
+
+    def __init__(self, runtime: "TaskRuntime", era: str, ttl_ms: int | None, on_accept: Callable[[Task], object]) -> None:
+        """``era``: "ext", "core" or "inproc"; ``on_accept(task)`` runs once the task is stored."""
+        self.runtime, self.era, self.ttl_ms, self.on_accept = runtime, era, ttl_ms, on_accept
+        self.loop = asyncio.get_running_loop()
+        self.accepted: asyncio.Future[Task] = self.loop.create_future()
+
+    async def accept(self, ctx: "ToolContext", message: str | None) -> Task:
+        task = self.runtime.accept(ctx, era=self.era, ttl_ms=self.ttl_ms, message=message)
+        self.on_accept(task)
+        if not self.accepted.done():
+            self.accepted.set_result(task)
+        await asyncio.sleep(0)  # the caller hears of the task before the work goes on
+        return task
+
+
 class TaskRuntime:
     """Background execution of accepted tool calls, with leases so no task is orphaned."""
 
     def __init__(self, store: TaskStore, *, publish: Callable[[str, Any], None] | None = None,
                  runner_id: str | None = None, lease_s: float = LEASE_S, poll_s: float = 0.5,
-                 audit: Callable[[str, dict[str, Any]], None] | None = None) -> None:
+                 audit: Callable[[str, dict[str, Any]], None] | None = None,
+                 recover_hook: Callable[[str], RecoverHook | None] | None = None) -> None:
         if lease_s <= 0:
             raise ValueError("lease_s must be positive")
         self.store = store
@@ -129,8 +159,9 @@ class TaskRuntime:
         self._heartbeat: asyncio.Task[None] | None = None
         #: Keep sweeping for orphans while idle (a serving process: ``start()``/``stop()``).
         self._sweeping = False
-        #: tool name → hook settling an orphaned task: ``fn(task) -> ToolResult``.
-        self.recover_hooks: dict[str, Callable[[Task], ToolResult]] = {}
+        #: tool name → the hook settling its orphaned tasks, if it has one (the server reads the
+        #: ``recover=`` each tool was registered with).
+        self.recover_hook = recover_hook or (lambda tool: None)
 
     # -- acceptance -----------------------------------------------------------------
 
@@ -148,6 +179,34 @@ class TaskRuntime:
         self.epochs[task.task_id] = task.lease_epoch
         self._changed(task.task_id)
         return task
+
+    async def run_or_accept(self, offer: TaskOffer, work: Coroutine[Any, Any, T],
+                            audit: Callable[[str, dict[str, Any]], None]) -> T | Task:
+        """Run ``work``; if the tool accepts it as a task first, answer that task and own the rest.
+
+        Whichever comes first wins: the work's own answer, or the task the tool accepted
+        through ``offer`` (a :class:`TaskOffer` whose ``accept`` the call's
+        :class:`~truecall.ToolContext` was given), whose work then goes on here until it
+        settles the task (``audit`` records that settlement).  A caller that leaves after the acceptance leaves a task
+        behind, not a cancelled call; one that leaves before cancels the work.
+        """
+        accepted = offer.accepted
+        running = offer.loop.create_task(work)
+        either: set[asyncio.Future[Any]] = {running, accepted}
+        try:
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            if accepted.done():  # the caller left after the work was accepted: it goes on as a task
+                self.adopt(accepted.result(), running, audit)
+            else:
+                running.cancel()
+            raise
+        if accepted.done():
+            task = accepted.result()
+            self.adopt(task, running, audit)
+            return task
+        accepted.cancel()
+        return running.result()
 
     def fence(self, task: Task) -> Callable[[], None]:
         """The check a write made on ``task``'s behalf runs inside its own transaction.
@@ -218,7 +277,7 @@ class TaskRuntime:
         self._changed(task_id)
         while True:
             task = self.store.get(task_id)
-            answer = (task.responses or {}).get(key)
+            answer: dict[str, Any] | None = (task.responses or {}).get(key)
             if answer is not None:
                 # The runner has it now: the store keeps that the key was answered, not what was said.
                 self.store.scrub_response(task_id, key)
@@ -351,7 +410,7 @@ class TaskRuntime:
         for its lease to run out.  Each task is taken over first (its lease epoch
         moves on, fencing the old runner out), then settled, then audited.
         """
-        settled = []
+        settled: list[Task] = []
         now = time.time()
         for task in self.store.orphans(other_than=self.runner_id if sole_runner else None):
             if task.task_id in self.running:
@@ -386,7 +445,7 @@ class TaskRuntime:
                                      epoch=epoch)
             outcome = "cancelled"
         else:
-            hook = self.recover_hooks.get(task.tool or "")
+            hook = self.recover_hook(task.tool or "")
             try:
                 result = hook(task) if hook else None
             except Exception:
