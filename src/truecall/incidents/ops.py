@@ -113,7 +113,7 @@ def _owner(owner: dict[str, Any]) -> str:
 
 
 def _outcome_cell(row: dict[str, Any]) -> str:
-    outcome = row["outcome"]
+    outcome = str(row["outcome"])
     if "ticketId" in row:
         outcome += f" (ticket {row['ticketId']})"
     if "settlement" in row:

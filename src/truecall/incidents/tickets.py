@@ -305,7 +305,9 @@ class TicketStore:
         notes = self.db.fetchall(
             "SELECT channel, body, created_at FROM notifications_outbox WHERE tenant = ? AND ticket_id = ? ORDER BY id",
             (row[0], row[1]))
-        return Ticket(*row, notifications=tuple(Notification(*n) for n in notes))
+        tenant, ticket_id, incident_id, key, dispatch_id, created_at = row
+        return Ticket(tenant, ticket_id, incident_id, key, dispatch_id, created_at,
+                      tuple(Notification(*n) for n in notes))
 
     def dispatch(self, tenant: str, dispatch_id: str) -> Dispatch | None:
         row = self.db.fetchone(f"SELECT {_DISPATCH_COLUMNS} FROM dispatches WHERE tenant = ? AND dispatch_id = ?",

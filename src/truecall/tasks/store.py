@@ -9,6 +9,7 @@ like one that does not exist.
 
 from __future__ import annotations
 
+import builtins
 import secrets
 import time
 from contextlib import contextmanager
@@ -382,7 +383,7 @@ class TaskStore:
             self.db.execute("UPDATE tasks SET responses = ? WHERE task_id = ?", (_dump(responses), task_id))
         self.db.forget()  # scrubbed means gone from every file, the WAL's old pages included
 
-    def renew_leases(self, runner_id: str, held: dict[str, int], lease_s: float) -> list[str]:
+    def renew_leases(self, runner_id: str, held: dict[str, int], lease_s: float) -> builtins.list[str]:
         """Heartbeat: the runner still holds these tasks (task id → its epoch).
 
         Returns the tasks whose lease it no longer holds (taken over, settled elsewhere or
@@ -441,7 +442,7 @@ class TaskStore:
         """Flag a task another process runs; that runner stops it at its next heartbeat."""
         self.db.execute("UPDATE tasks SET cancel_requested = 1 WHERE task_id = ?", (task_id,))
 
-    def cancel_requests(self, runner_id: str) -> list[str]:
+    def cancel_requests(self, runner_id: str) -> builtins.list[str]:
         """Unfinished tasks of ``runner_id`` that somebody asked to cancel."""
         return [r[0] for r in self.db.fetchall(
             "SELECT task_id FROM tasks WHERE runner_id = ? AND cancel_requested = 1 "
@@ -451,7 +452,7 @@ class TaskStore:
         row = self.db.fetchone("SELECT runner_id, lease_until FROM tasks WHERE task_id = ?", (task_id,))
         return (row[0], row[1]) if row else (None, None)
 
-    def orphans(self, *, now: float | None = None, other_than: str | None = None) -> list[Task]:
+    def orphans(self, *, now: float | None = None, other_than: str | None = None) -> builtins.list[Task]:
         """Unfinished tasks whose runner is gone: its lease ran out, or (``other_than``) any
         runner but this one — right for a database only one process serves."""
         now = time.time() if now is None else now
@@ -480,7 +481,8 @@ class TaskStore:
             new_status = next_status(task.status, event)
             changes: dict[str, Any] = {}
             yield task, changes
-            sets, params = ["status = ?", "updated_at = ?"], [new_status.value, time.time()]
+            sets = ["status = ?", "updated_at = ?"]
+            params: builtins.list[Any] = [new_status.value, time.time()]
             for column, value in changes.items():
                 sets.append(f"{column} = ?")
                 params.append(_dump(value) if column in _JSON_COLUMNS else value)
