@@ -24,7 +24,7 @@ class RequestContext:
 
     def __init__(self, message: Incoming, principal: Principal, session: Session | None, outbox: Outbox) -> None:
         self.id = message.id
-        self.method = message.method
+        self.method: str = message.method or ""  # (a request always names one: jsonrpc.decode checks)
         self.params = message.params or {}
         self.principal = principal
         self.session = session

@@ -69,8 +69,8 @@ from .versions import (
     MODERN_METHODS,
     SUPPORTED,
     TASKS_EXTENSION,
+    UNNEGOTIATED,
     Features,
-    features_of,
 )
 
 __all__ = ["Engine", "Session", "Outbox", "RequestContext", "MODERN_METHODS", "LEGACY_METHODS", "NULL_OUTBOX",
@@ -285,7 +285,6 @@ class Engine:
 
     async def _serve(self, ctx: RequestContext, modern_hint: bool) -> dict[str, Any]:
         method = ctx.method
-        assert method is not None  # a request
         version = ctx.meta.get(META_VERSION)
         if version is not None or modern_hint or (method == "server/discover"):
             self._admit_stateless(ctx, version)
@@ -344,12 +343,12 @@ class Engine:
         session = ctx.session
         if session is None:
             raise InvalidParams(f"_meta[{META_VERSION!r}] is required (or initialize a session first)")
-        method = str(ctx.method)
-        if not accepts_request(session.state, method):
-            raise SessionStateError(session.state, method[:100])
+        if not accepts_request(session.state, ctx.method):
+            raise SessionStateError(session.state, ctx.method[:100])
         session.last_seen = time.monotonic()
-        ctx.features = features_of(session.version)
-        ctx.version = session.version
+        version = session.version
+        ctx.features = UNNEGOTIATED if version is None else FEATURES.get(version, UNNEGOTIATED)  # (features_of, inline)
+        ctx.version = version
         ctx.caps = session.client_capabilities
         ctx.client_info = session.client_info
         ctx.log_level = session.log_level
