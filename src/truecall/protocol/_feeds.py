@@ -16,7 +16,7 @@ from . import jsonrpc
 from ._session import Session
 from ._state import SessionState
 from ._tasks import has_tasks_extension, tasks_capability_error
-from .taskwire import core_task, ext_detailed
+from ._taskwire import core_task, ext_detailed
 from .versions import META_SUBSCRIPTION, features_of
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from ..errors import InvalidParams, MissingCapability, NotFound, ProtocolError
 from ..tasks import Task, TaskStatus
 from ._params import check_cursor
 from ._session import NULL_OUTBOX, ClientError, Outbox, Session
-from .taskwire import core_task, ext_detailed
+from ._taskwire import core_task, ext_detailed
 from .versions import TASKS_EXTENSION
 
 if TYPE_CHECKING:

@@ -55,7 +55,7 @@ from ._state import SessionStateError, accepts_request
 from ._tasks import TaskMethods, has_tasks_extension, tasks_capability_error
 from .jsonrpc import Incoming
 from .sealing import Sealer
-from .taskwire import core_task, ext_task
+from ._taskwire import core_task, ext_task
 from .versions import (
     FEATURES,
     LATEST,
