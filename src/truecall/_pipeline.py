@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any, NoReturn, Union
+from typing import TYPE_CHECKING, Any, NoReturn, Union, overload
 
 from ._typed import ArgumentError, as_result as _as_result
 from .auth import Principal
@@ -44,8 +44,8 @@ from .tools import Tool
 if TYPE_CHECKING:
     from .server import Server
 
-__all__ = ["call_tool", "authenticate", "settle", "refuse", "Outcome", "Denied", "RateLimited", "Rejected", "Accepted", "Refused", "Failed",
-           "Cancelled"]
+__all__ = ["call_tool", "authenticate", "settle", "refuse", "Outcome", "Denied", "RateLimited", "Rejected",
+           "Accepted", "Refused", "Failed", "Cancelled"]
 
 #: Where a tool's unexpected exception goes, traceback redacted (stderr unless configured otherwise).
 log = logging.getLogger("truecall.tools")
@@ -141,6 +141,20 @@ Outcome = Union[ToolResult, Denied, RateLimited, Rejected, Accepted, Refused, Fa
 
 # -- the call ---------------------------------------------------------------------------------
 
+@overload
+async def call_tool(server: "Server", principal: Principal, name: str, arguments: Any, *, tenant: str | None = None,
+                    peer: Peer = NO_PEER, request_id: Any = None, meta: dict[str, Any] | None = None,
+                    client: str | None = None, task_mode: None = None, task_ttl_ms: int | None = None,
+                    from_json: bool = False) -> ToolResult: ...
+
+
+@overload
+async def call_tool(server: "Server", principal: Principal, name: str, arguments: Any, *, tenant: str | None = None,
+                    peer: Peer = NO_PEER, request_id: Any = None, meta: dict[str, Any] | None = None,
+                    client: str | None = None, task_mode: str | None = None, task_ttl_ms: int | None = None,
+                    from_json: bool = False) -> ToolResult | Task: ...
+
+
 async def call_tool(server: "Server", principal: Principal, name: str, arguments: Any, *, tenant: str | None = None,
                     peer: Peer = NO_PEER, request_id: Any = None, meta: dict[str, Any] | None = None,
                     client: str | None = None, task_mode: str | None = None, task_ttl_ms: int | None = None,
@@ -150,8 +164,9 @@ async def call_tool(server: "Server", principal: Principal, name: str, arguments
     ``task_mode`` ("ext" for the tasks extension, "core" for 2025-11-25 tasks,
     "inproc" for in-process callers) says the caller can take a task: if the tool
     accepts its work (``ctx.accept_as_task()``) the answer is that :class:`Task`,
-    and the rest of the handler runs in the background.  Every outcome is recorded
-    in the audit trail once, before it is answered (:func:`settle`).
+    and the rest of the handler runs in the background (without ``task_mode`` the
+    answer is always a result).  Every outcome is recorded in the audit trail once,
+    before it is answered (:func:`settle`).
 
     (This is :meth:`Server.acall_tool` itself, not a function it calls: a layer here
     would cost every call a frame and the forwarding of ten keywords.)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import types
-from typing import Any, Callable, Iterable, overload
+from typing import Any, Callable, Coroutine, Iterable, TypeVar, overload
 
 from ._misuse import SettingError
 from . import _pipeline
@@ -35,6 +35,8 @@ from ._typed import RegistrationError, as_messages
 from .tools import Prompt, Registry, Resource, ResourceTemplate, Tool
 
 __all__ = ["Server", "State"]
+
+T = TypeVar("T")
 
 
 class State(types.SimpleNamespace):
@@ -280,11 +282,11 @@ class Server:
         coro = _pipeline.call_tool(self, principal, name, arguments, tenant=tenant)
         tool = self.registry.tools.get(name) if isinstance(name, str) else None
         if tool is None or not tool.is_async:
-            return _drive(coro)  # type: ignore[no-any-return]  # (no task_mode: never a Task)
+            return _drive(coro)  # nothing to await: no event loop needed
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(coro)  # type: ignore[return-value]  # (no task_mode: never a Task)
+            return asyncio.run(coro)
         coro.close()
         raise RuntimeError("call_tool is synchronous; use 'await server.acall_tool(...)' inside an event loop")
 
@@ -437,12 +439,13 @@ def _as_contents(uri: str, out: Any, mime_type: str | None) -> list[dict[str, An
     return [item]
 
 
-def _drive(coro: Any) -> Any:
+def _drive(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine that never awaits anything real (a sync tool) without an event loop."""
     try:
         coro.send(None)
     except StopIteration as done:
-        return done.value
+        value: T = done.value
+        return value
     coro.close()
     raise RuntimeError("a synchronous tool awaited; it should be declared async")
 

@@ -164,10 +164,10 @@ class Upstream:
 
     async def _one(self, job: Job, fault: Fault | None) -> None:
         name = fault.name if fault else None
-        if name in ("delay", "hang", "kill") and fault.ms > 0:  # type: ignore[union-attr]
-            await asyncio.sleep(fault.seconds)  # type: ignore[union-attr]
+        if fault is not None and name in ("delay", "hang", "kill") and fault.ms > 0:
+            await asyncio.sleep(fault.seconds)
         self._maybe_stop(fault, "before_claim")
-        if name == "hang" and fault.at == "before_claim":  # type: ignore[union-attr]
+        if fault is not None and name == "hang" and fault.at == "before_claim":
             await asyncio.Event().wait()
         try:
             token = self.tickets.claim(job.tenant, job.dispatch_id, self.claim_lease_s, fence=job.fence)
@@ -178,10 +178,10 @@ class Upstream:
             self._ack(job.dispatch_id, ACK_FENCED)
             return
         self._maybe_stop(fault, "after_claim")
-        if name == "hang" and fault.at == "after_claim":  # type: ignore[union-attr]
+        if fault is not None and name == "hang" and fault.at == "after_claim":
             await asyncio.Event().wait()
-        if name == "stall":
-            await asyncio.sleep(fault.seconds)  # type: ignore[union-attr]
+        if fault is not None and name == "stall":
+            await asyncio.sleep(fault.seconds)
         if name == "crash":  # the worker dies mid-way: its claim stays, no ack, nothing written
             self._count("crashed_after_claim")
             return
@@ -211,7 +211,7 @@ class Upstream:
         self.on_event("upstream.ticket_written", {"tenant": job.tenant, "dispatchId": job.dispatch_id,
                                                  "ticketId": ticket.ticket_id})
         self._maybe_stop(fault, "after_write")
-        if name == "hang" and fault.at == "after_write":  # type: ignore[union-attr]
+        if fault is not None and name == "hang" and fault.at == "after_write":
             await asyncio.Event().wait()
         if name == "lose_ack":  # the side effect happened; the ack never leaves
             self._count("ack_lost")

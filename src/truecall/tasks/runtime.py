@@ -114,7 +114,8 @@ class TaskOffer:
 
     __slots__ = ("runtime", "era", "ttl_ms", "on_accept", "loop", "accepted")
 
-    def __init__(self, runtime: "TaskRuntime", era: str, ttl_ms: int | None, on_accept: Callable[[Task], object]) -> None:
+    def __init__(self, runtime: "TaskRuntime", era: str, ttl_ms: int | None,
+                 on_accept: Callable[[Task], object]) -> None:
         """``era``: "ext", "core" or "inproc"; ``on_accept(task)`` runs once the task is stored."""
         self.runtime, self.era, self.ttl_ms, self.on_accept = runtime, era, ttl_ms, on_accept
         self.loop = asyncio.get_running_loop()
