@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Callable
@@ -56,8 +57,6 @@ def _refuse_reads_beside_the_checkout(event: str, args: tuple[Any, ...]) -> None
 
 
 if ROOT.parent != Path(ROOT.anchor):
-    import sys
-
     sys.addaudithook(_refuse_reads_beside_the_checkout)
 
 _private_pg: Any = None
@@ -80,12 +79,30 @@ def pytest_configure(config: pytest.Config) -> None:
     if given is None:
         config.option.hypothesis_seed = str(_seeds.RUN)
     config.stash[HYPOTHESIS_SEED] = int(given) if given is not None else _seeds.RUN
+    _compile_the_package_once()
     if os.environ.get("TRUECALL_TEST_PG_URL"):
         return
     import pg_server
 
     _private_pg = pg_server.start()
     os.environ["TRUECALL_TEST_PG_URL"] = _private_pg.url  # server processes the tests start inherit it
+
+
+def _compile_the_package_once() -> None:
+    """Write ``src/truecall``'s bytecode before the tests start their interpreters.
+
+    The package is installed editable, so nothing compiled it at install time; with
+    ``PYTHONDONTWRITEBYTECODE`` set (as on the development machines) no interpreter ever writes
+    it either, and each ``python -m truecall …`` process the suite starts compiled the whole
+    package again (≈0.15 s of CPU per interpreter: a ``truecall call`` with its ``serve`` child
+    took 0.69 s of CPU, 0.40 s with the bytecode written).  ``compileall`` writes it once (into the
+    ignored ``__pycache__`` folders, or under ``PYTHONPYCACHEPREFIX``); every process reads it.
+    Without that setting the first import writes the same files, so this only moves the work."""
+    if not sys.dont_write_bytecode:
+        return
+    import compileall
+
+    compileall.compile_dir(str(ROOT / "src" / "truecall"), quiet=2)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
