@@ -1,4 +1,4 @@
-"""The audit journal (truecall.journal): where a served call's audit record becomes durable.
+"""The audit journal (truecall._journal): where a served call's audit record becomes durable.
 
 Contract: an answer leaves only after its records are written to the journal; every journaled
 record reaches ``audit_events`` exactly once — loaded by the process that wrote it, or, if that
@@ -25,7 +25,7 @@ import pytest
 import truecall.audit as audit_module
 from truecall import Principal, Server
 from truecall.audit import AuditLog, AuditUnavailable
-from truecall.journal import Journal, encode_rows, journal_dir, recover_journals, unloaded_bytes, wait_loaded
+from truecall._journal import Journal, encode_rows, journal_dir, recover_journals, unloaded_bytes, wait_loaded
 from truecall.storage import Database
 
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
@@ -168,7 +168,7 @@ def test_a_failed_journal_write_refuses_the_answer_and_the_record_is_written_wit
 
 def test_a_write_cut_short_is_cut_off_so_the_next_line_stays_whole(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    import truecall.journal as journal_module
+    import truecall._journal as journal_module
 
     db = Database(tmp_path / "a.db")
     AuditLog(db)  # tables
@@ -282,7 +282,7 @@ def test_records_acknowledged_by_a_killed_process_are_loaded_by_the_next_one(tmp
 
 def test_a_journal_whose_end_is_lost_takes_no_more_records_and_the_next_one_does(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import truecall.journal as journal_module
+    import truecall._journal as journal_module
 
     db = Database(tmp_path / "a.db")
     log = AuditLog(db)

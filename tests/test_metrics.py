@@ -12,7 +12,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from truecall import Server
-from truecall.metrics import BUCKETS, Metrics
+from truecall._metrics import BUCKETS, Metrics
 
 
 def _ours(text: bytes) -> str:

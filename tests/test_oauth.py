@@ -39,7 +39,7 @@ from stress.common import terminate
 from truecall import InsufficientScope, InvalidCredential, Principal
 from truecall import serving
 from truecall.cli import app as cli_app
-from truecall.journal import wait_loaded
+from truecall._journal import wait_loaded
 from truecall.incidents import build_desk
 from truecall.oauth import ClaimNames, JWTVerifier
 

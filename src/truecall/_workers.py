@@ -4,7 +4,7 @@ One process serves on one core; a machine with more of them is used by several p
 share what replicas already share (the database: SQLite in WAL mode or PostgreSQL), so what
 holds across replicas holds across workers: tasks, handshake-era sessions and single-use
 ``requestState`` ids are rows in that database, and each worker keeps its own audit journal
-(:mod:`truecall.journal` names it by pid and locks it; a dead worker's is loaded by whichever
+(:mod:`truecall._journal` names it by pid and locks it; a dead worker's is loaded by whichever
 process opens the database next: the worker started in its place).
 
 The *supervisor* (the process the operator started) binds the listening sockets itself, so

@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
-from .journal import JOURNAL_MIGRATIONS, Journal, encode_line, encode_rows, journal_dir, recover_journals
+from ._journal import JOURNAL_MIGRATIONS, Journal, encode_line, encode_rows, journal_dir, recover_journals
 from .redact import REDACTED, fingerprint, fingerprint_into, hmac_pads, is_sensitive_name, redact, redact_text
 from .storage import Storage
 
@@ -119,7 +119,7 @@ class AuditLog:
         brute-forced for short secrets.  Without one, a per-process key is used.
 
         ``journal``: while serving, make records durable in a local journal and load them into
-        the table in batches (:mod:`truecall.journal`).  ``None`` (default) means yes for a SQLite
+        the table in batches (:mod:`truecall._journal`).  ``None`` (default) means yes for a SQLite
         file unless ``$TRUECALL_AUDIT_JOURNAL`` is ``0``; a server database (PostgreSQL) always
         commits each batch itself, as replicas on other hosts must see what it acknowledged."""
         self.db = db
@@ -138,7 +138,7 @@ class AuditLog:
         self._pending_seq: list[int] = []
         #: Records dropped because too many were waiting for a commit (reported once written).
         self._dropped = 0
-        #: Journal (SQLite file databases, once serving on a loop): see :mod:`truecall.journal`.
+        #: Journal (SQLite file databases, once serving on a loop): see :mod:`truecall._journal`.
         if journal is None:
             journal = os.environ.get("TRUECALL_AUDIT_JOURNAL", "1").strip().lower() not in ("0", "false", "no", "off")
         self._journal_dir = journal_dir(db) if enabled and journal else None

@@ -137,7 +137,7 @@ def migrate(
     started = time.time()
     server = load_app(target)
     from .protocol.engine import Engine
-    from .protocol.sessions import SessionStore
+    from .protocol._sessions import SessionStore
 
     Engine(server).start(recover=False)  # the engine's own tables
     SessionStore(server.db)
@@ -230,7 +230,7 @@ def audit(
     """Query the audit trail (newest first). The table fits the terminal (facts stacked in fewer
     columns when a row would not fit); --wide prints every column; --json every field."""
     from .audit import AuditLog
-    from .journal import journal_dir, unloaded_bytes, wait_loaded
+    from ._journal import journal_dir, unloaded_bytes, wait_loaded
     from .storage import open_database
 
     from .storage import CannotOpenDatabase

@@ -21,11 +21,11 @@ from typing import Any, Callable, Coroutine, Iterable, TypeVar, overload
 from ._misuse import SettingError
 from . import _pipeline
 from .audit import AuditLog
-from .changes import ChangeFeed
+from ._changes import ChangeFeed
 from .auth import Principal, StaticTokens, TokenVerifier
 from .context import NO_PEER, ElicitationUnavailable, Peer, ToolContext
 from .errors import InvalidParams, MissingCapability, NotFound
-from .keys import keys_from_env
+from ._keys import keys_from_env
 from .ratelimit import RateLimit
 from .results import ToolResult
 from .storage import Storage, open_database

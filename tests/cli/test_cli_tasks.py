@@ -247,7 +247,7 @@ def test_reading_never_changes_the_task_store(desk_db: dict[str, Any]) -> None:
 def _audit(path: str, kind_like: str) -> list[tuple[Any, ...]]:
     import sqlite3
 
-    from truecall.journal import wait_loaded
+    from truecall._journal import wait_loaded
 
     assert wait_loaded(path), "the server did not load its audit journal into the table"
     conn = sqlite3.connect(path)

@@ -457,7 +457,7 @@ def test_a_retry_through_the_survivor_writes_one_ticket_per_key(after_the_kill: 
 
 
 def test_state_key_rotation_keeps_old_states_valid_until_the_old_key_goes(monkeypatch: pytest.MonkeyPatch) -> None:
-    from truecall.protocol.sealing import InvalidRequestState, Sealer
+    from truecall.protocol._sealing import InvalidRequestState, Sealer
 
     old, new = _key(), _key()
     binding = {"sub": "ops@acme", "ten": "acme", "m": "tools/call", "n": "t", "h": "x"}

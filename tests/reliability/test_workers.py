@@ -29,7 +29,7 @@ from test_replicas import (LEASE_S, Listener, Truth, _key, a_database, call, get
                            task_notes)
 from truecall import hash_token
 from truecall._workers import worker_pids
-from truecall.journal import unloaded_bytes
+from truecall._journal import unloaded_bytes
 
 from _paths import TESTS
 

@@ -28,7 +28,7 @@ from truecall.incidents.store import IncidentStore
 from truecall.incidents.tickets import NOTHING_HAPPENED, TICKET_EXISTS, KeyConflict, TicketStore
 from truecall.protocol._state import SessionState
 from truecall.protocol.engine import Session
-from truecall.protocol.sessions import SessionStore
+from truecall.protocol._sessions import SessionStore
 from truecall.storage import Database, Storage, open_database
 from truecall.storage import PostgresDatabase, split_schema, to_postgres
 

@@ -553,7 +553,7 @@ def test_metrics_exposition_is_prometheus_clients(tmp_path: Any) -> None:
     from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
     from truecall import Server
-    from truecall.metrics import BUCKETS, Metrics
+    from truecall._metrics import BUCKETS, Metrics
 
     server = Server("m", "1", db=str(tmp_path / "m.db"), audit=False)
     metrics = Metrics(server)

@@ -2,7 +2,7 @@
 
 from .engine import Engine, Outbox, Session
 from .jsonrpc import Limits
-from .sealing import Sealer
+from ._sealing import Sealer
 from .versions import LATEST, LEGACY, MODERN, SUPPORTED
 
 __all__ = ["Engine", "Outbox", "Session", "Limits", "Sealer", "LATEST", "LEGACY", "MODERN", "SUPPORTED"]

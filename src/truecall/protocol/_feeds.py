@@ -1,6 +1,6 @@
 """Change notifications: ``subscriptions/listen`` (2026-07-28) and a handshake-era session's feed.
 
-Both read the server's change feed (:mod:`truecall.changes`: tools, prompts, resources, tasks)
+Both read the server's change feed (:mod:`truecall._changes`: tools, prompts, resources, tasks)
 and forward what the client asked for: a listen stream what its request named, a session
 what it subscribed to (resources), the lists, and — where the version has core tasks — the
 status of its principal's tasks, never before the handle of a task was written.

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..context import InputRequired
 from ..errors import InvalidParams
 from ..storage import Storage, unavailable
-from .sealing import InvalidRequestState, Sealer, digest
+from ._sealing import InvalidRequestState, Sealer, digest
 
 if TYPE_CHECKING:
     from ._context import RequestContext

@@ -54,7 +54,7 @@ from ._session import NULL_OUTBOX, Outbox, Session
 from ._state import SessionStateError, accepts_request
 from ._tasks import TaskMethods, has_tasks_extension, tasks_capability_error
 from .jsonrpc import Incoming
-from .sealing import Sealer
+from ._sealing import Sealer
 from ._taskwire import core_task, ext_task
 from .versions import (
     FEATURES,

@@ -37,7 +37,7 @@ from ..errors import (AccessDenied, HeaderMismatch, InsufficientScope, InvalidCr
                       InvalidRequest, ProtocolError)
 from ..protocol import jsonrpc
 from ..protocol.engine import MODERN_METHODS, Engine, Session
-from ..protocol.sessions import SessionStore
+from ..protocol._sessions import SessionStore
 from ..protocol.jsonrpc import DEFAULT_LIMITS, Incoming, Limits, MessageError
 from ..protocol.versions import HANDSHAKE_VERSIONS, META_LOG_LEVEL, META_VERSION
 
@@ -202,7 +202,7 @@ class HttpTransport:
         self.session_idle_s = session_idle_s
         self.session_store = SessionStore(self.server.db, idle_s=session_idle_s)
         if metrics:
-            from ..metrics import Metrics
+            from .._metrics import Metrics
 
             self.metrics: Any = Metrics(self.server)
         else:
