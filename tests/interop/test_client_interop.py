@@ -129,12 +129,26 @@ def test_python_peers_over_stdio(peer: str, era: str) -> None:
     run(_exercise_python_peer([*command, "stdio"], ERAS[era], era in elicit_eras, peer))
 
 
+@pytest.fixture(scope="module")
+def python_peer_urls(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Each Python peer's HTTP server, started the first time a test asks for it and stopped at the
+    end of the module: both eras' clients talk to one server (each its own session; the peers keep
+    no state between calls), so each peer's interpreter and imports start once, not once per era."""
+    with contextlib.ExitStack() as stack:
+        class Urls(dict[str, str]):
+            def __missing__(self, peer: str) -> str:
+                command = PYTHON_PEERS[peer][0]
+                url = self[peer] = stack.enter_context(http_peer([*command, "http"], tmp_path_factory.mktemp(peer)))
+                return url
+
+        yield Urls()
+
+
 @pytest.mark.parametrize("era", list(ERAS))
 @pytest.mark.parametrize("peer", list(PYTHON_PEERS))
-def test_python_peers_over_http(peer: str, era: str, tmp_path: Path) -> None:
+def test_python_peers_over_http(peer: str, era: str, python_peer_urls: dict[str, str]) -> None:
     command, elicit_eras = PYTHON_PEERS[peer]
-    with http_peer([*command, "http"], tmp_path) as url:
-        run(_exercise_python_peer(url, ERAS[era], era in elicit_eras, peer))
+    run(_exercise_python_peer(python_peer_urls[peer], ERAS[era], era in elicit_eras, peer))
 
 
 # -- the TypeScript reference server -------------------------------------------------------------------
