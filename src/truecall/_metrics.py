@@ -74,6 +74,14 @@ class _Table:
         entry = self.entries[(tool, outcome)] = (count, latency)
         return entry
 
+    def add(self, tool: str, outcome: str, seconds: float) -> None:
+        """One observation: a dict look-up and three increments."""
+        entry = self.entries.get((tool, outcome))
+        count, latency = entry if entry is not None else self.entry(tool, outcome)
+        count[0] += 1
+        latency[bisect_left(BUCKETS, seconds)] += 1
+        latency[-2] += seconds
+
     def snapshot(self) -> tuple[dict[tuple[str, str], list[float]], dict[str, list[float]]]:
         # list(d.items()) copies in one C call, which no other thread's update can interleave with
         return ({k: list(v) for k, v in list(self.calls.items())},
@@ -98,12 +106,7 @@ class _CallCollector:
 
     def observe_shared(self, tool: str, outcome: str, seconds: float) -> None:
         with self.lock:
-            t = self.shared
-            entry = t.entries.get((tool, outcome))
-            count, latency = entry if entry is not None else t.entry(tool, outcome)
-            count[0] += 1
-            latency[bisect_left(BUCKETS, seconds)] += 1
-            latency[-2] += seconds
+            self.shared.add(tool, outcome, seconds)
 
     def describe(self) -> Iterator[Any]:
         yield CounterMetricFamily("truecall_tool_calls", "Tool calls by tool and outcome class",
@@ -157,13 +160,8 @@ class Metrics:
         c = self._collector
         if c.owner != get_ident():
             c.observe_shared(tool, outcome, seconds)
-            return
-        t = c.owned
-        entry = t.entries.get((tool, outcome))
-        count, latency = entry if entry is not None else t.entry(tool, outcome)
-        count[0] += 1
-        latency[bisect_left(BUCKETS, seconds)] += 1
-        latency[-2] += seconds
+        else:
+            c.owned.add(tool, outcome, seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
