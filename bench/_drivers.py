@@ -12,7 +12,7 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import orjson
 
@@ -529,6 +529,17 @@ class HttpClient:
         self.conn.transport.close()
 
 
+def _cpu_of(pids: list[int]) -> dict[int, float]:
+    """CPU seconds of each process (0 for one that is gone: a worker restarted mid-cell)."""
+    out = {}
+    for pid in pids:
+        try:
+            out[pid] = cpu_seconds(pid)
+        except OSError:
+            out[pid] = 0.0
+    return out
+
+
 def run_async(coro: Any) -> Any:
     """Run ``coro`` on uvloop when it is installed (a cheaper client), else asyncio."""
     try:
@@ -539,8 +550,12 @@ def run_async(coro: Any) -> Any:
 
 
 async def http_cell(port: int, era: str, sse: bool, clients: int, warm_s: float, seconds: float,
-                    pid: int) -> Cell:
-    """``clients`` keep-alive connections, each calling back-to-back, for ``seconds``."""
+                    pid: int | Callable[[], list[int]]) -> Cell:
+    """``clients`` keep-alive connections, each calling back-to-back, for ``seconds``.
+
+    ``pid``: the server process, or a function giving every process that serves (a ``--workers``
+    supervisor and its workers, read after the warm-up): their CPU is summed into
+    ``server_cpu_s`` and kept per process, in that order, in ``extra["process_cpu_s"]``."""
     peers = [HttpClient(port, era, sse) for _ in range(clients)]
     await asyncio.gather(*(p.connect() for p in peers))
     first = await peers[0].call(1)
@@ -569,13 +584,17 @@ async def http_cell(port: int, era: str, sse: bool, clients: int, warm_s: float,
 
     warm_until = time.perf_counter_ns() + int(warm_s * 1e9)
     await asyncio.gather(*(loop(p, warm_until, False, 10 + 1_000_000 * i) for i, p in enumerate(peers)))
-    cpu0, ccpu0, mcpu0 = cpu_seconds(pid), time.process_time(), machine_busy_seconds()
+    pids = pid() if callable(pid) else [pid]
+    cpu0, ccpu0, mcpu0 = _cpu_of(pids), time.process_time(), machine_busy_seconds()
     start = time.perf_counter_ns()
     until = start + int(seconds * 1e9)
     await asyncio.gather(*(loop(p, until, True, 500_000 + 1_000_000 * i) for i, p in enumerate(peers)))
     end = time.perf_counter_ns()
+    cpu1 = _cpu_of(pids)
+    per_process = [cpu1[p] - cpu0[p] for p in pids]
     cell.seconds = (end - start) / 1e9
-    cell.server_cpu_s = cpu_seconds(pid) - cpu0
+    cell.server_cpu_s = sum(per_process)
+    cell.extra["process_cpu_s"] = per_process
     cell.client_cpu_s = time.process_time() - ccpu0
     cell.machine_cpu_s = machine_busy_seconds() - mcpu0
     cell.calls = len(cell.latencies_ns)

@@ -60,16 +60,7 @@ import orjson
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _drivers import (  # noqa: E402
-    BenchError,
-    Cell,
-    HttpClient,
-    _fast_ok,
-    check_result,
-    cpu_seconds,
-    machine_busy_seconds,
-    run_async,
-)
+from _drivers import BenchError, Cell, http_cell, run_async  # noqa: E402
 
 ROOT = HERE.parent
 APP = f"{HERE / 'peers' / 'truecall_app.py'}:app"
@@ -148,61 +139,12 @@ class Served:
                 self.proc.wait()
 
 
-def cpu_of(pids: list[int]) -> dict[int, float]:
-    out = {}
-    for pid in pids:
-        try:
-            out[pid] = cpu_seconds(pid)
-        except OSError:
-            out[pid] = 0.0
-    return out
-
-
 async def cell(served: Served, clients: int, warm_s: float, seconds: float) -> Cell:
     """``clients`` keep-alive connections calling back-to-back; the CPU of every server process summed."""
-    peers = [HttpClient(served.port, "modern", False) for _ in range(clients)]
-    await asyncio.gather(*(p.connect() for p in peers))
-    first = await peers[0].call(1)
-    if first.status != 200:
-        raise BenchError(f"tools/call answered {first.status}: {first.body[:300]!r}")
-    check_result(first.json())
-    result = Cell(content_type=(first.header("content-type") or "").split(";")[0], extra={"clients": clients})
-
-    async def loop(client: HttpClient, until_ns: int, record: bool, base: int) -> None:
-        conn = client.conn
-        assert conn is not None
-        now = time.perf_counter_ns
-        lat = result.latencies_ns
-        request_id = base
-        t = now()
-        while t < until_ns:
-            resp = await conn.request(client.call_bytes(request_id))
-            t2 = now()
-            if record:
-                lat.append(t2 - t)
-                if resp.status != 200 or not _fast_ok(resp.body):
-                    result.errors += 1
-            request_id += 1
-            t = t2
-
-    warm_until = time.perf_counter_ns() + int(warm_s * 1e9)
-    await asyncio.gather(*(loop(p, warm_until, False, 10 + 1_000_000 * i) for i, p in enumerate(peers)))
-    pids = served.pids()
-    cpu0, ccpu0, mcpu0 = cpu_of(pids), time.process_time(), machine_busy_seconds()
-    start = time.perf_counter_ns()
-    until = start + int(seconds * 1e9)
-    await asyncio.gather(*(loop(p, until, True, 500_000 + 1_000_000 * i) for i, p in enumerate(peers)))
-    end = time.perf_counter_ns()
-    cpu1 = cpu_of(pids)
-    result.seconds = (end - start) / 1e9
-    result.client_cpu_s = time.process_time() - ccpu0
-    result.machine_cpu_s = machine_busy_seconds() - mcpu0
-    per_process = {pid: cpu1[pid] - cpu0[pid] for pid in pids}
-    result.server_cpu_s = sum(per_process.values())
-    result.calls = len(result.latencies_ns)
-    result.extra["worker_cpu_s"] = [round(per_process[pid], 3) for pid in pids[1:]] or [round(per_process[pids[0]], 3)]
-    result.extra["supervisor_cpu_s"] = round(per_process[pids[0]], 3) if len(pids) > 1 else 0.0
-    await asyncio.gather(*(p.aclose() for p in peers))
+    result = await http_cell(served.port, "modern", False, clients, warm_s, seconds, served.pids)
+    per_process = result.extra.pop("process_cpu_s")  # the supervisor first (served.pids), then its workers
+    result.extra["worker_cpu_s"] = [round(c, 3) for c in per_process[1:]] or [round(per_process[0], 3)]
+    result.extra["supervisor_cpu_s"] = round(per_process[0], 3) if len(per_process) > 1 else 0.0
     return result
 
 
