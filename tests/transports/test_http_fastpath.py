@@ -3,7 +3,7 @@
 It writes a promised head together with its body (one write, with a content-length), carries
 the head/body/keep-alive deadlines on one lazily re-armed timer per connection, and offers a
 disconnect hook in ``scope["extensions"]`` instead of making the application watch for
-``http.disconnect`` with a task; ``transports/http.py:_until_disconnect`` uses that hook, or a
+``http.disconnect`` with a task; ``transports/_http_wire.py:until_disconnect`` uses that hook, or a
 watcher task under other servers.  The rest is HTTP/1.1 framed as uvicorn frames it (pipelining,
 100-continue, HTTP/1.0, errors, back-pressure).  These tests pin the wire bytes and the limits.
 """

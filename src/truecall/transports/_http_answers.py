@@ -1,0 +1,67 @@
+"""Writing a request's answer, as JSON or as an SSE stream, once its audit records are durable.
+
+Both eras answer through here: :meth:`Answers.json` (a 403 for missing scopes carries the
+``insufficient_scope`` challenge) and :meth:`Answers.stream` (progress, logs and server-to-client
+requests precede the answer; the client closing the stream cancels the work behind it).
+``answer``, when given, receives the response once it is written, so that a session's stream
+may speak of the task it announces only after it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..auth import Principal
+from ..protocol import jsonrpc
+from ..protocol.engine import Engine, Session
+from ..protocol.jsonrpc import Incoming
+from ..server import Server
+from ._http_gate import Gate
+from ._http_sse import SseOutbox
+from ._http_wire import JSON, Receive, Scope, Send, respond, until_disconnect
+
+
+class Answers:
+    """The answer writers of one transport (its engine, registry and challenge)."""
+
+    def __init__(self, engine: Engine, server: Server, gate: Gate) -> None:
+        self.engine = engine
+        self.server = server
+        self.gate = gate
+
+    async def stream(self, message: Incoming, principal: Principal, session: Session | None,
+                     extra: list[tuple[bytes, bytes]], scope: Scope, receive: Receive, send: Send,
+                     answer: list[dict[str, Any] | None] | None = None) -> None:
+        outbox = SseOutbox(send, extra)
+        work = self.engine.handle_with_status(message, principal, session=session, outbox=outbox,
+                                              modern_hint=session is None)
+        result = await (work if message.method == "tools/call" and self.server.registry.answers_at_once(message.params)
+                        else until_disconnect(work, scope, receive))
+        if result is None:
+            outbox.closed = True
+            return
+        response, status = result
+        if not outbox.started and status != 200:
+            await self.json(send, response, status, principal, extra, answer)
+            return
+        response = await self.engine.release(response)
+        await outbox.finish(response)
+        if answer is not None:
+            answer[0] = response
+
+    async def json(self, send: Send, response: dict[str, Any] | None, status: int, principal: Principal,
+                   extra: list[tuple[bytes, bytes]] | None = None,
+                   answer: list[dict[str, Any] | None] | None = None) -> None:
+        response = await self.engine.release(response)  # once its audit records are durable
+        headers = JSON
+        if extra:
+            headers = JSON + extra
+        if status == 403 and response is not None:
+            error = response.get("error", {})
+            scopes = (error.get("data") or {}).get("requiredScopes") if isinstance(error, dict) else None
+            if scopes:
+                headers = headers + [(b"www-authenticate",
+                                      self.gate.challenge(error="insufficient_scope", scope=" ".join(scopes)))]
+        await respond(send, status, jsonrpc.encode(response) if response is not None else b"", headers)
+        if answer is not None:
+            answer[0] = response  # written: what it announces may be spoken of now

@@ -1,0 +1,179 @@
+"""The handshake era (2025-11-25, 2025-06-18 and before): sessions named by ``Mcp-Session-Id``.
+
+``initialize`` opens a session; later POSTs name it (and may not be another principal's: that
+answers like a missing one), ``GET`` opens its stream of unsolicited notifications, ``DELETE``
+ends it.  The table is bounded (per principal too: its least recently used session goes), idle
+sessions expire, and sessions negotiated on another replica load from the shared store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from ..auth import Principal
+from ..errors import InvalidRequest
+from ..protocol import jsonrpc
+from ..protocol.engine import Engine, Session
+from ..protocol.jsonrpc import Incoming
+from ..protocol._sessions import SessionStore
+from ._http_answers import Answers
+from ._http_gate import Gate
+from ._http_headers import CLIENTS_ACCEPT, SSE_ONLY, HeaderChecks, check_legacy_version
+from ._http_sse import SseOutbox
+from ._http_stateless import STREAMING_METHODS
+from ._http_wire import HttpError, Receive, Scope, Send, respond
+
+
+class SessionPaths:
+    """The session table and the POST/GET/DELETE of the handshake era."""
+
+    def __init__(self, engine: Engine, store: SessionStore, gate: Gate, checks: HeaderChecks, answers: Answers, *,
+                 max_sessions: int, max_sessions_per_principal: int, session_idle_s: float) -> None:
+        self.engine = engine
+        self.store = store
+        self.gate = gate
+        self.checks = checks
+        self.answers = answers
+        self.sessions: dict[str, Session] = {}
+        self.feeds: dict[str, asyncio.Task[None]] = {}
+        self.max_sessions = max_sessions
+        self.max_sessions_per_principal = max_sessions_per_principal
+        self.session_idle_s = session_idle_s
+
+    def close(self) -> None:
+        """At shutdown: stop every stream's feed and close every session."""
+        for task in self.feeds.values():
+            task.cancel()
+        for session in self.sessions.values():
+            session.close()
+
+    # -- POST -----------------------------------------------------------------------
+
+    async def post(self, message: Incoming, headers: dict[str, str], session_id: str | None,
+                   principal: Principal, scope: Scope, receive: Receive, send: Send) -> None:
+        extra: list[tuple[bytes, bytes]] = []
+        if message.kind == jsonrpc.REQUEST and message.method == "initialize" and session_id is None:
+            session = self._new_session(principal)
+            extra = [(b"mcp-session-id", session.id.encode())]
+        else:
+            if session_id is None:
+                raise HttpError(400, InvalidRequest("Mcp-Session-Id header is required"), message.id)
+            session = self._session(session_id, principal, message.id)
+            check_legacy_version(headers, session, message.id)
+        if message.kind != jsonrpc.REQUEST:
+            await self.engine.handle(message, principal, session=session)
+            await respond(send, 202, b"")
+            return
+        params = message.params
+        if message.method == "tools/call" and isinstance(params, dict) and isinstance(params.get("task"), dict):
+            # Its answer may be a task handle: the session's stream says nothing of that task before it.
+            session.hold_task_notes()
+            answer: list[dict[str, Any] | None] = [None]
+            try:
+                await self._answer(message, headers, session, principal, extra, scope, receive, send, answer)
+            finally:
+                session.release_task_notes(answer[0])
+            return
+        await self._answer(message, headers, session, principal, extra, scope, receive, send, None)
+
+    async def _answer(self, message: Incoming, headers: dict[str, str], session: Session,
+                      principal: Principal, extra: list[tuple[bytes, bytes]], scope: Scope, receive: Receive,
+                      send: Send, answer: list[dict[str, Any] | None] | None) -> None:
+        accept = headers.get("accept")
+        if (message.method in STREAMING_METHODS and accept is not None and "text/event-stream" in accept) or (
+                accept is not None and accept != CLIENTS_ACCEPT and self.checks.accepts.get(accept) == SSE_ONLY):
+            # (an Accept that allows only SSE gets even a plain answer as one event)
+            await self.answers.stream(message, principal, session, extra, scope, receive, send, answer)
+            return
+        response, status = await self.engine.handle_with_status(message, principal, session=session)
+        await self.answers.json(send, response, status, principal, extra, answer)
+
+    # -- the table --------------------------------------------------------------------
+
+    def _new_session(self, principal: Principal) -> Session:
+        self._expire_sessions()
+        if len(self.sessions) >= self.max_sessions:
+            raise HttpError(503, InvalidRequest("Too many sessions"))
+        mine = [sid for sid, sess in self.sessions.items() if sess.principal is not None
+                and (sess.principal.tenant, sess.principal.subject) == (principal.tenant, principal.subject)]
+        if len(mine) >= self.max_sessions_per_principal:
+            # One principal cannot fill the table for everyone: its least recently used session goes.
+            self._end_session(min(mine, key=lambda sid: self.sessions[sid].last_seen))
+        session = Session(principal=principal)
+        session.persist = self.store.save
+        self.sessions[session.id] = session
+        return session
+
+    def _session(self, session_id: str, principal: Principal, id: Any) -> Session:
+        session = self.sessions.get(session_id)
+        if session is None and len(session_id) <= 128:
+            # Negotiated on another replica (or before a restart): the shared store has it.
+            session = self.store.load(session_id, principal)
+            if session is not None:
+                session.persist = self.store.save
+                self.sessions[session_id] = session
+        # Another principal's session answers exactly like a missing one.
+        if session is None or session.principal is None or session.closed or \
+                (session.principal.tenant, session.principal.subject) != (principal.tenant, principal.subject):
+            raise HttpError(404, InvalidRequest("Session not found"), id)
+        session.principal = principal  # a refreshed token may carry other scopes
+        now = time.monotonic()
+        if now - session.last_seen > 60:
+            self.store.touch(session_id)
+        session.last_seen = now
+        return session
+
+    def _expire_sessions(self) -> None:
+        cutoff = time.monotonic() - self.session_idle_s
+        for sid in [s for s, sess in self.sessions.items() if sess.last_seen < cutoff]:
+            self._end_session(sid)
+
+    def _end_session(self, session_id: str) -> None:
+        self.store.delete(session_id)
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
+        feed = self.feeds.pop(session_id, None)
+        if feed is not None:
+            feed.cancel()
+
+    # -- GET, DELETE ------------------------------------------------------------------
+
+    async def get(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
+        session_id = headers.get("mcp-session-id")
+        if session_id is None or "text/event-stream" not in headers.get("accept", ""):
+            await respond(send, 405, b"", [(b"allow", b"POST, DELETE")])
+            return
+        principal = self.gate.principal(headers, None)
+        session = self._session(session_id, principal, None)
+        check_legacy_version(headers, session, None)
+        if session.stream is not None:
+            raise HttpError(409, InvalidRequest("A stream is already open for this session"))
+        outbox = SseOutbox(send, [])
+        session.stream = outbox
+        await outbox.start()
+        feed = asyncio.get_running_loop().create_task(self.engine.session_feed(session))
+        self.feeds[session.id] = feed
+        try:
+            while True:
+                msg = await receive()
+                if msg["type"] == "http.disconnect":
+                    break
+        finally:
+            feed.cancel()
+            self.feeds.pop(session.id, None)
+            if session.stream is outbox:
+                session.stream = None
+            outbox.closed = True
+
+    async def delete(self, headers: dict[str, str], send: Send) -> None:
+        session_id = headers.get("mcp-session-id")
+        if session_id is None:
+            await respond(send, 405, b"", [(b"allow", b"GET, POST")])
+            return
+        principal = self.gate.principal(headers, None)
+        check_legacy_version(headers, self._session(session_id, principal, None), None)
+        self._end_session(session_id)
+        await respond(send, 200, b"")
