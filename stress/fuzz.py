@@ -47,7 +47,7 @@ if __package__ in (None, ""):
 from stress.common import (MODERN, TOKENS, HttpProtocolViolation, HttpResponse, RawHttp, Sampler,
                            ServerProcess, build_request, check_envelope, error_texts, id_key, leaks, modern_meta,
                            strings_in)
-from stress.strategies import MAX_BYTES, Case, CaseGenerator, Pool
+from stress.strategies import LEGACY, MAX_BYTES, Case, CaseGenerator, Pool
 
 MAX_DEPTH = 64  # the server's documented nesting limit (Limits.max_depth)
 MARKER_PREFIX = "fuzz-marker-"
@@ -892,7 +892,10 @@ class HttpFuzzer:
                                                  ("Accept", "application/json, text/event-stream"),
                                                  ("Authorization", _auth_of(case)),
                                                  ("Mcp-Session-Id", case.session),
-                                                 ("MCP-Protocol-Version", "2025-11-25")], orjson.dumps(answer),
+                                                 # the version this session negotiated: another is a 400
+                                                 ("MCP-Protocol-Version",
+                                                  self.pool.session_versions.get(case.session, LEGACY))],
+                                orjson.dumps(answer),
                                 timeout=5.0)
             if resp.status != 202:
                 self._breach(f"answer to a server request not accepted: {resp.status} {resp.body[:200]!r}", case)
@@ -1076,7 +1079,8 @@ class HttpFuzzer:
                                                              ("MCP-Protocol-Version", version)],
                                             b'{"jsonrpc":"2.0","method":"notifications/initialized"}', timeout=5.0)
                         if note.status != 202:
-                            self._breach(f"notifications/initialized answered {note.status}", case)
+                            self._breach(f"notifications/initialized answered {note.status} (session at {version}): "
+                                         f"{note.body[:200]!r}", case)
                     except (OSError, ConnectionError, HttpProtocolViolation) as exc:
                         conn.close()
                         self._breach(f"notifications/initialized failed: {exc}", case)

@@ -367,6 +367,24 @@ def _open_session(desk: Any, http: httpx.Client, token: str = OPERATOR) -> str:
     return session
 
 
+@pytest.mark.parametrize("accept", ["application/json, text/event-stream", "text/event-stream"])
+def test_a_refused_initialize_opens_no_session(desk: Any, http: httpx.Client, accept: str) -> None:
+    """An ``initialize`` the engine refuses (here: no ``protocolVersion``) is answered with its
+    error and no ``Mcp-Session-Id``: a half-made session (no version) would answer every later
+    request with "does not match this session's version None" (found by test_fuzz_http)."""
+    headers = {**_legacy_headers(OPERATOR), "accept": accept}
+    resp = _post(http, desk.url, request(1, "initialize", {"capabilities": {}, "clientInfo": {"name": "t"}}),
+                 headers)
+    assert "mcp-session-id" not in resp.headers
+    body = sse_messages(resp.content)[-1] if resp.headers["content-type"].startswith("text/event-stream") \
+        else resp.json()
+    assert body["error"]["code"] == -32602
+    session = _open_session(desk, http)  # a valid initialize still opens one, at its version
+    resp = _post(http, desk.url, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                 _legacy_headers(OPERATOR, session))
+    assert resp.status_code == 202
+
+
 def test_handshake_session_tools_call_over_sse(desk: Any, http: httpx.Client) -> None:
     session = _open_session(desk, http)
     resp = _post(http, desk.url, request(2, "tools/call", search_params()), _legacy_headers(OPERATOR, session))

@@ -55,13 +55,12 @@ class SessionPaths:
                    principal: Principal, scope: Scope, receive: Receive, send: Send) -> None:
         extra: list[tuple[bytes, bytes]] = []
         if message.kind == jsonrpc.REQUEST and message.method == "initialize" and session_id is None:
-            session = self._new_session(principal)
-            extra = [(b"mcp-session-id", session.id.encode())]
-        else:
-            if session_id is None:
-                raise HttpError(400, InvalidRequest("Mcp-Session-Id header is required"), message.id)
-            session = self._session(session_id, principal, message.id)
-            check_legacy_version(headers, session, message.id)
+            await self._initialize(message, headers, principal, send)
+            return
+        if session_id is None:
+            raise HttpError(400, InvalidRequest("Mcp-Session-Id header is required"), message.id)
+        session = self._session(session_id, principal, message.id)
+        check_legacy_version(headers, session, message.id)
         if message.kind != jsonrpc.REQUEST:
             await self.engine.handle(message, principal, session=session)
             await respond(send, 202, b"")
@@ -77,6 +76,25 @@ class SessionPaths:
                 session.release_task_notes(answer[0])
             return
         await self._answer(message, headers, session, principal, extra, scope, receive, send, None)
+
+    async def _initialize(self, message: Incoming, headers: dict[str, str], principal: Principal,
+                          send: Send) -> None:
+        """A new session's ``initialize``: the session (and its ``Mcp-Session-Id``) exists only
+        if the engine accepted it.  A refused one leaves nothing behind, where a half-made session
+        (no version) would refuse every later request for a reason the client cannot act on."""
+        session = self._new_session(principal)
+        response, status = await self.engine.handle_with_status(message, principal, session=session)
+        extra = [(b"mcp-session-id", session.id.encode())]
+        if session.version is None:
+            self._end_session(session.id)
+            extra = []
+        accept = headers.get("accept")
+        if status == 200 and accept is not None and accept != CLIENTS_ACCEPT \
+                and self.checks.accepts.get(accept) == SSE_ONLY:  # a client that takes only SSE
+            response = await self.engine.release(response)
+            await SseOutbox(send, extra).finish(response)
+            return
+        await self.answers.json(send, response, status, principal, extra, None)
 
     async def _answer(self, message: Incoming, headers: dict[str, str], session: Session,
                       principal: Principal, extra: list[tuple[bytes, bytes]], scope: Scope, receive: Receive,
