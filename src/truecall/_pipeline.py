@@ -205,7 +205,7 @@ def authenticate(server: "Server", token: str | None, *, tool: str | None = None
     try:
         return server.tokens.authenticate(token)
     except AccessDenied as exc:
-        refuse(server, Denied(exc, "invalid_credential", None, tool, getattr(exc, "reason", None)))
+        refuse(server, Denied(exc, "invalid_credential", None, tool, exc.reason))
 
 
 def admit(server: "Server", principal: Principal, name: str, tenant: str | None, task_mode: str | None) -> Tool:

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import orjson
 
-__all__ = ["REDACTED", "UNDECLARED", "is_sensitive_name", "redact", "redact_text", "fingerprint", "fingerprint_into",
+__all__ = ["REDACTED", "UNDECLARED", "is_sensitive_name", "redact", "redact_text", "shown_uri", "fingerprint", "fingerprint_into",
            "hmac_pads"]
 
 REDACTED = "[REDACTED]"
@@ -86,6 +86,12 @@ def redact_text(value: str) -> str:
     if len(value) <= 256:
         return _redact_short(value)
     return _redact(value)
+
+
+def shown_uri(uri: str) -> str:
+    """A client's URI as an answer or a record may repeat it: redacted first, then cut (a cut first
+    could leave a piece of a secret too short for any pattern)."""
+    return redact_text(uri)[:256]
 
 
 def _redact(value: str) -> str:

@@ -27,6 +27,7 @@ from .context import NO_PEER, ElicitationUnavailable, Peer, ToolContext
 from .errors import InvalidParams, MissingCapability, NotFound
 from ._keys import keys_from_env
 from .ratelimit import RateLimit
+from .redact import shown_uri as _shown
 from .results import ToolResult
 from .storage import Storage, open_database
 from .tasks import Task, TaskStore
@@ -449,10 +450,3 @@ def _drive(coro: Coroutine[Any, Any, T]) -> T:
     coro.close()
     raise RuntimeError("a synchronous tool awaited; it should be declared async")
 
-
-def _shown(uri: str) -> str:
-    """A client's URI as an answer or a record may repeat it: redacted first, then cut (a cut first
-    could leave a piece of a secret too short for any pattern)."""
-    from .redact import redact_text
-
-    return redact_text(uri)[:256]

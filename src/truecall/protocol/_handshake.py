@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, NotFound
-from ._params import shown, str_param
+from ..redact import shown_uri as shown
+from ._params import str_param
 from ._session import Session
 from ._state import SessionEvent, SessionStateError
 from .jsonrpc import Incoming

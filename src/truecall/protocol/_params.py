@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import InvalidParams
-from ..redact import redact_text
 
-__all__ = ["str_param", "check_cursor", "shown"]
+__all__ = ["str_param", "check_cursor"]
 
 
 def str_param(params: dict[str, Any], name: str) -> str:
@@ -21,9 +20,3 @@ def check_cursor(params: dict[str, Any]) -> None:
     cursor = params.get("cursor")
     if cursor is not None:  # everything fits on one page: any cursor is one we never issued
         raise InvalidParams("Invalid cursor")
-
-
-def shown(uri: str) -> str:
-    """A client's URI as an answer or a record may repeat it: redacted first, then cut (a cut first
-    could leave a piece of a secret too short for any pattern)."""
-    return redact_text(uri)[:256]

@@ -84,13 +84,10 @@ class SessionPaths:
         (no version) would refuse every later request for a reason the client cannot act on."""
         session = self._new_session(principal)
         response, status = await self.engine.handle_with_status(message, principal, session=session)
-        extra = [(b"mcp-session-id", session.id.encode())]
         if session.version is None:
             self._end_session(session.id)
-            extra = []
-        accept = headers.get("accept")
-        if status == 200 and accept is not None and accept != CLIENTS_ACCEPT \
-                and self.checks.accepts.get(accept) == SSE_ONLY:  # a client that takes only SSE
+        extra = [(b"mcp-session-id", session.id.encode())] if session.version is not None else []
+        if status == 200 and self._sse_only(headers.get("accept")):
             response = await self.engine.release(response)
             await SseOutbox(send, extra).finish(response)
             return
@@ -100,13 +97,16 @@ class SessionPaths:
                       principal: Principal, extra: list[tuple[bytes, bytes]], scope: Scope, receive: Receive,
                       send: Send, answer: list[dict[str, Any] | None] | None) -> None:
         accept = headers.get("accept")
-        if (message.method in STREAMING_METHODS and accept is not None and "text/event-stream" in accept) or (
-                accept is not None and accept != CLIENTS_ACCEPT and self.checks.accepts.get(accept) == SSE_ONLY):
-            # (an Accept that allows only SSE gets even a plain answer as one event)
+        if (message.method in STREAMING_METHODS and accept is not None and "text/event-stream" in accept) \
+                or self._sse_only(accept):  # (an Accept that allows only SSE gets even a plain answer as one event)
             await self.answers.stream(message, principal, session, extra, scope, receive, send, answer)
             return
         response, status = await self.engine.handle_with_status(message, principal, session=session)
         await self.answers.json(send, response, status, principal, extra, answer)
+
+    def _sse_only(self, accept: str | None) -> bool:
+        """The client's ``Accept`` allows only ``text/event-stream`` (checked, and cached, before)."""
+        return accept is not None and accept != CLIENTS_ACCEPT and self.checks.accepts.get(accept) == SSE_ONLY
 
     # -- the table --------------------------------------------------------------------
 
