@@ -199,9 +199,7 @@ def serve(
 
 def _supervise(count: int, **options: Any) -> None:
     """Bind once here, then serve with ``count`` worker processes on that socket (:mod:`truecall._workers`)."""
-    from ._workers import supervise
-
-    from ._workers import REUSE_PORT
+    from ._workers import REUSE_PORT, supervise
 
     listeners = [_listen(options["host"], options["port"])]
     try:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import HeaderMismatch, InvalidRequest
 from ..protocol import jsonrpc
-from ..protocol.engine import MODERN_METHODS, Engine, Session
+from ..protocol.engine import Engine, Session
 from ..protocol.jsonrpc import Incoming
 from ..protocol.versions import META_VERSION
 from ..server import Server
@@ -71,7 +71,7 @@ class HeaderChecks:
         body_version = meta.get(META_VERSION) if isinstance(meta, dict) else None
         if body_version is not None and body_version != header_version.strip():
             raise HttpError(400, HeaderMismatch("MCP-Protocol-Version header does not match _meta"), message.id)
-        if message.kind != jsonrpc.REQUEST or message.method not in self._modern_methods():
+        if message.kind != jsonrpc.REQUEST or message.method not in self.engine.modern_methods:
             return  # unknown methods get -32601 from the engine
         method_header = headers.get("mcp-method")
         if method_header is None or method_header.strip() != message.method:
@@ -88,9 +88,6 @@ class HeaderChecks:
                 raise HttpError(400, HeaderMismatch(f"Mcp-Name header does not match params.{field}"), message.id)
         if message.method == "tools/call":
             self._check_param_headers(message, params, headers)
-
-    def _modern_methods(self) -> frozenset[str]:
-        return getattr(self.engine, "modern_methods", MODERN_METHODS)
 
     def _check_param_headers(self, message: Incoming, params: dict[str, Any], headers: dict[str, str]) -> None:
         tool = self.server.registry.tools.get(params.get("name"))  # type: ignore[arg-type]
