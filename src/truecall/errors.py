@@ -16,6 +16,7 @@ __all__ = [
     "MethodNotFound",
     "InvalidParams",
     "InternalError",
+    "ServiceUnavailable",
     "HeaderMismatch",
     "MissingCapability",
     "TaskRequired",
@@ -100,6 +101,22 @@ class InternalError(ProtocolError):
     """A fault on the server's side; the message says nothing of internals (-32603, HTTP 500)."""
 
     code, http_status, default_message = INTERNAL_ERROR, 500, "Internal error"
+
+
+class ServiceUnavailable(InternalError):
+    """The server's database is unavailable right now (locked by another process, full, unreachable):
+    still -32603 for the client, but HTTP 503 and a message that says so, for the caller to retry later.
+
+    Only a database outage becomes this (``truecall.storage.unavailable`` decides), never a bug: a bug
+    stays the plain "Internal error", which tells the caller nothing about internals."""
+
+    http_status, default_message = 503, "Service unavailable"
+
+    @classmethod
+    def because(cls, why: str) -> "ServiceUnavailable":
+        """``why`` is the storage classifier's fixed, client-safe text (e.g. "the database is busy ...")."""
+        return cls(f"Service unavailable: {why}. The request may not have completed; retry it later.",
+                   data={"retryable": True})
 
 
 class HeaderMismatch(ProtocolError):

@@ -563,7 +563,7 @@ def test_a_truecall_task_that_asks_after_acceptance(make_server: Any, version: s
 def test_wire_errors_become_the_typed_exceptions() -> None:
     import httpx
 
-    from truecall import (AccessDenied, HeaderMismatch, InternalError, InvalidParams, MethodNotFound,
+    from truecall import (AccessDenied, HeaderMismatch, InternalError, InvalidParams, ServiceUnavailable, MethodNotFound,
                           MissingCapability, NotFound, ProtocolError, TenantMismatch, UnsupportedVersion)
     from truecall.client._errors import from_wire
     from truecall.client._http import _status_error
@@ -579,6 +579,9 @@ def test_wire_errors_become_the_typed_exceptions() -> None:
         ({"code": -32002, "message": "Resource not found"}, NotFound),
         ({"code": -32602, "message": "arguments must be an object"}, InvalidParams),
         ({"code": -32603, "message": "Internal error"}, InternalError),
+        ({"code": -32603, "message": "Service unavailable: the database is busy", "data": {"retryable": True}},
+         ServiceUnavailable),
+        ({"code": -32603, "message": "Internal error", "data": {"retryable": "yes"}}, InternalError),
         ("not an error object", InternalError),
     ]
     for wire, expected in cases:
@@ -594,7 +597,8 @@ def test_wire_errors_become_the_typed_exceptions() -> None:
     stepped = _status_error(httpx.Response(403, request=request, headers={
         "www-authenticate": 'Bearer error="insufficient_scope", scope="files:read files:write"'}))
     assert isinstance(stepped, InsufficientScope) and stepped.required == ("files:read", "files:write")
-    assert isinstance(_status_error(httpx.Response(502, request=request)), InternalError)
+    assert type(_status_error(httpx.Response(502, request=request))) is InternalError
+    assert type(_status_error(httpx.Response(503, request=request))) is ServiceUnavailable
 
 
 @pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])

@@ -520,6 +520,21 @@ class Truth:
                 lite.execute("ROLLBACK")
                 lite.close()
 
+    def nobody_writes(self) -> bool:
+        """Whether no connection holds the write lock right now (always true on PostgreSQL, whose server ends
+        a frozen process's transaction after ``idle_in_transaction_session_timeout``; see freeze())."""
+        if isinstance(self.target, PgSchema):
+            return True
+        lite = sqlite3.connect(self.target, timeout=0, isolation_level=None)
+        try:
+            lite.execute("BEGIN IMMEDIATE")
+            lite.execute("ROLLBACK")
+            return True
+        except sqlite3.OperationalError:
+            return False
+        finally:
+            lite.close()
+
     def tickets(self, key: str) -> list[str]:
         return [r[0] for r in self.rows("SELECT ticket_id FROM tickets WHERE tenant = 'acme' AND idempotency_key = ?",
                                         (key,))]
@@ -600,6 +615,43 @@ def test_a_lock_held_past_the_lease_never_turns_nothing_written_into_a_ticket(ba
         assert truth.tickets(key) == [again["result"]["structuredContent"]["ticketId"]]
 
 
+def freeze(truth: Truth, pid: int) -> None:
+    """SIGSTOP ``pid`` at a moment it holds no write lock.  SQLite cannot take a lock away from a live
+    process: one stopped inside a write (a lease renewal, a journal load: a few milliseconds each, longer on a
+    loaded machine) would keep every other writer on the file waiting until it runs again — no takeover is then
+    possible, which is SQLite's limit (docs/guide/storage.md), not the lease fencing this test is about.  What
+    the other replica answers meanwhile is test_a_request_meeting_a_locked_database_is_told_to_retry's."""
+    for _ in range(200):
+        os.kill(pid, signal.SIGSTOP)
+        if truth.nobody_writes():
+            return
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.005)
+    raise AssertionError("the replica held the write lock at every one of 200 tries")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_request_meeting_a_locked_database_is_told_to_retry(backend: str, tmp_path: Path) -> None:
+    """A protocol request (here ``tasks/cancel``) whose database stays locked past its bounded wait is answered
+    -32603 with HTTP 503, ``retryable`` and a message naming the outage — never a bare "Internal error" — and
+    changes nothing: once the lock is gone the same request succeeds."""
+    with a_database(backend, tmp_path) as truth, replicas(tmp_path, truth.url) as (a, b, token), \
+            httpx.Client(timeout=20) as http:
+        nap = start_task(http, a.url, token, "nap", {"seconds": 600})
+        with truth.locked("tasks"):
+            resp = modern_call(http, b.url, 7001, "tasks/cancel", {"taskId": nap, "_meta": meta(caps=CAPS)},
+                               token=token, name=nap)
+        assert resp.status_code == 503, resp.text
+        error = orjson.loads(resp.content)["error"]
+        assert error["code"] == -32603 and error["data"] == {"retryable": True}, error
+        assert error["message"].startswith("Service unavailable: the database "), error
+        assert "\n" not in error["message"] and "sqlite3" not in error["message"].lower(), error
+        assert get(http, b.url, token, nap)["status"] == "working"  # nothing changed
+        assert "result" in rpc(http, b.url, token, "tasks/cancel", {"taskId": nap})
+        assert poll(http, b.url, token, nap)["status"] == "cancelled"
+        assert [e["method"] for e in truth.audited("protocol.unavailable")] == ["tasks/cancel"]
+
+
 # A's upstream: two jobs wait in the queue (delay), two sit claimed (stall); each outlives the freeze.
 FREEZE_FAULTS = {"sequence": ["delay", "delay", "stall", "stall"], "delay": {"ms": 2500}, "stall": {"ms": 2500}}
 FREEZE_STAGES = {"cancel-queued": "queued", "sweep-queued": "queued", "sweep-claimed": "claimed",
@@ -622,7 +674,7 @@ def test_a_replica_frozen_past_its_lease_never_writes_after_the_takeover(backend
         wait_until(lambda: all(truth.dispatch_states(keys[s]) == [want] for s, want in FREEZE_STAGES.items()),
                    10, "every job to reach its stage")
         normal = sorted(timed_get(http, f"{b.base}/healthz") for _ in range(5))[2]
-        os.kill(a.proc.pid, signal.SIGSTOP)
+        freeze(truth, a.proc.pid)
         try:
             frozen_at = time.monotonic()
             during = []

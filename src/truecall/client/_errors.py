@@ -18,6 +18,7 @@ from ..errors import (
     HeaderMismatch,
     InsufficientScope,
     InternalError,
+    ServiceUnavailable,
     InvalidCredential,
     InvalidParams,
     InvalidRequest,
@@ -107,6 +108,8 @@ def from_wire(error: Any, *, tool: str | None = None, method: str | None = None)
         if method == "resources/read" and message and "not found" in message.lower():
             return NotFound(message, data)  # 2026-07-28's resource-not-found is -32602 (it was -32002)
         return InvalidParams(message, data)
+    if code == InternalError.code and isinstance(data, dict) and data.get("retryable") is True:
+        return ServiceUnavailable(message, data)  # an outage the server named: worth a retry later
     cls = _SIMPLE.get(code)
     if cls is not None:
         return cls(message, data)

@@ -20,7 +20,7 @@ import httpx
 import orjson
 
 from ..errors import (InsufficientScope, InternalError, InvalidCredential, InvalidRequest, MethodNotFound,
-                      ProtocolError)
+                      ProtocolError, ServiceUnavailable)
 from ..protocol import jsonrpc
 from ..protocol.versions import META_VERSION
 from ._transport import Lost, Receive
@@ -222,6 +222,9 @@ def _status_error(resp: httpx.Response) -> ProtocolError:
             else MethodNotFound("Not found (HTTP 404)")
     if 400 <= status < 500:
         return InvalidRequest(f"The server refused the request (HTTP {status})")
+    if status == 503:
+        return ServiceUnavailable(f"The server is unavailable right now (HTTP {status}); retry later",
+                                  {"retryable": True})
     if status >= 500:
         return InternalError(f"The server failed (HTTP {status})")
     return InternalError(f"Unexpected answer (HTTP {status})")

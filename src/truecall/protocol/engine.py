@@ -37,11 +37,13 @@ from ..errors import (
     MissingCapability,
     NotFound,
     ProtocolError,
+    ServiceUnavailable,
     TaskRequired,
     UnknownTool,
     UnsupportedVersion,
 )
 from ..redact import redact_text
+from ..storage import unavailable
 from ..server import Server
 from ..tasks import Task
 from . import jsonrpc
@@ -304,10 +306,11 @@ class Engine:
             result = self._states.input_required(ctx, need)
         except (ProtocolError, asyncio.CancelledError):
             raise
-        except Exception:  # never let internals reach the client
-            self.server.events.record("protocol.internal_error", method=method, tenant=ctx.principal.tenant,
-                                      subject=ctx.principal.subject, outcome="-32603")
-            raise InternalError() from None
+        except Exception as exc:  # never let internals reach the client
+            why = unavailable(exc)  # a database outage is said as such (retry later); a bug is not
+            self.server.events.record("protocol.unavailable" if why else "protocol.internal_error", method=method,
+                                      tenant=ctx.principal.tenant, subject=ctx.principal.subject, outcome="-32603")
+            raise (ServiceUnavailable.because(why) if why else InternalError()) from None
         if features.result_type:
             result.setdefault("resultType", "complete")
             meta = result.get("_meta")
