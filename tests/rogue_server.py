@@ -16,7 +16,10 @@ Tools:
 - ``task_input``: a task that asks for input (``input_required``) before completing;
 - ``credential_form``: asks, by elicitation, for a password (a red line) and reports what it got;
 - ``url_consent``: asks in URL mode (a sign-in page) and reports what the client said;
-- ``fold_unknown``: answers an unknown tool with ``isError: true`` (as some SDKs do).
+- ``fold_unknown``: answers an unknown tool with ``isError: true`` (as some SDKs do);
+- ``two_rounds`` (a tool), the prompt ``two_rounds`` and the resource ``rogue://two-rounds`` (2026-07-28):
+  ask once with a ``requestState``, then again with none; a retry that still carries the first round's
+  (spent) state is refused, as a real server refuses a state twice.
 """
 
 import sys
@@ -38,6 +41,7 @@ TOOLS = [
      "execution": {"taskSupport": "required"}},
     {"name": "credential_form", "inputSchema": {"type": "object"}},
     {"name": "url_consent", "inputSchema": {"type": "object"}},
+    {"name": "two_rounds", "inputSchema": {"type": "object"}},
 ]
 ERROR_RESULT = {"content": [{"type": "text", "text": "upstream refused the job"}], "isError": True,
                 "structuredContent": {"error": {"kind": "dependency_unavailable", "message": "upstream refused",
@@ -97,6 +101,26 @@ def task_view(task_id, modern):
     return view
 
 
+def two_rounds(rid, params, modern, done):
+    """``done`` once both questions are answered, each retry carrying only its own round's state."""
+    answers, state = params.get("inputResponses") or {}, params.get("requestState")
+
+    def ask(key):
+        return {key: {"method": "elicitation/create", "params": {
+            "mode": "form", "message": f"{key}?", "requestedSchema": {
+                "type": "object", "properties": {"v": {"type": "string"}}}}}}
+    if not answers:
+        return result(rid, {"resultType": "input_required", "inputRequests": ask("first"),
+                            "requestState": "round-1"}, modern)
+    if "first" in answers:
+        if state != "round-1":
+            return error(rid, -32602, f"expected requestState round-1, got {state!r}")
+        return result(rid, {"resultType": "input_required", "inputRequests": ask("second")}, modern)
+    if state is not None:
+        return error(rid, -32602, f"requestState {state!r} was already used")
+    return result(rid, done, modern)
+
+
 def call(rid, params, modern, meta):
     name = params.get("name")
     tool = next((t for t in TOOLS if t["name"] == name), None)
@@ -114,6 +138,8 @@ def call(rid, params, modern, meta):
                       modern)
     if name == "hang":
         return
+    if name == "two_rounds":
+        return two_rounds(rid, params, modern, {"content": [{"type": "text", "text": "both answered"}]})
     if name in ("credential_form", "url_consent"):
         form = {"mode": "form", "message": "Enter your password to continue",
                 "requestedSchema": {"type": "object", "properties": {"password": {"type": "string"}}}}
@@ -168,6 +194,12 @@ def handle(msg):
         return result(rid, {"tools": TOOLS[:4], "nextCursor": "page-2"}, modern)
     if method == "tools/call":
         return call(rid, params, modern, meta)
+    if method == "prompts/get" and params.get("name") == "two_rounds":
+        return two_rounds(rid, params, modern, {"messages": [
+            {"role": "user", "content": {"type": "text", "text": "both answered"}}]})
+    if method == "resources/read" and params.get("uri") == "rogue://two-rounds":
+        return two_rounds(rid, params, modern, {"contents": [
+            {"uri": "rogue://two-rounds", "mimeType": "text/plain", "text": "both answered"}]})
     if method == "tasks/get":
         task_id = params.get("taskId")
         if task_id not in tasks:

@@ -244,6 +244,21 @@ def test_rogue_results(version: str | None) -> None:
     run(go())
 
 
+def test_each_input_round_retries_with_its_own_request_state_only() -> None:
+    """2026-07-28: a second ``input_required`` without a ``requestState`` is retried without one — never with
+    the first round's, which the server already spent — for a tool, a prompt and a resource alike."""
+    async def go() -> None:
+        async with Client(ROGUE, elicitation=lambda r: Accept({"v": "x"})) as client:
+            done = await client.call("two_rounds", {})
+            assert isinstance(done, Done) and done.text == "both answered"
+            prompt = await client.get_prompt("two_rounds")
+            assert prompt["messages"][0]["content"]["text"] == "both answered"
+            contents = await client.read_resource("rogue://two-rounds")
+            assert contents[0]["text"] == "both answered"
+
+    run(go())
+
+
 def test_task_input_required_answered_through_the_handler() -> None:
     async def go() -> None:
         async with Client(ROGUE, elicitation=lambda r: Accept({"count": 7})) as client:

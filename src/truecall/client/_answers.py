@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from ..errors import InvalidParams, MethodNotFound, MissingCapability, ProtocolError
 from ._elicit import ElicitationHandler, answer_elicitation
 
-__all__ = ["Answering", "answer", "answer_inputs"]
+__all__ = ["Answering", "answer", "answer_inputs", "next_round"]
 
 
 class Answering(Protocol):
@@ -52,3 +52,17 @@ async def answer_inputs(offer: Answering, requests: Any, tool: str | None) -> di
             raise MissingCapability(f"The server asked for {str(method)[:100]}, which this client does not "
                                     "offer") from None
     return answers
+
+
+async def next_round(offer: Answering, params: dict[str, Any], result: dict[str, Any],
+                     tool: str | None) -> dict[str, Any]:
+    """The retry of a request that ended ``input_required`` (2026-07-28): the same parameters with this
+    round's ``inputResponses`` and this round's ``requestState`` — none when the server sent none, never
+    an earlier round's (already spent: a server refuses a state twice)."""
+    retry = {**params, "inputResponses": await answer_inputs(offer, result.get("inputRequests"), tool)}
+    state = result.get("requestState")
+    if isinstance(state, str):
+        retry["requestState"] = state
+    else:
+        retry.pop("requestState", None)
+    return retry

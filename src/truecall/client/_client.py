@@ -25,7 +25,7 @@ from typing import Any, Mapping, Sequence
 from ..errors import AccessDenied, InvalidParams, UnknownTool
 from ..protocol.versions import LOG_LEVELS, TASKS_EXTENSION
 from ..schema import Validator
-from ._answers import answer_inputs
+from ._answers import next_round
 from ._catalog import Catalog, pages
 from ._connection import ClientConnection
 from ._elicit import ElicitationHandler
@@ -203,13 +203,7 @@ class Client:
             result: dict[str, Any] = value
             result_type = result.get("resultType")
             if result_type == "input_required":
-                answers = await answer_inputs(self, result.get("inputRequests"), name)
-                params = {**params, "inputResponses": answers}
-                state = result.get("requestState")
-                if isinstance(state, str):
-                    params["requestState"] = state
-                else:
-                    params.pop("requestState", None)
+                params = await next_round(self, params, result, name)
                 continue
             if result_type == "task" and isinstance(result.get("taskId"), str):
                 return self._tasks.accepted(name, result, rid, "modern")
@@ -244,9 +238,7 @@ class Client:
         for _ in range(MAX_INPUT_ROUNDS):
             result = await self._rpc("resources/read", params)
             if result.get("resultType") == "input_required":
-                params = {"uri": uri, "inputResponses": await answer_inputs(self, result.get("inputRequests"), None)}
-                if isinstance(result.get("requestState"), str):
-                    params["requestState"] = result["requestState"]
+                params = await next_round(self, params, result, None)
                 continue
             contents = result.get("contents")
             return contents if isinstance(contents, list) else []
@@ -269,9 +261,7 @@ class Client:
         for _ in range(MAX_INPUT_ROUNDS):
             result = await self._rpc("prompts/get", params)
             if result.get("resultType") == "input_required":
-                params = {**params, "inputResponses": await answer_inputs(self, result.get("inputRequests"), None)}
-                if isinstance(result.get("requestState"), str):
-                    params["requestState"] = result["requestState"]
+                params = await next_round(self, params, result, None)
                 continue
             return result
         raise InvalidParams("prompts/get: the server kept asking for input")
