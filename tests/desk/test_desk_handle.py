@@ -465,7 +465,7 @@ def test_cancel_after_a_worker_claimed_the_job_cannot_stop_it_and_says_so(tmp_pa
 
 
 def test_operator_cancel_from_outside_is_fenced(tmp_path: Path) -> None:
-    server = make_desk(tmp_path, {"sequence": ["hang", "delay"], "hang": {"at": "after_claim"},
+    server = make_desk(tmp_path, {"keys": {"h1": "hang", "h2": "delay"}, "hang": {"at": "after_claim"},
                                   "delay": {"ms": 10_000}}, timeout=5)
 
     async def main() -> None:
@@ -634,6 +634,9 @@ def test_faults_come_from_the_environment(tmp_path: Path, monkeypatch: pytest.Mo
     ({"sequence": ["drop", "boom"]}, "sequence"),
     ({"sequence": []}, "sequence"),
     ({"seed": "x"}, "seed"),
+    ({"keys": {"k": "boom"}}, "keys"),
+    ({"keys": ["k"]}, "keys"),
+    ({"keys": {}}, "keys"),
 ])
 def test_bad_fault_configs_are_refused(spec: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -645,6 +648,18 @@ def test_a_sequence_is_cycled_in_submission_order() -> None:
     drawn = [plan.draw() for _ in range(6)]
     assert [f.name if f else None for f in drawn] == [None, "kill", "delay"] * 2
     assert drawn[1].at == "after_write" and drawn[2].ms == 7
+
+
+def test_a_keyed_job_meets_its_own_fault_whatever_its_place_in_the_queue() -> None:
+    """Jobs of tasks running at once reach the queue in any order: ``keys`` ties a fault to the job, and keyed
+    jobs take no place in the sequence."""
+    plan = FaultPlan({"keys": {"h1": "hang", "h2": "none"}, "sequence": ["delay", "none"],
+                      "hang": {"at": "after_claim"}})
+    drawn = [plan.draw(key) for key in ("h2", "x", "h1", "y", None, "h1")]
+    assert [f.name if f else None for f in drawn] == [None, "delay", "hang", None, "delay", "hang"]
+    assert drawn[2].at == "after_claim"
+    assert FaultPlan(plan.to_dict()).keys == {"h1": "hang", "h2": "none"}
+    assert FaultPlan({"keys": {"k": "drop"}}).active
 
 
 # -- its own database failing (issue 13, item 9) ------------------------------------------------------------------

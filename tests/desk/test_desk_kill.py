@@ -177,7 +177,8 @@ class Restarted:
 @pytest.fixture(scope="module")
 def restarted(tmp_path_factory: pytest.TempPathFactory) -> Restarted:
     tmp_path = tmp_path_factory.mktemp("sigkill-restart")
-    faults = {"sequence": PLAN, "hang": {"at": "after_claim"}, "delay": {"ms": 600_000}}
+    # by key: the six tasks run at once, so their jobs reach the queue in any order
+    faults = {"keys": dict(zip(KEYS, PLAN)), "hang": {"at": "after_claim"}, "delay": {"ms": 600_000}}
     run = Restarted()
     with httpx.Client(timeout=10) as http:
         with served(tmp_path, env=env_for(faults)) as first:
@@ -368,7 +369,8 @@ def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def test_operator_cancel_from_the_cli_reaches_the_serving_process(tmp_path: Path) -> None:
-    faults = {"sequence": ["delay", "stall"], "delay": {"ms": 600_000}, "stall": {"ms": 600_000}}
+    faults = {"keys": {"ops-queued": "delay", "ops-claimed": "stall"}, "delay": {"ms": 600_000},
+              "stall": {"ms": 600_000}}
     with httpx.Client(timeout=10) as http, served(tmp_path, env=env_for(faults)) as desk:
         truth = Truth(desk.db)
         queued = create(http, desk.url, {"incidentId": "INC-1001", "idempotencyKey": "ops-queued"})

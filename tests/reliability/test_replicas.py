@@ -263,7 +263,9 @@ def test_shared_audit_key_metrics_and_readiness(pair: Any, http: httpx.Client) -
 # -- a replica dies mid-task ---------------------------------------------------------------------------------
 
 PLAN_A = ["none", "hang", "delay", "none", "hang", "delay"]
-FAULTS_A = {"sequence": ["none", "hang", "delay"], "hang": {"at": "after_claim"}, "delay": {"ms": 600_000}}
+KEYS_A = [f"kill-{i}-{fault}" for i, fault in enumerate(PLAN_A)]
+# By key: A's six jobs run at once and reach its queue in any order.
+FAULTS_A = {"keys": dict(zip(KEYS_A, PLAN_A)), "hang": {"at": "after_claim"}, "delay": {"ms": 600_000}}
 EXPECTED = {"none": "success", "hang": "outcome_unknown", "delay": "dependency_unavailable"}
 STATE_BEFORE = {"none": "done", "hang": "claimed", "delay": "queued"}
 
@@ -314,7 +316,7 @@ def after_the_kill(tmp_path_factory: pytest.TempPathFactory) -> AfterTheKill:
                                               "idempotency_key = %s", (key,))]
 
         run.a_pid, run.b_pid = a.proc.pid, b.proc.pid
-        run.keys = keys = [f"kill-{i}-{fault}" for i, fault in enumerate(PLAN_A)]
+        run.keys = keys = KEYS_A
         run.on_a = on_a = {key: start_task(http, a.url, token, "incident.handle", {
             "incidentId": "INC-1001", "idempotencyKey": key}) for key in keys}
         run.nap_a = start_task(http, a.url, token, "nap", {"seconds": 600})
@@ -653,9 +655,16 @@ def test_a_request_meeting_a_locked_database_is_told_to_retry(backend: str, tmp_
 
 
 # A's upstream: two jobs wait in the queue (delay), two sit claimed (stall); each outlives the freeze.
-FREEZE_FAULTS = {"sequence": ["delay", "delay", "stall", "stall"], "delay": {"ms": 2500}, "stall": {"ms": 2500}}
 FREEZE_STAGES = {"cancel-queued": "queued", "sweep-queued": "queued", "sweep-claimed": "claimed",
                  "cancel-claimed": "claimed"}
+
+
+def freeze_faults(backend: str) -> dict[str, Any]:
+    """By key (the four jobs run at once and reach A's queue in any order): queued ones delayed, claimed ones
+    stalled."""
+    keys = {f"frozen-{stage}-{backend}": "delay" if want == "queued" else "stall"
+            for stage, want in FREEZE_STAGES.items()}
+    return {"keys": keys, "delay": {"ms": 2500}, "stall": {"ms": 2500}}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -664,7 +673,7 @@ def test_a_replica_frozen_past_its_lease_never_writes_after_the_takeover(backend
     SIGSTOPped past its lease; B cancels some, sweeps the rest; A is resumed (SIGCONT).  A writes nothing after
     the takeover (no claim, no ticket, no result), says so in the audit trail, and serves on; B answered within
     its normal latency all along; every outcome the client saw agrees with the rows."""
-    with a_database(backend, tmp_path) as truth, replicas(tmp_path, truth.url, faults_a=FREEZE_FAULTS) as (
+    with a_database(backend, tmp_path) as truth, replicas(tmp_path, truth.url, faults_a=freeze_faults(backend)) as (
             a, b, token), httpx.Client(timeout=20) as http:
         keys = {stage: f"frozen-{stage}-{backend}" for stage in FREEZE_STAGES}
         tasks = {stage: start_task(http, a.url, token, "incident.handle", {"incidentId": "INC-1001",

@@ -27,6 +27,11 @@ Probabilities must add up to at most 1 (the rest: no fault).
 ``"sequence": ["none", "delay", "kill", ...]`` replaces the draw with a fixed
 plan, cycled over jobs in submission order (parameters still come from the
 fault's entry) — for tests that need to know which job meets which fault.
+
+``"keys": {"INC-1001-a": "hang", "INC-1001-b": "none", ...}`` names the fault of the
+job behind each idempotency key, whatever the order the jobs reach the queue in
+(jobs of tasks that run at the same time arrive in any order); a job whose key is
+not named draws as usual (from the sequence, if any, which keyed jobs do not advance).
 """
 
 from __future__ import annotations
@@ -83,7 +88,7 @@ class FaultPlan:
         spec = dict(spec or {})
         if not all(isinstance(k, str) for k in spec):
             raise ValueError("fault names are strings")
-        unknown = set(spec) - set(FAULTS) - {"seed", "sequence"}
+        unknown = set(spec) - set(FAULTS) - {"seed", "sequence", "keys"}
         if unknown:
             raise ValueError(f"unknown fault(s): {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}")
         seed = spec.get("seed")
@@ -105,6 +110,17 @@ class FaultPlan:
                 if name != "none" and name not in self.faults:
                     self.faults[name] = _fault(name, {"p": 0.0})
         self.sequence: list[str] | None = sequence
+        keys = spec.get("keys")
+        if keys is not None:
+            if not isinstance(keys, dict) or not keys or not all(
+                    isinstance(k, str) and isinstance(v, str) and (v == "none" or v in FAULTS)
+                    for k, v in keys.items()):
+                raise ValueError("keys must map idempotency keys to fault names or 'none' "
+                                 f"({', '.join(FAULTS)})")
+            for name in keys.values():
+                if name != "none" and name not in self.faults:
+                    self.faults[name] = _fault(name, {"p": 0.0})
+        self.keys: dict[str, str] | None = keys
         self.seed = seed
         self._rng = random.Random(seed)
         self._n = 0
@@ -123,14 +139,18 @@ class FaultPlan:
 
     @property
     def active(self) -> bool:
-        return self.sequence is not None or any(f.p > 0 for f in self.faults.values())
+        return self.sequence is not None or self.keys is not None or any(f.p > 0 for f in self.faults.values())
 
-    def draw(self) -> Fault | None:
-        """The fault for the next job (``None``: it runs cleanly)."""
+    def draw(self, key: str | None = None) -> Fault | None:
+        """The fault for the next job, whose idempotency key is ``key`` (``None``: it runs cleanly)."""
         chosen: Fault | None = None
-        if self.sequence is not None:
+        named = self.keys.get(key) if self.keys is not None and key is not None else None
+        if named is not None:
+            chosen = None if named == "none" else self.faults[named]  # takes no place in the sequence
+        elif self.sequence is not None:
             name = self.sequence[self._n % len(self.sequence)]
             chosen = None if name == "none" else self.faults[name]
+            self._n += 1
         elif self.faults:
             r = self._rng.random()
             acc = 0.0
@@ -139,11 +159,10 @@ class FaultPlan:
                 if r < acc:
                     chosen = fault
                     break
-        self._n += 1
         if chosen is not None and chosen.ms_high is not None:
             chosen = Fault(chosen.name, chosen.p, self._rng.uniform(chosen.ms, chosen.ms_high), chosen.at)
-        key = chosen.name if chosen else "none"
-        self.drawn[key] = self.drawn.get(key, 0) + 1
+        drawn = chosen.name if chosen else "none"
+        self.drawn[drawn] = self.drawn.get(drawn, 0) + 1
         return chosen
 
     def to_dict(self) -> dict[str, Any]:
@@ -152,6 +171,8 @@ class FaultPlan:
             out["seed"] = self.seed
         if self.sequence is not None:
             out["sequence"] = list(self.sequence)
+        if self.keys is not None:
+            out["keys"] = dict(self.keys)
         return out
 
 

@@ -182,7 +182,7 @@ class Handler:
             if cancelled:  # cancelled while the request was being recorded: the job never went out
                 return await self._on_cancel(tenant, incidentId, key, dispatch_id, started, fence)
             if opened.new:
-                ack = self.upstream.submit(Job(tenant, dispatch_id, incidentId, found.title, note, fence))
+                ack = self.upstream.submit(Job(tenant, dispatch_id, incidentId, found.title, note, fence, key))
             else:
                 ack = self.upstream.waiter(dispatch_id)
             try:

@@ -56,6 +56,8 @@ class Job:
     #: The lease check of the task that handed the job over: every write for the job runs it in
     #: its own transaction, so nothing is claimed or written once another process took that task over.
     fence: Callable[[], None] | None = field(default=None, compare=False)
+    #: The request's idempotency key (a fault plan may name the fault of a key's job).
+    key: str | None = None
 
 
 class Upstream:
@@ -86,7 +88,7 @@ class Upstream:
         """Hand a job to the queue; the ack future resolves with done/failed/fenced — or never."""
         self._bind()
         ack = self.waiter(job.dispatch_id)
-        fault = self.faults.draw()
+        fault = self.faults.draw(job.key)
         if fault is not None and fault.name == "drop":
             self._count("dropped")
             return ack  # lost before any side effect: nobody will ever claim it
