@@ -14,6 +14,7 @@ import secrets
 import time
 from typing import Any, Callable, Protocol
 
+from .._changes import ChangeQueue
 from ..auth import Principal
 from . import jsonrpc
 from ._state import SessionEvent, SessionState, next_session_state
@@ -70,7 +71,7 @@ class Session:
         #: are any, task status notifications wait (see :meth:`hold_task_notes`).
         self._handles_due = 0
         self._held_notes: set[str] = set()
-        self._feed: asyncio.Queue[Any] | None = None
+        self._feed: ChangeQueue | None = None
         self.announced_tasks: set[str] = set()
 
     @property
@@ -135,9 +136,7 @@ class Session:
             feed = self._feed
             for task_id in held:
                 if feed is not None:
-                    if feed.full():
-                        feed.get_nowait()
-                    feed.put_nowait(("task", task_id))
+                    feed.offer(("task", task_id))
 
     def task_note_waits(self, task_id: str) -> bool:
         """Whether a status change of ``task_id`` must wait for a handle still being written."""
