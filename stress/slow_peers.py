@@ -17,7 +17,10 @@ next to what the hostile peers saw and what the server process used (/proc):
 - ``sse_never_read``: handshake-era GET streams and 2026-07-28 ``subscriptions/listen``
   streams whose sockets (4 KiB receive buffer) are never read while the server
   announces hundreds of thousands of list changes; a reader that does read runs beside
-  them; then the stuck peers disconnect and their streams must be released;
+  them; then the stuck peers disconnect and their streams must be released (the change
+  feed keeps one copy of each change waiting, so a stuck stream costs the server a set
+  lookup per announcement: the normal client's latency here is the churn's, not the
+  stuck peers');
 - ``fd_exhaustion``: a second server started with RLIMIT_NOFILE=256 and 300 idle peers;
 - ``session_flood``: one principal opens handshake-era sessions until refused; can
   another tenant still start one?

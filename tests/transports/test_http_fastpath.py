@@ -523,6 +523,42 @@ def test_back_pressure_both_ways() -> None:
     asyncio.run(main())
 
 
+def test_a_stream_paused_for_writing_is_released_when_its_peer_leaves() -> None:
+    """A stream's send waiting for a peer that never reads (write paused) returns when that peer
+    goes, and the application ends: nothing waits forever on a dead connection.  (stress/slow_peers.py's
+    sse_never_read rarely reaches a paused write since the change feed coalesces: here it is direct.)"""
+    async def main() -> None:
+        sends: list[str] = []
+        paused, ended = asyncio.Event(), asyncio.Event()
+
+        async def stream(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            await receive()
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", b"text/event-stream")]})
+            await send({"type": "http.response.body", "body": b"data: 0\n\n", "more_body": True})
+            sends.append("sent 0")
+            await paused.wait()
+            await send({"type": "http.response.body", "body": b"data: 1\n\n", "more_body": True})
+            sends.append("sent 1")
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            ended.set()
+
+        protocol, transport = connect(stream)
+        protocol.data_received(post())
+        await settle()
+        protocol.pause_writing()  # the peer's buffers are full
+        paused.set()
+        await settle()
+        assert sends == ["sent 0"] and not ended.is_set()  # the next send waits
+        written = transport.data
+        protocol.connection_lost(None)
+        await asyncio.wait_for(ended.wait(), 5)
+        assert sends == ["sent 0", "sent 1"] and transport.data == written  # returned, wrote nothing
+        assert not protocol.write_paused
+
+    asyncio.run(main())
+
+
 def test_a_finished_request_leaves_no_garbage() -> None:
     """Cycle, scope and disconnect hook hold no reference cycle: each request is freed by its
     reference count, not left for the collector."""
