@@ -599,6 +599,34 @@ def big_body(d: Drawer, ctx: Ctx) -> tuple[bytes, str]:
     return head + args + b"}}", f"big:{shape}:{size}"
 
 
+def memory_primers(transport: str) -> list[Case]:
+    """The grammar's heaviest documents, once each, for the start of a run: the biggest of big_body's
+    shapes under the size limit and deep_body's deepest nesting.  Parsed, they set the server's memory
+    high-water mark; sent first, they set it before the run's mid-point, so that growth after it
+    (memory_verdict) means a leak, not where a rare heavy case happened to fall."""
+    size = 3 * 1024 * 1024
+    meta = dumps({META_VERSION: MODERN, META_CAPS: {}})
+    n_keys, n_items = size // 12, size // 2
+    arguments = {
+        "big:string": b'{"service":"' + b"abcdefghij" * (size // 10) + b'"}',
+        "big:keys": b"{" + b",".join(b'"k%d":%d' % (i, i) for i in range(n_keys)) + b"}",
+        "big:array": b'{"service":[' + b",".join([b"1"] * n_items) + b"]}",
+        "deep:list": b'{"service":' + b"[" * 100_000 + b"1" + b"]" * 100_000 + b"}",
+        "deep:object": b'{"service":' + b'{"a":' * 100_000 + b"1" + b"}" * 100_000 + b"}",
+    }
+    primers = []
+    for i, (label, args) in enumerate(arguments.items()):
+        body = (b'{"jsonrpc":"2.0","id":"prime-%d","method":"tools/call","params":{"_meta":' % i + meta
+                + b',"name":"incident.search","arguments":' + args + b"}}")
+        headers: list[tuple[Any, Any]] = []
+        if transport == "http":
+            headers = [("Content-Type", "application/json"), ("Accept", "application/json"),
+                       ("Authorization", f"Bearer {OPERATOR}"), ("MCP-Protocol-Version", MODERN),
+                       ("Mcp-Method", "tools/call"), ("Mcp-Name", "incident.search")]
+        primers.append(Case(f"hostile:prime:{label}", body, headers=headers))
+    return primers
+
+
 def number_body(d: Drawer, ctx: Ctx) -> tuple[bytes, str]:
     number = d.choice([b"1e400", b"-1e400", b"1" + b"0" * 5000, b"18446744073709551616", b"-9223372036854775809",
                        b"1.0e-400", b"NaN", b"Infinity", b"-0", b"0.000000000000000000000001", b"01", b"1.", b".5",
