@@ -226,6 +226,14 @@ KEY_B = b"q" * 32
 
 
 def _expected_hash(args, key: bytes) -> str:
+    """The stored format: BLAKE2b keyed with the audit key (RFC 7693), 16-byte digest, of the
+    arguments as JSON with sorted keys."""
+    raw = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
+    return hashlib.blake2b(raw, key=key, digest_size=16).hexdigest()
+
+
+def _hmac_hash(args, key: bytes) -> str:
+    """What records written before December 2026 carry: HMAC-SHA256, first 32 hex digits."""
     raw = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
     return hmac.new(key, raw, hashlib.sha256).hexdigest()[:32]
 
@@ -242,11 +250,44 @@ def test_fingerprint_shape():
     assert "payments" not in json.dumps(fp) and "hunter2" not in json.dumps(fp)
 
 
-def test_fingerprint_hash_is_an_hmac_not_a_plain_hash():
+def test_fingerprint_hash_is_keyed_not_a_plain_hash():
     args = {"pin": "1234"}
     raw = orjson.dumps(args, option=orjson.OPT_SORT_KEYS)
     fp = fingerprint(args, KEY_A)
     assert fp["argHash"] != hashlib.sha256(raw).hexdigest()[:32]
+    assert fp["argHash"] != hashlib.blake2b(raw, digest_size=16).hexdigest()  # the unkeyed BLAKE2b
+
+
+def test_a_record_of_either_scheme_is_verifiable_with_the_key():
+    """Records written before the switch carry HMAC-SHA256, later ones keyed BLAKE2b: whoever holds
+    the key and the candidate arguments can check both; other arguments or another key match neither."""
+    from truecall.redact import arg_hash, arg_hash_matches, legacy_arg_hash
+
+    args = {"service": "payments", "count": 3}
+    assert arg_hash(args, KEY_A) == fingerprint(args, KEY_A)["argHash"] == _expected_hash(args, KEY_A)
+    assert legacy_arg_hash(args, KEY_A) == _hmac_hash(args, KEY_A)
+    for recorded in (_expected_hash(args, KEY_A), _hmac_hash(args, KEY_A)):
+        assert arg_hash_matches(args, KEY_A, recorded)
+        assert arg_hash_matches({"count": 3, "service": "payments"}, KEY_A, recorded)
+        assert not arg_hash_matches({"service": "checkout", "count": 3}, KEY_A, recorded)
+        assert not arg_hash_matches(args, KEY_B, recorded)
+
+
+def test_a_key_longer_than_blake2b_takes_still_keys_the_hash():
+    long_a, long_b = b"a" * 65 + b"1", b"a" * 65 + b"2"
+    args = {"service": "payments"}
+    assert fingerprint(args, long_a)["argHash"] != fingerprint(args, long_b)["argHash"]
+    assert fingerprint(args, long_a)["argHash"] == fingerprint(args, long_a)["argHash"]
+
+
+def test_cached_argument_keys_are_the_computed_ones_and_never_shared_with_a_caller():
+    declared = frozenset({"service", "limit"})
+    first = fingerprint({"service": "a", "limit": 1}, KEY_A, declared)
+    first["argKeys"].append("mutated by the caller")
+    again = fingerprint({"service": "b", "limit": 2}, KEY_A, declared)
+    assert again["argKeys"] == ["service", "limit"]
+    assert fingerprint({"limit": 2, "service": "b"}, KEY_A, declared)["argKeys"] == ["limit", "service"]
+    assert fingerprint({"service": "b", "sk-live-1a2b": 2}, KEY_A, declared)["argKeys"] == ["service", "[undeclared]"]
 
 
 def test_fingerprint_is_stable_for_the_same_key_and_order_independent():

@@ -3,7 +3,7 @@
 ``record(kind, **fields)`` is the whole API.  A handful of fields get their own
 columns so that ``truecall audit`` can filter without parsing JSON; everything
 else is redacted and stored as one JSON document.  Tool arguments are never
-stored: callers pass ``arguments=`` and get a fingerprint (keys, size, HMAC).
+stored: callers pass ``arguments=`` and get a fingerprint (keys, size, keyed hash).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 import orjson
 
 from ._journal import JOURNAL_MIGRATIONS, Journal, encode_line, encode_rows, journal_dir, recover_journals
-from .redact import REDACTED, fingerprint, fingerprint_into, hmac_pads, is_sensitive_name, redact, redact_text
+from .redact import REDACTED, fingerprint, fingerprint_into, is_sensitive_name, mac_state, redact, redact_text
 from .storage import Storage
 
 log = logging.getLogger("truecall.audit")
@@ -114,7 +114,7 @@ class AuditLog:
 
     def __init__(self, db: Storage, *, key: bytes | None = None, enabled: bool = True,
                  journal: bool | None = None) -> None:
-        """``key`` is the HMAC key for argument hashes; keep it outside the database
+        """``key`` is the MAC key for argument hashes; keep it outside the database
         (configuration or a key file) so that a copy of the database cannot be
         brute-forced for short secrets.  Without one, a per-process key is used.
 
@@ -299,7 +299,7 @@ class AuditLog:
     @_key.setter
     def _key(self, key: bytes) -> None:
         self._hmac_key = key
-        self._pads = hmac_pads(key)  # the key schedule, once (see redact.hmac_pads)
+        self._mac = mac_state(key)  # the keyed state, once (see redact.mac_state)
 
     def fingerprint(self, arguments: Any) -> dict[str, Any]:
         return fingerprint(arguments, self._key)
@@ -338,7 +338,7 @@ class AuditLog:
         doc: dict[str, Any] = {"durationMs": duration_ms, "client": None if client is None else _client(client)}
         if request_id is not None:
             doc["requestId"] = request_id if type(request_id) is int else redact_text(request_id)
-        fingerprint_into(doc, arguments, self._pads, self.declared_fields(tool))
+        fingerprint_into(doc, arguments, self._mac, self.declared_fields(tool))
         self._commit((time.time(), kind, head[0], head[1], head[2], head[3], orjson.dumps(doc)))
 
     def _commit(self, row: tuple[Any, ...]) -> None:

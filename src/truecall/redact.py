@@ -3,7 +3,7 @@
 Two nets: sensitive *names* (a field called ``password`` is never written, whatever
 its value) and sensitive *values* (a bearer token pasted into a free-text field).
 For tool arguments we go further and keep only a fingerprint: keys, sizes and a
-keyed hash, so the audit trail can prove *what* was sent without holding it.
+keyed hash (a MAC), so the audit trail can prove *what* was sent without holding it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any, Callable
 import orjson
 
 __all__ = ["REDACTED", "UNDECLARED", "is_sensitive_name", "redact", "redact_text", "shown_uri", "fingerprint", "fingerprint_into",
-           "hmac_pads"]
+           "mac_state", "argument_keys", "arg_hash", "arg_hash_matches", "canonical_arguments", "legacy_arg_hash"]
 
 REDACTED = "[REDACTED]"
 
@@ -133,74 +133,109 @@ UNDECLARED = "[undeclared]"
 def fingerprint(arguments: Any, key: bytes, declared: "frozenset[str] | set[str] | None" = None) -> dict[str, Any]:
     """Keys, size and a keyed hash of ``arguments``: enough to audit, nothing to leak.
 
-    The hash is an HMAC so that a low-entropy secret (a PIN, a short password)
-    cannot be recovered by hashing guesses without the deployment's audit key.
+    The hash is a MAC (keyed BLAKE2b, :func:`arg_hash`) so that a low-entropy secret (a PIN, a
+    short password) cannot be recovered by hashing guesses without the deployment's audit key.
     ``declared``: the names the tool's schema declares; any other key is client data that no
     pattern may recognise (``sk-live-1a2b``, a random marker) and is written as ``[undeclared]``.
     """
     doc: dict[str, Any] = {}
-    fingerprint_into(doc, arguments, hmac_pads(key), declared)
+    fingerprint_into(doc, arguments, mac_state(key), declared)
+    doc["argKeys"] = list(doc["argKeys"])  # the caller's own (fingerprint_into may share a cached one)
     return doc
 
 
-def fingerprint_into(doc: dict[str, Any], arguments: Any, pads: "HmacPads",
+def canonical_arguments(arguments: Any) -> bytes:
+    """The bytes an argument hash is made of (and ``argBytes`` counts): JSON with sorted keys, or
+    the ``repr`` of what is not JSON."""
+    try:
+        return orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        try:
+            return repr(arguments).encode("utf-8", "replace")
+        except RecursionError:  # nested deeper than repr can go: the fingerprint says so
+            return f"<{type(arguments).__name__} nested too deeply>".encode()
+
+
+def fingerprint_into(doc: dict[str, Any], arguments: Any, mac: MacState,
                      declared: "frozenset[str] | set[str] | None" = None) -> None:
     """:func:`fingerprint`, written into ``doc`` (``argKeys``, ``argBytes``, ``argHash``) with the
-    key's pads at hand: the audit's per-call record builds no second dict and looks up no key."""
+    key's MAC state at hand (:func:`mac_state`).  ``argKeys`` may be a tuple shared with other
+    documents (:func:`argument_keys`)."""
     try:
         raw = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
     except (TypeError, orjson.JSONEncodeError):
-        try:
-            raw = repr(arguments).encode("utf-8", "replace")
-        except RecursionError:  # nested deeper than repr can go: the fingerprint says so
-            raw = f"<{type(arguments).__name__} nested too deeply>".encode()
-    if not isinstance(arguments, dict):
-        doc["argKeys"] = []
-    elif declared is None:
-        doc["argKeys"] = [_safe_key(k) for k in arguments]
-    else:
-        doc["argKeys"] = [_safe_key(k) if k in declared else UNDECLARED for k in arguments]
+        raw = canonical_arguments(arguments)
+    doc["argKeys"] = argument_keys(arguments, declared)
     doc["argBytes"] = len(raw)
-    inner, outer = pads
-    inner = inner.copy()
-    inner.update(raw)
-    outer = outer.copy()
-    outer.update(inner.digest())
-    doc["argHash"] = outer.hexdigest()[:32]
+    h = mac.copy()
+    h.update(raw)
+    doc["argHash"] = h.hexdigest()
 
 
-#: SHA-256 states after the key's inner and outer pad blocks (RFC 2104): an HMAC is then two
-#: copies and two updates.  ``hmac.HMAC.copy()`` + ``hexdigest()`` cost about twice as much
-#: (two Python-level objects, OpenSSL's HMAC context copied twice), paid by every tool call.
-HmacPads = tuple["hashlib._Hash", "hashlib._Hash"]
-_IPAD = bytes(x ^ 0x36 for x in range(256))
-_OPAD = bytes(x ^ 0x5C for x in range(256))
-
-
-def _builtin_sha256() -> Callable[[bytes], "hashlib._Hash"]:
-    """CPython's own SHA-256 when it has one: its ``copy()`` is a struct copy where OpenSSL's
-    (an EVP context) costs more than the two short compressions an argument hash needs
-    (callgrind: 10.7k instructions per HMAC against 13k).  Same digests, either way."""
-    import importlib
-
-    for name in ("_sha256", "_sha2"):  # (3.11; 3.12 renamed it)
+def argument_keys(arguments: Any, declared: "frozenset[str] | set[str] | None") -> "tuple[str, ...] | list[str]":
+    """``argKeys``: the argument names fit for the audit trail, ``[undeclared]`` for a name the
+    tool does not declare (``declared``; ``None``: unknown).  Arguments that name declared fields
+    only get a tuple made once and shared (it is only serialised): :data:`ARG_KEYS`."""
+    if not isinstance(arguments, dict):
+        return ()
+    if type(declared) is frozenset:
+        names = tuple(arguments)
         try:
-            constructor: Callable[[bytes], "hashlib._Hash"] = importlib.import_module(name).sha256
-        except (ImportError, AttributeError):
-            continue
-        return constructor
-    return hashlib.sha256
+            return ARG_KEYS[(declared, names)]
+        except KeyError:
+            keys = tuple([_safe_key(k) if k in declared else UNDECLARED for k in names])
+            # Only declared names: the schema bounds what is kept (client-made names are not).
+            if len(ARG_KEYS) < 4096 and declared.issuperset(names):
+                ARG_KEYS[(declared, names)] = keys
+            return keys
+    if declared is None:
+        return [_safe_key(k) for k in arguments]
+    return [_safe_key(k) if k in declared else UNDECLARED for k in arguments]
 
 
-_sha256 = _builtin_sha256()
+#: (declared names, argument names) → argKeys, for arguments that use declared names only.
+ARG_KEYS: dict[tuple[frozenset[str], tuple[str, ...]], tuple[str, ...]] = {}
+
+#: The keyed hash of an argument fingerprint: BLAKE2b keyed with the audit key, 16-byte digest
+#: (RFC 7693's MAC mode; 32 hex digits, as before).  It replaced HMAC-SHA256 (its first 32 hex
+#: digits) in December 2026: one keyed state copied and one update per call, two BLAKE2b
+#: compressions (about 2.5k instructions) where the HMAC took two SHA-256 ones (6k) and twice the
+#: Python-level steps.  :func:`arg_hash_matches` checks a record of either kind.
+MacState = hashlib.blake2b
+_MAC_DIGEST = 16
 
 
 @lru_cache(maxsize=8)
-def hmac_pads(key: bytes) -> HmacPads:
-    """The key schedule of HMAC-SHA256 under ``key``, done once per key."""
-    block = hashlib.sha256(key).digest() if len(key) > 64 else key
-    block = block.ljust(64, b"\0")
-    return _sha256(block.translate(_IPAD)), _sha256(block.translate(_OPAD))
+def mac_state(key: bytes) -> MacState:
+    """BLAKE2b keyed with ``key``, before any data: copied for every hash (the key block is set up
+    once).  A key longer than BLAKE2b takes (64 bytes) is hashed down to 64 bytes first."""
+    if len(key) > 64:
+        key = hashlib.blake2b(key).digest()
+    return hashlib.blake2b(key=key, digest_size=_MAC_DIGEST)
+
+
+def arg_hash(arguments: Any, key: bytes) -> str:
+    """The ``argHash`` of ``arguments`` under ``key``, as records written now carry it."""
+    h = mac_state(key).copy()
+    h.update(canonical_arguments(arguments))
+    return h.hexdigest()
+
+
+def legacy_arg_hash(arguments: Any, key: bytes) -> str:
+    """The ``argHash`` records written before December 2026 carry: HMAC-SHA256, first 32 hex digits."""
+    import hmac
+
+    return hmac.new(key, canonical_arguments(arguments), hashlib.sha256).hexdigest()[:32]
+
+
+def arg_hash_matches(arguments: Any, key: bytes, recorded: str) -> bool:
+    """Whether a record's ``argHash`` is the hash of ``arguments`` under ``key``, whichever of the
+    two schemes wrote it (keyed BLAKE2b now, HMAC-SHA256 before): a record proves what was sent
+    to whoever holds the key and the candidate arguments.  Constant-time comparisons."""
+    import hmac
+
+    return any(hmac.compare_digest(candidate, recorded)
+               for candidate in (arg_hash(arguments, key), legacy_arg_hash(arguments, key)))
 
 
 @lru_cache(maxsize=4096, typed=True)  # typed: 1, 1.0 and True are different keys with different names

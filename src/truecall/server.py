@@ -315,7 +315,7 @@ class Server:
         found = self.registry.find_resource(uri)
         if found is None or not found[0].scopes <= principal.scopes:
             self.events.record("resource.denied", tenant=principal.tenant, subject=principal.subject,
-                               outcome="not_found", arguments={"uri": uri})  # names nothing: only its HMAC
+                               outcome="not_found", arguments={"uri": uri})  # names nothing: only its keyed hash
             raise NotFound("Resource not found", {"uri": _shown(uri)})
         res, params = found
         ctx = ToolContext(principal, None, self, peer)  # type: ignore[arg-type]
@@ -327,7 +327,7 @@ class Server:
             raise _missing_capability(exc) from None
         if out is None:
             self.events.record("resource.denied", tenant=principal.tenant, subject=principal.subject,
-                               outcome="not_found", arguments={"uri": uri})  # names nothing: only its HMAC
+                               outcome="not_found", arguments={"uri": uri})  # names nothing: only its keyed hash
             raise NotFound("Resource not found", {"uri": _shown(uri)})
         contents = _as_contents(uri, out, res.mime_type)
         self.events.record("resource.read", tenant=principal.tenant, subject=principal.subject, outcome="ok",
