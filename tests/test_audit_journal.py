@@ -96,12 +96,116 @@ def test_a_query_in_the_serving_process_sees_what_was_just_journaled(tmp_path: P
     log.flush()
 
 
+def _count_loads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The rows of every load transaction the journal makes from now on (one entry each)."""
+    import truecall._journal as journal_module
+
+    loads: list[int] = []
+    real = journal_module._load_rows
+
+    def counted(db: Any, name: str, rows: Any, end: int) -> None:
+        real(db, name, rows, end)
+        loads.append(len(rows))
+
+    monkeypatch.setattr(journal_module, "_load_rows", counted)
+    return loads
+
+
+def test_a_quiet_server_loads_a_few_records_in_one_transaction_not_one_each(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load is a transaction, as costly as ten rows: records that arrive 30 ms apart wait for
+    each other (``LOAD_DELAY_S``) instead of being loaded one transaction each."""
+    db = Database(tmp_path / "a.db")
+    log = AuditLog(db, key=b"k" * 32)
+    loads = _count_loads(monkeypatch)
+
+    async def scenario() -> None:
+        log.defer(asyncio.get_running_loop())
+        for n in range(5):
+            await _served(log, f"r{n}")
+            await asyncio.sleep(0.03)
+        while unloaded_bytes(tmp_path / "a.db"):
+            await asyncio.sleep(0.02)
+
+    asyncio.run(scenario())
+    assert _ids(db) == [f"r{n}" for n in range(5)]
+    assert sum(loads) == 5 and len(loads) <= 3, loads  # (one, unless the machine stalls a while)
+    log.flush()
+    assert _ids(db) == [f"r{n}" for n in range(5)]
+
+
+def test_a_busy_journal_is_loaded_once_load_bytes_wait_without_waiting_out_the_delay(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(audit_module, "LOAD_DELAY_S", 3600.0)
+    monkeypatch.setattr(audit_module, "LOAD_BYTES", 2000)
+    db = Database(tmp_path / "a.db")
+    log = AuditLog(db, key=b"k" * 32)
+
+    async def scenario() -> int:
+        log.defer(asyncio.get_running_loop())
+        n = 0
+        while n == 0 or unloaded_bytes(tmp_path / "a.db") < 2000:
+            await _served(log, f"r{n}")
+            n += 1
+        await asyncio.sleep(0.05)  # a loop turn or two, not the hour
+        assert unloaded_bytes(tmp_path / "a.db") == 0
+        assert _ids(db) == [f"r{k}" for k in range(n)]
+        await _served(log, "after")  # the next batch waits for its own delay again
+        await asyncio.sleep(0.05)
+        assert _ids(db) == [f"r{k}" for k in range(n)]
+        return n
+
+    n = asyncio.run(scenario())
+    log.flush()
+    assert _ids(db) == [*(f"r{k}" for k in range(n)), "after"]
+
+
+def test_a_load_that_failed_waits_for_its_retry_however_many_records_arrive(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the database refuses, records keep arriving past ``LOAD_BYTES``: they must not bring
+    the retry forward (one failed transaction per record would hammer a locked database)."""
+    monkeypatch.setattr(audit_module, "LOAD_DELAY_S", 0.01)
+    monkeypatch.setattr(audit_module, "LOAD_BYTES", 500)
+    monkeypatch.setattr(audit_module, "LOAD_RETRY_S", 0.3)
+    db = Database(tmp_path / "a.db", busy_timeout_ms=1)
+    log = AuditLog(db, key=b"k" * 32)
+    holder = sqlite3.connect(tmp_path / "a.db", isolation_level=None, timeout=10)
+    attempts: list[int] = []
+    real = Journal.load
+
+    def counted(self: Journal, target: Any) -> int:
+        attempts.append(1)
+        return real(self, target)
+
+    monkeypatch.setattr(Journal, "load", counted)
+
+    async def scenario() -> None:
+        log.defer(asyncio.get_running_loop())
+        holder.execute("BEGIN EXCLUSIVE")
+        await _served(log, "r0")
+        await asyncio.sleep(0.05)  # the first load has failed: its retry is due in 0.3 s
+        for n in range(1, 40):
+            await _served(log, f"r{n}")
+            await asyncio.sleep(0)
+        assert len(attempts) == 1, attempts
+        holder.execute("ROLLBACK")
+        await asyncio.sleep(0.5)
+        assert _ids(db) == [f"r{n}" for n in range(40)]
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        holder.close()
+    log.flush()
+
+
 def test_a_locked_database_no_longer_refuses_answers_and_the_records_arrive_once_it_is_free(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from truecall.protocol import Engine
     from truecall.transports.stdio import StdioConnection
 
     monkeypatch.setattr(audit_module, "LOAD_RETRY_S", 0.05)
+    monkeypatch.setattr(audit_module, "LOAD_DELAY_S", 0.02)  # the first loads fail while the lock is held
     app = Server("locked", db=Database(tmp_path / "s.db", busy_timeout_ms=20))
     holder = sqlite3.connect(tmp_path / "s.db", isolation_level=None, timeout=10)
 

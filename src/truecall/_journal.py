@@ -5,8 +5,9 @@ locks): 25-50 µs, paid by every sequential call.  Appending one line to a file 
 ``write()`` with the same guarantee SQLite gives here (``synchronous=NORMAL``: the data is
 in the operating system when the call returns, so it survives the process being killed).
 So a serving process appends the records behind an answer to its own journal before the
-answer leaves, and loads them into the ``audit_events`` table in batches a few
-milliseconds later.
+answer leaves, and loads them into the ``audit_events`` table in batches: a quarter of a
+second after the first of a batch, or as soon as 64 KiB wait (``truecall.audit.LOAD_DELAY_S``,
+``LOAD_BYTES``).
 
 Exactly once: the table ``audit_journal`` holds, per journal file, the offset up to which
 its lines are in ``audit_events``, updated in the same transaction as the rows it loads.
@@ -93,7 +94,7 @@ def unloaded_bytes(db_path: str | os.PathLike[str]) -> int:
 
 
 def wait_loaded(db_path: str | os.PathLike[str], timeout: float = 2.0) -> bool:
-    """Wait until every live process has loaded what it journaled (they do within milliseconds);
+    """Wait until every live process has loaded what it journaled (within ``LOAD_DELAY_S``, a quarter of a second);
     ``False`` if some still wait after ``timeout`` (e.g. a killed process's, loaded by the next one
     to open the database)."""
     deadline = time.monotonic() + timeout

@@ -32,10 +32,14 @@ __all__ = ["AuditLog", "AuditRecord", "AuditUnavailable", "AUDIT_MIGRATIONS", "M
 #: Records whose commit failed are kept and written with the next batch, up to this many;
 #: beyond it the oldest are dropped and an ``audit.dropped`` record says how many.
 MAX_RETAINED = 10_000
-#: Journaled records are loaded into the table this long after the first of a batch was written
-#: (or at once when this many bytes wait); a failed load is retried after ``LOAD_RETRY_S``.
-LOAD_DELAY_S = 0.02
-LOAD_BYTES = 256 * 1024
+#: Journaled records are loaded into the table this long after the first of a batch was written,
+#: or as soon as this many bytes wait (about 300 call records); a failed load is retried after
+#: ``LOAD_RETRY_S``.  A load is one transaction, and a transaction costs as much as ten rows
+#: (callgrind: ~120k instructions, then ~14k per row): a busy server loads every ``LOAD_BYTES``,
+#: a quiet one every ``LOAD_DELAY_S`` — so a reader in another process (``truecall audit``,
+#: :func:`truecall._journal.wait_loaded`) may wait that long; a query in this process loads first.
+LOAD_DELAY_S = 0.25
+LOAD_BYTES = 64 * 1024
 LOAD_RETRY_S = 1.0
 #: A fully loaded journal is replaced by a new file once it has grown past this.
 ROTATE_BYTES = 8 * 1024 * 1024
@@ -143,7 +147,9 @@ class AuditLog:
             journal = os.environ.get("TRUECALL_AUDIT_JOURNAL", "1").strip().lower() not in ("0", "false", "no", "off")
         self._journal_dir = journal_dir(db) if enabled and journal else None
         self._journal: Journal | None = None
-        self._load_handle: asyncio.TimerHandle | None = None
+        self._load_handle: asyncio.Handle | None = None
+        #: The journal's size at which the scheduled load is brought forward (see LOAD_BYTES).
+        self._load_at = _NEVER
         self._load_failures = 0
         if self._journal_dir is not None:
             db.migrate(JOURNAL_MIGRATIONS)
@@ -241,9 +247,30 @@ class AuditLog:
         if journal is None:
             journal = self._journal = Journal(self._journal_dir)  # type: ignore[arg-type]
         journal.append(encode_rows(batch), batch)
-        if self._load_handle is None and self._loop is not None:
-            delay = 0.0 if journal.pending >= LOAD_BYTES else LOAD_DELAY_S
-            self._load_handle = self._loop.call_later(delay, self._load)
+        if self._load_handle is None:
+            self._schedule_load(journal)
+        elif journal.size >= self._load_at:
+            self._load_now()
+
+    def _schedule_load(self, journal: Journal) -> None:
+        """The first record of a batch is journaled: load it ``LOAD_DELAY_S`` from now, or sooner
+        once ``LOAD_BYTES`` wait (:meth:`_load_now`)."""
+        loop = self._loop
+        assert loop is not None
+        if journal.pending >= LOAD_BYTES:
+            self._load_at = _NEVER
+            self._load_handle = loop.call_soon(self._load)
+        else:
+            self._load_at = journal.loaded + LOAD_BYTES
+            self._load_handle = loop.call_later(LOAD_DELAY_S, self._load)
+
+    def _load_now(self) -> None:
+        """``LOAD_BYTES`` wait: the scheduled load runs at the next loop turn instead."""
+        loop = self._loop
+        assert loop is not None and self._load_handle is not None
+        self._load_handle.cancel()
+        self._load_at = _NEVER
+        self._load_handle = loop.call_soon(self._load)
 
     def _load(self) -> None:
         """Journal → table (on the loop, a batch at a time); the records are durable already."""
@@ -258,7 +285,8 @@ class AuditLog:
             if self._load_failures == 1:
                 log.warning("audit records stay in the journal until the database takes them: %s",
                             type(exc).__name__)
-            if self._loop is not None:
+            if self._loop is not None:  # (records keep arriving meanwhile: they wait for the retry)
+                self._load_at = _NEVER
                 self._load_handle = self._loop.call_later(LOAD_RETRY_S, self._load)
             return
         if self._load_failures:
@@ -373,9 +401,9 @@ class AuditLog:
                 raise
             return
         if self._load_handle is None:
-            loop = self._loop
-            assert loop is not None
-            self._load_handle = loop.call_later(0.0 if journal.pending >= LOAD_BYTES else LOAD_DELAY_S, self._load)
+            self._schedule_load(journal)
+        elif journal.size >= self._load_at:
+            self._load_now()
 
     @staticmethod
     def _row(kind: str, fields: dict[str, Any], safe: dict[str, Any] | None = None) -> tuple[Any, ...]:
@@ -454,6 +482,8 @@ def _column(value: Any) -> str | None:
 
 #: (kind, tool, tenant, subject, outcome) → the tenant, subject, tool and outcome columns: see record_call.
 _HEADS: dict[tuple[Any, ...], tuple[str | None, str | None, str | None, str | None]] = {}
+#: A load already due (or retried later): no size brings it forward.
+_NEVER = 1 << 62
 #: A client's self-declared name → what the record keeps of it.
 _CLIENTS: dict[str, str] = {}
 
