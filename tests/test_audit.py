@@ -448,9 +448,30 @@ def test_the_straight_line_call_record_is_the_generic_record(tool: str, tenant: 
     rows: list[tuple] = []
     log = AuditLog.__new__(AuditLog)  # only the row building is under test here
     log.enabled, log._key, log._commit = True, b"k" * 32, rows.append  # type: ignore[method-assign]
+    log._journal = None  # not serving: every record goes through _commit
     log.record_call("tool.called", tool, tenant, subject, outcome, arguments, duration, client, request_id)
     ref = {} if request_id is None else {"requestId": request_id}
     log.record("tool.called", tool=tool, tenant=tenant, subject=subject, outcome=outcome, arguments=arguments,
                durationMs=duration, client=client, **ref)
     straight, generic = rows
     assert straight[1:] == generic[1:]
+
+
+def test_a_call_record_of_arguments_that_are_not_an_object_has_no_keys_after_cached_ones() -> None:
+    """The argKeys of declared names are looked up by the argument names: a list or a string of
+    the same names is not an object and has none.  The declared names settle passes are those
+    declared_fields gives."""
+    from truecall.audit import AuditLog
+
+    rows: list[tuple] = []
+    log = AuditLog.__new__(AuditLog)
+    log.enabled, log._key, log._commit = True, b"k" * 32, rows.append  # type: ignore[method-assign]
+    log._journal = None
+    declared = frozenset({"service"})
+    log.declared_fields = lambda tool: declared  # type: ignore[method-assign]
+    for arguments in ({"service": "x"}, ["service"], "service", ("service",)):
+        log.record_call("tool.called", "t", "acme", "u", "ok", arguments, 1.0, None, 1, declared)
+    log.record_call("tool.called", "t", "acme", "u", "ok", {"service": "x"}, 1.0, None, 1)
+    keys = [orjson.loads(r[6])["argKeys"] for r in rows]
+    assert keys == [["service"], [], [], [], ["service"]]
+    assert rows[0][1:] == rows[-1][1:]

@@ -199,6 +199,32 @@ def test_a_load_that_failed_waits_for_its_retry_however_many_records_arrive(
     log.flush()
 
 
+def test_a_served_call_record_is_journaled_as_the_line_of_its_row(tmp_path: Path) -> None:
+    """record_call writes its line from the head's cached part: the same bytes encode_line makes
+    of the row it keeps for the table (first and cached heads, nulls, quotes, non-ASCII)."""
+    from truecall._journal import encode_line
+
+    log = AuditLog(Database(tmp_path / "a.db"), key=b"k" * 32)
+    heads = [("acme", "alice@acme", "ok"), (None, None, "internal"), ('q"uo\\te', "Bearer abcdefgh12345678", "ok"),
+             ("ünï\u2028", 7, "invalid_input")]
+
+    async def scenario() -> None:
+        log.defer(asyncio.get_running_loop())
+        for n, (tenant, subject, outcome) in enumerate(heads * 2):  # the second time from the cache
+            log.begin()
+            log.record_call("tool.called", "tool\u00e9", tenant, subject, outcome, {"a": n, "b": [n]}, 1.25,
+                            "client", n if n % 2 else f"id-{n}")
+            await log.durable()
+        journal = log._journal
+        assert journal is not None and journal._rows is not None
+        lines = journal.path.read_bytes().splitlines(keepends=True)
+        assert len(lines) == 2 * len(heads)
+        assert lines == [encode_line(row) for row in journal._rows]
+
+    asyncio.run(scenario())
+    log.flush()
+
+
 def test_a_locked_database_no_longer_refuses_answers_and_the_records_arrive_once_it_is_free(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from truecall.protocol import Engine

@@ -201,7 +201,9 @@ class Journal:
         """:meth:`append` of one row's line (the per-call path: no list, usually one ``write``)."""
         if self.broken:
             raise OSError("this journal lost track of its end; a new one takes the next records")
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # (not ``with``: its __enter__/__exit__ calls cost more, every call)
+        try:
             n = os.write(self.fd, line)
             if n == len(line):
                 self.size += n
@@ -210,6 +212,8 @@ class Journal:
             rows = self._rows
             if rows is not None:
                 rows.append(row)
+        finally:
+            lock.release()
 
     def _write(self, data: bytes, written: int = 0) -> None:
         """Write ``data[written:]`` (``written`` bytes of it already are) and count all of it; on a

@@ -323,7 +323,7 @@ def settle(server: "Server", outcome: Outcome, principal: Principal, tool: Tool,
         elapsed = time.perf_counter() - started
         name = tool.name
         server.events.record_call("tool.called", name, principal.tenant, principal.subject, kind, arguments,
-                                  round(elapsed * 1000, 3), client, _audited_id(request_id))
+                                  round(elapsed * 1000, 3), client, _audited_id(request_id), tool.declared_fields)
         for observe in server.observers:
             observe(name, kind, elapsed)
         return outcome

@@ -17,12 +17,13 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import orjson
 
 from ._journal import JOURNAL_MIGRATIONS, Journal, encode_line, encode_rows, journal_dir, recover_journals
-from .redact import REDACTED, fingerprint, fingerprint_into, is_sensitive_name, mac_state, redact, redact_text
+from .redact import (ARG_KEYS, REDACTED, argument_keys, canonical_arguments, fingerprint, is_sensitive_name,
+                     mac_state, redact, redact_text)
 from .storage import Storage
 
 log = logging.getLogger("truecall.audit")
@@ -103,6 +104,9 @@ class AuditRecord:
             "outcome": self.outcome,
             **self.fields,
         }
+
+
+_MISSING: Any = object()
 
 
 def _nothing_declared(tool: str) -> frozenset[str] | None:
@@ -351,23 +355,63 @@ class AuditLog:
         self._commit(self._row(kind, fields, fingerprint(arguments, self._key, names)))
 
     def record_call(self, kind: str, tool: str, tenant: Any, subject: Any, outcome: str, arguments: Any,
-                    duration_ms: float, client: str | None, request_id: Any) -> None:
+                    duration_ms: float, client: str | None, request_id: Any, declared: Any = _MISSING) -> None:
         """``record(kind, tool=…, tenant=…, subject=…, outcome=…, arguments=…, durationMs=…,
         client=…[, requestId=…])`` — the same row, straight-line: one of these per tool call.
+        ``declared``: the tool's declared argument names when the caller has them at hand (else
+        :attr:`declared_fields` is asked).
 
         The (redacted) columns are the same for every call of one tool by one caller with one
-        outcome: they are made once (:func:`_head`) and looked up after that."""
+        outcome: they are made once (:func:`_head`), with their part of the journal line, and
+        looked up after that.  Served (on the loop, journal open, nothing retained before it),
+        the record goes straight to the journal: :meth:`_commit` and :meth:`_journal_one` inline."""
         if not self.enabled:
             return
         try:
             head = _HEADS[(kind, tool, tenant, subject, outcome)]
         except (KeyError, TypeError):  # (TypeError: an unhashable tenant or subject, never cached)
             head = _head(kind, tool, tenant, subject, outcome)
-        doc: dict[str, Any] = {"durationMs": duration_ms, "client": None if client is None else _client(client)}
-        if request_id is not None:
-            doc["requestId"] = request_id if type(request_id) is int else redact_text(request_id)
-        fingerprint_into(doc, arguments, self._mac, self.declared_fields(tool))
-        self._commit((time.time(), kind, head[0], head[1], head[2], head[3], orjson.dumps(doc)))
+        # fingerprint_into(doc, …), unrolled: one dict made whole, the argKeys of declared names looked up.
+        try:
+            raw = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)
+        except (TypeError, orjson.JSONEncodeError):
+            raw = canonical_arguments(arguments)
+        mac = self._mac.copy()
+        mac.update(raw)
+        if declared is _MISSING:
+            declared = self.declared_fields(tool)
+        keys: Sequence[str] | None = None
+        if type(arguments) is dict and type(declared) is frozenset:
+            keys = ARG_KEYS.get((declared, tuple(arguments)))
+        if keys is None:
+            keys = argument_keys(arguments, declared)
+        if client is not None:
+            client = _CLIENTS.get(client) or _client(client)
+        if request_id is None:
+            doc = {"durationMs": duration_ms, "client": client, "argKeys": keys, "argBytes": len(raw),
+                   "argHash": mac.hexdigest()}
+        else:
+            doc = {"durationMs": duration_ms, "client": client,
+                   "requestId": request_id if type(request_id) is int else redact_text(request_id),
+                   "argKeys": keys, "argBytes": len(raw), "argHash": mac.hexdigest()}
+        fields = orjson.dumps(doc)
+        ts = time.time()
+        row = (ts, kind, head[0], head[1], head[2], head[3], fields)
+        journal = self._journal
+        if (journal is None or self._loop_thread != threading.get_ident() or self._pending or self._dropped
+                or journal.broken):
+            self._commit(row)
+            return
+        self._made += 1
+        try:  # the line encode_line(row) makes, from the head's cached part
+            journal.append_line(b"".join((b"[", orjson.dumps(ts), head[4], fields, b"]\n")), row)
+        except BaseException as exc:
+            self._journal_failed(row, exc)
+            return
+        if self._load_handle is None:
+            self._schedule_load(journal)
+        elif journal.size >= self._load_at:
+            self._load_now()
 
     def _commit(self, row: tuple[Any, ...]) -> None:
         """Make ``row`` durable (on the serving loop: before :meth:`durable` returns)."""
@@ -391,19 +435,23 @@ class AuditLog:
 
     def _journal_one(self, journal: Journal, row: tuple[Any, ...]) -> None:
         """:meth:`_flush` of a batch of one row into an open journal, nothing retained before it:
-        the path every served call takes, without the batch's lists, swaps and future."""
+        the path every served record takes, without the batch's lists, swaps and future."""
         try:
             journal.append_line(encode_line(row), row)
-        except BaseException as exc:  # nothing behind this record may be acknowledged
-            self._last_failed = max(self._last_failed, self._made)
-            self._retain([row], [self._made], 0)
-            if not isinstance(exc, Exception):
-                raise
+        except BaseException as exc:
+            self._journal_failed(row, exc)
             return
         if self._load_handle is None:
             self._schedule_load(journal)
         elif journal.size >= self._load_at:
             self._load_now()
+
+    def _journal_failed(self, row: tuple[Any, ...], exc: BaseException) -> None:
+        """The journal did not take ``row``: nothing behind it may be acknowledged; it is retained."""
+        self._last_failed = max(self._last_failed, self._made)
+        self._retain([row], [self._made], 0)
+        if not isinstance(exc, Exception):
+            raise exc
 
     @staticmethod
     def _row(kind: str, fields: dict[str, Any], safe: dict[str, Any] | None = None) -> tuple[Any, ...]:
@@ -468,7 +516,6 @@ class AuditLog:
         return [r[0] for r in self.db.fetchall("SELECT DISTINCT kind FROM audit_events ORDER BY kind")]
 
 
-_MISSING = object()
 #: A client's self-declared name is kept this long (redacted first, so no cut hides a secret).
 _MAX_CLIENT = 128
 _PLAIN = (int, float, bool)
@@ -480,17 +527,19 @@ def _column(value: Any) -> str | None:
     return None if value is None else redact_text(value if type(value) is str else str(value))[:256]
 
 
-#: (kind, tool, tenant, subject, outcome) → the tenant, subject, tool and outcome columns: see record_call.
-_HEADS: dict[tuple[Any, ...], tuple[str | None, str | None, str | None, str | None]] = {}
+#: (kind, tool, tenant, subject, outcome) → the tenant, subject, tool and outcome columns, and the
+#: journal line's part from kind to outcome (``,"kind",…,"outcome",``): see record_call.
+_Head = tuple[str | None, str | None, str | None, str | None, bytes]
+_HEADS: dict[tuple[Any, ...], _Head] = {}
 #: A load already due (or retried later): no size brings it forward.
 _NEVER = 1 << 62
 #: A client's self-declared name → what the record keeps of it.
 _CLIENTS: dict[str, str] = {}
 
 
-def _head(kind: str, tool: Any, tenant: Any, subject: Any,
-          outcome: Any) -> tuple[str | None, str | None, str | None, str | None]:
-    head = (_column(tenant), _column(subject), _column(tool), _column(outcome))
+def _head(kind: str, tool: Any, tenant: Any, subject: Any, outcome: Any) -> _Head:
+    cols = (_column(tenant), _column(subject), _column(tool), _column(outcome))
+    head = (*cols, b"," + orjson.dumps((kind, *cols))[1:-1] + b",")
     if len(_HEADS) < 4096 and all(type(v) is str for v in (kind, tool, tenant, subject, outcome)):
         _HEADS[(kind, tool, tenant, subject, outcome)] = head
     return head
