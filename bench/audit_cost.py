@@ -10,8 +10,11 @@ instrumentation off, warms it up, then counts the instructions of exactly ``--ca
 from ``git archive REV src`` in the same run.  Unlike CPU time, instruction counts do not
 depend on what else the machine runs: a shared, loaded machine gives the same numbers (they
 leave out the kernel's share, e.g. the journal's ``write()``; ``bench/run.py`` measures that).
-The load runs every 20 ms whatever the rate, so under valgrind's slowdown it takes fewer rows
-at a time than at full speed: its per-row cost is overstated a little, equally on both sides.
+A load is one transaction (~120k instructions, then ~14k per row).  Under valgrind's slowdown a
+load takes fewer rows at a time than at full speed, so the per-transaction share is overstated,
+and not equally on both sides: trees before 2026-12-01 load every 20 ms whatever the rate, later
+ones 250 ms after the first record of a batch or once 64 KiB wait (``truecall.audit.LOAD_DELAY_S``,
+``LOAD_BYTES``).  bench/PROFILE.md says how much of a ratio that accounts for.
 """
 
 from __future__ import annotations
