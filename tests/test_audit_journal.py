@@ -187,9 +187,12 @@ def test_a_load_that_failed_waits_for_its_retry_however_many_records_arrive(
         for n in range(1, 40):
             await _served(log, f"r{n}")
             await asyncio.sleep(0)
-        assert len(attempts) == 1, attempts
+        assert len(attempts) <= 2, attempts  # the first, and its retry if the machine stalled 0.3 s
         holder.execute("ROLLBACK")
-        await asyncio.sleep(0.5)
+        for _ in range(100):  # the next retry loads them all
+            if unloaded_bytes(tmp_path / "a.db") == 0:
+                break
+            await asyncio.sleep(0.05)
         assert _ids(db) == [f"r{n}" for n in range(40)]
 
     try:
