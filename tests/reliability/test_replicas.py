@@ -651,6 +651,7 @@ def test_a_request_meeting_a_locked_database_is_told_to_retry(backend: str, tmp_
         assert get(http, b.url, token, nap)["status"] == "working"  # nothing changed
         assert "result" in rpc(http, b.url, token, "tasks/cancel", {"taskId": nap})
         assert poll(http, b.url, token, nap)["status"] == "cancelled"
+        wait_until(lambda: truth.audited("protocol.unavailable"), 5, "B's record to reach the table")  # (its journal)
         assert [e["method"] for e in truth.audited("protocol.unavailable")] == ["tasks/cancel"]
 
 
