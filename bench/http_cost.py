@@ -1,0 +1,208 @@
+"""Server work per Streamable HTTP call, in instructions (callgrind), for each era and answer mode.
+
+    python bench/http_cost.py [--calls 2000] [--clients 16] [--cells modern-json,legacy-json,...]
+                              [--attr app] [--ref REV] [--keep]
+
+Serves ``bench/peers/truecall_app.py:app`` (validation and the durable audit on; ``--attr
+app_noaudit`` for the audit off) with ``truecall serve --http`` (uvicorn + httptools + uvloop)
+under ``valgrind --tool=callgrind --instr-atstart=no``, one server per cell.  Each cell opens
+``--clients`` keep-alive connections (the handshake era: ``initialize`` → ``Mcp-Session-Id``,
+one session per connection, as ``bench/run.py`` does, with ``bench/_drivers.py``'s
+``HttpClient``), warms up with instrumentation off, then counts the instructions of exactly
+``--calls`` ``tools/call`` requests, split evenly over the clients calling back-to-back, plus
+what the server does in the second after the last answer (the audit journal's pending load:
+part of a call's cost).  ``--ref REV`` measures the same cells from ``git archive REV src`` in
+the same run.  Unlike CPU time, instruction counts do not depend on what else the machine
+runs, so a loaded machine gives the same numbers (give or take 1 %: work on timers — the
+journal's load every 20 ms — runs per tick, not per call, and valgrind's slowdown changes how
+many ticks a run spans; they also leave out the kernel's share, e.g. ``send()``).
+
+The cells (``--cells``, comma-separated): ``modern-json``, ``legacy-json``, ``modern-sse``,
+``legacy-sse`` — 2026-07-28 (stateless, ``_meta`` and routing headers) or 2025-11-25
+(handshake, session id), accepting JSON only or JSON and SSE (the 2026-07-28 SSE request
+carries a ``progressToken``, which is what makes truecall stream).  ``--keep`` keeps the
+callgrind files (their folder is printed) for ``callgrind_annotate --inclusive=yes``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+from _drivers import BenchError, HttpClient, check_result, run_async  # noqa: E402
+
+CELLS = {"modern-json": ("modern", False), "legacy-json": ("legacy", False),
+         "modern-sse": ("modern", True), "legacy-sse": ("legacy", True)}
+WARM_CALLS = 20  # per client, instrumentation off
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise BenchError(f"server exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise BenchError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+def _toggle(pid: int, on: bool) -> None:
+    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(pid)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+async def _drive(port: int, era: str, sse: bool, clients: int, calls: int, pid: int) -> None:
+    peers = [HttpClient(port, era, sse) for _ in range(clients)]
+    await asyncio.gather(*(p.connect() for p in peers))
+    first = await peers[0].call(1)
+    if first.status != 200:
+        raise BenchError(f"tools/call answered {first.status}: {first.body[:300]!r}")
+    check_result(first.json())
+    content_type = (first.header("content-type") or "").split(";")[0]
+    if sse != (content_type == "text/event-stream"):  # (each server streams these cells)
+        raise BenchError(f"{era} sse={sse}: answered {content_type}")
+
+    async def run(client: HttpClient, n: int, base: int) -> None:
+        conn = client.conn
+        assert conn is not None
+        for i in range(n):
+            resp = await conn.request(client.call_bytes(base + i))
+            if resp.status != 200 or b'"structuredContent"' not in resp.body or b'"isError":true' in resp.body:
+                raise BenchError(f"bad answer ({resp.status}): {resp.body[:300]!r}")
+
+    await asyncio.gather(*(run(p, WARM_CALLS, 10 + 1_000_000 * i) for i, p in enumerate(peers)))
+    await asyncio.sleep(0.5)
+    share = [calls // clients + (1 if i < calls % clients else 0) for i in range(clients)]
+    await asyncio.to_thread(_toggle, pid, True)
+    await asyncio.gather(*(run(p, share[i], 500_000 + 1_000_000 * i) for i, p in enumerate(peers)))
+    await asyncio.sleep(1.0)  # the journal's pending load runs (part of the calls' cost)
+    await asyncio.to_thread(_toggle, pid, False)
+    await asyncio.gather(*(p.aclose() for p in peers))
+
+
+def _stop(proc: subprocess.Popen[bytes], grace: float = 60.0) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=grace)
+
+
+def instructions_per_call(attr: str, src: Path | None, cell: str, calls: int, clients: int, out: Path) -> float:
+    """``src``: the truecall tree to serve ``attr`` from, or ``None`` for the bare ASGI app."""
+    era, sse = CELLS[cell]
+    tmp = tempfile.mkdtemp(prefix="tc-http-cost-")
+    env = dict(os.environ, BENCH_TRUECALL_DB=os.path.join(tmp, "bench.db"))
+    port = _free_port()
+    argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", sys.executable]
+    if src is None:
+        argv += [str(BENCH / "peers" / "bare_asgi.py"), "http", "--port", str(port)]
+    else:
+        env["PYTHONPATH"] = str(src)
+        argv += ["-m", "truecall", "serve", f"{BENCH / 'peers' / 'truecall_app.py'}:{attr}",
+                 "--http", "--port", str(port)]
+    with open(os.path.join(tmp, "server.log"), "wb") as log:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=tmp)
+    try:
+        _wait_listening(proc, port)
+        run_async(_drive(port, era, sse, clients, calls, proc.pid))
+    except Exception as exc:
+        raise BenchError(f"{cell} ({src}): {exc}; server log: {tmp}/server.log") from exc
+    finally:
+        _stop(proc)
+    text = subprocess.run(["callgrind_annotate", str(out)], capture_output=True, text=True, check=True).stdout
+    match = re.search(r"([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", text) or re.search(r"([\d,]+)\s+PROGRAM TOTALS", text)
+    if match is None:
+        raise RuntimeError(f"no totals in {out}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return int(match.group(1).replace(",", "")) / calls
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--cells", default="modern-json,legacy-json",
+                        help=f"comma-separated, of {', '.join(CELLS)} (default: the two JSON cells)")
+    parser.add_argument("--attr", default="app", help="the app in bench/peers/truecall_app.py (default: app)")
+    parser.add_argument("--ref", help="also measure git archive REF src, in the same run")
+    parser.add_argument("--bare", action="store_true", help="also measure bench/peers/bare_asgi.py (the floor)")
+    parser.add_argument("--keep", action="store_true", help="keep the callgrind files")
+    ns = parser.parse_args()
+    cells = [c.strip() for c in ns.cells.split(",") if c.strip()]
+    for c in cells:
+        if c not in CELLS:
+            parser.error(f"unknown cell {c!r}")
+    work = Path(tempfile.mkdtemp(prefix="tc-http-cost-"))
+    trees: dict[str, Path | None] = {"this tree": ROOT / "src"}
+    if ns.ref:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ns.ref, "src"], check=True,
+                                 capture_output=True).stdout
+        (work / "ref").mkdir()
+        subprocess.run(["tar", "-x", "-C", str(work / "ref")], input=archive, check=True)
+        trees[ns.ref] = work / "ref" / "src"
+    if ns.bare:
+        trees["bare ASGI"] = None
+    results: dict[tuple[str, str], float | str] = {}
+
+    def one(tree: str, cell: str, index: int) -> None:
+        label = {"this tree": "tree", "bare ASGI": "bare"}.get(tree, "ref")
+        out = work / f"{index}-{cell}-{label}.callgrind"
+        try:
+            results[(tree, cell)] = instructions_per_call(ns.attr, trees[tree], cell, ns.calls, ns.clients, out)
+        except Exception as exc:  # reported in the table, the other cells still count
+            results[(tree, cell)] = f"failed: {exc}"
+
+    jobs = [threading.Thread(target=one, args=(t, c, i)) for i, (t, c) in
+            enumerate((t, c) for t in trees for c in cells)]
+    for job in jobs:  # in parallel: instruction counts do not mind sharing the cores
+        job.start()
+    for job in jobs:
+        job.join()
+    print(f"instructions per tools/call, Streamable HTTP, {ns.clients} keep-alive clients, {ns.calls} calls, "
+          f"{ns.attr} (callgrind):")
+    for cell in cells:
+        row = [f"  {cell:>12}:"]
+        for tree in trees:
+            value = results[(tree, cell)]
+            row.append(f"{tree} {value:>11,.0f}" if isinstance(value, float) else f"{tree} {value}")
+        mine, theirs = results[("this tree", cell)], results.get((ns.ref, cell)) if ns.ref else None
+        if isinstance(mine, float) and isinstance(theirs, float):
+            row.append(f"this tree ÷ {ns.ref}: {mine / theirs:.3f}")
+        bare = results.get(("bare ASGI", cell))
+        if isinstance(mine, float) and isinstance(bare, float):
+            row.append(f"bare ÷ this tree: {100 * bare / mine:.0f} %")
+        print("   ".join(row))
+    if ns.keep:
+        print(f"callgrind files: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
