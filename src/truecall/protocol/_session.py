@@ -61,6 +61,8 @@ class Session:
         self.pending: dict[Any, asyncio.Future[dict[str, Any]]] = {}
         self._ids = itertools.count(1)
         self.last_seen = time.monotonic()
+        #: When the shared store's ``last_seen`` of this session was last written (``time.monotonic()``).
+        self.stored_seen = self.last_seen
         #: Where unsolicited notifications go (stdout, or the session's GET stream).
         self.stream: Outbox | None = None
         #: Called after the negotiated state changes (HTTP stores it for other replicas).

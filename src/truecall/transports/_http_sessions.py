@@ -9,6 +9,7 @@ sessions expire, and sessions negotiated on another replica load from the shared
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from typing import Any
 
@@ -24,6 +25,15 @@ from ._http_headers import CLIENTS_ACCEPT, SSE_ONLY, HeaderChecks, check_legacy_
 from ._http_sse import SseOutbox
 from ._http_stateless import STREAMING_METHODS
 from ._http_wire import HttpError, Receive, Scope, Send, respond
+
+
+#: A session's row in the shared store has its ``last_seen`` refreshed by a request at most once per
+#: ``min(TOUCH_EVERY_S, idle × TOUCH_FRACTION)`` (an UPDATE per request would be a database write per
+#: call).  So another replica may see an active session's row that much older than its last request:
+#: an abandoned session expires there between 90 % and 100 % of the idle time after its last request,
+#: and an active one never does.
+TOUCH_EVERY_S = 60.0
+TOUCH_FRACTION = 0.1
 
 
 class SessionPaths:
@@ -130,16 +140,23 @@ class SessionPaths:
             # Negotiated on another replica (or before a restart): the shared store has it.
             session = self.store.load(session_id, principal)
             if session is not None:
+                session.stored_seen = -math.inf  # the row may be one touch interval old: refreshed at once
                 session.persist = self.store.save
                 self.sessions[session_id] = session
         # Another principal's session answers exactly like a missing one.
         if session is None or session.principal is None or session.closed or \
                 (session.principal.tenant, session.principal.subject) != (principal.tenant, principal.subject):
             raise HttpError(404, InvalidRequest("Session not found"), id)
-        session.principal = principal  # a refreshed token may carry other scopes
         now = time.monotonic()
-        if now - session.last_seen > 60:
+        if now - session.last_seen > self.session_idle_s:  # idle here too, whether or not anyone swept yet
+            self._end_session(session_id)
+            raise HttpError(404, InvalidRequest("Session not found"), id)
+        session.principal = principal  # a refreshed token may carry other scopes
+        if now - session.stored_seen >= min(TOUCH_EVERY_S, self.session_idle_s * TOUCH_FRACTION):
+            # The shared row's last_seen, written at most this often per session (not on every request):
+            # other replicas see it idle at most that long before it is.
             self.store.touch(session_id)
+            session.stored_seen = now
         session.last_seen = now
         return session
 

@@ -141,6 +141,7 @@ class HttpTransport:
     @session_idle_s.setter
     def session_idle_s(self, value: float) -> None:
         self._sessions.session_idle_s = value
+        self.session_store.idle_s = value  # (what other replicas' rows are judged by, and purged at)
 
     # -- ASGI entry ---------------------------------------------------------------
 
