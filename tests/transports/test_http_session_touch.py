@@ -106,7 +106,12 @@ def test_an_active_session_stays_alive_for_the_other_replica(tmp_path: Path, clo
     a, b = _replicas(tmp_path)
     touches: list[float] = []
     real_touch = a.session_store.touch
-    monkeypatch.setattr(a.session_store, "touch", lambda sid: (touches.append(clock.now), real_touch(sid))[1])
+
+    def touch(session_id: str) -> None:
+        touches.append(clock.now)
+        real_touch(session_id)
+
+    monkeypatch.setattr(a.session_store, "touch", touch)
 
     async def run() -> None:
         session = await _open(a)

@@ -60,8 +60,24 @@ def remember(verdicts: dict[str, Any], key: str, ok: Any) -> None:
     verdicts[key] = ok
 
 
+#: Header names as received -> their decoded, lowercased form (a client sends the same few names on
+#: every request: one dict look-up each instead of a decode and a lower()).  Bounded like ``remember``.
+_NAMES: dict[bytes, str] = {}
+
+
 def headers_of(scope: Scope) -> dict[str, str]:
-    return {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", ())}
+    """The request's headers by lowercased name (the last of repeated ones), names and values latin-1."""
+    out: dict[str, str] = {}
+    names = _NAMES
+    for name, value in scope.get("headers", ()):
+        key = names.get(name)
+        if key is None:
+            key = name.decode("latin-1").lower()
+            if len(names) >= 256:
+                names.clear()
+            names[name] = key
+        out[key] = value.decode("latin-1")
+    return out
 
 
 async def respond(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
