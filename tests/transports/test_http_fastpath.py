@@ -407,6 +407,32 @@ def test_header_block_cache_stays_bounded() -> None:
     asyncio.run(main())
 
 
+def test_request_targets_are_parsed_once_and_the_cache_stays_bounded() -> None:
+    async def main() -> None:
+        seen: list[tuple[str, bytes, bytes]] = []
+
+        async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+            await receive()
+            seen.append((scope["path"], scope["raw_path"], scope["query_string"]))
+            await send({"type": "http.response.start", "status": 200, "headers": JSON, _BODY_FOLLOWS: True})
+            await send({"type": "http.response.body", "body": b"{}"})
+
+        protocol, transport = connect(app)
+        targets = ["/mcp", "/a%20b?x=1&y=%20", "/mcp", "/a%20b?x=1&y=%20"] + [f"/t{i}?q={i}" for i in range(300)]
+        for target in targets:
+            protocol.data_received(post(path=target))
+            await settle()
+        assert seen[:4] == [("/mcp", b"/mcp", b""), ("/a b", b"/a%20b", b"x=1&y=%20")] * 2
+        assert seen[-1] == ("/t299", b"/t299", b"q=299") and len(seen) == len(targets)
+        assert len(guarded._TARGETS) <= 256
+        protocol.root_path = "/root"  # (a cached target is keyed by the root path it was parsed under too)
+        protocol.data_received(post(path="/mcp"))
+        await settle()
+        assert seen[-1] == ("/root/mcp", b"/root/mcp", b"")
+
+    asyncio.run(main())
+
+
 def test_pipelined_requests_are_answered_in_order() -> None:
     async def main() -> None:
         order: list[str] = []

@@ -112,6 +112,8 @@ def _header_block(headers: Any) -> bytes | None:
 
 
 _BLOCKS: dict[tuple[Any, ...], bytes | None] = {}  # the application's few distinct header lists
+#: request target as received -> (root_path, path, raw_path, query_string): clients ask for the same one
+_TARGETS: dict[bytes, tuple[str, str, bytes, bytes]] = {}
 _DEFAULTS: list[Any] = [None, None]  # [server_state.default_headers (replaced every second: date), its block]
 
 
@@ -633,14 +635,22 @@ class GuardedHttpToolsProtocol(asyncio.Protocol):
         scope["method"] = parser.get_method().decode("ascii")
         if http_version != "1.1":
             scope["http_version"] = http_version
-        url = httptools.parse_url(self.url)
-        raw_path = url.path
-        path = raw_path.decode("ascii")
-        if "%" in path:
-            path = urllib.parse.unquote(path)
-        scope["path"] = self.root_path + path
-        scope["raw_path"] = self.root_path.encode("ascii") + raw_path
-        scope["query_string"] = url.query or b""
+        target = self.url
+        parts = _TARGETS.get(target)
+        if parts is None or parts[0] != self.root_path:
+            url = httptools.parse_url(target)
+            raw_path = url.path
+            path = raw_path.decode("ascii")
+            if "%" in path:
+                path = urllib.parse.unquote(path)
+            parts = (self.root_path, self.root_path + path, self.root_path.encode("ascii") + raw_path,
+                     url.query or b"")
+            if len(_TARGETS) >= 256:  # (a client sending many distinct targets gets no memory, only the parse)
+                _TARGETS.clear()
+            _TARGETS[target] = parts
+        scope["path"] = parts[1]
+        scope["raw_path"] = parts[2]
+        scope["query_string"] = parts[3]
         app = self.app
         limit = self.limit_concurrency
         if limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit):
