@@ -18,7 +18,7 @@ from ..protocol.jsonrpc import Incoming
 from ..server import Server
 from ._http_gate import Gate
 from ._http_sse import SseOutbox
-from ._http_wire import JSON, Receive, Scope, Send, respond, until_disconnect
+from ._http_wire import BODY_FOLLOWS, JSON, Receive, Scope, Send, until_disconnect
 
 
 class Answers:
@@ -62,6 +62,8 @@ class Answers:
             if scopes:
                 headers = headers + [(b"www-authenticate",
                                       self.gate.challenge(error="insufficient_scope", scope=" ".join(scopes)))]
-        await respond(send, status, jsonrpc.encode(response) if response is not None else b"", headers)
+        # (what _http_wire.respond sends, written out here: the hot path's one coroutine less)
+        await send({"type": "http.response.start", "status": status, "headers": headers, BODY_FOLLOWS: True})
+        await send({"type": "http.response.body", "body": jsonrpc.encode(response) if response is not None else b""})
         if answer is not None:
             answer[0] = response  # written: what it announces may be spoken of now

@@ -19,6 +19,7 @@ from ..protocol import jsonrpc
 from ..protocol.engine import Engine, Session
 from ..protocol.jsonrpc import Incoming
 from ..protocol._sessions import SessionStore
+from ..protocol._state import SessionState
 from ._http_answers import Answers
 from ._http_gate import Gate
 from ._http_headers import CLIENTS_ACCEPT, SSE_ONLY, HeaderChecks, check_legacy_version
@@ -34,6 +35,7 @@ from ._http_wire import HttpError, Receive, Scope, Send, respond
 #: and an active one never does.
 TOUCH_EVERY_S = 60.0
 TOUCH_FRACTION = 0.1
+_CLOSED = SessionState.CLOSED
 
 
 class SessionPaths:
@@ -84,6 +86,13 @@ class SessionPaths:
                 await self._answer(message, headers, session, principal, extra, scope, receive, send, answer)
             finally:
                 session.release_task_notes(answer[0])
+            return
+        accept = headers.get("accept")
+        if accept is None or accept == "application/json":
+            # JSON only, as _answer would answer (one coroutine less per request); any other Accept
+            # (SSE allowed, "text/*", ...) is judged there.
+            response, status = await self.engine.handle_with_status(message, principal, session=session)
+            await self.answers.json(send, response, status, principal, extra, None)
             return
         await self._answer(message, headers, session, principal, extra, scope, receive, send, None)
 
@@ -144,15 +153,20 @@ class SessionPaths:
                 session.persist = self.store.save
                 self.sessions[session_id] = session
         # Another principal's session answers exactly like a missing one.
-        if session is None or session.principal is None or session.closed or \
-                (session.principal.tenant, session.principal.subject) != (principal.tenant, principal.subject):
+        if session is None or session.state is _CLOSED:
             raise HttpError(404, InvalidRequest("Session not found"), id)
+        owner = session.principal
+        if owner is not principal:  # (the same Principal object: the same principal)
+            if owner is None or (owner.tenant, owner.subject) != (principal.tenant, principal.subject):
+                raise HttpError(404, InvalidRequest("Session not found"), id)
+            session.principal = principal  # a refreshed token may carry other scopes
         now = time.monotonic()
-        if now - session.last_seen > self.session_idle_s:  # idle here too, whether or not anyone swept yet
+        idle_s = self.session_idle_s
+        if now - session.last_seen > idle_s:  # idle here too, whether or not anyone swept yet
             self._end_session(session_id)
             raise HttpError(404, InvalidRequest("Session not found"), id)
-        session.principal = principal  # a refreshed token may carry other scopes
-        if now - session.stored_seen >= min(TOUCH_EVERY_S, self.session_idle_s * TOUCH_FRACTION):
+        since = now - session.stored_seen
+        if since >= TOUCH_EVERY_S or since >= idle_s * TOUCH_FRACTION:
             # The shared row's last_seen, written at most this often per session (not on every request):
             # other replicas see it idle at most that long before it is.
             self.store.touch(session_id)
