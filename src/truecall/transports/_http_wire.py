@@ -85,17 +85,33 @@ async def respond(send: Send, status: int, body: bytes, headers: list[tuple[byte
     await send({"type": "http.response.body", "body": body})
 
 
-async def read_body(headers: dict[str, str], receive: Receive, limit: int) -> bytes:
-    """The request body, refused with 413 past ``limit`` bytes (declared or received)."""
+def declared_length_ok(headers: dict[str, str], limit: int) -> None:
+    """A declared ``Content-Length`` past ``limit`` (or not a number) is refused before any byte is read."""
     length = headers.get("content-length")
     if length is not None and (not length.isdigit() or int(length) > limit):
         raise HttpError(413, InvalidRequest("Request body too large"))
-    message = await receive()
-    if message["type"] == "http.request" and not message.get("more_body"):  # the whole body at once
+
+
+def whole_body(message: dict[str, Any], limit: int) -> bytes | None:
+    """The body if ``message`` (the first ``receive()``) carries all of it, else ``None``."""
+    if message["type"] == "http.request" and not message.get("more_body"):
         chunk: bytes = message.get("body", b"")
         if len(chunk) > limit:
             raise HttpError(413, InvalidRequest("Request body too large"))
         return chunk
+    return None
+
+
+async def read_body(headers: dict[str, str], receive: Receive, limit: int) -> bytes:
+    """The request body, refused with 413 past ``limit`` bytes (declared or received)."""
+    declared_length_ok(headers, limit)
+    message = await receive()
+    body = whole_body(message, limit)
+    return body if body is not None else await read_rest(message, receive, limit)
+
+
+async def read_rest(message: dict[str, Any], receive: Receive, limit: int) -> bytes:
+    """The body from its first message on, when it comes in more than one."""
     chunks, size = [], 0
     while True:
         if message["type"] == "http.disconnect":
