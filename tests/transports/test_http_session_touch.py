@@ -159,3 +159,27 @@ def test_session_idle_s_set_on_the_transport_applies_to_the_store(tmp_path: Path
         assert (await _post(b, _ping(0), session))[0] == 404
 
     asyncio.run(run())
+
+
+def test_a_session_idle_here_but_served_by_the_other_replica_stays_alive(tmp_path: Path, clock: Clock) -> None:
+    # was (in this branch's first take, and in the sweep before it): a replica that had not seen the
+    # session for the idle time ended it, shared row and all, though the other replica served it meanwhile
+    a, b = _replicas(tmp_path)
+
+    async def run() -> None:
+        session = await _open(a)
+        for n in range(IDLE_S_STEPS):  # B serves it every 5 minutes for longer than the idle time
+            clock.now += 300
+            assert (await _post(b, _ping(n), session))[0] == 200
+        assert (await _post(a, _ping(-1), session))[0] == 200  # idle in A's table, alive in the store
+        for n in range(IDLE_S_STEPS):
+            clock.now += 300
+            assert (await _post(b, _ping(n), session))[0] == 200
+        await _open(a)  # a new session sweeps A's table: the session is idle there, not in the store
+        assert session not in a.sessions and a.session_store.load(session, ME) is not None
+        assert (await _post(a, _ping(-2), session))[0] == 200
+
+    asyncio.run(run())
+
+
+IDLE_S_STEPS = int(IDLE_S * 1.5 // 300)

@@ -128,5 +128,10 @@ class SessionStore:
     def delete(self, session_id: str) -> None:
         self.db.execute("DELETE FROM mcp_sessions WHERE session_id = ?", (session_id,))
 
+    def delete_if_idle(self, session_id: str) -> None:
+        """Delete the session's row unless it was seen within the idle time (by any replica)."""
+        self.db.execute("DELETE FROM mcp_sessions WHERE session_id = ? AND last_seen <= ?",
+                        (session_id, time.time() - self.idle_s))
+
     def purge_idle(self) -> int:
         return self.db.execute("DELETE FROM mcp_sessions WHERE last_seen < ?", (time.time() - self.idle_s,)).rowcount

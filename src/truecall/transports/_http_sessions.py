@@ -145,6 +145,11 @@ class SessionPaths:
 
     def _session(self, session_id: str, principal: Principal, id: Any) -> Session:
         session = self.sessions.get(session_id)
+        now = time.monotonic()
+        if session is not None and now - session.last_seen > self.session_idle_s:
+            # Idle here, whether or not anyone swept yet; still alive if another replica kept its row fresh.
+            self._forget_idle(session_id)
+            session = None
         if session is None and len(session_id) <= 128:
             # Negotiated on another replica (or before a restart): the shared store has it.
             session = self.store.load(session_id, principal)
@@ -160,13 +165,8 @@ class SessionPaths:
             if owner is None or (owner.tenant, owner.subject) != (principal.tenant, principal.subject):
                 raise HttpError(404, InvalidRequest("Session not found"), id)
             session.principal = principal  # a refreshed token may carry other scopes
-        now = time.monotonic()
-        idle_s = self.session_idle_s
-        if now - session.last_seen > idle_s:  # idle here too, whether or not anyone swept yet
-            self._end_session(session_id)
-            raise HttpError(404, InvalidRequest("Session not found"), id)
         since = now - session.stored_seen
-        if since >= TOUCH_EVERY_S or since >= idle_s * TOUCH_FRACTION:
+        if since >= TOUCH_EVERY_S or since >= self.session_idle_s * TOUCH_FRACTION:
             # The shared row's last_seen, written at most this often per session (not on every request):
             # other replicas see it idle at most that long before it is.
             self.store.touch(session_id)
@@ -177,7 +177,18 @@ class SessionPaths:
     def _expire_sessions(self) -> None:
         cutoff = time.monotonic() - self.session_idle_s
         for sid in [s for s, sess in self.sessions.items() if sess.last_seen < cutoff]:
-            self._end_session(sid)
+            self._forget_idle(sid)
+
+    def _forget_idle(self, session_id: str) -> None:
+        """A session idle here leaves this replica's table; its shared row goes only if it is idle
+        there too (another replica serving the session keeps the row fresh, and it stays alive)."""
+        self.store.delete_if_idle(session_id)
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            session.close()
+        feed = self.feeds.pop(session_id, None)
+        if feed is not None:
+            feed.cancel()
 
     def _end_session(self, session_id: str) -> None:
         self.store.delete(session_id)
