@@ -433,6 +433,46 @@ def test_request_targets_are_parsed_once_and_the_cache_stays_bounded() -> None:
     asyncio.run(main())
 
 
+def test_a_json_answer_is_written_without_awaited_sends_and_waits_when_writes_are_paused(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from truecall import Principal, Server
+    from truecall.protocol.engine import Engine
+    from truecall.transports.http import HttpTransport
+
+    server = Server("whole", db=str(tmp_path / "w.db"))
+    app = HttpTransport(Engine(server), anonymous=Principal("tester", "t1", frozenset()), metrics=False)
+    body = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+            b'"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}')
+    used: list[bool] = []
+    real = guarded._Cycle.answer_whole
+
+    def spy(self: Any, status: int, headers: Any, payload: bytes) -> bool:
+        used.append(done := real(self, status, headers, payload))
+        return done
+
+    monkeypatch.setattr(guarded._Cycle, "answer_whole", spy)
+
+    async def main() -> None:
+        server.events.defer(asyncio.get_running_loop())
+        protocol, transport = connect(app)
+        protocol.data_received(post(body, extra="Accept: application/json\r\n"))
+        await settle(50)
+        assert used == [True] and transport.data.count(b"HTTP/1.1 200 OK") == 1
+        head, _, answer = transport.data.partition(b"\r\n\r\n")
+        assert b"content-length: %d" % len(answer) in head and b"mcp-session-id: " in head
+        assert b'"protocolVersion":"2025-11-25"' in answer
+        protocol.pause_writing()  # the client reads nothing: the answer waits for the drain
+        protocol.data_received(post(body, extra="Accept: application/json\r\n"))
+        await settle(50)
+        assert used == [True, False] and transport.data.count(b"HTTP/1.1 200 OK") == 1
+        protocol.resume_writing()
+        await settle(50)
+        assert transport.data.count(b"HTTP/1.1 200 OK") == 2
+        server.db.close()
+
+    asyncio.run(main())
+
+
 def test_pipelined_requests_are_answered_in_order() -> None:
     async def main() -> None:
         order: list[str] = []

@@ -217,6 +217,19 @@ class _Cycle:
             self.size = 0
         return {"type": "http.request", "body": body, "more_body": self.more_body}
 
+    def answer_whole(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> bool:
+        """A complete response (start, then its one body), written at once without awaiting: what
+        ``send`` does for that pair, minus two coroutines.  ``False`` when it cannot be (a response
+        already started, writes paused, the client gone): the caller sends the messages instead."""
+        if self.response_started or self.disconnected or self.conn.write_paused:
+            return False
+        self.response_started = True
+        self.waiting_for_100_continue = False
+        start = {"type": "http.response.start", "status": status, "headers": headers}
+        if not self._send_whole(start, body):
+            self._send_body(self._head(start), body, False)
+        return True
+
     async def send(self, message: dict[str, Any]) -> None:
         conn = self.conn
         if conn.write_paused and not self.disconnected:
