@@ -183,3 +183,23 @@ def test_a_session_idle_here_but_served_by_the_other_replica_stays_alive(tmp_pat
 
 
 IDLE_S_STEPS = int(IDLE_S * 1.5 // 300)
+
+
+def test_the_rows_of_a_replica_that_died_are_purged_by_a_live_one(tmp_path: Path, clock: Clock) -> None:
+    # was: SessionStore.purge_idle had no caller; a row only the dead replica's table knew stayed forever
+    a, b = _replicas(tmp_path)
+
+    def rows() -> set[str]:
+        return {r[0] for r in b.engine.server.db.fetchall("SELECT session_id FROM mcp_sessions")}
+
+    async def run() -> None:
+        dead = await _open(a)  # then A dies: nothing of it sweeps again
+        clock.now += IDLE_S / 2
+        alive = await _open(b)
+        assert rows() == {dead, alive}
+        clock.now += IDLE_S / 2 + 1
+        assert (await _post(b, _ping(0), alive))[0] == 200
+        await _open(b)  # B's sweep, on its next new session
+        assert dead not in rows() and alive in rows()
+
+    asyncio.run(run())

@@ -134,4 +134,5 @@ class SessionStore:
                         (session_id, time.time() - self.idle_s))
 
     def purge_idle(self) -> int:
+        """Delete every row seen by no replica within the idle time; returns how many went."""
         return self.db.execute("DELETE FROM mcp_sessions WHERE last_seen < ?", (time.time() - self.idle_s,)).rowcount

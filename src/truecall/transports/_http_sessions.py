@@ -178,6 +178,9 @@ class SessionPaths:
         cutoff = time.monotonic() - self.session_idle_s
         for sid in [s for s, sess in self.sessions.items() if sess.last_seen < cutoff]:
             self._forget_idle(sid)
+        # Rows no replica refreshed within the idle time, such as those of a replica that died: nobody
+        # can resume them (SessionStore.load refuses them), so they go, whoever made them.
+        self.store.purge_idle()
 
     def _forget_idle(self, session_id: str) -> None:
         """A session idle here leaves this replica's table; its shared row goes only if it is idle
