@@ -32,8 +32,23 @@ def _from_env() -> int | None:
 
 #: The seed a replay asked for, or None.
 CHOSEN = _from_env()
-#: This run's seed: the one asked for, else a fresh one (printed in the header of the run).
-RUN = CHOSEN if CHOSEN is not None else random.SystemRandom().randrange(2**32)
+#: Set by the first process of a run (scripts/test, or pytest's own controller) for every other
+#: process of that run — its parallel workers, its serial phase — so that one run has one seed.  Unlike
+#: ``TRUECALL_TEST_SEED`` it does not override a test's ``seed(N)``.
+RUN_ENV = "TRUECALL_TEST_RUN_SEED"
+
+
+def _run_seed() -> int:
+    raw = os.environ.get(RUN_ENV, "").strip()
+    if raw.isdigit():
+        return int(raw)
+    return random.SystemRandom().randrange(2**32)
+
+
+#: This run's seed: the one asked for, else the run's shared one, else a fresh one (printed in the
+#: header of the run).
+RUN = CHOSEN if CHOSEN is not None else _run_seed()
+os.environ.setdefault(RUN_ENV, str(RUN))  # processes this one starts (xdist workers) share it
 
 
 def for_test(default: int | None = None) -> int:

@@ -75,6 +75,8 @@ def pytest_configure(config: pytest.Config) -> None:
     global _private_pg
     config.addinivalue_line("markers", "seed(n): the fixed default seed of a test that asks for rng_seed "
                                        "(TRUECALL_TEST_SEED overrides it)")
+    config.addinivalue_line("markers", "serial: runs alone, after the parallel phase of scripts/test (it "
+                                       "measures latency or races a deadline: see SERIAL)")
     given = config.getoption("hypothesis_seed", None)
     if given is None:
         config.option.hypothesis_seed = str(_seeds.RUN)
@@ -147,6 +149,20 @@ def _seed_of(item: pytest.Item) -> int | None:
     return None
 
 
+#: Test files that run in scripts/test's serial phase, alone on the machine: they bound a latency
+#: (p99s, a replica answering while another is frozen, the crash loop's recovery), race a lease or a
+#: deadline on purpose, or load the machine themselves (the load and fuzz runs).  Everything else runs
+#: in parallel first (pytest-xdist, one worker per file).
+SERIAL = ("tests/reliability/", "tests/desk/test_desk_kill.py", "tests/desk/test_desk_faults.py",
+          "tests/test_probe.py", "tests/cli/test_misuse.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(SERIAL):
+            item.add_marker(pytest.mark.serial)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> pytest.TestReport:
     """A failed randomised test's report ends with the line that replays it."""
@@ -154,11 +170,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     seed = _seed_of(item)
     if report.failed and seed is not None:
         report.sections.append(("seed", _seeds.replay(seed, item.nodeid)))
-        item.config.stash.setdefault(_REPLAYS, []).append(_seeds.replay(seed, item.nodeid))
     return report
 
 
-_REPLAYS = pytest.StashKey[list[str]]()
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collected where reports arrive (the one process, or xdist's controller) for the summary."""
+    if report.failed:
+        for name, line in report.sections:
+            if name == "seed":
+                _replays.append(line)
+
+
+_replays: list[str] = []
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -166,7 +189,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     seed = config.stash[HYPOTHESIS_SEED]
     terminalreporter.write_line(f"randomised tests drew from seed {seed} (replay: {_seeds.ENV}={seed}; "
                                 "tests marked seed(N) use N unless it is set)")
-    replays = config.stash.get(_REPLAYS, [])
+    replays = _replays
     if replays:
         terminalreporter.section("replay the randomised tests that failed")
         for line in dict.fromkeys(replays):

@@ -98,3 +98,15 @@ def test_the_private_postgres_is_what_the_suite_uses() -> None:
         assert Path(tempfile.gettempdir()).resolve() in conftest._private_pg.folder.resolve().parents
         with pg_support.admin() as conn:
             assert conn.execute("SHOW fsync").fetchone() == ("off",)
+
+
+def test_the_serial_phase_names_files_that_exist_and_the_run_shares_one_seed() -> None:
+    """scripts/test runs conftest.SERIAL alone after the parallel phase: a renamed file would silently move
+    a timing-bound test into the parallel phase.  Every process of one run draws from one seed."""
+    import _seeds
+    from conftest import SERIAL
+
+    for entry in SERIAL:
+        assert (ROOT / entry).exists(), f"conftest.SERIAL names {entry}, which is not in the suite"
+    if _seeds.CHOSEN is None:  # (a replay's TRUECALL_TEST_SEED is every process's seed anyway)
+        assert os.environ[_seeds.RUN_ENV] == str(_seeds.RUN)  # what an xdist worker or the serial phase inherits
