@@ -31,12 +31,10 @@ import asyncio
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -44,29 +42,11 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 from _drivers import BenchError, HttpClient, check_result, run_async  # noqa: E402
+from run import free_port, wait_listening  # noqa: E402
 
 CELLS = {"modern-json": ("modern", False), "legacy-json": ("legacy", False),
          "modern-sse": ("modern", True), "legacy-sse": ("legacy", True)}
 WARM_CALLS = 20  # per client, instrumentation off
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_listening(proc: subprocess.Popen[bytes], port: int, timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise BenchError(f"server exited with {proc.returncode} before listening")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise BenchError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
 
 
 def _toggle(pid: int, on: bool) -> None:
@@ -119,7 +99,7 @@ def instructions_per_call(attr: str, src: Path | None, cell: str, calls: int, cl
     era, sse = CELLS[cell]
     tmp = tempfile.mkdtemp(prefix="tc-http-cost-")
     env = dict(os.environ, BENCH_TRUECALL_DB=os.path.join(tmp, "bench.db"))
-    port = _free_port()
+    port = free_port()
     argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", sys.executable]
     if src is None:
         argv += [str(BENCH / "peers" / "bare_asgi.py"), "http", "--port", str(port)]
@@ -130,7 +110,7 @@ def instructions_per_call(attr: str, src: Path | None, cell: str, calls: int, cl
     with open(os.path.join(tmp, "server.log"), "wb") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=tmp)
     try:
-        _wait_listening(proc, port)
+        wait_listening(proc, port, timeout=300.0)  # (under valgrind a start takes a while)
         run_async(_drive(port, era, sse, clients, calls, proc.pid))
     except Exception as exc:
         raise BenchError(f"{cell} ({src}): {exc}; server log: {tmp}/server.log") from exc

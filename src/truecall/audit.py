@@ -403,15 +403,8 @@ class AuditLog:
             self._commit(row)
             return
         self._made += 1
-        try:  # the line encode_line(row) makes, from the head's cached part
-            journal.append_line(b"".join((b"[", orjson.dumps(ts), head[4], fields, b"]\n")), row)
-        except BaseException as exc:
-            self._journal_failed(row, exc)
-            return
-        if self._load_handle is None:
-            self._schedule_load(journal)
-        elif journal.size >= self._load_at:
-            self._load_now()
+        # the line encode_line(row) makes, from the head's cached part
+        self._journal_one(journal, row, b"".join((b"[", orjson.dumps(ts), head[4], fields, b"]\n")))
 
     def _commit(self, row: tuple[Any, ...]) -> None:
         """Make ``row`` durable (on the serving loop: before :meth:`durable` returns)."""
@@ -433,11 +426,12 @@ class AuditLog:
             return
         self.db.execute(_INSERT, row)
 
-    def _journal_one(self, journal: Journal, row: tuple[Any, ...]) -> None:
+    def _journal_one(self, journal: Journal, row: tuple[Any, ...], line: bytes | None = None) -> None:
         """:meth:`_flush` of a batch of one row into an open journal, nothing retained before it:
-        the path every served record takes, without the batch's lists, swaps and future."""
+        the path every served record takes, without the batch's lists, swaps and future.  ``line``:
+        the row's journal line when the caller made it already (:meth:`record_call`)."""
         try:
-            journal.append_line(encode_line(row), row)
+            journal.append_line(encode_line(row) if line is None else line, row)
         except BaseException as exc:
             self._journal_failed(row, exc)
             return

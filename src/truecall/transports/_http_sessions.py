@@ -186,15 +186,14 @@ class SessionPaths:
         """A session idle here leaves this replica's table; its shared row goes only if it is idle
         there too (another replica serving the session keeps the row fresh, and it stays alive)."""
         self.store.delete_if_idle(session_id)
-        session = self.sessions.pop(session_id, None)
-        if session is not None:
-            session.close()
-        feed = self.feeds.pop(session_id, None)
-        if feed is not None:
-            feed.cancel()
+        self._drop(session_id)
 
     def _end_session(self, session_id: str) -> None:
         self.store.delete(session_id)
+        self._drop(session_id)
+
+    def _drop(self, session_id: str) -> None:
+        """The session leaves this replica's table: closed, its feed stopped."""
         session = self.sessions.pop(session_id, None)
         if session is not None:
             session.close()
