@@ -259,6 +259,36 @@ def test_each_input_round_retries_with_its_own_request_state_only() -> None:
     run(go())
 
 
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
+def test_a_transport_of_the_callers_own_needs_only_the_four_methods(version: str | None) -> None:
+    """A transport that does not inherit TransportHooks (open, send, cancel, aclose: nothing else) serves
+    both eras: the session gives it do-nothing hooks instead of probing it for attributes."""
+    from truecall.client._inprocess import InProcessTransport
+
+    class Mine:  # wraps truecall's in-process transport, exposing only the four methods
+        def __init__(self) -> None:
+            self.inner = InProcessTransport(build_desk(":memory:"), token="demo-acme-reader")
+
+        async def open(self, receive: Any, lost: Any) -> None:
+            await self.inner.open(receive, lost)
+
+        async def send(self, message: dict[str, Any]) -> None:
+            await self.inner.send(message)
+
+        async def cancel(self, request_id: Any) -> None:
+            await self.inner.cancel(request_id)
+
+        async def aclose(self) -> None:
+            await self.inner.aclose()
+
+    async def go() -> None:
+        async with Client(Mine(), version=version) as client:
+            found = await client.call("incident.search", {"service": "payments"})
+            assert isinstance(found, Done) and found.structured["count"] >= 1
+
+    run(go())
+
+
 def test_task_input_required_answered_through_the_handler() -> None:
     async def go() -> None:
         async with Client(ROGUE, elicitation=lambda r: Accept({"count": 7})) as client:

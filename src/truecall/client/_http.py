@@ -23,7 +23,7 @@ from ..errors import (InsufficientScope, InternalError, InvalidCredential, Inval
                       ProtocolError, ServiceUnavailable)
 from ..protocol import jsonrpc
 from ..protocol.versions import META_VERSION
-from ._transport import Lost, Receive
+from ._transport import Lost, Receive, TransportHooks
 
 __all__ = ["HttpTransport"]
 
@@ -39,7 +39,7 @@ def header_value(value: str) -> str:
     return "=?base64?" + base64.b64encode(value.encode()).decode() + "?="
 
 
-class HttpTransport:
+class HttpTransport(TransportHooks):
     def __init__(self, url: str, *, token: str | None = None, headers: Mapping[str, str] | None = None,
                  http_client: httpx.AsyncClient | None = None, connect_timeout: float = 10.0) -> None:
         self.url = url
@@ -52,7 +52,7 @@ class HttpTransport:
         self._owns_client = http_client is None
         self._connect_timeout = connect_timeout
         self.session_id: str | None = None
-        #: The negotiated handshake-era version (set by the client once known).
+        #: The negotiated handshake-era version (from :meth:`agreed`).
         self.legacy_version: str | None = None
         #: ``(tool name, arguments) -> {suffix: value}`` for ``Mcp-Param-*`` headers.
         self.param_headers: Callable[[str, Any], dict[str, str]] = lambda name, args: {}
@@ -60,6 +60,13 @@ class HttpTransport:
         self._by_id: dict[Any, asyncio.Task[None]] = {}
         self._receive: Receive | None = None
         self._lost: Lost | None = None
+
+    def agreed(self, version: str, era: str) -> None:
+        if era == "legacy":  # every later message of the session names it in MCP-Protocol-Version
+            self.legacy_version = version
+
+    def use_param_headers(self, make: Callable[[str, Any], dict[str, str]]) -> None:
+        self.param_headers = make
 
     async def open(self, receive: Receive, lost: Lost) -> None:
         self._receive, self._lost = receive, lost

@@ -13,7 +13,7 @@ from typing import Any
 from ..auth import Principal
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import MessageError
-from ._transport import Lost, Receive
+from ._transport import Lost, Receive, TransportHooks
 
 __all__ = ["InProcessTransport"]
 
@@ -28,7 +28,7 @@ class _Outbox:
         self.deliver(jsonrpc.encode(message))
 
 
-class InProcessTransport:
+class InProcessTransport(TransportHooks):
     def __init__(self, server: Any, token: str | None = None, principal: Principal | None = None) -> None:
         from ..protocol.engine import Engine, Session
 

@@ -23,7 +23,7 @@ from ._answers import Answering, answer
 from ._connection import (ClientConnection, ErrorResponse, Negotiated, NegotiationFailed, Response, ServerNotification,
                           ServerRequest)
 from ._errors import ConnectionLost, NotSent, from_wire
-from ._transport import Transport
+from ._transport import Transport, hooks_of
 
 __all__ = ["Session", "Settings", "TimedOut", "ProgressHandler", "LogHandler", "NotificationHandler"]
 
@@ -55,6 +55,7 @@ class Session:
                  on_tools_changed: Callable[[], None]) -> None:
         self.conn = conn
         self.transport = transport
+        self.hooks = hooks_of(transport)
         self.settings = settings
         self.on_tools_changed = on_tools_changed
         #: progress token → the handler of the call that asked for it
@@ -88,13 +89,10 @@ class Session:
                 await asyncio.wait_for(asyncio.shield(self._negotiated), self.settings.timeout)
             negotiated = self._negotiated.result()
             if negotiated.era == "legacy":
-                listen = getattr(self.transport, "listen", None)
-                if listen is not None:
-                    await listen()
+                await self.hooks.listen()
                 if self.conn.log_level is not None and "logging" in self.conn.server_capabilities:
                     await self.rpc("logging/setLevel", {"level": self.conn.log_level})
-            if hasattr(self.transport, "param_headers"):
-                setattr(self.transport, "param_headers", param_headers)
+            self.hooks.use_param_headers(param_headers)
         except BaseException:
             await self.aclose()
             raise
@@ -146,9 +144,7 @@ class Session:
             elif isinstance(event, ServerRequest):
                 self.spawn(self._serve_request(event))
             elif isinstance(event, Negotiated):
-                if event.era == "legacy" and hasattr(self.transport, "legacy_version"):
-                    # before the initialized notification goes out: it carries the version header too
-                    setattr(self.transport, "legacy_version", event.version)
+                self.hooks.agreed(event.version, event.era)  # before the initialized notification goes out
                 if self._negotiated is not None and not self._negotiated.done():
                     self._negotiated.set_result(event)
             elif isinstance(event, NegotiationFailed):

@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 
 from ..protocol import jsonrpc
 from ._errors import NotSent
-from ._transport import Lost, Receive
+from ._transport import Lost, Receive, TransportHooks
 
 __all__ = ["StdioTransport"]
 
@@ -23,7 +23,7 @@ __all__ = ["StdioTransport"]
 LINE_LIMIT = 64 * 1024 * 1024
 
 
-class StdioTransport:
+class StdioTransport(TransportHooks):
     def __init__(self, command: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None,
                  stderr: Any = None, close_timeout: float = 3.0) -> None:
         if not command or not all(isinstance(c, str) for c in command):

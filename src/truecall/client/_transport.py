@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Protocol
 
-__all__ = ["Transport", "Receive", "Lost"]
+__all__ = ["Transport", "TransportHooks", "Receive", "Lost", "hooks_of"]
 
 Receive = Callable[[bytes], None]
 Lost = Callable[[str, Any], None]
@@ -27,3 +27,30 @@ class Transport(Protocol):
         """Tell the server the client stopped waiting for ``request_id``."""
 
     async def aclose(self) -> None: ...
+
+
+class TransportHooks:
+    """What a transport may do with what the session learns; each default does nothing.
+
+    Only HTTP needs them: the handshake era's ``MCP-Protocol-Version`` header on every later message,
+    the ``Mcp-Param-*`` headers of a tool's declared parameters, and the GET stream for the server's own
+    messages.  truecall's transports inherit this class; a transport of the caller's that does not is
+    given these defaults (:func:`hooks_of`), so the four methods of :class:`Transport` are all it needs."""
+
+    def agreed(self, version: str, era: str) -> None:
+        """The two sides agreed on ``version`` (``era``: ``"modern"`` or ``"legacy"``), before any
+        later message leaves (the ``notifications/initialized`` that follows carries it too)."""
+
+    def use_param_headers(self, make: Callable[[str, Any], dict[str, str]]) -> None:
+        """``make(tool, arguments)`` gives a ``tools/call``'s ``Mcp-Param-*`` headers (2026-07-28)."""
+
+    async def listen(self) -> None:
+        """Open what carries the server's own messages in the handshake era (HTTP: the GET stream)."""
+
+
+_NO_HOOKS = TransportHooks()
+
+
+def hooks_of(transport: Transport) -> TransportHooks:
+    """The transport's hooks, or the do-nothing ones for a transport that has none."""
+    return transport if isinstance(transport, TransportHooks) else _NO_HOOKS
