@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import orjson
@@ -549,6 +552,53 @@ def run_async(coro: Any) -> Any:
     return uvloop.run(coro)
 
 
+async def open_clients(port: int, era: str, sse: bool, clients: int) -> tuple[list[HttpClient], str]:
+    """``clients`` keep-alive connections, the first call checked; and the content type it came as."""
+    peers = [HttpClient(port, era, sse) for _ in range(clients)]
+    await asyncio.gather(*(p.connect() for p in peers))
+    first = await peers[0].call(1)
+    if first.status != 200:
+        raise BenchError(f"tools/call answered {first.status}: {first.body[:300]!r}")
+    check_result(first.json())
+    return peers, (first.header("content-type") or "").split(";")[0]
+
+
+def unpacked_src(ref: str, into: Path) -> Path:
+    """``git archive REF src`` unpacked under ``into``: the ``src`` folder truecall was at ``ref``."""
+    root = Path(__file__).resolve().parent.parent
+    archive = subprocess.run(["git", "-C", str(root), "archive", ref, "src"], check=True, capture_output=True).stdout
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into / "src"
+
+
+# -- callgrind (instruction counts: what a loaded machine cannot distort) --------------------------
+
+def callgrind_instrument(pid: int, on: bool) -> None:
+    """Turn counting on or off in a process started under ``valgrind --instr-atstart=no``."""
+    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(pid)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def callgrind_total(out: Path) -> int:
+    """The instructions a callgrind output file counted in all."""
+    text = subprocess.run(["callgrind_annotate", str(out)], capture_output=True, text=True, check=True).stdout
+    match = re.search(r"([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", text) or re.search(r"([\d,]+)\s+PROGRAM TOTALS", text)
+    if match is None:
+        raise RuntimeError(f"no totals in {out}")
+    return int(match.group(1).replace(",", ""))
+
+
+def in_parallel(target: Callable[..., None], calls: list[tuple[Any, ...]]) -> None:
+    """``target(*args)`` for each ``args``, each in its own thread (instruction counts do not mind
+    sharing the cores), until all are done."""
+    jobs = [threading.Thread(target=target, args=args) for args in calls]
+    for job in jobs:
+        job.start()
+    for job in jobs:
+        job.join()
+
+
 async def http_cell(port: int, era: str, sse: bool, clients: int, warm_s: float, seconds: float,
                     pid: int | Callable[[], list[int]]) -> Cell:
     """``clients`` keep-alive connections, each calling back-to-back, for ``seconds``.
@@ -556,13 +606,7 @@ async def http_cell(port: int, era: str, sse: bool, clients: int, warm_s: float,
     ``pid``: the server process, or a function giving every process that serves (a ``--workers``
     supervisor and its workers, read after the warm-up): their CPU is summed into
     ``server_cpu_s`` and kept per process, in that order, in ``extra["process_cpu_s"]``."""
-    peers = [HttpClient(port, era, sse) for _ in range(clients)]
-    await asyncio.gather(*(p.connect() for p in peers))
-    first = await peers[0].call(1)
-    if first.status != 200:
-        raise BenchError(f"tools/call answered {first.status}: {first.body[:300]!r}")
-    check_result(first.json())
-    content_type = (first.header("content-type") or "").split(";")[0]
+    peers, content_type = await open_clients(port, era, sse, clients)
     cell = Cell(content_type=content_type, extra={"clients": clients, "era": era, "accept_sse": sse})
 
     async def loop(client: HttpClient, until_ns: int, record: bool, base: int) -> None:

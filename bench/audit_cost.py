@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -33,7 +31,8 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from _drivers import _STDIO_CALL, StdioPeer, stop  # noqa: E402
+from _drivers import (_STDIO_CALL, StdioPeer, callgrind_instrument, callgrind_total, in_parallel,  # noqa: E402
+                      stop, unpacked_src)
 
 
 def _pipelined(peer: StdioPeer, calls: int, window: int = 64) -> None:
@@ -69,17 +68,13 @@ def instructions_per_call(attr: str, src: Path, calls: int, mode: str, out: Path
         peer.handshake()
         run(peer, 300)
         time.sleep(0.5)
-        subprocess.run(["callgrind_control", "-i", "on", str(proc.pid)], check=True, stdout=subprocess.DEVNULL)
+        callgrind_instrument(proc.pid, True)
         run(peer, calls)
         time.sleep(3.0)  # the pending load runs (it is part of the audit's cost)
-        subprocess.run(["callgrind_control", "-i", "off", str(proc.pid)], check=True, stdout=subprocess.DEVNULL)
+        callgrind_instrument(proc.pid, False)
     finally:
         stop(proc, grace=60)
-    text = subprocess.run(["callgrind_annotate", str(out)], capture_output=True, text=True, check=True).stdout
-    match = re.search(r"([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", text) or re.search(r"([\d,]+)\s+PROGRAM TOTALS", text)
-    if match is None:
-        raise RuntimeError(f"no totals in {out}")
-    return int(match.group(1).replace(",", "")) / calls
+    return callgrind_total(out) / calls
 
 
 def main() -> None:
@@ -91,22 +86,14 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="tc-audit-cost-"))
     trees = {"this tree": ROOT / "src"}
     if ns.ref:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ns.ref, "src"], check=True,
-                                 capture_output=True).stdout
-        (work / "ref").mkdir()
-        subprocess.run(["tar", "-x", "-C", str(work / "ref")], input=archive, check=True)
-        trees[ns.ref] = work / "ref" / "src"
+        trees[ns.ref] = unpacked_src(ns.ref, work / "ref")
     results: dict[tuple[str, str], float] = {}
 
     def one(tree: str, attr: str) -> None:
         out = work / f"{len(results)}-{attr}-{abs(hash(tree))}.callgrind"
         results[(tree, attr)] = instructions_per_call(attr, trees[tree], ns.calls, ns.mode, out)
 
-    jobs = [threading.Thread(target=one, args=(t, a)) for t in trees for a in ("app", "app_noaudit")]
-    for job in jobs:  # in parallel: instruction counts do not mind sharing the cores
-        job.start()
-    for job in jobs:
-        job.join()
+    in_parallel(one, [(t, a) for t in trees for a in ("app", "app_noaudit")])
     print(f"instructions per call, stdio {'pipelined (64)' if ns.mode == 'pipe' else 'sequential'}, "
           f"{ns.calls} calls (callgrind):")
     for tree in trees:

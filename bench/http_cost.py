@@ -29,19 +29,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from _drivers import BenchError, HttpClient, check_result, run_async  # noqa: E402
+from _drivers import (BenchError, HttpClient, callgrind_instrument, callgrind_total, in_parallel, open_clients,  # noqa: E402
+                      run_async, stop, unpacked_src)
 from run import free_port, wait_listening  # noqa: E402
 
 CELLS = {"modern-json": ("modern", False), "legacy-json": ("legacy", False),
@@ -49,19 +48,8 @@ CELLS = {"modern-json": ("modern", False), "legacy-json": ("legacy", False),
 WARM_CALLS = 20  # per client, instrumentation off
 
 
-def _toggle(pid: int, on: bool) -> None:
-    subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(pid)], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
 async def _drive(port: int, era: str, sse: bool, clients: int, calls: int, pid: int) -> None:
-    peers = [HttpClient(port, era, sse) for _ in range(clients)]
-    await asyncio.gather(*(p.connect() for p in peers))
-    first = await peers[0].call(1)
-    if first.status != 200:
-        raise BenchError(f"tools/call answered {first.status}: {first.body[:300]!r}")
-    check_result(first.json())
-    content_type = (first.header("content-type") or "").split(";")[0]
+    peers, content_type = await open_clients(port, era, sse, clients)
     if sse != (content_type == "text/event-stream"):  # (each server streams these cells)
         raise BenchError(f"{era} sse={sse}: answered {content_type}")
 
@@ -76,22 +64,12 @@ async def _drive(port: int, era: str, sse: bool, clients: int, calls: int, pid: 
     await asyncio.gather(*(run(p, WARM_CALLS, 10 + 1_000_000 * i) for i, p in enumerate(peers)))
     await asyncio.sleep(0.5)
     share = [calls // clients + (1 if i < calls % clients else 0) for i in range(clients)]
-    await asyncio.to_thread(_toggle, pid, True)
+    await asyncio.to_thread(callgrind_instrument, pid, True)
     await asyncio.gather(*(run(p, share[i], 500_000 + 1_000_000 * i) for i, p in enumerate(peers)))
     await asyncio.sleep(1.0)  # the journal's pending load runs (part of the calls' cost)
-    await asyncio.to_thread(_toggle, pid, False)
+    await asyncio.to_thread(callgrind_instrument, pid, False)
     # (counted already; a server whose keep-alive timeout passed meanwhile has closed the connection)
     await asyncio.gather(*(p.aclose() for p in peers), return_exceptions=True)
-
-
-def _stop(proc: subprocess.Popen[bytes], grace: float = 60.0) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=grace)
 
 
 def instructions_per_call(attr: str, src: Path | None, cell: str, calls: int, clients: int, out: Path) -> float:
@@ -115,13 +93,10 @@ def instructions_per_call(attr: str, src: Path | None, cell: str, calls: int, cl
     except Exception as exc:
         raise BenchError(f"{cell} ({src}): {exc}; server log: {tmp}/server.log") from exc
     finally:
-        _stop(proc)
-    text = subprocess.run(["callgrind_annotate", str(out)], capture_output=True, text=True, check=True).stdout
-    match = re.search(r"([\d,]+) \(100\.0%\)\s+PROGRAM TOTALS", text) or re.search(r"([\d,]+)\s+PROGRAM TOTALS", text)
-    if match is None:
-        raise RuntimeError(f"no totals in {out}")
+        stop(proc, grace=60.0)
+    total = callgrind_total(out)
     shutil.rmtree(tmp, ignore_errors=True)
-    return int(match.group(1).replace(",", "")) / calls
+    return total / calls
 
 
 def main() -> None:
@@ -142,11 +117,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="tc-http-cost-"))
     trees: dict[str, Path | None] = {"this tree": ROOT / "src"}
     if ns.ref:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", ns.ref, "src"], check=True,
-                                 capture_output=True).stdout
-        (work / "ref").mkdir()
-        subprocess.run(["tar", "-x", "-C", str(work / "ref")], input=archive, check=True)
-        trees[ns.ref] = work / "ref" / "src"
+        trees[ns.ref] = unpacked_src(ns.ref, work / "ref")
     if ns.bare:
         trees["bare ASGI"] = None
     results: dict[tuple[str, str], float | str] = {}
@@ -159,12 +130,7 @@ def main() -> None:
         except Exception as exc:  # reported in the table, the other cells still count
             results[(tree, cell)] = f"failed: {exc}"
 
-    jobs = [threading.Thread(target=one, args=(t, c, i)) for i, (t, c) in
-            enumerate((t, c) for t in trees for c in cells)]
-    for job in jobs:  # in parallel: instruction counts do not mind sharing the cores
-        job.start()
-    for job in jobs:
-        job.join()
+    in_parallel(one, [(t, c, i) for i, (t, c) in enumerate((t, c) for t in trees for c in cells)])
     print(f"instructions per tools/call, Streamable HTTP, {ns.clients} keep-alive clients, {ns.calls} calls, "
           f"{ns.attr} (callgrind):")
     for cell in cells:

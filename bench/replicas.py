@@ -59,7 +59,7 @@ import orjson
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from _drivers import _Conn, _post, cpu_seconds, run_async, stop  # noqa: E402
+from _drivers import _Conn, _post, cpu_seconds, run_async, stop, unpacked_src  # noqa: E402
 
 ROOT = HERE.parent
 APP = f"{ROOT / 'tests' / 'replica_app.py'}:build"
@@ -350,12 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="truecall-bench-replicas-"))
     trees = {"this tree": ROOT / "src"}
     if args.compare is not None:
-        other = workdir / "compare"
-        other.mkdir()
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.compare, "src"], check=True,
-                                 capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(other)], input=archive, check=True)
-        trees[args.compare] = other / "src"
+        trees[args.compare] = unpacked_src(args.compare, workdir / "compare")
     print(f"{args.clients} clients, {args.warm:g} s warm-up + {args.seconds:g} s per cell, "
           f"{os.cpu_count()} cores shared by everything", flush=True)
     results: list[dict[str, Any]] = []

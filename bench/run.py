@@ -52,7 +52,8 @@ try:
 except ImportError as exc:  # pragma: no cover
     sys.exit(f"run this with the Python truecall is installed in (pip install -e .): {exc}")
 
-from _drivers import BenchError, Cell, StdioPeer, http_cell, rss_mb, run_async, stdio_cold_start, stop  # noqa: E402
+from _drivers import (BenchError, Cell, StdioPeer, http_cell, rss_mb, run_async, stdio_cold_start, stop,  # noqa: E402
+                      unpacked_src)
 
 # -- what runs --------------------------------------------------------------------------------
 
@@ -556,8 +557,7 @@ def typed_text(rows: list[dict[str, Any]], imports: dict[str, Any] | None) -> st
 
 def compared_system(ref: str, workdir: str) -> System:
     """truecall as it was at ``ref``: its ``src/`` unpacked into ``workdir``, first on PYTHONPATH."""
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "src"], check=True, capture_output=True).stdout
-    subprocess.run(["tar", "-x", "-C", workdir], input=archive, check=True)
+    unpacked_src(ref, Path(workdir))
     base = [sys.executable, "-m", "truecall", "serve", f"{PEERS / 'truecall_app.py'}:app"]
     path = os.pathsep.join(filter(None, [os.path.join(workdir, "src"), os.environ.get("PYTHONPATH")]))
     return System(f"truecall@{ref}", f"truecall@{ref}", sys.executable, base,
