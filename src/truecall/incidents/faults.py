@@ -106,9 +106,6 @@ class FaultPlan:
             if not isinstance(sequence, list) or not sequence or not all(
                     isinstance(s, str) and (s == "none" or s in FAULTS) for s in sequence):
                 raise ValueError(f"sequence must be a non-empty list of fault names or 'none' ({', '.join(FAULTS)})")
-            for name in sequence:
-                if name != "none" and name not in self.faults:
-                    self.faults[name] = _fault(name, {"p": 0.0})
         self.sequence: list[str] | None = sequence
         keys = spec.get("keys")
         if keys is not None:
@@ -117,10 +114,10 @@ class FaultPlan:
                     for k, v in keys.items()):
                 raise ValueError("keys must map idempotency keys to fault names or 'none' "
                                  f"({', '.join(FAULTS)})")
-            for name in keys.values():
-                if name != "none" and name not in self.faults:
-                    self.faults[name] = _fault(name, {"p": 0.0})
         self.keys: dict[str, str] | None = keys
+        for name in (*(sequence or ()), *(keys or {}).values()):  # a planned fault needs no probability
+            if name != "none" and name not in self.faults:
+                self.faults[name] = _fault(name, {"p": 0.0})
         self.seed = seed
         self._rng = random.Random(seed)
         self._n = 0
