@@ -63,7 +63,10 @@ class Answers:
                 headers = headers + [(b"www-authenticate",
                                       self.gate.challenge(error="insufficient_scope", scope=" ".join(scopes)))]
         body = jsonrpc.encode(response) if response is not None else b""
-        # truecall's own HTTP/1.1 protocol (guarded.py) writes a whole answer without two awaited sends
+        # truecall's own HTTP/1.1 protocol (guarded.py) writes a whole answer without two awaited sends.
+        # Found through ``send`` (its request cycle's bound method), not offered in scope["extensions"]
+        # as DISCONNECT_HOOK is: there it would tie scope and cycle into a reference cycle per request
+        # (test_a_finished_request_leaves_no_garbage).
         whole = getattr(getattr(send, "__self__", None), "answer_whole", None)
         if whole is None or not whole(status, headers, body):
             # (what _http_wire.respond sends, written out here: the hot path's one coroutine less)

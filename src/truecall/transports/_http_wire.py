@@ -102,14 +102,6 @@ def whole_body(message: dict[str, Any], limit: int) -> bytes | None:
     return None
 
 
-async def read_body(headers: dict[str, str], receive: Receive, limit: int) -> bytes:
-    """The request body, refused with 413 past ``limit`` bytes (declared or received)."""
-    declared_length_ok(headers, limit)
-    message = await receive()
-    body = whole_body(message, limit)
-    return body if body is not None else await read_rest(message, receive, limit)
-
-
 async def read_rest(message: dict[str, Any], receive: Receive, limit: int) -> bytes:
     """The body from its first message on, when it comes in more than one."""
     chunks, size = [], 0

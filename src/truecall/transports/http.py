@@ -226,7 +226,7 @@ class HttpTransport:
     # -- POST: which era --------------------------------------------------------------
 
     async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive, send: Send) -> None:
-        limit = self.limits.max_bytes  # (read_body, written out: one coroutine less per request)
+        limit = self.limits.max_bytes  # (the body read inline: one coroutine less per request)
         declared_length_ok(headers, limit)
         first = await receive()
         body = whole_body(first, limit)
