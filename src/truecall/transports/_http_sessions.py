@@ -78,23 +78,22 @@ class SessionPaths:
             await respond(send, 202, b"")
             return
         params = message.params
+        answer: list[dict[str, Any] | None] | None = None
         if message.method == "tools/call" and isinstance(params, dict) and isinstance(params.get("task"), dict):
             # Its answer may be a task handle: the session's stream says nothing of that task before it.
             session.hold_task_notes()
-            answer: list[dict[str, Any] | None] = [None]
-            try:
-                await self._answer(message, headers, session, principal, extra, scope, receive, send, answer)
-            finally:
+            answer = [None]
+        try:
+            accept = headers.get("accept")
+            if (message.method in STREAMING_METHODS and accept is not None and "text/event-stream" in accept) \
+                    or self._sse_only(accept):  # (an Accept that allows only SSE gets even a plain answer as one event)
+                await self.answers.stream(message, principal, session, extra, scope, receive, send, answer)
+            else:
+                response, status = await self.engine.handle_with_status(message, principal, session=session)
+                await self.answers.json(send, response, status, principal, extra, answer)
+        finally:
+            if answer is not None:
                 session.release_task_notes(answer[0])
-            return
-        accept = headers.get("accept")
-        if accept is None or accept == "application/json":
-            # JSON only, as _answer would answer (one coroutine less per request); any other Accept
-            # (SSE allowed, "text/*", ...) is judged there.
-            response, status = await self.engine.handle_with_status(message, principal, session=session)
-            await self.answers.json(send, response, status, principal, extra, None)
-            return
-        await self._answer(message, headers, session, principal, extra, scope, receive, send, None)
 
     async def _initialize(self, message: Incoming, headers: dict[str, str], principal: Principal,
                           send: Send) -> None:
@@ -111,17 +110,6 @@ class SessionPaths:
             await SseOutbox(send, extra).finish(response)
             return
         await self.answers.json(send, response, status, principal, extra, None)
-
-    async def _answer(self, message: Incoming, headers: dict[str, str], session: Session,
-                      principal: Principal, extra: list[tuple[bytes, bytes]], scope: Scope, receive: Receive,
-                      send: Send, answer: list[dict[str, Any] | None] | None) -> None:
-        accept = headers.get("accept")
-        if (message.method in STREAMING_METHODS and accept is not None and "text/event-stream" in accept) \
-                or self._sse_only(accept):  # (an Accept that allows only SSE gets even a plain answer as one event)
-            await self.answers.stream(message, principal, session, extra, scope, receive, send, answer)
-            return
-        response, status = await self.engine.handle_with_status(message, principal, session=session)
-        await self.answers.json(send, response, status, principal, extra, answer)
 
     def _sse_only(self, accept: str | None) -> bool:
         """The client's ``Accept`` allows only ``text/event-stream`` (checked, and cached, before)."""
