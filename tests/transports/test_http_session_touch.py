@@ -16,7 +16,7 @@ import pytest
 
 from http_support import LEGACY, request
 from truecall import Principal, Server
-from truecall.protocol import _session, _sessions, engine as engine_module
+from truecall.protocol import _session, _sessions
 from truecall.protocol.engine import Engine
 from truecall.transports import _http_sessions
 from truecall.transports.http import HttpTransport
@@ -27,9 +27,9 @@ IDLE_S = 3600.0
 
 
 class Clock:
-    """Stands in for the ``time`` module in the session modules and the engine (which marks each
-    request's session seen): ``time()`` and ``monotonic()`` are one settable value, starting at the
-    real time; everything else is the real module's."""
+    """Stands in for the ``time`` module in the session modules: ``time()`` and
+    ``monotonic()`` are one settable value, starting at the real time; everything else is the real
+    module's."""
 
     def __init__(self) -> None:
         self.now = time.time()
@@ -47,7 +47,7 @@ class Clock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     fake = Clock()
-    for module in (_session, _sessions, _http_sessions, engine_module):
+    for module in (_session, _sessions, _http_sessions):
         monkeypatch.setattr(module, "time", fake)
     return fake
 

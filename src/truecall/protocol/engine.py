@@ -24,7 +24,6 @@ change notifications (:mod:`._feeds`) and the tasks methods (:mod:`._tasks`).
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any, Awaitable, Callable
 
 from ..auth import Principal
@@ -348,7 +347,6 @@ class Engine:
             raise InvalidParams(f"_meta[{META_VERSION!r}] is required (or initialize a session first)")
         if not accepts_request(session.state, ctx.method):
             raise SessionStateError(session.state, ctx.method[:100])
-        session.last_seen = time.monotonic()
         version = session.version
         ctx.features = UNNEGOTIATED if version is None else FEATURES.get(version, UNNEGOTIATED)  # (features_of, inline)
         ctx.version = version
