@@ -172,6 +172,9 @@ async def call_tool(server: "Server", principal: Principal, name: str, arguments
     would cost every call a frame and the forwarding of ten keywords.)
     """
     started = time.perf_counter()
+    events = server.events
+    if events.unwritable is not None:  # disk full: nothing runs that could not be recorded
+        raise events.refusal()
     tool = admit(server, principal, name, tenant, task_mode)
     if arguments is None:
         arguments = {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import errno
 import json
 import logging
 import os
@@ -21,6 +22,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import orjson
 
+from ._retention import Retention, Sweeper
+from .errors import ServiceUnavailable
 from ._journal import JOURNAL_MIGRATIONS, Journal, encode_line, encode_rows, journal_dir, recover_journals
 from .redact import (ARG_KEYS, REDACTED, argument_keys, canonical_arguments, fingerprint, is_sensitive_name,
                      mac_state, redact, redact_text)
@@ -28,7 +31,7 @@ from .storage import Storage
 
 log = logging.getLogger("truecall.audit")
 
-__all__ = ["AuditLog", "AuditRecord", "AuditUnavailable", "AUDIT_MIGRATIONS", "MAX_RETAINED"]
+__all__ = ["AuditLog", "AuditRecord", "AuditUnavailable", "TrailUnavailable", "AUDIT_MIGRATIONS", "MAX_RETAINED"]
 
 #: Records whose commit failed are kept and written with the next batch, up to this many;
 #: beyond it the oldest are dropped and an ``audit.dropped`` record says how many.
@@ -44,10 +47,24 @@ LOAD_BYTES = 64 * 1024
 LOAD_RETRY_S = 1.0
 #: A fully loaded journal is replaced by a new file once it has grown past this.
 ROTATE_BYTES = 8 * 1024 * 1024
+#: While the trail cannot be written (disk full), the records it holds are retried this often: the
+#: first that goes through ends the outage (:attr:`AuditLog.unwritable`).
+PROBE_S = 0.5
 
 
 class AuditUnavailable(RuntimeError):
     """A record made since the current request began could not be committed."""
+
+
+class TrailUnavailable(ServiceUnavailable):
+    """A call refused before anything ran because the audit trail cannot be written right now (disk
+    full, quota, the database refusing writes): the existing 503 "service unavailable", saying that
+    nothing was done.  Not recorded one by one (the trail is what is down): counted, and the count
+    written as one ``audit.refused`` record when the trail takes records again."""
+
+    @classmethod
+    def because(cls, why: str) -> "TrailUnavailable":
+        return cls(f"Service unavailable: {why}. Nothing was done; retry it later.", data={"retryable": True})
 
 
 #: (log, records made when the current request began) for the running asyncio task; see :meth:`AuditLog.begin`.
@@ -121,7 +138,8 @@ class AuditLog:
     declared_fields: Callable[[str], frozenset[str] | None] = staticmethod(_nothing_declared)
 
     def __init__(self, db: Storage, *, key: bytes | None = None, enabled: bool = True,
-                 journal: bool | None = None) -> None:
+                 journal: bool | None = None, retain: Retention | str | None = None,
+                 export: str | os.PathLike[str] | None = None) -> None:
         """``key`` is the MAC key for argument hashes; keep it outside the database
         (configuration or a key file) so that a copy of the database cannot be
         brute-forced for short secrets.  Without one, a per-process key is used.
@@ -129,7 +147,12 @@ class AuditLog:
         ``journal``: while serving, make records durable in a local journal and load them into
         the table in batches (:mod:`truecall._journal`).  ``None`` (default) means yes for a SQLite
         file unless ``$TRUECALL_AUDIT_JOURNAL`` is ``0``; a server database (PostgreSQL) always
-        commits each batch itself, as replicas on other hosts must see what it acknowledged."""
+        commits each batch itself, as replicas on other hosts must see what it acknowledged.
+
+        ``retain``: how much of the trail is kept (:class:`~truecall._retention.Retention` or its text,
+        e.g. ``"90d,2GB"``; default ``$TRUECALL_AUDIT_RETAIN`` or ``90d,2GB``), applied while serving by a
+        background sweep; ``export``: a folder every dropped record is written to first (default
+        ``$TRUECALL_AUDIT_EXPORT``; none: dropped records are gone)."""
         self.db = db
         self.enabled = enabled
         db.migrate(AUDIT_MIGRATIONS)
@@ -155,6 +178,17 @@ class AuditLog:
         #: The journal's size at which the scheduled load is brought forward (see LOAD_BYTES).
         self._load_at = _NEVER
         self._load_failures = 0
+        #: Why the trail cannot be written right now (``None``: it can): calls are refused meanwhile.
+        self.unwritable: str | None = None
+        self._refused = 0
+        self._outage_since = 0.0
+        self._probe_handle: asyncio.Handle | None = None
+        self.retention = Retention.from_setting(retain)
+        if export is None:
+            export = os.environ.get("TRUECALL_AUDIT_EXPORT", "").strip() or None
+        self.export_dir = export
+        #: The background sweep (started by :meth:`defer` on a database that outlives the process).
+        self.sweeper: Sweeper | None = None
         if self._journal_dir is not None:
             db.migrate(JOURNAL_MIGRATIONS)
             try:
@@ -174,6 +208,14 @@ class AuditLog:
         """
         self._loop = loop
         self._loop_thread = threading.get_ident()
+        if self.enabled and not self.retention.keeps_all and (self.db.local_file is not None or self.db.shared):
+            if self.sweeper is None:
+                self.sweeper = Sweeper(self.db, self.retention, self.export_dir, on_sweep=self._swept)
+            self.sweeper.start()
+
+    def _swept(self, dropped: int, exported: str | None) -> None:
+        """The trail says what retention let go (from the sweep's thread: a direct insert)."""
+        self.record("audit.retention", outcome="ok", dropped=dropped, exported=exported is not None)
 
     def begin(self) -> None:
         """Mark the start of one request in the current asyncio task (the engine does, per request).
@@ -199,6 +241,8 @@ class AuditLog:
 
     def flush(self) -> None:
         """Commit what is pending now, and load the journal into the table (at shutdown)."""
+        if self.sweeper is not None:
+            self.sweeper.stop()
         if self._pending or self._flushing is not None:
             self._flush()
         if self._journal is not None:
@@ -233,6 +277,7 @@ class AuditLog:
             if seqs:
                 self._last_failed = max(self._last_failed, seqs[-1])
             self._retain(rows, seqs, dropped)
+            self._outage(exc)
             if future is not None and not future.done():
                 future.set_exception(exc)
                 future.exception()  # retrieved here too: a waiter may already be gone
@@ -323,6 +368,43 @@ class AuditLog:
             rows, seqs = rows[over:], seqs[over:]
             dropped += over
         self._pending, self._pending_seq, self._dropped = rows, seqs, self._dropped + dropped
+
+    # -- the trail cannot be written: a state, not a crash ------------------------------------
+
+    def _outage(self, exc: BaseException) -> None:
+        """A write of the trail failed: if it is an outage (disk full, quota, the database refusing
+        writes), calls are refused until a retry of the held records goes through (:meth:`_probe`)."""
+        why = _outage_reason(exc, self.db)
+        if why is None:
+            return
+        if self.unwritable is None:
+            self._outage_since = time.time()
+            log.warning("audit trail cannot be written (%s): calls are refused until it can", why)
+        self.unwritable = why
+        loop = self._loop
+        if loop is not None and self._probe_handle is None and self._loop_thread == threading.get_ident():
+            self._probe_handle = loop.call_later(PROBE_S, self._probe)
+
+    def _probe(self) -> None:
+        """Retry the held records; the first write that goes through ends the outage."""
+        self._probe_handle = None
+        if self._pending or self._dropped:
+            self._flush()  # on failure, _outage schedules the next probe
+        if self._pending or self._dropped:
+            if self._probe_handle is None and self._loop is not None:
+                self._probe_handle = self._loop.call_later(PROBE_S, self._probe)
+            return
+        if self.unwritable is not None:
+            why, self.unwritable = self.unwritable, None
+            refused, self._refused = self._refused, 0
+            log.warning("audit trail written again: %d calls were refused meanwhile", refused)
+            self.record("audit.refused", outcome="recovered", count=refused, reason=why,
+                        sinceTs=self._outage_since)
+
+    def refusal(self) -> TrailUnavailable:
+        """The answer to a call that arrives while the trail cannot be written (nothing runs)."""
+        self._refused += 1
+        return TrailUnavailable.because(f"the audit trail cannot be written ({self.unwritable})")
 
     @property
     def _key(self) -> bytes:
@@ -446,6 +528,7 @@ class AuditLog:
         """The journal did not take ``row``: nothing behind it may be acknowledged; it is retained."""
         self._last_failed = max(self._last_failed, self._made)
         self._retain([row], [self._made], 0)
+        self._outage(exc)
         if not isinstance(exc, Exception):
             raise exc
 
@@ -556,6 +639,24 @@ def _key_verdict(key: Any) -> tuple[str, bool]:
     if len(_KEYS) < 4096 and type(key) is str:
         _KEYS[key] = verdict
     return verdict
+
+
+def _outage_reason(exc: BaseException, db: Storage) -> str | None:
+    """Fixed, client-safe text for a failed write that is an outage (not a bug), or ``None``."""
+    if isinstance(exc, OSError):
+        code = exc.errno
+        if code == errno.ENOSPC:
+            return "no space left on the device"
+        if code == errno.EDQUOT:
+            return "disk quota exceeded"
+        if code in (errno.EIO, errno.EROFS, errno.EFBIG):
+            return f"the file system refused the write ({errno.errorcode.get(code or 0, 'error')})"
+        return None
+    # The database refusing writes for lack of space (SQLite's FULL; PostgreSQL's disk_full, 53100);
+    # a lock or a restart is not this state: the next call's record is tried as usual.
+    if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == 13 or getattr(exc, "sqlstate", None) == "53100":
+        return db.unavailable(exc) or "the database is full"
+    return None
 
 
 def _row(r: tuple[Any, ...]) -> AuditRecord:

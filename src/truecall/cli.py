@@ -11,6 +11,7 @@ from typing import Any, Callable, Optional
 import typer
 
 from . import serving
+from ._audit_export_cli import audit_export
 from ._misuse import debug_from_env, report, take_debug
 
 #: ``--debug`` as :func:`main` found it; ``None``: ``TRUECALL_DEBUG`` decides (e.g. under a test runner).
@@ -27,18 +28,24 @@ def _command(group: typer.Typer, name: str, prog: str) -> Callable[[Callable[...
     What the command says on purpose (``typer.Exit``, a bad option value) passes as it is."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(fn)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except (typer.Exit, typer.Abort, typer.BadParameter):
-                raise
-            except Exception as exc:
-                raise typer.Exit(report(exc, prog, debug_from_env() if _debug is None else _debug)) from None
-
-        return group.command(name)(run)
+        return group.command(name)(_reported(fn, prog))
 
     return register
+
+
+def _reported(fn: Callable[..., Any], prog: str) -> Callable[..., Any]:
+    """``fn``, whatever stops it said as one line (see :func:`_command`)."""
+
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, typer.BadParameter):
+            raise
+        except Exception as exc:
+            raise typer.Exit(report(exc, prog, debug_from_env() if _debug is None else _debug)) from None
+
+    return run
 
 
 @app.callback()
@@ -212,8 +219,13 @@ def _parse_time(value: Optional[str]) -> Optional[float]:
         raise typer.BadParameter(f"not a time: {value!r} (use epoch seconds, ISO 8601, or 15m/2h/7d)") from None
 
 
-@_command(app, "audit", "truecall audit")
+#: ``truecall audit`` queries the trail; ``truecall audit export`` (its own module) writes it to files.
+audit_app = typer.Typer(add_completion=False, help="Query the audit trail, or export it (truecall audit export).")
+app.add_typer(audit_app, name="audit")
+
+
 def audit(
+    ctx: typer.Context,
     db: Optional[str] = typer.Option(None, "--db", help="Database: a path or URL (default $TRUECALL_DB or "
                                      ".truecall/desk.db)"),
     tenant: Optional[str] = typer.Option(None, "--tenant"),
@@ -229,6 +241,8 @@ def audit(
 ) -> None:
     """Query the audit trail (newest first). The table fits the terminal (facts stacked in fewer
     columns when a row would not fit); --wide prints every column; --json every field."""
+    if ctx.invoked_subcommand is not None:
+        return
     from .audit import AuditLog
     from ._journal import journal_dir, unloaded_bytes, wait_loaded
     from .storage import open_database
@@ -253,6 +267,10 @@ def audit(
             sys.stdout.write(orjson.dumps(record.to_dict()).decode() + "\n")
         return
     _render_audit(records, wide)
+
+
+audit_app.callback(invoke_without_command=True)(_reported(audit, "truecall audit"))
+_command(audit_app, "export", "truecall audit export")(audit_export)
 
 
 def _render_audit(records: list[Any], wide: bool) -> None:

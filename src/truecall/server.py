@@ -63,6 +63,8 @@ class Server:
         audit: bool = True,
         audit_key: bytes | None = None,
         audit_journal: bool | None = None,
+        audit_retain: str | None = None,
+        audit_export: str | None = None,
         rate_limit: "RateLimit | None" = None,
     ) -> None:
         self.name = name
@@ -74,8 +76,10 @@ class Server:
         self.db = open_database(db)
         # The argument-hash key is shared by every replica when configured (TRUECALL_AUDIT_KEY).
         shared = keys_from_env("TRUECALL_AUDIT_KEY")
+        # Retention (how much of the trail is kept, what is exported before it goes): the arguments,
+        # else TRUECALL_AUDIT_RETAIN / TRUECALL_AUDIT_EXPORT (see truecall._retention).
         self.events = AuditLog(self.db, key=audit_key or (shared[0] if shared else None), enabled=audit,
-                               journal=audit_journal)
+                               journal=audit_journal, retain=audit_retain, export=audit_export)
         # Argument keys a tool does not declare are client data: the audit writes them as [undeclared].
         self.events.declared_fields = lambda tool: t.declared_fields if (t := self.registry.tools.get(tool)) else None
         self.tasks = TaskStore(self.db)

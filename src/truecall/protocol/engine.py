@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable
 
+from ..audit import TrailUnavailable
 from ..auth import Principal
 from ..context import InputRequired
 from ..errors import (
@@ -196,7 +197,9 @@ class Engine:
             await self.server.events.durable()
         except Exception:
             if response is not None and "id" in response:
-                return jsonrpc.error_message(response["id"], InternalError())
+                why = self.server.events.unwritable
+                return jsonrpc.error_message(response["id"], ServiceUnavailable.because(
+                    f"the audit trail cannot be written ({why})") if why else InternalError())
         return response
 
     # -- capabilities -------------------------------------------------------------
@@ -464,8 +467,9 @@ def _without_execution(definition: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in definition.items() if k != "execution"}
 
 
-# The pipeline already wrote these to the audit trail (tool.denied).
-_RECORDED_BY_SERVER = (AccessDenied, UnknownTool)
+# The pipeline already wrote these to the audit trail (tool.denied); a refusal while the trail cannot be
+# written is counted and recorded once it can (audit.refused).
+_RECORDED_BY_SERVER = (AccessDenied, UnknownTool, TrailUnavailable)
 
 
 class InvalidMeta(InvalidParams):

@@ -70,6 +70,10 @@ class Database:
         #: A forget() that could not truncate the WAL yet (readers in the way): retried by the next.
         self._unforgotten = False
         try:
+            # A new file gives the pages that audit retention frees back to the file system, a few at a
+            # time (``PRAGMA incremental_vacuum``: truecall._retention).  An existing file keeps its mode
+            # until a VACUUM rewrites it (docs/guide/operations.md); its freed pages are reused meanwhile.
+            self._conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={synchronous}")
             self._conn.execute("PRAGMA foreign_keys=ON")

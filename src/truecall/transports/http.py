@@ -169,11 +169,15 @@ class HttpTransport:
         if path == "/healthz":
             await respond(send, 200, b'{"status":"ok"}')
             return
-        if path == "/readyz":  # ready = the database answers
+        if path == "/readyz":  # ready = the database answers and the audit trail can be written
             try:
                 self.server.db.fetchone("SELECT 1")
             except Exception:
                 await respond(send, 503, b'{"status":"database unavailable"}')
+                return
+            why = self.server.events.unwritable
+            if why is not None:
+                await respond(send, 503, orjson.dumps({"status": "audit trail unavailable", "reason": why}))
                 return
             await respond(send, 200, b'{"status":"ready"}')
             return

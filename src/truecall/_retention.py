@@ -1,0 +1,544 @@
+"""Audit retention: the trail kept within a budget, and what leaves it exported first.
+
+A policy (:class:`Retention`, from ``TRUECALL_AUDIT_RETAIN`` or ``Server(audit_retain=…)``) says how
+long and how much of the trail ``audit_events`` keeps: an age (``30d``), a number of records
+(``5000000``), a size of the database (``2GB``), any of them together (``90d,2GB``: whichever drops
+more).  A background thread (:class:`Sweeper`) applies it, off the per-call path: every few seconds it
+takes the oldest records in batches of :data:`BATCH` (one short write transaction each, a pause
+between two), so no lock it takes is held longer than one batch's delete.
+
+Export before delete: with ``TRUECALL_AUDIT_EXPORT=DIR`` (``Server(audit_export=…)``), every record
+the sweep drops is first appended to a file in ``DIR`` — JSON lines, gzip-compressed, one file per
+period (:data:`ENV_PERIOD`, a day by default), each file beside a ``.sha256`` that ``sha256sum -c``
+checks.  A file grows by one gzip member per batch (a gzip file may hold several; ``zcat`` reads them
+as one), so it is only ever appended to.  The order that makes a record's export durable before it is
+deleted, and a kill anywhere in between harmless:
+
+1. the batch is appended to its file, the file is ``fsync``'d (and its folder when the file is new);
+2. the ``.sha256`` is rewritten (a new file, ``fsync``'d, renamed over the old one, folder ``fsync``'d);
+3. one transaction records the file's new length and checksum in ``audit_export`` *and* deletes the
+   batch from ``audit_events``.
+
+Killed before 3, the records are still in the table and the file is longer than ``audit_export``
+says: the next sweep (in this process or the next) cuts the file back to the recorded length and
+exports them again — never twice, never lost.  A file shorter than its recorded length, or whose
+bytes no longer match the recorded checksum, stops the sweep (nothing more is deleted) until an
+operator looks: the export is no longer what was promised.
+
+An exported line is ``{"id":…,"ts":…,"kind":…,"tenant":…,"subject":…,"tool":…,"outcome":…,
+"fields":{…}}`` where ``fields`` is the stored document byte for byte: redacted when it was
+recorded, its argument hashes as they were.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import hashlib
+import logging
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+
+import orjson
+
+from ._misuse import SettingError
+
+if TYPE_CHECKING:
+    from .storage import Storage
+
+log = logging.getLogger("truecall.audit")
+
+__all__ = ["Retention", "ExportWriter", "Sweeper", "ENV_RETAIN", "ENV_EXPORT", "ENV_PERIOD", "DEFAULT_RETAIN",
+           "EXPORT_MIGRATIONS", "export_range", "verify_export", "read_export", "sweep_once"]
+
+ENV_RETAIN = "TRUECALL_AUDIT_RETAIN"
+ENV_EXPORT = "TRUECALL_AUDIT_EXPORT"
+ENV_PERIOD = "TRUECALL_AUDIT_EXPORT_PERIOD"
+ENV_SWEEP_S = "TRUECALL_AUDIT_SWEEP_S"
+#: What a server keeps when nothing says otherwise: 90 days, and never more than 2 GB of database.
+#: (About 230 bytes a call: 2 GB is some 9 million calls — three months at 1 call/s, about two and a
+#: half hours at 1,000 calls/s.  See docs/guide/operations.md for the arithmetic.)
+DEFAULT_RETAIN = "90d,2GB"
+#: Records per delete transaction: a few milliseconds of write lock (SQLite: ~5 µs a row deleted).
+BATCH = 500
+#: Pause between two batches of one sweep, so that whatever waits for the lock gets it.
+PAUSE_S = 0.01
+#: Seconds between two sweeps.
+SWEEP_S = 5.0
+#: Pages given back to the file system per ``incremental_vacuum`` step (SQLite, 4 KiB each).
+VACUUM_PAGES = 256
+
+EXPORT_MIGRATIONS = [
+    ("audit-export-1", "CREATE TABLE audit_export (name TEXT PRIMARY KEY, bytes INTEGER NOT NULL, "
+                       "sha256 TEXT NOT NULL)"),
+]
+
+_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_UNITS_B = {"kb": 1000, "mb": 1000 ** 2, "gb": 1000 ** 3, "tb": 1000 ** 4,
+            "kib": 1024, "mib": 1024 ** 2, "gib": 1024 ** 3, "tib": 1024 ** 4}
+_ITEM = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)")
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How much of the audit trail is kept: ``None`` everywhere keeps it all."""
+
+    max_age_s: float | None = None
+    max_records: int | None = None
+    max_bytes: int | None = None
+
+    @property
+    def keeps_all(self) -> bool:
+        return self.max_age_s is None and self.max_records is None and self.max_bytes is None
+
+    @classmethod
+    def parse(cls, text: str, setting: str = ENV_RETAIN) -> "Retention":
+        """``90d``, ``5000000`` (records), ``2GB``, ``500MiB``, ``12h,100000``; ``all`` (or ``forever``,
+        ``off``): keep everything."""
+        raw = text.strip().lower()
+        if raw in ("all", "forever", "off", "none", "0"):
+            return cls()
+        age: float | None = None
+        records: int | None = None
+        size: int | None = None
+        for item in filter(None, (p.strip() for p in re.split(r"[,\s]+", raw))):
+            m = _ITEM.fullmatch(item)
+            if m is None:
+                raise SettingError(f"{setting}: {item!r} is not an age (90d, 12h), a number of records (100000) "
+                                   "or a size (2GB)")
+            number, unit = float(m.group(1)), m.group(2)
+            if unit in _UNITS_S:
+                age = number * _UNITS_S[unit]
+            elif unit in _UNITS_B or unit == "b":
+                size = int(number * _UNITS_B.get(unit, 1))
+            elif unit in ("", "records", "record", "r"):
+                records = int(number)
+            else:
+                raise SettingError(f"{setting}: unknown unit {unit!r} in {item!r} (s, m, h, d, w; records; "
+                                   "KB, MB, GB, KiB, MiB, GiB)")
+            if number <= 0:
+                raise SettingError(f"{setting}: {item!r} must be more than zero (or say 'all' to keep everything)")
+        return cls(age, records, size)
+
+    @classmethod
+    def from_setting(cls, given: "Retention | str | None") -> "Retention":
+        if isinstance(given, Retention):
+            return given
+        if given is not None:
+            return cls.parse(given, "audit_retain")
+        return cls.parse(os.environ.get(ENV_RETAIN, "").strip() or DEFAULT_RETAIN)
+
+
+def period_seconds(text: str | None = None) -> float:
+    raw = (text if text is not None else os.environ.get(ENV_PERIOD, "")).strip().lower() or "1d"
+    m = _ITEM.fullmatch(raw)
+    if m is None or m.group(2) not in _UNITS_S or float(m.group(1)) <= 0:
+        raise SettingError(f"{ENV_PERIOD}: {raw!r} is not a period (1d, 6h, 15m)")
+    return float(m.group(1)) * _UNITS_S[m.group(2)]
+
+
+# -- the export files -----------------------------------------------------------------------------
+
+_COLUMNS = "id, ts, kind, tenant, subject, tool, outcome, fields"
+
+
+def encode_record(row: Sequence[Any]) -> bytes:
+    """One exported line: the columns, and the stored fields document as it is (bytes for bytes)."""
+    head = orjson.dumps({"id": row[0], "ts": row[1], "kind": row[2], "tenant": row[3], "subject": row[4],
+                         "tool": row[5], "outcome": row[6]})
+    return b"".join((head[:-1], b',"fields":', bytes(row[7]), b"}\n"))
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _file_name(ts: float, period_s: float) -> str:
+    start = int(ts // period_s * period_s)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(start))
+    return f"audit-{stamp}.jsonl.gz"
+
+
+class ExportError(RuntimeError):
+    """An export file is not what its recorded length and checksum say: nothing more is deleted."""
+
+
+class ExportWriter:
+    """Appends batches of records to the period files in ``directory``, durably.
+
+    ``state``: ``name -> (bytes, sha256)`` as last made durable (the ``audit_export`` table for the
+    sweep; empty for an export on demand, which writes new files only)."""
+
+    def __init__(self, directory: str | os.PathLike[str], period_s: float,
+                 state: Callable[[str], tuple[int, str] | None]) -> None:
+        self.directory = Path(directory)
+        self.period_s = period_s
+        self._state = state
+        #: name -> (bytes durable so far, running sha256) for files this writer opened.
+        self._open: dict[str, tuple[int, Any]] = {}
+
+    def _resume(self, name: str) -> tuple[int, Any]:
+        """The file's recorded length and the hash of those bytes; a longer file is cut back first
+        (its tail was written by a sweep killed before it recorded it: those records were not deleted)."""
+        recorded = self._state(name)
+        known = self._open.get(name)
+        if known is not None and recorded is not None and (known[0], known[1].hexdigest()) == recorded:
+            return known  # nobody else appended since (another process sharing the folder may have)
+        path = self.directory / name
+        digest = hashlib.sha256()
+        if recorded is None:
+            if path.exists() and path.stat().st_size:
+                # Never recorded: a sweep killed before its first transaction for this file.  Those
+                # records are still in the table, so the file starts again from nothing.
+                with open(path, "r+b") as f:
+                    f.truncate(0)
+                    os.fsync(f.fileno())
+            known = (0, digest)
+        else:
+            length, sha = recorded
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                raise ExportError(f"audit export {path} is missing (it held {length} bytes of exported records)")
+            if size < length:
+                raise ExportError(f"audit export {path} is shorter ({size} bytes) than what was exported "
+                                  f"into it ({length} bytes)")
+            with open(path, "r+b") as f:
+                if size > length:
+                    f.truncate(length)
+                    os.fsync(f.fileno())
+                while f.tell() < length:
+                    chunk = f.read(min(1 << 20, length - f.tell()))
+                    if not chunk:
+                        break
+                    digest.update(chunk)
+            if digest.hexdigest() != sha:
+                raise ExportError(f"audit export {path} does not match its recorded checksum")
+            if size > length:
+                self._write_sum(name, sha)
+            known = (length, digest)
+        self._open[name] = known
+        return known
+
+    def append(self, rows: Sequence[Sequence[Any]]) -> dict[str, tuple[int, str]]:
+        """Append ``rows`` (id order) to their period files, durably; returns each touched file's new
+        ``(bytes, sha256)``, to be recorded in the same transaction that deletes the rows."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        groups: dict[str, list[bytes]] = {}
+        for row in rows:
+            groups.setdefault(_file_name(row[1], self.period_s), []).append(encode_record(row))
+        done: dict[str, tuple[int, str]] = {}
+        for name, lines in groups.items():
+            length, digest = self._resume(name)
+            member = gzip.compress(b"".join(lines), compresslevel=6, mtime=0)
+            path = self.directory / name
+            new = not path.exists()
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            try:
+                view, written = memoryview(member), 0
+                while written < len(member):
+                    written += os.write(fd, view[written:])
+                os.fsync(fd)
+            except BaseException:
+                try:
+                    os.ftruncate(fd, length)
+                except OSError:
+                    pass
+                self._open.pop(name, None)  # re-read from the recorded state next time
+                raise
+            finally:
+                os.close(fd)
+            if new:
+                _fsync_dir(self.directory)
+            digest = digest.copy()
+            digest.update(member)
+            sha = digest.hexdigest()
+            self._write_sum(name, sha)
+            self._open[name] = (length + len(member), digest)
+            done[name] = (length + len(member), sha)
+        return done
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Drop what this writer believes of ``names`` (a transaction recording them failed)."""
+        for name in names:
+            self._open.pop(name, None)
+
+    def _write_sum(self, name: str, sha: str) -> None:
+        tmp = self.directory / f".{name}.sha256.tmp"
+        with open(tmp, "wb") as f:
+            f.write(f"{sha}  {name}\n".encode())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.directory / f"{name}.sha256")
+        _fsync_dir(self.directory)
+
+
+def verify_export(directory: str | os.PathLike[str]) -> dict[str, bool]:
+    """Each ``*.jsonl.gz`` in ``directory`` → whether it matches its ``.sha256`` (missing: ``False``)."""
+    out: dict[str, bool] = {}
+    folder = Path(directory)
+    for path in sorted(folder.glob("*.jsonl.gz")):
+        try:
+            expected = (folder / f"{path.name}.sha256").read_text().split()[0]
+        except (FileNotFoundError, IndexError):
+            out[path.name] = False
+            continue
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                digest.update(chunk)
+        out[path.name] = digest.hexdigest() == expected
+    return out
+
+
+def read_export(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Every record exported into ``directory`` (file order, then line order)."""
+    records: list[dict[str, Any]] = []
+    for path in sorted(Path(directory).glob("*.jsonl.gz")):
+        with gzip.open(path, "rb") as f:
+            records.extend(orjson.loads(line) for line in f if line.strip())
+    return records
+
+
+# -- the sweep ---------------------------------------------------------------------------------
+
+def _db_bytes(db: Any) -> int | None:
+    """Bytes the database holds (SQLite: pages in use; PostgreSQL: the audit table with its indexes
+    and TOAST), or ``None`` when it cannot say."""
+    if db.dialect == "sqlite":
+        row = db.fetchone("SELECT (SELECT page_count FROM pragma_page_count()) - "
+                          "(SELECT freelist_count FROM pragma_freelist_count()), "
+                          "(SELECT page_size FROM pragma_page_size())")
+        return int(row[0]) * int(row[1]) if row else None
+    row = db.fetchone("SELECT pg_total_relation_size('audit_events')")
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def _oldest(db: Any, limit: int) -> list[tuple[Any, ...]]:
+    rows: list[tuple[Any, ...]] = db.fetchall(f"SELECT {_COLUMNS} FROM audit_events ORDER BY id LIMIT ?", (limit,))
+    return rows
+
+
+def _span(db: Any) -> int:
+    """Records in the table, counted by the span of their ids (the sweep deletes only the oldest, so
+    the span is the count; ``COUNT(*)`` would scan the table on every sweep)."""
+    row = db.fetchone("SELECT MIN(id), MAX(id) FROM audit_events")
+    if not row or row[0] is None:
+        return 0
+    return int(row[1]) - int(row[0]) + 1
+
+
+def _how_many(db: Any, policy: Retention, rows: list[tuple[Any, ...]], now: float) -> int:
+    """How many of ``rows`` (the oldest, id order) the policy drops: the most any of its limits drops."""
+    drop = 0
+    if policy.max_age_s is not None:
+        cutoff = now - policy.max_age_s
+        n = 0
+        while n < len(rows) and rows[n][1] < cutoff:
+            n += 1
+        drop = max(drop, n)
+    if policy.max_records is not None or policy.max_bytes is not None:
+        span = _span(db)
+        if policy.max_records is not None:
+            drop = max(drop, min(len(rows), span - policy.max_records))
+        if policy.max_bytes is not None and span:
+            used = _db_bytes(db)
+            if used is not None and used > policy.max_bytes:
+                per_record = used / span
+                drop = max(drop, min(len(rows), int((used - policy.max_bytes) / per_record) + 1))
+    return max(0, drop)
+
+
+def _export_state(db: Any) -> Callable[[str], tuple[int, str] | None]:
+    def state(name: str) -> tuple[int, str] | None:
+        row = db.fetchone("SELECT bytes, sha256 FROM audit_export WHERE name = ?", (name,))
+        return (int(row[0]), str(row[1])) if row else None
+
+    return state
+
+
+_MARK = ("INSERT INTO audit_export (name, bytes, sha256) VALUES (?, ?, ?) "
+         "ON CONFLICT (name) DO UPDATE SET bytes = excluded.bytes, sha256 = excluded.sha256")
+
+
+def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: float | None = None,
+               batch: int = BATCH, pause_s: float = PAUSE_S, stop: threading.Event | None = None,
+               max_batches: int = 1_000_000) -> int:
+    """Drop what ``policy`` lets go, oldest first, a batch per transaction (exported first when
+    ``writer``); returns how many records were dropped."""
+    if policy.keeps_all:
+        return 0
+    now = time.time() if now is None else now
+    dropped = 0
+    for _ in range(max_batches):
+        if stop is not None and stop.is_set():
+            break
+        rows = _oldest(db, batch)
+        n = _how_many(db, policy, rows, now)
+        if n <= 0:
+            break
+        rows = rows[:n]
+        marks = writer.append(rows) if writer is not None else {}
+        ids = [row[0] for row in rows]
+        try:
+            with db.transaction():
+                for name, (length, sha) in marks.items():
+                    db.execute(_MARK, (name, length, sha))
+                db.execute(f"DELETE FROM audit_events WHERE id IN ({','.join('?' * len(ids))})", ids)
+        except BaseException:
+            if writer is not None:
+                writer.forget(marks)  # the next attempt cuts the unrecorded tail off again
+            raise
+        dropped += n
+        if n < batch:
+            break
+        if pause_s:
+            time.sleep(pause_s)
+    return dropped
+
+
+_told_vacuum = False
+
+
+def vacuum_some(db: Any, pause_s: float = PAUSE_S, stop: threading.Event | None = None, steps: int = 10_000) -> int:
+    """SQLite with ``auto_vacuum=INCREMENTAL``: give free pages back to the file system, a few
+    hundred per step (a short write each); returns the pages freed.  Else nothing (free pages are
+    reused by new records: the file stops growing but does not shrink)."""
+    if db.dialect != "sqlite":
+        return 0
+    row = db.fetchone("PRAGMA auto_vacuum")
+    if not row or int(row[0]) != 2:
+        global _told_vacuum
+        if not _told_vacuum:
+            _told_vacuum = True
+            log.warning("this database was made without auto_vacuum=INCREMENTAL: the space retention frees is "
+                        "reused (the file stops growing) but not given back; to shrink it once, stop the server "
+                        "and run: sqlite3 %s 'PRAGMA auto_vacuum=INCREMENTAL; VACUUM'", db.path)
+        return 0
+    freed = 0
+    for _ in range(steps):
+        if stop is not None and stop.is_set():
+            break
+        free = db.fetchone("PRAGMA freelist_count")
+        if not free or int(free[0]) == 0:
+            break
+        step = min(VACUUM_PAGES, int(free[0]))
+        db.execute(f"PRAGMA incremental_vacuum({step})")
+        freed += step
+        if pause_s:
+            time.sleep(pause_s)
+    return freed
+
+
+class Sweeper:
+    """The background thread that applies a :class:`Retention` every :data:`SWEEP_S` seconds."""
+
+    def __init__(self, db: "Storage", policy: Retention, export_dir: str | os.PathLike[str] | None, *,
+                 period_s: float | None = None, interval_s: float | None = None,
+                 on_sweep: Callable[[int, str | None], None] | None = None) -> None:
+        self.db = db
+        self.policy = policy
+        db.migrate(EXPORT_MIGRATIONS)
+        self.writer = (ExportWriter(export_dir, period_s or period_seconds(), _export_state(db))
+                       if export_dir is not None else None)
+        if interval_s is None:
+            raw = os.environ.get(ENV_SWEEP_S, "").strip()
+            interval_s = float(raw) if raw else SWEEP_S
+        self.interval_s = interval_s
+        self.on_sweep = on_sweep
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        #: Why the last sweep failed (``None``: it did not).
+        self.problem: str | None = None
+        self.dropped = 0
+
+    def start(self) -> None:
+        if self._thread is None and not self.policy.keeps_all:
+            self._thread = threading.Thread(target=self._run, name="truecall-audit-retention", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=10)
+
+    def sweep(self) -> int:
+        """One sweep now (the thread's, or a test's): drop, then give space back.  Processes sharing
+        the export folder (``--workers``) take turns: one that finds another sweeping skips its turn."""
+        if self.writer is None:
+            dropped = sweep_once(self.db, self.policy, None, stop=self._stop)
+        else:
+            self.writer.directory.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.writer.directory / ".sweep.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return 0
+                dropped = sweep_once(self.db, self.policy, self.writer, stop=self._stop)
+            finally:
+                os.close(fd)
+        if dropped:
+            vacuum_some(self.db, stop=self._stop)
+        return dropped
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                dropped = self.sweep()
+            except Exception as exc:
+                why = str(exc) if isinstance(exc, ExportError) else type(exc).__name__
+                if why != self.problem:
+                    log.warning("audit retention sweep failed (nothing unexported was deleted): %s", why)
+                self.problem = why
+                continue
+            if self.problem is not None:
+                log.warning("audit retention sweep works again")
+                self.problem = None
+            self.dropped += dropped
+            if dropped and self.on_sweep is not None:
+                try:
+                    self.on_sweep(dropped, str(self.writer.directory) if self.writer is not None else None)
+                except Exception:
+                    pass
+
+
+def export_range(db: Any, directory: str | os.PathLike[str], since: float | None, until: float | None, *,
+                 period_s: float | None = None, batch: int = 5000) -> dict[str, tuple[int, str]]:
+    """``truecall audit export``: the records with ``since <= ts < until`` written to new period files
+    in ``directory`` (the same format as the sweep's); refuses to touch a file that exists."""
+    folder = Path(directory)
+    period = period_s or period_seconds()
+    writer = ExportWriter(folder, period, lambda name: None)
+    seen: set[str] = set()
+    files: dict[str, tuple[int, str]] = {}
+    last = -1
+    while True:
+        where, params = ["id > ?"], [last]  # type: list[str], list[Any]
+        if since is not None:
+            where.append("ts >= ?")
+            params.append(since)
+        if until is not None:
+            where.append("ts < ?")
+            params.append(until)
+        rows = db.fetchall(f"SELECT {_COLUMNS} FROM audit_events WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
+                           (*params, batch))
+        if not rows:
+            break
+        for name in {_file_name(r[1], period) for r in rows} - seen:
+            if (folder / name).exists():
+                raise FileExistsError(f"{folder / name} exists: export into an empty folder")
+            seen.add(name)
+        files.update(writer.append(rows))
+        last = rows[-1][0]
+    return files
