@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 
 import orjson
 
-from ._misuse import SettingError
+from ._misuse import Misuse, SettingError
 
 if TYPE_CHECKING:
     from .storage import Storage
@@ -170,6 +170,10 @@ def _file_name(ts: float, period_s: float) -> str:
 
 class ExportError(RuntimeError):
     """An export file is not what its recorded length and checksum say: nothing more is deleted."""
+
+
+class ExportExists(Misuse, FileExistsError):
+    """An export on demand would write into a file that exists: it never overwrites one."""
 
 
 class ExportWriter:
@@ -537,7 +541,7 @@ def export_range(db: Any, directory: str | os.PathLike[str], since: float | None
             break
         for name in {_file_name(r[1], period) for r in rows} - seen:
             if (folder / name).exists():
-                raise FileExistsError(f"{folder / name} exists: export into an empty folder")
+                raise ExportExists(f"{folder / name} exists: export into an empty folder (--to)")
             seen.add(name)
         files.update(writer.append(rows))
         last = rows[-1][0]

@@ -286,6 +286,8 @@ class AuditLog:
             return
         if future is not None and not future.done():
             future.set_result(None)
+        if self.unwritable is not None and not self._pending:
+            self._recovered()
 
     def _append(self, batch: list[tuple[Any, ...]]) -> None:
         if not batch:
@@ -395,11 +397,17 @@ class AuditLog:
                 self._probe_handle = self._loop.call_later(PROBE_S, self._probe)
             return
         if self.unwritable is not None:
-            why, self.unwritable = self.unwritable, None
-            refused, self._refused = self._refused, 0
-            log.warning("audit trail written again: %d calls were refused meanwhile", refused)
-            self.record("audit.refused", outcome="recovered", count=refused, reason=why,
-                        sinceTs=self._outage_since)
+            self._recovered()
+
+    def _recovered(self) -> None:
+        """The held records are written: calls are served again, and the trail says how many were not."""
+        why, self.unwritable = self.unwritable, None
+        refused, self._refused = self._refused, 0
+        if self._probe_handle is not None:
+            self._probe_handle.cancel()
+            self._probe_handle = None
+        log.warning("audit trail written again: %d calls were refused meanwhile", refused)
+        self.record("audit.refused", outcome="recovered", count=refused, reason=why, sinceTs=self._outage_since)
 
     def refusal(self) -> TrailUnavailable:
         """The answer to a call that arrives while the trail cannot be written (nothing runs)."""

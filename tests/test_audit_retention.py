@@ -1,0 +1,264 @@
+"""Audit retention (truecall._retention): the trail kept within a budget, every dropped record exported first.
+
+Contract: a policy (age, records, size) drops the oldest records in batches; with an export folder, a
+record leaves the table only in the transaction that records its export's length and checksum, after
+the file is durable; an export cut short by a crash is cut back and written again (never lost, never
+twice); a damaged export stops the deleting; exported records are the stored ones, byte for byte.
+The trail that cannot be written is a state: calls are refused up front and served again once it can.
+(Under load, with a real kill and a real full file system: tests/reliability/test_retention.py.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from truecall import Principal, Server
+from truecall._journal import Journal
+from truecall._misuse import SettingError
+from truecall._retention import (ExportError, Retention, Sweeper, read_export, sweep_once, verify_export)
+from truecall.audit import AuditLog, TrailUnavailable
+from truecall.cli import app
+from truecall.storage import Database
+
+DAY = 86400.0
+
+
+def _filled(tmp_path: Path, count: int, *, start: float | None = None, step: float = 0.0) -> tuple[Database, AuditLog]:
+    db = Database(tmp_path / "a.db")
+    log = AuditLog(db, key=b"k" * 32, journal=False, retain="all")
+    for i in range(count):
+        log.record("tool.called", tool="t", tenant="acme", subject="u", outcome="ok",
+                   arguments={"n": i, "password": "hunter2"}, n=i, note="token=sk-abcdefghijklmnop1234")
+    if start is not None:
+        db.execute("UPDATE audit_events SET ts = ? + (id - 1) * ?", (start, step))
+    return db, log
+
+
+def _table(db: Database) -> dict[int, bytes]:
+    return {int(r[0]): bytes(r[1]) for r in db.fetchall("SELECT id, fields FROM audit_events")}
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("90d", Retention(90 * DAY, None, None)),
+    ("5000", Retention(None, 5000, None)),
+    ("2GB", Retention(None, None, 2 * 1000 ** 3)),
+    ("12h, 100000 500MiB", Retention(12 * 3600, 100000, 500 * 1024 ** 2)),
+    ("all", Retention()),
+])
+def test_a_retention_is_an_age_a_count_a_size_or_all(text: str, expected: Retention) -> None:
+    assert Retention.parse(text) == expected
+
+
+@pytest.mark.parametrize("text", ["90 parsecs", "-3d", "0d", "lots"])
+def test_a_retention_that_cannot_work_names_its_setting(text: str) -> None:
+    with pytest.raises(SettingError, match="TRUECALL_AUDIT_RETAIN"):
+        Retention.parse(text)
+
+
+def test_the_default_keeps_ninety_days_and_two_gigabytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TRUECALL_AUDIT_RETAIN", raising=False)
+    assert Retention.from_setting(None) == Retention(90 * DAY, None, 2 * 1000 ** 3)
+    monkeypatch.setenv("TRUECALL_AUDIT_RETAIN", "1h")
+    assert Retention.from_setting(None) == Retention(3600, None, None)
+    assert Retention.from_setting("10") == Retention(None, 10, None)  # the server argument wins
+
+
+def test_every_dropped_record_is_exported_first_as_it_was_stored(tmp_path: Path) -> None:
+    db, _ = _filled(tmp_path, 1700)
+    stored = _table(db)
+    sweeper = Sweeper(db, Retention.parse("400"), tmp_path / "export", period_s=DAY)
+    assert sweeper.sweep() == 1300
+    kept = _table(db)
+    assert sorted(kept) == list(range(1301, 1701))  # the newest 400
+    exported = read_export(tmp_path / "export")
+    assert [r["id"] for r in exported] == list(range(1, 1301))
+    for record in exported:  # the stored document, byte for byte: redacted then, hashes as they were
+        assert orjson.dumps(record["fields"]) == stored[record["id"]]
+        assert "hunter2" not in orjson.dumps(record).decode() and "sk-abcdef" not in orjson.dumps(record).decode()
+    assert verify_export(tmp_path / "export") == {name: True for name in verify_export(tmp_path / "export")}
+    assert len(verify_export(tmp_path / "export")) == 1
+    # the checksum file is what sha256sum -c reads
+    out = subprocess.run(["sha256sum", "-c", *[p.name for p in (tmp_path / "export").glob("*.sha256")]],
+                         cwd=tmp_path / "export", capture_output=True, text=True)
+    assert out.returncode == 0 and ": OK" in out.stdout, out.stdout + out.stderr
+
+
+def test_records_past_their_age_go_and_younger_ones_stay(tmp_path: Path) -> None:
+    now = 1_800_000_000.0
+    db, _ = _filled(tmp_path, 100, start=now - 100 * 60, step=60)  # one a minute, the last a minute ago
+    assert sweep_once(db, Retention.parse("30m"), None, now=now) == 70
+    assert db.fetchone("SELECT MIN(ts) FROM audit_events")[0] >= now - 30 * 60  # type: ignore[index]
+
+
+def test_a_size_budget_shrinks_the_file(tmp_path: Path) -> None:
+    db, _ = _filled(tmp_path, 6000)
+    db.forget()  # checkpointed: the file holds every page
+    before = os.path.getsize(tmp_path / "a.db")
+    sweeper = Sweeper(db, Retention(max_bytes=before // 3), None)
+    assert sweeper.sweep() > 3000
+    db.forget()
+    assert os.path.getsize(tmp_path / "a.db") < before // 2  # given back: auto_vacuum=INCREMENTAL
+
+
+def test_one_file_per_period(tmp_path: Path) -> None:
+    db, _ = _filled(tmp_path, 300, start=1_800_000_000.0, step=60)  # five hours
+    Sweeper(db, Retention.parse("1"), tmp_path / "export", period_s=3600).sweep()
+    files = sorted(verify_export(tmp_path / "export"))
+    assert len(files) in (5, 6) and all(verify_export(tmp_path / "export").values())
+    assert len(read_export(tmp_path / "export")) == 299
+
+
+def test_a_sweep_killed_after_exporting_and_before_deleting_exports_those_records_again_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db, _ = _filled(tmp_path, 1200)
+    sweeper = Sweeper(db, Retention.parse("100"), tmp_path / "export", period_s=DAY)
+    real = db.transaction
+    batches = {"n": 0}
+
+    def dying_transaction() -> Any:
+        batches["n"] += 1
+        if batches["n"] == 2:  # the second batch is in the file, durably; its transaction never commits
+            raise KeyboardInterrupt("killed")
+        return real()
+
+    monkeypatch.setattr(db, "transaction", dying_transaction)
+    with pytest.raises(KeyboardInterrupt):
+        sweeper.sweep()
+    monkeypatch.setattr(db, "transaction", real)
+    assert db.fetchone("SELECT MIN(id) FROM audit_events")[0] == 501  # type: ignore[index]
+    # the next process: a new sweeper finds the file longer than recorded, cuts it back, exports again
+    assert Sweeper(db, Retention.parse("100"), tmp_path / "export", period_s=DAY).sweep() == 600
+    ids = [r["id"] for r in read_export(tmp_path / "export")]
+    assert ids == list(range(1, 1101))  # each once
+    assert all(verify_export(tmp_path / "export").values())
+
+
+def test_an_export_that_is_not_what_was_recorded_stops_the_deleting(tmp_path: Path) -> None:
+    db, log = _filled(tmp_path, 800)
+    folder = tmp_path / "export"
+    Sweeper(db, Retention.parse("600"), folder, period_s=DAY).sweep()
+    (path,) = folder.glob("*.jsonl.gz")
+    data = bytearray(path.read_bytes())
+    data[20] ^= 0xFF
+    path.write_bytes(bytes(data))
+    for i in range(100):
+        log.record("tool.called", tool="t", outcome="ok", n=i)
+    with pytest.raises(ExportError, match="checksum"):
+        Sweeper(db, Retention.parse("600"), folder, period_s=DAY).sweep()
+    assert db.fetchone("SELECT COUNT(*) FROM audit_events")[0] == 700  # type: ignore[index]
+    path.unlink()
+    with pytest.raises(ExportError, match="missing"):
+        Sweeper(db, Retention.parse("600"), folder, period_s=DAY).sweep()
+
+
+def test_the_export_command_writes_a_range_in_the_same_format(tmp_path: Path) -> None:
+    db, _ = _filled(tmp_path, 50, start=1_800_000_000.0, step=60)
+    stored = _table(db)
+    db.close()
+    out = CliRunner().invoke(app, ["audit", "export", "--db", str(tmp_path / "a.db"), "--to", str(tmp_path / "x"),
+                                   "--since", "1800000600", "--until", "1800001200"])
+    assert out.exit_code == 0, out.output
+    records = read_export(tmp_path / "x")
+    assert [r["id"] for r in records] == list(range(11, 21))
+    assert all(orjson.dumps(r["fields"]) == stored[r["id"]] for r in records)
+    assert all(verify_export(tmp_path / "x").values())
+    (name,) = verify_export(tmp_path / "x")
+    assert hashlib.sha256((tmp_path / "x" / name).read_bytes()).hexdigest() in out.output
+    again = CliRunner().invoke(app, ["audit", "export", "--db", str(tmp_path / "a.db"), "--to", str(tmp_path / "x")])
+    assert again.exit_code == 2 and "exists" in again.output  # an export never overwrites one
+    assert CliRunner().invoke(app, ["audit", "--db", str(tmp_path / "a.db"), "--json", "--limit", "1"]).exit_code == 0
+
+
+def test_each_gzip_member_is_one_batch_and_the_file_reads_as_one(tmp_path: Path) -> None:
+    db, _ = _filled(tmp_path, 1100)
+    Sweeper(db, Retention.parse("1"), tmp_path / "e", period_s=DAY).sweep()
+    (path,) = (tmp_path / "e").glob("*.jsonl.gz")
+    assert len(gzip.decompress(path.read_bytes()).splitlines()) == 1099
+
+
+# -- the trail cannot be written: a state -----------------------------------------------------------------
+
+
+def _server(tmp_path: Path) -> Server:
+    server = Server("full", db=str(tmp_path / "s.db"), audit_key=b"k" * 32, audit_retain="all")
+
+    @server.tool()
+    def ping(n: int) -> str:
+        """Answers pong."""
+        ran.append(n)
+        return "pong"
+
+    ran: list[int] = []
+    server.state.ran = ran
+    return server
+
+
+def test_a_full_disk_refuses_calls_before_they_run_and_service_resumes_when_space_returns(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import truecall.audit as audit_module
+
+    monkeypatch.setattr(audit_module, "PROBE_S", 0.01)
+    server = _server(tmp_path)
+    principal = Principal("acme", "u", frozenset())
+    real = Journal.append_line
+    full = {"on": False}
+
+    def append_line(self: Journal, line: bytes, row: Any) -> None:
+        if full["on"]:
+            raise OSError(28, "No space left on device")
+        real(self, line, row)
+
+    monkeypatch.setattr(Journal, "append_line", append_line)
+    real_append = Journal.append
+
+    def append(self: Journal, data: bytes, rows: Any = None) -> None:
+        if full["on"]:
+            raise OSError(28, "No space left on device")
+        real_append(self, data, rows)
+
+    monkeypatch.setattr(Journal, "append", append)
+
+    async def scenario() -> None:
+        log = server.events
+        log.defer(asyncio.get_running_loop())
+
+        async def call(n: int) -> Any:
+            log.begin()
+            result = await server.acall_tool(principal, "ping", {"n": n})
+            await log.durable()
+            return result
+
+        await asyncio.create_task(call(1))
+        full["on"] = True
+        with pytest.raises(Exception):  # the record behind this answer could not be written: refused
+            await asyncio.create_task(call(2))
+        assert log.unwritable == "no space left on the device"
+        for n in (3, 4):
+            with pytest.raises(TrailUnavailable, match="Nothing was done"):
+                await asyncio.create_task(call(n))
+        assert server.state.ran == [1, 2]  # 3 and 4 never ran
+        full["on"] = False
+        for _ in range(200):
+            if log.unwritable is None:
+                break
+            await asyncio.sleep(0.01)
+        assert log.unwritable is None
+        await asyncio.create_task(call(5))
+
+    asyncio.run(scenario())
+    server.events.flush()
+    rows = server.db.fetchall("SELECT kind, fields FROM audit_events ORDER BY id")
+    kinds = [k for k, _ in rows]
+    assert kinds.count("tool.called") == 3  # 1, 2 (held, written when space returned) and 5
+    (refused,) = [orjson.loads(f) for k, f in rows if k == "audit.refused"]
+    assert refused["count"] == 2 and refused["reason"] == "no space left on the device"
