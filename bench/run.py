@@ -569,23 +569,39 @@ COMPARED = [("stdio-seq", "server_cpu_us_per_call"), ("stdio-pipe64", "server_cp
     (http_key(era, sse, clients), "server_cpu_us_per_call") for era, sse, clients in HTTP_CELLS if clients != 1]
 
 
-def compare_rows(results: dict[str, Any], other: str) -> list[dict[str, Any]]:
+def compare_rows(results: dict[str, Any], other: str, this: str = "truecall") -> list[dict[str, Any]]:
     rows = []
     for cell, metric in COMPARED:
-        mine, theirs = _get(results, "truecall", cell, metric), _get(results, other, cell, metric)
+        mine, theirs = _get(results, this, cell, metric), _get(results, other, cell, metric)
         rows.append({"cell": cell, "metric": metric, "this": mine, "other": theirs,
                      "ratio": round(mine / theirs, 3) if mine and theirs else None})
     return rows
 
 
-def compare_text(results: dict[str, Any], other: str) -> str:
-    lines = [f"server CPU µs/call, this tree ÷ {other} (> 1.03: slower by more than 3 %):"]
-    for row in compare_rows(results, other):
+def compare_text(results: dict[str, Any], other: str, this: str = "truecall") -> str:
+    lines = [f"server CPU µs/call, {'this tree' if this == 'truecall' else this} ÷ {other} "
+             "(> 1.03: slower by more than 3 %):"]
+    for row in compare_rows(results, other, this):
         r = row["ratio"]
         verdict = "–" if r is None else ("SLOWER" if r > 1.03 else "ok")
         lines.append(f"  {row['cell']:<24} {fmt_num(row['this']):>8} vs {fmt_num(row['other']):>8}  "
                      f"{'–' if r is None else f'{r:.3f}'}  {verdict}")
     return "\n".join(lines)
+
+
+def retention_systems(spec: str, workdir: str) -> list[System]:
+    """``--retention SPEC``: truecall served twice more, its audit trail kept to SPEC with every dropped
+    record exported first (a sweep every second), and with retention off (``all``): the same rounds."""
+    base = [sys.executable, "-m", "truecall", "serve", f"{PEERS / 'truecall_app.py'}:app"]
+
+    def http(port: int, _json: bool) -> list[str]:
+        return base + ["--http", "--port", str(port)]
+
+    on = {"TRUECALL_AUDIT_RETAIN": spec, "TRUECALL_AUDIT_EXPORT": os.path.join(workdir, "export"),
+          "TRUECALL_AUDIT_SWEEP_S": "1"}
+    return [System("truecall-retain", f"truecall retain {spec}", sys.executable, base, http, env=on),
+            System("truecall-retain-off", "truecall retain all", sys.executable, base, http,
+                   env={"TRUECALL_AUDIT_RETAIN": "all"})]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -599,6 +615,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="where to write the JSON (default bench/results/<timestamp>.json)")
     parser.add_argument("--compare", metavar="REF", help="also serve truecall from REF's src/ (git archive) in the "
                                                          "same rounds, and print this tree's ratio to it per cell")
+    parser.add_argument("--retention", metavar="SPEC", help="also serve truecall with TRUECALL_AUDIT_RETAIN=SPEC "
+                                                            "(export on) and with it off, and print their ratio per "
+                                                            "cell (e.g. 10000: a sweep that drops as calls arrive)")
     ns = parser.parse_args(argv)
 
     started = time.perf_counter()
@@ -614,6 +633,10 @@ def main(argv: list[str] | None = None) -> int:
     peers_python = ensure_peers_venv(runner.say)
     versions_at_start = versions(peers_python)  # the tree may change while we run: record what we started with
     all_systems = systems(peers_python)
+    retention_dir: str | None = None
+    if ns.retention:
+        retention_dir = tempfile.mkdtemp(prefix="truecall-bench-retention-")
+        all_systems[1:1] = retention_systems(ns.retention, retention_dir)
     wanted = set(ns.systems.split(",")) if ns.systems else None
     if wanted:
         unknown = wanted - {s.key for s in all_systems}
@@ -663,6 +686,13 @@ def main(argv: list[str] | None = None) -> int:
         report["compare"] = compare_rows(results, f"truecall@{ns.compare}")
         out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         shutil.rmtree(compare_dir or "", ignore_errors=True)
+    if ns.retention:
+        print()
+        print(compare_text(results, "truecall-retain-off", "truecall-retain"))
+        report["retention"] = compare_rows(results, "truecall-retain-off", "truecall-retain")
+        report["loadavg_end"] = os.getloadavg()
+        out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+        shutil.rmtree(retention_dir or "", ignore_errors=True)
     print(f"\n{'quick' if ns.quick else 'full'} run: {elapsed:.0f} s; results: {out.relative_to(ROOT) if out.is_relative_to(ROOT) else out}"
           f"; server logs: {logs.relative_to(ROOT)}")
     return 0 if all(not ("error" in results[s.key]) for s in chosen) else 1

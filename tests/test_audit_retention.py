@@ -262,3 +262,41 @@ def test_a_full_disk_refuses_calls_before_they_run_and_service_resumes_when_spac
     assert kinds.count("tool.called") == 3  # 1, 2 (held, written when space returned) and 5
     (refused,) = [orjson.loads(f) for k, f in rows if k == "audit.refused"]
     assert refused["count"] == 2 and refused["reason"] == "no space left on the device"
+
+
+# -- both backends: the size levels off -------------------------------------------------------------------
+
+from pg_support import backend, db_target, db_targets, pg_schemas  # noqa: E402,F401
+
+
+def _size(db: Any, target: str) -> int:
+    if db.dialect == "sqlite":
+        db.forget()  # checkpointed: what the file holds
+        return os.path.getsize(target)
+    return int(db.fetchone("SELECT pg_total_relation_size('audit_events')")[0])
+
+
+def test_under_steady_arrivals_the_trail_levels_off_and_every_dropped_record_is_exported(
+        db_target: str, tmp_path: Path) -> None:
+    from truecall.storage import open_database
+
+    db = open_database(db_target)
+    try:
+        log = AuditLog(db, key=b"k" * 32, journal=False, retain="all")
+        sweeper = Sweeper(db, Retention.parse("2000"), tmp_path / "export", period_s=DAY)
+        sizes = []
+        for round_ in range(8):
+            for i in range(1500):
+                log.record("tool.called", tool="t", tenant="acme", subject="u", outcome="ok",
+                           arguments={"n": i}, n=round_ * 1500 + i)
+            sweeper.sweep()
+            sizes.append(_size(db, db_target))
+        print(db.dialect, sizes)
+        assert db.fetchone("SELECT COUNT(*) FROM audit_events")[0] == 2000  # type: ignore[index]
+        assert max(sizes[4:]) <= max(sizes[:4]) * 1.1, sizes  # 12,000 records made, the size of ~3,500
+        exported = [r["id"] for r in read_export(tmp_path / "export")]
+        kept = [r[0] for r in db.fetchall("SELECT id FROM audit_events ORDER BY id")]
+        assert sorted(exported + kept) == list(range(1, 12001)) and len(set(exported)) == len(exported)
+        assert all(verify_export(tmp_path / "export").values())
+    finally:
+        db.close()

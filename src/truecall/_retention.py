@@ -416,8 +416,11 @@ _told_vacuum = False
 def vacuum_some(db: Any, pause_s: float = PAUSE_S, stop: threading.Event | None = None, steps: int = 10_000) -> int:
     """SQLite with ``auto_vacuum=INCREMENTAL``: give free pages back to the file system, a few
     hundred per step (a short write each); returns the pages freed.  Else nothing (free pages are
-    reused by new records: the file stops growing but does not shrink)."""
+    reused by new records: the file stops growing but does not shrink).  PostgreSQL: a plain
+    ``VACUUM`` of the table (no exclusive lock: writers go on), so that the space of the deleted rows
+    is reused now rather than whenever autovacuum comes by."""
     if db.dialect != "sqlite":
+        db.execute("VACUUM audit_events")
         return 0
     row = db.fetchone("PRAGMA auto_vacuum")
     if not row or int(row[0]) != 2:
