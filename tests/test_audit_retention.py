@@ -300,3 +300,51 @@ def test_under_steady_arrivals_the_trail_levels_off_and_every_dropped_record_is_
         assert all(verify_export(tmp_path / "export").values())
     finally:
         db.close()
+
+
+# -- other tables whose rows are only history ---------------------------------------------------------------
+
+
+def test_the_desk_forgets_only_what_is_history_and_keeps_what_guards_its_keys(tmp_path: Path) -> None:
+    from truecall.incidents.tickets import TicketStore
+    from truecall.tasks import TaskStore
+
+    db = Database(tmp_path / "desk.db")
+    TaskStore(db)
+    store = TicketStore(db)
+    now, old, young = 1_800_000_000.0, 1_800_000_000.0 - 40 * DAY, 1_800_000_000.0 - DAY
+    for tid, when in (("t-gone-old", old), ("t-gone-young", young), ("t-live-old", old)):
+        db.execute("INSERT INTO handle_requests VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                   ("acme", tid, "u", f"k-{tid}", "INC-1", None, f"d-{tid}", when))
+        db.execute("INSERT INTO settlements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   ("acme", tid, f"d-{tid}", f"k-{tid}", "nothing_happened", None, "x", "op", when))
+    db.execute("INSERT INTO tasks (task_id, status, created_at, updated_at, ttl_ms, expires_at, poll_interval_ms) "
+               "VALUES ('t-live-old', 'working', ?, ?, 1000, ?, 100)", (old, old, now + 60))
+    for did, state, when in (("d-failed-old", "failed", old), ("d-failed-young", "failed", young),
+                             ("d-t-gone-old", "abandoned", old), ("d-done-old", "done", old)):
+        db.execute("INSERT INTO dispatches VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   ("acme", did, f"key-{did}", "INC-1", None, state, None, None, None, when, when))
+    db.execute("INSERT INTO tickets VALUES ('acme', 'T-1', 'INC-1', 'key-d-done-old', 'd-done-old', ?)", (old,))
+    db.execute("INSERT INTO idempotency_keys VALUES ('acme', 'key-d-done-old', x'00', 'INC-1', ?)", (old,))
+    assert store.forget_history(now, 30 * DAY) == 1 + 1 + 2  # a request and a settlement (old, task gone), 2 dispatches
+
+    def ids(sql: str) -> list[str]:
+        return sorted(r[0] for r in db.fetchall(sql))
+
+    assert ids("SELECT task_id FROM handle_requests") == ["t-gone-young", "t-live-old"]
+    assert ids("SELECT task_id FROM settlements") == ["t-gone-young", "t-live-old"]
+    assert ids("SELECT dispatch_id FROM dispatches") == ["d-done-old", "d-failed-young"]
+    assert ids("SELECT ticket_id FROM tickets") == ["T-1"]  # kept: one ticket per key, ever
+    assert ids("SELECT idempotency_key FROM idempotency_keys") == ["key-d-done-old"]
+    assert store.forget_history(now, None) == 0  # no age: nothing
+
+
+def test_expired_tasks_go_with_the_sweep(tmp_path: Path) -> None:
+    server = Server("s", db=str(tmp_path / "s.db"), audit_retain="30d")
+    db = server.db
+    for tid, expires in (("expired", 1.0), ("live", 4_000_000_000.0)):
+        db.execute("INSERT INTO tasks (task_id, status, created_at, updated_at, ttl_ms, expires_at, "
+                   "poll_interval_ms) VALUES (?, 'completed', 0, 0, 1, ?, 100)", (tid, expires))
+    sweeper = Sweeper(db, server.events.retention, None, history=server.events.history)
+    sweeper.sweep()
+    assert [r[0] for r in db.fetchall("SELECT task_id FROM tasks")] == ["live"]

@@ -446,13 +446,48 @@ def vacuum_some(db: Any, pause_s: float = PAUSE_S, stop: threading.Event | None 
     return freed
 
 
+#: ``fn(now, max_age_s) -> rows deleted``: a table's rows that are only history, swept with the trail
+#: (the tasks past their TTL; an app's own, e.g. the desk's settled requests).  Bounded batches, as
+#: :func:`delete_batched` does.
+History = Callable[[float, "float | None"], int]
+
+
+def delete_batched(db: Any, table: str, key: str, where: str, params: Sequence[Any], *, batch: int = BATCH,
+                   pause_s: float = PAUSE_S, max_batches: int = 10_000) -> int:
+    """``DELETE FROM table WHERE where``, ``batch`` rows (by ``key``) per transaction; returns the rows
+    deleted.  ``where`` may name the table's rows as ``h`` (``FROM table h``)."""
+    total = 0
+    sql = f"DELETE FROM {table} WHERE {key} IN (SELECT h.{key} FROM {table} h WHERE {where} LIMIT ?)"
+    for _ in range(max_batches):
+        n = db.execute(sql, (*params, batch)).rowcount
+        total += max(0, n)
+        if n < batch:
+            break
+        if pause_s:
+            time.sleep(pause_s)
+    return total
+
+
+def expired_tasks(db: Any) -> History:
+    """The tasks past their TTL: already invisible to every read (``expires_at > now`` everywhere), their
+    rows only history."""
+
+    def sweep(now: float, max_age_s: float | None) -> int:
+        return delete_batched(db, "tasks", "task_id", "h.expires_at <= ?", (now,))
+
+    return sweep
+
+
 class Sweeper:
     """The background thread that applies a :class:`Retention` every :data:`SWEEP_S` seconds."""
 
     def __init__(self, db: "Storage", policy: Retention, export_dir: str | os.PathLike[str] | None, *,
                  period_s: float | None = None, interval_s: float | None = None,
-                 on_sweep: Callable[[int, str | None], None] | None = None) -> None:
+                 on_sweep: Callable[[int, str | None], None] | None = None,
+                 history: Sequence[History] = ()) -> None:
         self.db = db
+        #: Other tables' history, swept after the trail (a list the owner may append to later).
+        self.history = history
         self.policy = policy
         db.migrate(EXPORT_MIGRATIONS)
         self.writer = (ExportWriter(export_dir, period_s or period_seconds(), _export_state(db))
@@ -495,7 +530,9 @@ class Sweeper:
                 dropped = sweep_once(self.db, self.policy, self.writer, stop=self._stop)
             finally:
                 os.close(fd)
-        if dropped:
+        now = time.time()
+        others = sum(fn(now, self.policy.max_age_s) for fn in self.history)
+        if dropped or others:
             vacuum_some(self.db, stop=self._stop)
         return dropped
 

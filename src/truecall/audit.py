@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import orjson
 
-from ._retention import Retention, Sweeper
+from ._retention import History, Retention, Sweeper
 from .errors import ServiceUnavailable
 from ._journal import JOURNAL_MIGRATIONS, Journal, encode_line, encode_rows, journal_dir, recover_journals
 from .redact import (ARG_KEYS, REDACTED, argument_keys, canonical_arguments, fingerprint, is_sensitive_name,
@@ -189,6 +189,9 @@ class AuditLog:
         self.export_dir = export
         #: The background sweep (started by :meth:`defer` on a database that outlives the process).
         self.sweeper: Sweeper | None = None
+        #: Other tables whose old rows are only history, swept with the trail (the server adds its
+        #: expired tasks; an app may add its own: ``server.events.history.append(fn)``).
+        self.history: list[History] = []
         if self._journal_dir is not None:
             db.migrate(JOURNAL_MIGRATIONS)
             try:
@@ -210,7 +213,8 @@ class AuditLog:
         self._loop_thread = threading.get_ident()
         if self.enabled and not self.retention.keeps_all and (self.db.local_file is not None or self.db.shared):
             if self.sweeper is None:
-                self.sweeper = Sweeper(self.db, self.retention, self.export_dir, on_sweep=self._swept)
+                self.sweeper = Sweeper(self.db, self.retention, self.export_dir, on_sweep=self._swept,
+                                       history=self.history)
             self.sweeper.start()
 
     def _swept(self, dropped: int, exported: str | None) -> None:

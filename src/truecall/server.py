@@ -21,6 +21,7 @@ from typing import Any, Callable, Coroutine, Iterable, TypeVar, overload
 from ._misuse import SettingError
 from . import _pipeline
 from .audit import AuditLog
+from ._retention import expired_tasks
 from ._changes import ChangeFeed
 from .auth import Principal, StaticTokens, TokenVerifier
 from .context import NO_PEER, ElicitationUnavailable, Peer, ToolContext
@@ -83,6 +84,7 @@ class Server:
         # Argument keys a tool does not declare are client data: the audit writes them as [undeclared].
         self.events.declared_fields = lambda tool: t.declared_fields if (t := self.registry.tools.get(tool)) else None
         self.tasks = TaskStore(self.db)
+        self.events.history.append(expired_tasks(self.db))  # rows every read already ignores
         self.task_runtime = TaskRuntime(self.tasks, publish=lambda kind, value: self.changes.publish(kind, value),
                                         lease_s=_env_seconds("TRUECALL_TASK_LEASE_S", LEASE_S),
                                         audit=lambda kind, fields: self.events.record(kind, **fields),

@@ -159,6 +159,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
     server.demo_credentials = tokens is None
     incidents = IncidentStore(server.db)
     tickets = TicketStore(server.db)
+    server.events.history.append(tickets.forget_history)  # with the trail's retention age
 
     def upstream_event(kind: str, fields: dict[str, Any]) -> None:
         server.events.record(kind, outcome="ok" if kind == "upstream.ticket_written" else "error", **fields)

@@ -334,6 +334,27 @@ class TicketStore:
 
     # -- the tool's side -----------------------------------------------------------------
 
+    def forget_history(self, now: float, max_age_s: float | None) -> int:
+        """Delete the rows that are only history, older than ``max_age_s`` (the audit retention's age;
+        ``None``: nothing): the requests and settlements of tasks that are gone (expired and swept),
+        and dispatches that ended without a ticket (abandoned, failed) that no kept request names.
+
+        Kept whatever their age: tickets, their notifications and the idempotency keys — they are
+        the guarantee "one ticket per key, ever" (a key forgotten could be used again with other
+        arguments and be answered with the old ticket), not its history.  Returns the rows deleted."""
+        if max_age_s is None:
+            return 0
+        from truecall._retention import delete_batched
+
+        cutoff = now - max_age_s
+        gone = "NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = h.task_id)"
+        total = delete_batched(self.db, "settlements", "task_id", f"h.settled_at < ? AND {gone}", (cutoff,))
+        total += delete_batched(self.db, "handle_requests", "task_id", f"h.created_at < ? AND {gone}", (cutoff,))
+        total += delete_batched(self.db, "dispatches", "dispatch_id",
+                                "h.state IN ('abandoned', 'failed') AND h.updated_at < ? AND NOT EXISTS "
+                                "(SELECT 1 FROM handle_requests r WHERE r.dispatch_id = h.dispatch_id)", (cutoff,))
+        return total
+
     def bind_key(self, tenant: str, key: str, incident_id: str, note: str | None) -> bool:
         """Bind ``key`` to these arguments on first use; ``True`` if it was new.
 
