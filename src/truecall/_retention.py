@@ -64,8 +64,9 @@ ENV_SWEEP_S = "TRUECALL_AUDIT_SWEEP_S"
 #: (About 230 bytes a call: 2 GB is some 9 million calls — three months at 1 call/s, about two and a
 #: half hours at 1,000 calls/s.  See docs/guide/operations.md for the arithmetic.)
 DEFAULT_RETAIN = "90d,2GB"
-#: Records per delete transaction: a few milliseconds of write lock (SQLite: ~5 µs a row deleted).
-BATCH = 500
+#: Records per delete transaction: a few milliseconds of write lock (SQLite: ~3 µs a row deleted and
+#: exported, most of it outside the transaction).
+BATCH = 1000
 #: Pause between two batches of one sweep, so that whatever waits for the lock gets it.
 PAUSE_S = 0.01
 #: Seconds between two sweeps.
@@ -162,10 +163,17 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+_NAMES: dict[int, str] = {}
+
+
 def _file_name(ts: float, period_s: float) -> str:
     start = int(ts // period_s * period_s)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(start))
-    return f"audit-{stamp}.jsonl.gz"
+    name = _NAMES.get(start)
+    if name is None:
+        name = f"audit-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime(start))}.jsonl.gz"
+        if len(_NAMES) < 1024:
+            _NAMES[start] = name
+    return name
 
 
 class ExportError(RuntimeError):
@@ -179,21 +187,33 @@ class ExportExists(Misuse, FileExistsError):
 class ExportWriter:
     """Appends batches of records to the period files in ``directory``, durably.
 
-    ``state``: ``name -> (bytes, sha256)`` as last made durable (the ``audit_export`` table for the
-    sweep; empty for an export on demand, which writes new files only)."""
+    ``state``: ``name -> (bytes, sha256)`` as last recorded (the ``audit_export`` table for the sweep,
+    read again at every append: processes sharing the folder take turns); ``None`` for an export on
+    demand, whose own appends are the record (:meth:`committed`).
+
+    The ``.sha256`` beside a file is written by :meth:`seal` (once per sweep, not per batch: two
+    ``fsync`` fewer a batch) from the recorded checksum; a sweep killed before it sealed leaves a
+    stale one, which the next append to that file (or :meth:`seal`) writes again."""
 
     def __init__(self, directory: str | os.PathLike[str], period_s: float,
-                 state: Callable[[str], tuple[int, str] | None]) -> None:
+                 state: Callable[[str], tuple[int, str] | None] | None) -> None:
         self.directory = Path(directory)
         self.period_s = period_s
         self._state = state
         #: name -> (bytes durable so far, running sha256) for files this writer opened.
         self._open: dict[str, tuple[int, Any]] = {}
+        #: name -> (bytes, sha256) recorded (committed) and not yet sealed.
+        self._unsealed: dict[str, tuple[int, str]] = {}
+        #: An export on demand: what it appended is what is recorded.
+        self._own: dict[str, tuple[int, str]] = {}
+
+    def _recorded(self, name: str) -> tuple[int, str] | None:
+        return self._state(name) if self._state is not None else self._own.get(name)
 
     def _resume(self, name: str) -> tuple[int, Any]:
         """The file's recorded length and the hash of those bytes; a longer file is cut back first
         (its tail was written by a sweep killed before it recorded it: those records were not deleted)."""
-        recorded = self._state(name)
+        recorded = self._recorded(name)
         known = self._open.get(name)
         if known is not None and recorded is not None and (known[0], known[1].hexdigest()) == recorded:
             return known  # nobody else appended since (another process sharing the folder may have)
@@ -227,7 +247,11 @@ class ExportWriter:
                     digest.update(chunk)
             if digest.hexdigest() != sha:
                 raise ExportError(f"audit export {path} does not match its recorded checksum")
-            if size > length:
+            try:
+                sealed = (self.directory / f"{name}.sha256").read_text().split()[0]
+            except (FileNotFoundError, IndexError):
+                sealed = ""
+            if sealed != sha:  # a sweep killed between its transaction and its seal
                 self._write_sum(name, sha)
             known = (length, digest)
         self._open[name] = known
@@ -243,7 +267,7 @@ class ExportWriter:
         done: dict[str, tuple[int, str]] = {}
         for name, lines in groups.items():
             length, digest = self._resume(name)
-            member = gzip.compress(b"".join(lines), compresslevel=6, mtime=0)
+            member = gzip.compress(b"".join(lines), compresslevel=1, mtime=0)
             path = self.directory / name
             new = not path.exists()
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -265,16 +289,46 @@ class ExportWriter:
                 _fsync_dir(self.directory)
             digest = digest.copy()
             digest.update(member)
-            sha = digest.hexdigest()
-            self._write_sum(name, sha)
             self._open[name] = (length + len(member), digest)
-            done[name] = (length + len(member), sha)
+            done[name] = (length + len(member), digest.hexdigest())
         return done
+
+    def committed(self, marks: dict[str, tuple[int, str]]) -> None:
+        """``marks`` (from :meth:`append`) are recorded: :meth:`seal` writes their checksums."""
+        self._unsealed.update(marks)
+        if self._state is None:
+            self._own.update(marks)
 
     def forget(self, names: Iterable[str]) -> None:
         """Drop what this writer believes of ``names`` (a transaction recording them failed)."""
         for name in names:
             self._open.pop(name, None)
+
+    def repair(self) -> None:
+        """After a start: every file appended to after its ``.sha256`` was written (a sweep killed
+        before its seal, or before its transaction) is cut back to its recorded length and sealed."""
+        if not self.directory.is_dir():
+            return
+        for path in self.directory.glob("*.jsonl.gz"):
+            try:
+                sealed = (self.directory / f"{path.name}.sha256").stat().st_mtime_ns
+            except FileNotFoundError:
+                sealed = -1
+            if path.stat().st_mtime_ns <= sealed:
+                continue
+            self._open.pop(path.name, None)
+            if self._recorded(path.name) is None:  # never recorded: its records are all still in the table
+                path.unlink()
+                (self.directory / f"{path.name}.sha256").unlink(missing_ok=True)
+                _fsync_dir(self.directory)
+            else:
+                self._resume(path.name)
+
+    def seal(self) -> None:
+        """Write the ``.sha256`` of every file whose appends were recorded since the last seal."""
+        unsealed, self._unsealed = self._unsealed, {}
+        for name, (_, sha) in unsealed.items():
+            self._write_sum(name, sha)
 
     def _write_sum(self, name: str, sha: str) -> None:
         tmp = self.directory / f".{name}.sha256.tmp"
@@ -327,8 +381,10 @@ def _db_bytes(db: Any) -> int | None:
     return int(row[0]) if row and row[0] is not None else None
 
 
-def _oldest(db: Any, limit: int) -> list[tuple[Any, ...]]:
-    rows: list[tuple[Any, ...]] = db.fetchall(f"SELECT {_COLUMNS} FROM audit_events ORDER BY id LIMIT ?", (limit,))
+def _oldest(db: Any, limit: int, whole: bool) -> list[tuple[Any, ...]]:
+    """The oldest ``limit`` records: whole (to export them) or only their id and time."""
+    columns = _COLUMNS if whole else "id, ts"
+    rows: list[tuple[Any, ...]] = db.fetchall(f"SELECT {columns} FROM audit_events ORDER BY id LIMIT ?", (limit,))
     return rows
 
 
@@ -383,42 +439,64 @@ def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: 
         return 0
     now = time.time() if now is None else now
     dropped = 0
-    for _ in range(max_batches):
-        if stop is not None and stop.is_set():
-            break
-        rows = _oldest(db, batch)
-        n = _how_many(db, policy, rows, now)
-        if n <= 0:
-            break
-        rows = rows[:n]
-        marks = writer.append(rows) if writer is not None else {}
-        ids = [row[0] for row in rows]
-        try:
-            with db.transaction():
-                for name, (length, sha) in marks.items():
-                    db.execute(_MARK, (name, length, sha))
-                db.execute(f"DELETE FROM audit_events WHERE id IN ({','.join('?' * len(ids))})", ids)
-        except BaseException:
+    # SQLite: one writer at a time allocates ids and commits them, so the oldest rows are exactly an
+    # id range (a range delete is cheaper than a list).  PostgreSQL: a transaction may commit a lower
+    # id after a higher one was read; only the ids read (and exported) are deleted.
+    by_range = db.dialect == "sqlite"
+    try:
+        for _ in range(max_batches):
+            if stop is not None and stop.is_set():
+                break
+            rows = _oldest(db, batch, writer is not None)
+            n = _how_many(db, policy, rows, now)
+            if n <= 0:
+                break
+            rows = rows[:n]
+            marks = writer.append(rows) if writer is not None else {}
+            try:
+                with db.transaction():
+                    for name, (length, sha) in marks.items():
+                        db.execute(_MARK, (name, length, sha))
+                    if by_range:
+                        db.execute("DELETE FROM audit_events WHERE id >= ? AND id <= ?", (rows[0][0], rows[-1][0]))
+                    else:
+                        ids = [row[0] for row in rows]
+                        db.execute(f"DELETE FROM audit_events WHERE id IN ({','.join('?' * len(ids))})", ids)
+            except BaseException:
+                if writer is not None:
+                    writer.forget(marks)  # the next attempt cuts the unrecorded tail off again
+                raise
             if writer is not None:
-                writer.forget(marks)  # the next attempt cuts the unrecorded tail off again
-            raise
-        dropped += n
-        if n < batch:
-            break
-        if pause_s:
-            time.sleep(pause_s)
+                writer.committed(marks)
+            dropped += n
+            if n < batch:
+                break
+            if pause_s:
+                time.sleep(pause_s)
+    finally:
+        if writer is not None:
+            writer.seal()
     return dropped
 
 
 _told_vacuum = False
 
 
-def vacuum_some(db: Any, pause_s: float = PAUSE_S, stop: threading.Event | None = None, steps: int = 10_000) -> int:
-    """SQLite with ``auto_vacuum=INCREMENTAL``: give free pages back to the file system, a few
-    hundred per step (a short write each); returns the pages freed.  Else nothing (free pages are
-    reused by new records: the file stops growing but does not shrink).  PostgreSQL: a plain
-    ``VACUUM`` of the table (no exclusive lock: writers go on), so that the space of the deleted rows
-    is reused now rather than whenever autovacuum comes by."""
+def free_pages(db: Any) -> int:
+    """SQLite: pages on the free list (0 elsewhere)."""
+    if db.dialect != "sqlite":
+        return 0
+    row = db.fetchone("PRAGMA freelist_count")
+    return int(row[0]) if row else 0
+
+
+def vacuum_some(db: Any, pause_s: float = PAUSE_S, stop: threading.Event | None = None, steps: int = 10_000,
+                limit: int | None = None) -> int:
+    """SQLite with ``auto_vacuum=INCREMENTAL``: give free pages back to the file system (at most
+    ``limit``), a few hundred per step (a short write each); returns the pages freed.  Else nothing
+    (free pages are reused by new records: the file stops growing but does not shrink).
+    PostgreSQL: a plain ``VACUUM`` of the table (no exclusive lock: writers go on), so that the space
+    of the deleted rows is reused now rather than whenever autovacuum comes by."""
     if db.dialect != "sqlite":
         db.execute("VACUUM audit_events")
         return 0
@@ -438,9 +516,16 @@ def vacuum_some(db: Any, pause_s: float = PAUSE_S, stop: threading.Event | None 
         free = db.fetchone("PRAGMA freelist_count")
         if not free or int(free[0]) == 0:
             break
-        step = min(VACUUM_PAGES, int(free[0]))
-        db.execute(f"PRAGMA incremental_vacuum({step})")
-        freed += step
+        step = min(VACUUM_PAGES, int(free[0]), VACUUM_PAGES if limit is None else limit - freed)
+        if step <= 0:
+            break
+        # (fetched: the pragma frees one page per step of its statement, and execute() steps once)
+        db.fetchall(f"PRAGMA incremental_vacuum({step})")
+        left = db.fetchone("PRAGMA freelist_count")
+        done = int(free[0]) - (int(left[0]) if left else 0)
+        if done <= 0:
+            break
+        freed += done
         if pause_s:
             time.sleep(pause_s)
     return freed
@@ -502,6 +587,7 @@ class Sweeper:
         #: Why the last sweep failed (``None``: it did not).
         self.problem: str | None = None
         self.dropped = 0
+        self._repaired = False
 
     def start(self) -> None:
         if self._thread is None and not self.policy.keeps_all:
@@ -516,7 +602,13 @@ class Sweeper:
 
     def sweep(self) -> int:
         """One sweep now (the thread's, or a test's): drop, then give space back.  Processes sharing
-        the export folder (``--workers``) take turns: one that finds another sweeping skips its turn."""
+        the export folder (``--workers``) take turns: one that finds another sweeping skips its turn.
+
+        Space given back (SQLite): only the pages that were free already when this sweep began — free
+        for a whole interval, not taken by the records that arrived meanwhile.  At a steady rate the
+        pages a sweep frees are taken again by the next interval's records: returning them to the
+        file system only to grow the file again would cost every record a page move."""
+        idle = free_pages(self.db)
         if self.writer is None:
             dropped = sweep_once(self.db, self.policy, None, stop=self._stop)
         else:
@@ -527,12 +619,18 @@ class Sweeper:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BlockingIOError:
                     return 0
+                if not self._repaired:
+                    self.writer.repair()
+                    self._repaired = True
                 dropped = sweep_once(self.db, self.policy, self.writer, stop=self._stop)
             finally:
                 os.close(fd)
         now = time.time()
         others = sum(fn(now, self.policy.max_age_s) for fn in self.history)
-        if dropped or others:
+        if self.db.dialect == "sqlite":
+            if idle:
+                vacuum_some(self.db, stop=self._stop, limit=idle)
+        elif dropped or others:
             vacuum_some(self.db, stop=self._stop)
         return dropped
 
@@ -563,7 +661,7 @@ def export_range(db: Any, directory: str | os.PathLike[str], since: float | None
     in ``directory`` (the same format as the sweep's); refuses to touch a file that exists."""
     folder = Path(directory)
     period = period_s or period_seconds()
-    writer = ExportWriter(folder, period, lambda name: None)
+    writer = ExportWriter(folder, period, None)
     seen: set[str] = set()
     files: dict[str, tuple[int, str]] = {}
     last = -1
@@ -583,6 +681,9 @@ def export_range(db: Any, directory: str | os.PathLike[str], since: float | None
             if (folder / name).exists():
                 raise ExportExists(f"{folder / name} exists: export into an empty folder (--to)")
             seen.add(name)
-        files.update(writer.append(rows))
+        marks = writer.append(rows)
+        writer.committed(marks)
+        files.update(marks)
         last = rows[-1][0]
+    writer.seal()
     return files
