@@ -690,6 +690,10 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(compare_text(results, "truecall-retain-off", "truecall-retain"))
         report["retention"] = compare_rows(results, "truecall-retain-off", "truecall-retain")
+        if results.get("truecall"):  # the default budget (90d,2GB): a sweep that finds nothing to drop
+            print()
+            print(compare_text(results, "truecall-retain-off", "truecall"))
+            report["retention_default"] = compare_rows(results, "truecall-retain-off", "truecall")
         report["loadavg_end"] = os.getloadavg()
         out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
         shutil.rmtree(retention_dir or "", ignore_errors=True)

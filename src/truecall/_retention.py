@@ -655,6 +655,19 @@ class Sweeper:
                     pass
 
 
+def time_window(since: float | None, until: float | None) -> tuple[list[str], list[Any]]:
+    """The conditions (and their parameters) of ``since <= ts < until``, either end open."""
+    where: list[str] = []
+    params: list[Any] = []
+    if since is not None:
+        where.append("ts >= ?")
+        params.append(since)
+    if until is not None:
+        where.append("ts < ?")
+        params.append(until)
+    return where, params
+
+
 def export_range(db: Any, directory: str | os.PathLike[str], since: float | None, until: float | None, *,
                  period_s: float | None = None, batch: int = 5000) -> dict[str, tuple[int, str]]:
     """``truecall audit export``: the records with ``since <= ts < until`` written to new period files
@@ -666,13 +679,9 @@ def export_range(db: Any, directory: str | os.PathLike[str], since: float | None
     files: dict[str, tuple[int, str]] = {}
     last = -1
     while True:
-        where, params = ["id > ?"], [last]  # type: list[str], list[Any]
-        if since is not None:
-            where.append("ts >= ?")
-            params.append(since)
-        if until is not None:
-            where.append("ts < ?")
-            params.append(until)
+        where, params = time_window(since, until)
+        where.append("id > ?")
+        params.append(last)
         rows = db.fetchall(f"SELECT {_COLUMNS} FROM audit_events WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
                            (*params, batch))
         if not rows:

@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import orjson
 
-from ._retention import History, Retention, Sweeper
+from ._retention import History, Retention, Sweeper, time_window
 from .errors import ServiceUnavailable
 from ._journal import JOURNAL_MIGRATIONS, Journal, encode_line, encode_rows, journal_dir, recover_journals
 from .redact import (ARG_KEYS, REDACTED, argument_keys, canonical_arguments, fingerprint, is_sensitive_name,
@@ -583,18 +583,11 @@ class AuditLog:
     ) -> list[AuditRecord]:
         """Newest first, filtered by the given columns."""
         self.sync()
-        where: list[str] = []
-        params: list[Any] = []
+        where, params = time_window(since, until)
         for name, value in (("kind", kind), ("tenant", tenant), ("subject", subject), ("tool", tool), ("outcome", outcome)):
             if value is not None:
                 where.append(f"{name} = ?")
                 params.append(value)
-        if since is not None:
-            where.append("ts >= ?")
-            params.append(since)
-        if until is not None:
-            where.append("ts < ?")
-            params.append(until)
         sql = "SELECT id, ts, kind, tenant, subject, tool, outcome, fields FROM audit_events"
         if where:
             sql += " WHERE " + " AND ".join(where)
