@@ -591,6 +591,7 @@ class Sweeper:
 
     def start(self) -> None:
         if self._thread is None and not self.policy.keeps_all:
+            self._stop.clear()  # (served again after a stop: a test's loop, a restarted transport)
             self._thread = threading.Thread(target=self._run, name="truecall-audit-retention", daemon=True)
             self._thread.start()
 

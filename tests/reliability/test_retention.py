@@ -118,6 +118,21 @@ def _assert_exported_once_and_whole(db: Path, export: Path) -> list[dict[str, An
     return exported
 
 
+def _caught_mid_sweep(db: Path, export: Path) -> str:
+    """What the kill left (for the log): export files longer than their recorded length (killed between
+    an append and its transaction) or whose .sha256 lags (killed before the seal)."""
+    conn = sqlite3.connect(db)
+    try:
+        recorded = dict(conn.execute("SELECT name, bytes FROM audit_export").fetchall())
+    except sqlite3.OperationalError:
+        recorded = {}
+    finally:
+        conn.close()
+    longer = [p.name for p in export.glob("*.jsonl.gz") if p.stat().st_size > recorded.get(p.name, 0)]
+    stale = [name for name, ok in verify_export(export).items() if not ok]
+    return f"{len(longer)} files with an unrecorded tail, {len(stale)} unsealed"
+
+
 def _env(workdir: Path, **extra: str) -> dict[str, str]:
     return {"TRUECALL_AUDIT_RETAIN": "2000", "TRUECALL_AUDIT_EXPORT": str(workdir / "export"),
             "TRUECALL_AUDIT_SWEEP_S": "0.5", "TRUECALL_AUDIT_EXPORT_PERIOD": "5s", **extra}
@@ -186,6 +201,7 @@ def test_a_kill_during_a_sweep_loses_no_record_that_was_not_exported(tmp_path: P
             server.stop()
         acked += load.acked
         assert load.acked, server.stderr()[-2000:]
+        print(f"kill {round_ + 1} after {kill_after:.2f} s: {_caught_mid_sweep(db, tmp_path / 'export')}")
     # A last start recovers the journal of the killed one, repairs the export a kill left mid-batch
     # and sweeps; then it is stopped gracefully.
     with ServerProcess(tmp_path, http=True, env=env):
