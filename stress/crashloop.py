@@ -628,7 +628,8 @@ def audit_by_request(rows: Rows) -> dict[str, list[tuple[str, str | None, dict[s
     """Audit records of calls, by the ``requestId`` they carry."""
     records: dict[str, list[tuple[str, str | None, dict[str, Any]]]] = {}
     for kind, outcome, fields in rows("SELECT kind, outcome, fields FROM audit_events WHERE kind IN "
-                                      "('tool.called', 'tool.failed', 'tool.rejected', 'task.created')"):
+                                      "('tool.called', 'tool.failed', 'tool.rejected', 'task.created', "
+                                      "'tool.refused')"):
         doc = orjson.loads(bytes(fields))
         rid = doc.get("requestId")
         if isinstance(rid, str):

@@ -265,6 +265,8 @@ def test_a_full_disk_refuses_calls_before_they_run_and_service_resumes_when_spac
     rows = server.db.fetchall("SELECT kind, fields FROM audit_events ORDER BY id")
     kinds = [k for k, _ in rows]
     assert kinds.count("tool.called") == 3  # 1, 2 (held, written when space returned) and 5
+    assert kinds.count("tool.refused") == 2  # 3 and 4, held and written too
+    assert kinds.index("tool.refused") > kinds.index("tool.called")  # in the order they were made
     (refused,) = [orjson.loads(f) for k, f in rows if k == "audit.refused"]
     assert refused["count"] == 2 and refused["reason"] == "no space left on the device"
 

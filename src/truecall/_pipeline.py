@@ -174,7 +174,7 @@ async def call_tool(server: "Server", principal: Principal, name: str, arguments
     started = time.perf_counter()
     events = server.events
     if events.unwritable is not None:  # disk full: nothing runs that could not be recorded
-        raise events.refusal()
+        raise events.refusal(name, principal.tenant, principal.subject, request_id)
     tool = admit(server, principal, name, tenant, task_mode)
     if arguments is None:
         arguments = {}

@@ -59,8 +59,8 @@ class AuditUnavailable(RuntimeError):
 class TrailUnavailable(ServiceUnavailable):
     """A call refused before anything ran because the audit trail cannot be written right now (disk
     full, quota, the database refusing writes): the existing 503 "service unavailable", saying that
-    nothing was done.  Not recorded one by one (the trail is what is down): counted, and the count
-    written as one ``audit.refused`` record when the trail takes records again."""
+    nothing was done.  Its ``tool.refused`` record is held in memory and written when the trail takes
+    records again, followed by one ``audit.refused`` record (how many, why, since when)."""
 
     @classmethod
     def because(cls, why: str) -> "TrailUnavailable":
@@ -413,9 +413,25 @@ class AuditLog:
         log.warning("audit trail written again: %d calls were refused meanwhile", refused)
         self.record("audit.refused", outcome="recovered", count=refused, reason=why, sinceTs=self._outage_since)
 
-    def refusal(self) -> TrailUnavailable:
-        """The answer to a call that arrives while the trail cannot be written (nothing runs)."""
+    def refusal(self, tool: Any, tenant: Any, subject: Any, request_id: Any) -> TrailUnavailable:
+        """The answer to a call that arrives while the trail cannot be written (nothing runs).
+
+        Its ``tool.refused`` record is held with the others and written when the trail takes records
+        again (up to :data:`MAX_RETAINED`, then counted in ``audit.dropped``).  It is held, not tried
+        now: every write fails meanwhile, and a record that failed would turn this answer — nothing
+        was done — into "may not have completed" (:meth:`durable` raises for a failed record)."""
         self._refused += 1
+        fields: dict[str, Any] = {"tool": tool if isinstance(tool, str) else str(tool)[:128], "tenant": tenant,
+                                  "subject": subject, "outcome": "unavailable", "reason": "audit_unavailable"}
+        if request_id is not None:
+            fields["requestId"] = request_id if type(request_id) is int else redact_text(str(request_id))
+        # Held after the others, with the newest sequence number (no new one: no request waits on it).
+        self._pending.append(self._row("tool.refused", fields))
+        self._pending_seq.append(self._made)
+        over = len(self._pending) - MAX_RETAINED
+        if over > 0:
+            del self._pending[:over], self._pending_seq[:over]
+            self._dropped += over
         return TrailUnavailable.because(f"the audit trail cannot be written ({self.unwritable})")
 
     @property
