@@ -419,7 +419,8 @@ def _audited_id(request_id: Any) -> int | str | None:
         return None
     if isinstance(request_id, int):
         return request_id
-    return str(request_id)[:128]
+    # Redacted first, then cut: a cut first could leave a piece of a secret too short for any shape.
+    return redact_text(str(request_id))[:128]
 
 
 def is_json(value: Any) -> bool:

@@ -29,6 +29,8 @@ from typing import Any, Callable
 import orjson
 
 from truecall import Storage
+from truecall._at_rest import at_rest_for
+from truecall.redact import redact_text
 
 from .dispatch_state import DispatchEvent, DispatchState, InvalidDispatchTransition, next_dispatch_state
 
@@ -260,8 +262,12 @@ def new_dispatch_id() -> str:
 
 
 def fingerprint(incident_id: str, note: str | None) -> bytes:
-    """The arguments an idempotency key is bound to, canonically."""
+    """The arguments an idempotency key is bound to, canonically (what :meth:`TicketStore.bind_key`
+    keeps is a keyed hash of it, never these bytes: the note is the caller's free text)."""
     return orjson.dumps({"incidentId": incident_id, "note": note}, option=orjson.OPT_SORT_KEYS)
+
+
+_FINGERPRINT_CONTEXT = b"idempotency_keys/fingerprint"
 
 
 class TicketStore:
@@ -269,6 +275,8 @@ class TicketStore:
 
     def __init__(self, db: Storage, *, migrate: bool = True) -> None:
         self.db = db
+        #: Keys the idempotency fingerprints (:mod:`truecall._at_rest`).
+        self.rest = at_rest_for(db)
         if migrate:
             db.migrate(TICKET_MIGRATIONS)
 
@@ -339,7 +347,8 @@ class TicketStore:
 
         Raises :class:`KeyConflict` when the key was first used with other arguments.
         """
-        fp = fingerprint(incident_id, note)
+        raw = fingerprint(incident_id, note)
+        fp = self.rest.mac(raw, _FINGERPRINT_CONTEXT)
         with self.db.transaction():
             # Insert-if-absent, then compare: two first uses at once cannot both win.
             cur = self.db.execute("INSERT OR IGNORE INTO idempotency_keys VALUES (?, ?, ?, ?, ?)",
@@ -348,7 +357,9 @@ class TicketStore:
                 return True
             row = self.db.fetchone("SELECT fingerprint FROM idempotency_keys WHERE tenant = ? AND idempotency_key = ?",
                                    (tenant, key))
-        if row is None or bytes(row[0]) != fp:
+        # A hash under any configured key matches (one made before a rotation), and so does a row
+        # written before fingerprints were hashed (it held the canonical bytes themselves).
+        if row is None or bytes(row[0]) not in (*self.rest.macs(raw, _FINGERPRINT_CONTEXT), raw):
             raise KeyConflict("this idempotencyKey was already used with other arguments")
         return False
 
@@ -366,6 +377,9 @@ class TicketStore:
         task over.
         """
         now = time.time()
+        # The note is a declared business field, kept as the caller wrote it (the dispatch and the
+        # request show it) — less any secret redaction recognises in it.
+        note = redact_text(note) if note is not None else None
         with self.db.transaction():
             if fence is not None:
                 fence()

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from .._at_rest import Unreadable, at_rest_for, sealed
 from ..auth import Principal
 from ..redact import REDACTED, is_sensitive_name, redact_text
 from ..storage import Storage
@@ -79,6 +80,8 @@ class SessionStore:
     def __init__(self, db: Storage, *, idle_s: float = 3600.0) -> None:
         self.db = db
         self.idle_s = idle_s
+        #: Seals ``data`` (capabilities, clientInfo, subscriptions: the client's own words).
+        self.rest = at_rest_for(db)
         db.migrate(SESSION_MIGRATIONS)
 
     def save(self, session: Session) -> None:
@@ -91,6 +94,7 @@ class SessionStore:
             "log": session.log_level,
             "subs": sorted({redact_text(uri)[:_MAX_TEXT * 16] for uri in session.subscriptions}),
         })
+        data = self.rest.seal(data, b"mcp_sessions/data/" + session.id.encode())
         now = time.time()
         # One statement (an upsert), so replicas saving the same session at once cannot collide;
         # a record of another principal is never overwritten.
@@ -115,7 +119,13 @@ class SessionStore:
         session = Session(session_id, principal)
         session.state = SessionState(row[0])
         session.version = row[1]
-        data: dict[str, Any] = orjson.loads(row[2])
+        raw = row[2]
+        if sealed(raw):
+            try:
+                raw = self.rest.open(raw, b"mcp_sessions/data/" + session_id.encode())
+            except Unreadable:  # sealed under a key this process does not hold: the client starts anew
+                return None
+        data: dict[str, Any] = orjson.loads(raw)
         session.client_capabilities = data.get("caps") or {}
         session.client_info = data.get("client") or {}
         session.log_level = data.get("log")
