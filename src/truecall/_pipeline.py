@@ -34,7 +34,7 @@ from .auth import Principal
 from .context import NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer, ToolContext
 from .errors import AccessDenied, InsufficientScope, ProtocolError, TaskRequired, TenantMismatch, UnknownTool
 from .forms import FormError, refused_result
-from .redact import redact_text
+from .redact import redact_free_text, redact_text
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolError, ToolResult, tool_error
 from .storage import unavailable
 from .tasks import Task
@@ -470,5 +470,6 @@ def log_failure(tool: str, exc: BaseException) -> None:
     import traceback
 
     trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    log.error("tool %s failed unexpectedly:\n%s", tool, redact_text(trace))
+    # Context and randomness as well as shapes: a tool's message may quote a password or a key as is.
+    log.error("tool %s failed unexpectedly:\n%s", tool, redact_free_text(trace))
 

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 import orjson
 
-__all__ = ["REDACTED", "UNDECLARED", "is_sensitive_name", "redact", "redact_text", "shown_uri", "fingerprint", "fingerprint_into",
+__all__ = ["REDACTED", "UNDECLARED", "is_sensitive_name", "redact", "redact_text", "redact_free_text", "shown_uri", "fingerprint", "fingerprint_into",
            "mac_state", "argument_keys", "arg_hash", "arg_hash_matches", "canonical_arguments", "legacy_arg_hash"]
 
 REDACTED = "[REDACTED]"
@@ -88,10 +88,30 @@ def redact_text(value: str) -> str:
     return _redact(value)
 
 
+def redact_free_text(value: str) -> str:
+    """:func:`redact_text`, and also what has no shape: a value after words that name a credential
+    (``password: hunter2``) and random-looking tokens (an AWS secret access key), see
+    :mod:`truecall._unshaped`.  For text off a call's path (a failure's traceback, a session's
+    subscriptions and clientInfo): it costs a scan for tokens that :func:`redact_text` skips."""
+    from ._unshaped import unshaped_spans
+
+    value = redact_text(value)
+    spans = unshaped_spans(value)
+    if not spans:
+        return value
+    out, at = [], 0
+    for start, end, kind in spans:
+        out += [value[at:start], f"[REDACTED:{kind}]"]
+        at = end
+    out.append(value[at:])
+    return "".join(out)
+
+
 def shown_uri(uri: str) -> str:
     """A client's URI as an answer or a record may repeat it: redacted first, then cut (a cut first
-    could leave a piece of a secret too short for any pattern)."""
-    return redact_text(uri)[:256]
+    could leave a piece of a secret too short for any pattern).  What has no shape (a share token, a
+    key in the path) is redacted too (:func:`redact_free_text`)."""
+    return redact_free_text(uri)[:256]
 
 
 def _redact(value: str) -> str:

@@ -17,7 +17,7 @@ import orjson
 
 from .._at_rest import Unreadable, at_rest_for, sealed
 from ..auth import Principal
-from ..redact import REDACTED, is_sensitive_name, redact_text
+from ..redact import REDACTED, is_sensitive_name, redact_free_text, redact_text
 from ..storage import Storage
 from ._state import SessionState
 from ._session import Session
@@ -54,7 +54,7 @@ _MAX_DEPTH, _MAX_KEYS = 4, 64
 def _stored_client_info(info: Any) -> dict[str, str]:
     if not isinstance(info, dict):
         return {}
-    return {key: redact_text(value)[:_MAX_TEXT] for key in _CLIENT_INFO_FIELDS
+    return {key: redact_free_text(value)[:_MAX_TEXT] for key in _CLIENT_INFO_FIELDS
             if isinstance(value := info.get(key), str)}
 
 
@@ -92,7 +92,7 @@ class SessionStore:
             "caps": _stored_capabilities(session.client_capabilities),
             "client": _stored_client_info(session.client_info),
             "log": session.log_level,
-            "subs": sorted({redact_text(uri)[:_MAX_TEXT * 16] for uri in session.subscriptions}),
+            "subs": sorted({redact_free_text(uri)[:_MAX_TEXT * 16] for uri in session.subscriptions}),
         })
         data = self.rest.seal(data, b"mcp_sessions/data/" + session.id.encode())
         now = time.time()
