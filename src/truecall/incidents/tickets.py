@@ -30,7 +30,6 @@ import orjson
 
 from truecall import Storage
 from truecall._at_rest import at_rest_for
-from truecall.redact import redact_text
 
 from .dispatch_state import DispatchEvent, DispatchState, InvalidDispatchTransition, next_dispatch_state
 
@@ -377,9 +376,6 @@ class TicketStore:
         task over.
         """
         now = time.time()
-        # The note is a declared business field, kept as the caller wrote it (the dispatch and the
-        # request show it) — less any secret redaction recognises in it.
-        note = redact_text(note) if note is not None else None
         with self.db.transaction():
             if fence is not None:
                 fence()
