@@ -67,13 +67,13 @@ def redact_text(value: str) -> str:
 
 def redact_free_text(value: str) -> str:
     """:func:`redact_text`, and also what has no shape: a value after words that name a credential
-    (``password: hunter2``) and random-looking tokens (an AWS secret access key), see
-    :mod:`truecall._unshaped`.  For text off a call's path (a failure's traceback, a session's
-    subscriptions and clientInfo): it costs a scan for tokens that :func:`redact_text` skips."""
-    from ._unshaped import unshaped_spans
+    (``password: hunter2``) and random-looking tokens (an AWS secret access key), as the judge's
+    :func:`~truecall.judge.secret_spans` finds them.  For text off a call's path (a failure's
+    traceback, URIs an answer or a record repeats, a session's subscriptions and clientInfo)."""
+    from .judge import secret_spans
 
     value = redact_text(value)
-    spans = unshaped_spans(value)
+    spans = secret_spans(value)
     if not spans:
         return value
     out, at = [], 0
