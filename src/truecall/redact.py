@@ -86,9 +86,9 @@ def redact_free_text(value: str) -> str:
 
 def shown_uri(uri: str) -> str:
     """A client's URI as an answer or a record may repeat it: redacted first, then cut (a cut first
-    could leave a piece of a secret too short for any pattern).  What has no shape (a share token, a
-    key in the path) is redacted too (:func:`redact_free_text`)."""
-    return redact_free_text(uri)[:256]
+    could leave a piece of a secret too short for any pattern).  Shapes only: the caller hears its own
+    URI back; what is kept of a URI a caller chose is its template, variable sizes and a keyed hash."""
+    return redact_text(uri)[:256]
 
 
 def _redact(value: str) -> str:

@@ -38,7 +38,9 @@ def test_the_fingerprint_is_a_keyed_hash(database: Any, monkeypatch: pytest.Monk
     assert store.bind_key("acme", "k1", "INC-1001", note) is False  # the same arguments: a replay
     with pytest.raises(KeyConflict):
         store.bind_key("acme", "k1", "INC-1001", note + "!")
-    monkeypatch.setenv("TRUECALL_STATE_KEYS", f"{new},{old}")  # rotated: a hash made before still matches
+    monkeypatch.setenv("TRUECALL_STATE_KEYS", f"{new},{old}")  # rotated: a hash made before still matches,
+    assert TicketStore(database).bind_key("acme", "k1", "INC-1001", note) is False  # and is made again
+    monkeypatch.setenv("TRUECALL_STATE_KEYS", new)  # so the old key can go
     assert TicketStore(database).bind_key("acme", "k1", "INC-1001", note) is False
 
 
@@ -46,6 +48,8 @@ def test_a_fingerprint_written_in_clear_before_still_matches(database: Any) -> N
     store = TicketStore(database)
     store.db.execute("INSERT INTO idempotency_keys VALUES (?, ?, ?, ?, ?)",
                      ("acme", "old", fingerprint("INC-1001", "n"), "INC-1001", 0.0))
+    assert store.bind_key("acme", "old", "INC-1001", "n") is False
+    assert len(stored(store, "old")) == 16  # hashed now
     assert store.bind_key("acme", "old", "INC-1001", "n") is False
     with pytest.raises(KeyConflict):
         store.bind_key("acme", "old", "INC-1001", "other")

@@ -357,9 +357,13 @@ class TicketStore:
             row = self.db.fetchone("SELECT fingerprint FROM idempotency_keys WHERE tenant = ? AND idempotency_key = ?",
                                    (tenant, key))
         # A hash under any configured key matches (one made before a rotation), and so does a row
-        # written before fingerprints were hashed (it held the canonical bytes themselves).
+        # written before fingerprints were hashed (it held the canonical bytes themselves): either is
+        # rewritten as the hash under the first key, so the old key (or the clear row) can go.
         if row is None or bytes(row[0]) not in (*self.rest.macs(raw, _FINGERPRINT_CONTEXT), raw):
             raise KeyConflict("this idempotencyKey was already used with other arguments")
+        if bytes(row[0]) != fp:
+            self.db.execute("UPDATE idempotency_keys SET fingerprint = ? WHERE tenant = ? AND idempotency_key = ?",
+                            (fp, tenant, key))
         return False
 
     def open_request(self, tenant: str, subject: str, task_id: str, key: str, incident_id: str, note: str | None,
