@@ -17,7 +17,9 @@ database, its WAL and a ``.backup`` copy of it hold ciphertext, but a copy of th
 holds the key too — set the variable, kept outside the data directory, where that matters.  A
 PostgreSQL database (or an in-memory one) without the setting gets a random key per process:
 rows sealed by another process then read as unreadable (a task's result says so), and
-idempotency keys cannot be matched across processes.
+idempotency keys cannot be matched across processes.  Keys a ``--workers`` supervisor made (the
+variable unset) are shared by its workers: used on PostgreSQL, passed over for a SQLite file's key
+file, which outlives the supervisor.
 """
 
 from __future__ import annotations
@@ -113,6 +115,8 @@ class AtRest:
 
 
 _PROCESS_KEY = secrets.token_bytes(32)
+#: ``truecall._workers.MADE_KEYS`` (not imported: that module loads the serving stack).
+_MADE_KEYS = "_TRUECALL_MADE_KEYS"
 _CACHE: dict[tuple[str, str | None], AtRest] = {}
 
 
@@ -121,11 +125,13 @@ def at_rest_for(db: Any) -> AtRest:
     else the SQLite file's key file, else this process's random key (see the module's docstring)."""
     setting = os.environ.get("TRUECALL_STATE_KEYS", "").strip()
     path: str | None = getattr(db, "local_file", None)
+    if setting and path is not None and "TRUECALL_STATE_KEYS" in os.environ.get(_MADE_KEYS, "").split(","):
+        setting = ""  # made by a --workers supervisor, gone with it: the file's key file outlives it
     cache_key = (setting, None if setting else path)
     found = _CACHE.get(cache_key)
     if found is not None:
         return found
-    configured = AtRest.from_env()
+    configured = AtRest.from_env() if setting else None
     if configured is not None:
         found = configured
     elif path is not None:

@@ -205,3 +205,24 @@ def test_a_sqlite_database_without_keys_gets_a_key_file_beside_it(tmp_path: Any,
         assert at_rest_for(again).open(blob, b"ctx") == b"x"
     finally:
         again.close()
+
+
+def test_keys_a_workers_supervisor_made_give_way_to_the_key_file(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve --workers`` without keys: the supervisor's keys die with it, the SQLite key file does not —
+    so a restarted server reads what the last one sealed."""
+    from truecall import _at_rest
+    from truecall._workers import MADE_KEYS
+    from truecall.storage import open_database
+
+    path = tmp_path / "w.db"
+    db = open_database(str(path))
+    try:
+        monkeypatch.setenv("TRUECALL_STATE_KEYS", _key())
+        monkeypatch.setenv(MADE_KEYS, "TRUECALL_STATE_KEYS,TRUECALL_AUDIT_KEY")
+        blob = at_rest_for(db).seal(b"x", b"ctx")
+        assert (tmp_path / "w.db-key").exists()
+        monkeypatch.setenv("TRUECALL_STATE_KEYS", _key())  # the next supervisor made another
+        _at_rest._CACHE.clear()
+        assert at_rest_for(db).open(blob, b"ctx") == b"x"
+    finally:
+        db.close()
