@@ -28,6 +28,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import weakref
 from typing import Any, Sequence
 
 from ._keys import b64url_decode, keys_from_env
@@ -118,11 +119,29 @@ _PROCESS_KEY = secrets.token_bytes(32)
 #: ``truecall._workers.MADE_KEYS`` (not imported: that module loads the serving stack).
 _MADE_KEYS = "_TRUECALL_MADE_KEYS"
 _CACHE: dict[tuple[str, str | None], AtRest] = {}
+_BY_DB: "weakref.WeakKeyDictionary[Any, AtRest]" = weakref.WeakKeyDictionary()
 
 
 def at_rest_for(db: Any) -> AtRest:
     """The sealer for a store on ``db`` (a :class:`~truecall.storage.Storage`): the configured keys,
-    else the SQLite file's key file, else this process's random key (see the module's docstring)."""
+    else the SQLite file's key file, else this process's random key (see the module's docstring).
+
+    Decided once per ``db``: every store on one connection seals alike, even one made after a
+    ``--workers`` worker dropped its supervisor's keys from the environment (the HTTP transport's
+    session store is made after the app)."""
+    try:
+        return _BY_DB[db]
+    except (KeyError, TypeError):
+        pass
+    found = _at_rest_for(db)
+    try:
+        _BY_DB[db] = found
+    except TypeError:  # not weakly referenceable: decided again next time
+        pass
+    return found
+
+
+def _at_rest_for(db: Any) -> AtRest:
     setting = os.environ.get("TRUECALL_STATE_KEYS", "").strip()
     path: str | None = getattr(db, "local_file", None)
     if setting and path is not None and "TRUECALL_STATE_KEYS" in os.environ.get(_MADE_KEYS, "").split(","):

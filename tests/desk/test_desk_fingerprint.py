@@ -20,6 +20,14 @@ def _key() -> str:
     return base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
 
 
+def new_process() -> None:
+    """What a new process finds: no at-rest key decided yet (it reads the environment again)."""
+    from truecall import _at_rest
+
+    _at_rest._CACHE.clear()
+    _at_rest._BY_DB.clear()
+
+
 def stored(store: TicketStore, key: str) -> bytes:
     row = store.db.fetchone("SELECT fingerprint FROM idempotency_keys WHERE tenant = 'acme' AND idempotency_key = ?",
                             (key,))
@@ -30,6 +38,7 @@ def stored(store: TicketStore, key: str) -> bytes:
 def test_the_fingerprint_is_a_keyed_hash(database: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     old, new = _key(), _key()
     monkeypatch.setenv("TRUECALL_STATE_KEYS", old)
+    new_process()
     store = TicketStore(database)
     note = f"pager {secrets.token_hex(12)}"
     assert store.bind_key("acme", "k1", "INC-1001", note) is True
@@ -39,8 +48,10 @@ def test_the_fingerprint_is_a_keyed_hash(database: Any, monkeypatch: pytest.Monk
     with pytest.raises(KeyConflict):
         store.bind_key("acme", "k1", "INC-1001", note + "!")
     monkeypatch.setenv("TRUECALL_STATE_KEYS", f"{new},{old}")  # rotated: a hash made before still matches,
+    new_process()
     assert TicketStore(database).bind_key("acme", "k1", "INC-1001", note) is False  # and is made again
     monkeypatch.setenv("TRUECALL_STATE_KEYS", new)  # so the old key can go
+    new_process()
     assert TicketStore(database).bind_key("acme", "k1", "INC-1001", note) is False
 
 

@@ -30,6 +30,14 @@ def _key() -> str:
     return base64.urlsafe_b64encode(os.urandom(32)).decode().rstrip("=")
 
 
+def new_process() -> None:
+    """What a new process finds: no at-rest key decided yet (it reads the environment again)."""
+    from truecall import _at_rest
+
+    _at_rest._CACHE.clear()
+    _at_rest._BY_DB.clear()
+
+
 def raw(store: TaskStore, task_id: str, column: str) -> bytes | None:
     row = store.db.fetchone(f"SELECT {column} FROM tasks WHERE task_id = ?", (task_id,))
     return None if row is None or row[0] is None else bytes(row[0])
@@ -138,12 +146,14 @@ def test_rotation_old_rows_read_until_resealed(database: Any, monkeypatch: pytes
     as before; reseal() seals them under the new key, after which the old key may go."""
     old, new = _key(), _key()
     monkeypatch.setenv("TRUECALL_STATE_KEYS", old)
+    new_process()
     before = TaskStore(database)
     task_id = before.create(owner=ALICE).task_id
     before.complete(task_id, {"content": [], "structuredContent": {"n": 1}})
     sealed_before = raw(before, task_id, "result")
 
     monkeypatch.setenv("TRUECALL_STATE_KEYS", f"{new},{old}")
+    new_process()
     rotated = TaskStore(database)
     assert rotated.get(task_id).result == {"content": [], "structuredContent": {"n": 1}}
     assert not rotated.rest.current(sealed_before)
@@ -151,6 +161,7 @@ def test_rotation_old_rows_read_until_resealed(database: Any, monkeypatch: pytes
     assert rotated.rest.current(raw(rotated, task_id, "result")) and rotated.reseal() == 0
 
     monkeypatch.setenv("TRUECALL_STATE_KEYS", new)
+    new_process()
     assert TaskStore(database).get(task_id).result == {"content": [], "structuredContent": {"n": 1}}
     # a row sealed under a key dropped too early says so, never guesses
     database.execute("UPDATE tasks SET result = ? WHERE task_id = ?", (sealed_before, task_id))
@@ -188,6 +199,7 @@ def test_a_sqlite_database_without_keys_gets_a_key_file_beside_it(tmp_path: Any,
     from truecall.storage import open_database
 
     monkeypatch.delenv("TRUECALL_STATE_KEYS", raising=False)
+    new_process()
     path = tmp_path / "d.db"
     db = open_database(str(path))
     try:
@@ -197,9 +209,7 @@ def test_a_sqlite_database_without_keys_gets_a_key_file_beside_it(tmp_path: Any,
         blob = rest.seal(b"x", b"ctx")
     finally:
         db.close()
-    from truecall import _at_rest
-
-    _at_rest._CACHE.clear()  # a new process: nothing cached
+    new_process()
     again = open_database(str(path))
     try:
         assert at_rest_for(again).open(blob, b"ctx") == b"x"
@@ -210,7 +220,6 @@ def test_a_sqlite_database_without_keys_gets_a_key_file_beside_it(tmp_path: Any,
 def test_keys_a_workers_supervisor_made_give_way_to_the_key_file(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """``serve --workers`` without keys: the supervisor's keys die with it, the SQLite key file does not —
     so a restarted server reads what the last one sealed."""
-    from truecall import _at_rest
     from truecall._workers import MADE_KEYS
     from truecall.storage import open_database
 
@@ -219,10 +228,11 @@ def test_keys_a_workers_supervisor_made_give_way_to_the_key_file(tmp_path: Any, 
     try:
         monkeypatch.setenv("TRUECALL_STATE_KEYS", _key())
         monkeypatch.setenv(MADE_KEYS, "TRUECALL_STATE_KEYS,TRUECALL_AUDIT_KEY")
+        new_process()
         blob = at_rest_for(db).seal(b"x", b"ctx")
         assert (tmp_path / "w.db-key").exists()
         monkeypatch.setenv("TRUECALL_STATE_KEYS", _key())  # the next supervisor made another
-        _at_rest._CACHE.clear()
+        new_process()
         assert at_rest_for(db).open(blob, b"ctx") == b"x"
     finally:
         db.close()
