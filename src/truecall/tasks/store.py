@@ -196,6 +196,10 @@ def _open(rest: AtRest, column: str, task_id: str, blob: Any) -> Any:
         return _unreadable(column)
 
 
+#: A stored column's value, opened (for a harness or an operator tool reading the rows themselves).
+open_column = _open
+
+
 def _seal(rest: AtRest, column: str, task_id: str, value: Any) -> bytes | None:
     return None if value is None else rest.seal(orjson.dumps(value), _context(column, task_id))
 
