@@ -164,3 +164,18 @@ def test_secret_shapes() -> None:
     assert not looks_secret("hunter2", key="nickname")
     assert looks_secret("x9F2kQ7vLp3mZ8rT1wYb6NcJ4hGd")
     assert not looks_secret("the quick brown fox jumps over")
+
+
+# -- the anchors are only a shortcut --------------------------------------------------------------------
+
+
+def test_anchored_judgment_equals_the_full_one() -> None:
+    """Running only the terms whose anchor words a text holds decides every corpus text as running
+    every term does (the anchors are a shortcut for speed, never a second rule)."""
+    from _corpus import load
+
+    from truecall.judge._claims import _judge
+
+    texts = [c["text"] for name in ("claims.jsonl", "claims_heldout.jsonl") for c in load(name)]
+    differ = [t for t in texts if _judge(t) != _judge(t, anchored=False)]
+    assert not differ

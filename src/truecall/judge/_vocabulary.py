@@ -44,7 +44,7 @@ _NOT_ATTRIBUTIVE = r"(?! (?!this |its |his |was |is |has |as |us |yes |process |
 CLAIMS: tuple[Term, ...] = (
     # -- English: accepted (taken on, nothing says it ran) ------------------------------------------
     _t(r"accepted", A, "en", "accepted: the server took the work on; nothing says it ran"),
-    _t(r"(en)?queued" + _NOT_ATTRIBUTIVE + r"|in (the )?queue|added (\w+ )?to (the )?queue|placed in (the )?queue",
+    _t(r"(queued|enqueued)" + _NOT_ATTRIBUTIVE + r"|in (the )?queue|added (\w+ )?to (the )?queue|placed in (the )?queue",
        A, "en", "queued: waiting to run"),
     _t(r"pending" + _NOT_ATTRIBUTIVE + r"|awaiting (approval|review|processing|confirmation|execution)", A, "en", "pending: not done yet"),
     _t(r"(request|order|submission|message|payment|job|task|application|report|instruction|it) "
@@ -65,7 +65,7 @@ CLAIMS: tuple[Term, ...] = (
        "started: the work began, nothing says it ended"),
     # -- English: completed -----------------------------------------------------------------------
     _t(r"done|completed|complete(?! (the|your|this|a|an|all|following)\b)|finished|succeeded|"
-       r"successful(ly)?|success", C, "en", "says the work is done"),
+       r"successful|successfully|success", C, "en", "says the work is done"),
     _t(r"(has been|have been|was|were|is now|are now) (created|saved|sent|deleted|updated|added|written|stored|"
        r"published|applied|uploaded|deployed|merged|renamed|moved|copied|removed|cancell?ed|booked|placed|paid|"
        r"charged|refunded|archived|restored|installed|committed|pushed|closed|resolved|approved|registered|"
@@ -87,7 +87,7 @@ CLAIMS: tuple[Term, ...] = (
     # -- English: failed --------------------------------------------------------------------------
     _t(r"failed" + _NOT_ATTRIBUTIVE + r"|failure|fails|failing|^fatal", F, "en", "says the work failed"),
     _t(r"error|errors|exception|traceback|panic", F, "en", "an error report"),
-    _t(r"timed out|time ?out(?! (of|is|set|after|value|in|=|:))|timeout (error|exceeded|expired)|deadline exceeded",
+    _t(r"timed out|(timeout|time out)(?! (of|is|set|after|value|in|=|:))|timeout (error|exceeded|expired)|deadline exceeded",
        F, "en", "a timeout: the caller does not know the work was done"),
     _t(r"could not|couldn t|unable to|cannot|can t|not able to|did not (complete|succeed|finish|run|work)|"
        r"(was|were|has|have|is|are) not (been )?(accepted|completed|processed|saved|created|sent|delivered|"
@@ -115,9 +115,10 @@ CLAIMS: tuple[Term, ...] = (
        r"ejecutad[oa]|revisad[oa])|en proceso|procesando|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)", A, "es",
        "aceptado/en cola/pendiente: taken on, not done"),
     _t(r"completad[oa]|terminad[oa]|finalizad[oa]|con exito|exitosamente|correctamente|hecho|listo|"
-       r"(ha sido|fue|han sido|fueron) (cread|guardad|enviad|eliminad|actualizad|borrad|registrad|pagad|"
-       r"procesad|aplicad|reservad)[oa]s?|(cread|guardad|enviad|eliminad|actualizad|reservad)[oa](?= ?([.!]|$))|"
-       r"^(\w+ ){1,3}(cread|guardad|enviad|eliminad|actualizad|reservad)[oa]s? (a|en|para|de)\b|"
+       r"(ha sido|fue|han sido|fueron) (cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|borrad[oa]|"
+       r"registrad[oa]|pagad[oa]|procesad[oa]|aplicad[oa]|reservad[oa])s?|"
+       r"(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])(?= ?([.!]|$))|"
+       r"^(\w+ ){1,3}(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])s? (a|en|para|de)\b|"
        r"se (actualizo|actualizaron|guardo|guardaron|elimino|eliminaron|envio|enviaron|creo|crearon|completo|"
        r"completaron|registro|registraron)",
        C, "es", "completado/con éxito: the effect is said to exist"),
