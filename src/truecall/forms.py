@@ -82,12 +82,12 @@ _ASKS_FOR = {
 def _credential_error(ask: judge.CredentialAsk) -> FormError:
     what = _ASKS_FOR.get(ask.category, "a credential")
     if ask.field is not None:
-        return FormError(f"form field '{ask.field}' asks for a credential ({what}: {ask.reason}); forms must never "
-                         "collect passwords, tokens, keys, payment data, recovery phrases or identity secrets — send "
-                         "the user to a trusted page with URL mode (ctx.elicit(message, url=...)) or get it from "
-                         "authorization", "credential")
-    return FormError(f"the form's {ask.where} asks for a credential ({what}: {ask.reason}); use URL mode or "
-                     "authorization instead", "credential")
+        return FormError(f"form field '{ask.field}' asks for a credential; forms must never collect passwords, tokens, "
+                         "keys, payment data, recovery phrases or identity secrets — send the user to a trusted page "
+                         f"with URL mode (ctx.elicit(message, url=...)) or get it from authorization ({what}: "
+                         f"{ask.reason})", "credential")
+    return FormError(f"the form's {ask.where} asks for a credential; use URL mode or authorization instead ({what}: "
+                     f"{ask.reason})", "credential")
 
 
 _PASTE_ANYTHING = re.compile(
