@@ -57,27 +57,28 @@ _CAMEL_HINT = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 
 
-def _fold(text: str) -> str:
+def _fold(text: str, split: bool) -> str:
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
         if _COMBINING.search(unicodedata.normalize("NFD", text)):
             text = unicodedata.normalize("NFC", _COMBINING.sub("", unicodedata.normalize("NFD", text)))
-        text = _CAMEL.sub(" ", text).casefold().translate(_CONFUSABLES)
-        return text
+        return (_CAMEL.sub(" ", text) if split else text).casefold().translate(_CONFUSABLES)
     lowered = text.lower()
-    if lowered == text or _CAMEL_HINT.search(text) is None:
+    if not split or lowered == text or _CAMEL_HINT.search(text) is None:
         return lowered
     return _CAMEL.sub(" ", text).lower()
 
 
-def normalise(text: str) -> str:
+def normalise(text: str, *, split_names: bool = True) -> str:
     """``text`` in the judge's one form: NFKC, zero-width and bidi characters removed, Latin
     combining marks (dots, accents) removed, camelCase / snake_case / kebab-case / dotted.names
-    split into words, apostrophes made spaces (``don't`` is ``don t``, ``d'accès`` is
-    ``d acces``), case folded, Cyrillic and Greek look-alikes mapped to Latin letters, runs of
-    spaces made one.  Punctuation and line breaks stay: negation and questions are read from them."""
-    text = _fold(text)
-    text = _JOINERS.sub(_join, text)
+    split into words (unless ``split_names`` is false: ``dropOffPoint`` stays one word), apostrophes
+    made spaces (``don't`` is ``don t``, ``d'accès`` is ``d acces``), case folded, Cyrillic and Greek
+    look-alikes mapped to Latin letters, runs of spaces made one.  Punctuation and line breaks stay:
+    negation and questions are read from them."""
+    text = _fold(text, split_names)
+    if split_names:
+        text = _JOINERS.sub(_join, text)
     for mark in _APOSTROPHES:
         if mark in text:
             text = text.replace(mark, " ")

@@ -5,7 +5,8 @@ accents and dots removed, ``camelCase``/``snake_case`` split into words), so the
 lower case without accents (``recu``, not ``reçu``; ``schlussel``, not ``Schlüssel``).  A pattern of
 Latin letters matches whole words (an optional plural ``s`` allowed); Chinese and Japanese ones match
 where they stand.  ``compound`` entries also match at the end of a word written together (German compounds,
-``accesstoken``, ``clientsecret``; not ``secretary`` or ``tokenizer``).  Nothing else in truecall keeps a word list: the rules in ``_claims`` and ``_forms``
+``accesstoken``, ``clientsecret``; not ``secretary`` or ``tokenizer``).  ``PASTE`` and ``DESTRUCTIVE`` (the form lint's
+other red lines) are plain patterns that say their own word boundaries.  Nothing else in truecall keeps a word list: the rules in ``_claims`` and ``_forms``
 read these tables.
 """
 
@@ -14,7 +15,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["Term", "CLAIMS", "FORMS", "NEGATIONS", "QUESTION_STARTS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
-           "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS"]
+           "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH",
+           "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS"]
 
 
 class Term(NamedTuple):
@@ -365,4 +367,21 @@ DATA_INTROS: tuple[str, ...] = (
     "logs", "body", "response body", "page", "excerpt", "quote", "text of", "stored", "memory", "graph",
     "echo", "usage",
     "内容", "文件内容", "笔记", "ファイルの内容", "メモ", "contenido", "inhalt", "notiz", "contenu",
+)
+
+# =================================================================================================
+# The form lint's other red lines: an invitation to paste anything, a destructive action
+# =================================================================================================
+
+PASTE: tuple[Term, ...] = (
+    _t(r"\bpaste\b|\bhtml\b|page\s+source|entire\s+(page|file|document)|full\s+(page|file|document)", "paste", "en",
+       "a form asks for the parameters a task needs, never for a whole page or file pasted in"),
+    _t(r"粘贴|完整.{0,4}(html|页面|网页|文件)|页面源码|网页源码", "paste", "zh", "粘贴/完整页面: paste-anything"),
+)
+
+#: Matched on text case folded but not split (``dropOffPoint`` is no "drop"), as the lint always did.
+DESTRUCTIVE: tuple[Term, ...] = (
+    _t(r"\bdelete\b|\bdestroy\b|\bdrop\b|\bwipe\b|\berase\b|\bpurge\b|remove\s+all", "destructive", "en",
+       "an action that cannot be undone is confirmed with ctx.confirm(), not typed text"),
+    _t(r"删除|销毁|清空|抹掉|格式化", "destructive", "zh", "删除/清空: an action that cannot be undone"),
 )
