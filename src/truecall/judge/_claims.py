@@ -251,7 +251,6 @@ def _unquote(match: re.Match[str]) -> str:
     return " \u2026 "
 _INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in DATA_INTROS) +
                     r")(?!\w)[^:：\n]{0,60}[:：]", re.I)
-_NEG_EN = NEGATIONS
 
 
 def _is_json(text: str) -> bool:

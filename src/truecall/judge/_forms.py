@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from ._normalise import irregular_case, normalise, normalise_name
 from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ASK_STARTS, CREDENTIAL_FORMATS, DESTRUCTIVE, FORMS, NEGATIONS,
-                          PASSWORD_SPELLINGS, PASTE, QUESTION_STARTS, Term)
+                          PASSWORD_SPELLINGS, PASTE, Term)
 
 __all__ = ["CredentialAsk", "credential_ask", "names_credential", "asks_to_paste", "names_destructive"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Term", "CLAIMS", "FORMS", "NEGATIONS", "QUESTION_STARTS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
+__all__ = ["Term", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
            "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH",
            "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS"]
 
@@ -405,14 +405,6 @@ ASK_STARTS: tuple[str, ...] = (
     "geben sie", "gib", "bitte", "wie lautet", "welche", "welches", "was ist", "tragen sie",
     "entrez", "saisissez", "saisir", "indiquez", "fournissez", "quel", "quelle", "veuillez",
 )
-#: How a yes/no question begins ("2FA enabled?" has no such start, and is one by its '?').
-QUESTION_STARTS: tuple[str, ...] = (
-    "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "should", "shall", "will", "can",
-    "may", "must", "would", "could", "enable", "disable", "allow", "use", "send", "accept", "keep", "remember",
-    "ist", "sind", "soll", "sollen", "hat", "haben", "mochten", "wollen", "est ce", "voulez vous", "souhaitez vous",
-    "desea", "quiere", "esta", "es",
-)
-
 #: What introduces data rather than a claim ("Contents of notes.txt:", "Observations:").
 DATA_INTROS: tuple[str, ...] = (
     "contents of", "content of", "content", "contents", "here is", "here are", "observations", "observation",
