@@ -20,7 +20,8 @@ from typing import Any, Literal, Mapping
 import orjson
 
 from ._normalise import normalise
-from ._vocabulary import CLAIM_ABOUT_AFTER, CLAIMS, DATA_INTROS, NEGATIONS, REPORTED_SPEECH, Term
+from ._vocabulary import (AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONTRASTS, DATA_INTROS, NEGATIONS, NONE_COUNTS,
+                          REPORTED_SPEECH, YES_NO_MARKS, Term, every)
 
 __all__ = ["Claim", "claim_in_text", "claim_in_result"]
 
@@ -249,7 +250,7 @@ def _unquote(match: re.Match[str]) -> str:
                            or match.end() < len(match.string) and match.string[match.end()].isalnum()):
         return text  # an apostrophe ("don't ... it's"), not a quotation
     return " \u2026 "
-_INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in DATA_INTROS) +
+_INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in every(DATA_INTROS)) +
                     r")(?!\w)[^:：\n]{0,60}[:：]", re.I)
 
 
@@ -289,15 +290,22 @@ def _head(text: str) -> str:
 
 # -- reading a match ----------------------------------------------------------------------------
 
-_CLAUSE_END = re.compile(r"[.!?;\n。！？；,，、]| but | however | aber | pero | mais |但|が、")
+
+def _alternation(words: tuple[str, ...]) -> str:
+    """Latin words as whole words, Chinese and Japanese ones as they stand."""
+    return "|".join(re.escape(w) if _CJK.search(w) else f"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])" for w in words)
+
+
+_CLAUSE_END = re.compile(r"[.!?;\n。！？；,，、]|" + _alternation(every(CONTRASTS)))
 _SENTENCE_END = re.compile(r"[.!?\n。！？]")
 _WORD = re.compile(r"[a-z0-9]+")
-_ABOUT_AFTER = re.compile(r"(?: (?:" + "|".join(re.escape(w) for w in CLAIM_ABOUT_AFTER if not _CJK.search(w)) +
-                          r")(?![a-z0-9])|(?:" + "|".join(w for w in CLAIM_ABOUT_AFTER if _CJK.search(w)) + "))")
-_REPORTED = re.compile(r"(?<![a-z0-9])(?:" + "|".join(re.escape(w) for w in REPORTED_SPEECH) + r")(?![a-z0-9])")
+_ABOUT_AFTER = re.compile(r"(?: (?:" + "|".join(re.escape(w) for w in every(CLAIM_ABOUT_AFTER) if not _CJK.search(w)) +
+                          r")(?![a-z0-9])|(?:" + "|".join(w for w in every(CLAIM_ABOUT_AFTER) if _CJK.search(w)) + "))")
+_REPORTED = re.compile(r"(?<![a-z0-9])(?:" + "|".join(re.escape(w) for w in every(REPORTED_SPEECH)) + r")(?![a-z0-9])")
 _NEG_ZH = re.compile("(?:" + "|".join(NEGATIONS["zh"]) + r")\s?$")
-_NEG_JA_AFTER = re.compile(r"^.{0,5}?(?:ありません|ないです|ない|なし|ません)")
-_NEG_AFTER = re.compile(r"\s?[:=]\s?(?:0|none|no|keine|aucune?|ninguno|无|なし)\b")
+_NEG_JA_AFTER = re.compile(r"^.{0,5}?(?:" + "|".join(AFTER_NEGATIONS["ja"]) + ")")
+_NEG_AFTER = re.compile(r"\s?[:=]\s?(?:" + _alternation(every(NONE_COUNTS)) + ")")
+_YES_NO = re.compile(_alternation(every(YES_NO_MARKS)))
 _LATIN_NEG = {lang: frozenset(cues) for lang, cues in NEGATIONS.items() if lang not in ("zh", "ja")}
 _ALL_LATIN_NEG = frozenset().union(*_LATIN_NEG.values())
 
@@ -329,7 +337,7 @@ def _question(norm: str, start: int, end: int) -> bool:
     sentence = norm[sentence_start:stop]
     if mark in ("?", "？") or "¿" in sentence:
         return True
-    return bool(re.search(r"吗|是否|有没有|ですか|ますか", sentence))
+    return bool(_YES_NO.search(sentence))
 
 
 def _reported(norm: str, start: int) -> bool:
