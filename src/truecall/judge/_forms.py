@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from ._anchors import ENDINGS, alternatives, anchors
 from ._normalise import irregular_case, normalise, normalise_name
 from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ABOUT_EXCEPTIONS, ASK_NEGATION_IDIOMS, ASK_NEGATIONS_AFTER,
                           ASK_NEGATIONS_BEFORE, ASK_NEGATIONS_IN_CLAUSE, ASK_STARTS, CONTRASTS, CREDENTIAL_FORMATS,
@@ -43,6 +44,10 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
 
 def _compile(terms: list[tuple[int, Term]]) -> re.Pattern[str]:
+    """One alternation of terms: Latin terms that match whole words (their start is checked after a
+    match (a look-behind first would make the engine try every alternative at every position:
+    150 µs for a short name where this takes a few), or Chinese/Japanese terms and compounds, which
+    may start anywhere (``accesstoken``)."""
     parts = []
     for i, term in terms:
         if _CJK.search(term.pattern):
@@ -50,13 +55,44 @@ def _compile(terms: list[tuple[int, Term]]) -> re.Pattern[str]:
         elif term.compound:
             parts.append(f"(?P<t{i}>(?:{term.pattern})(?:s|n|en|e)?(?![a-z0-9]))")
         else:
-            parts.append(f"(?P<t{i}>(?<![a-z0-9])(?:{term.pattern})s?(?![a-z0-9]))")
-    return re.compile("|".join(parts))
+            parts.append(f"(?P<t{i}>(?:{term.pattern})s?(?![a-z0-9]))")
+    return re.compile("|".join(parts) if parts else "(?!)")
+
+
+def _is_word_term(term: Term) -> bool:
+    return not term.compound and not _CJK.search(term.pattern)
+
+
+def _anchor_words(terms: list[Term]) -> frozenset[str]:
+    """The words a text must hold one of for any of these (whole-word) terms to match."""
+    return frozenset(w + ending for term in terms for alt in alternatives(term.pattern)
+                     for w in anchors(alt)[0] for ending in ENDINGS)
 
 
 _INDEXED = list(enumerate(FORMS))
-_ANY_RE = _compile([(i, t) for i, t in _INDEXED if t.scope == "any"])
-_NAME_RE = _compile([(i, t) for i, t in _INDEXED if t.scope == "name"])
+#: (regex, its matches must start a word) for the terms of any text, and those of a field's own name.
+_ANY_WORDS = _anchor_words([t for t in FORMS if t.scope == "any" and _is_word_term(t)])
+_ANY_RES = [(_compile([(i, t) for i, t in _INDEXED if t.scope == "any" and _is_word_term(t)]), True),
+            (_compile([(i, t) for i, t in _INDEXED if t.scope == "any" and t.compound]), False),
+            (_compile([(i, t) for i, t in _INDEXED if t.scope == "any" and _CJK.search(t.pattern)]), False)]
+_NAME_RES = [(_compile([(i, t) for i, t in _INDEXED if t.scope == "name" and _is_word_term(t)]), True),
+             (_compile([(i, t) for i, t in _INDEXED if t.scope == "name" and not _is_word_term(t)]),
+              False)]
+
+
+def _word_matches(pattern: re.Pattern[str], norm: str, word_start: bool) -> list[re.Match[str]]:
+    found: list[re.Match[str]] = []
+    at = 0
+    while True:
+        m = pattern.search(norm, at)
+        if m is None:
+            return found
+        start = m.start()
+        if not word_start or start == 0 or not ("a" <= norm[start - 1] <= "z" or "0" <= norm[start - 1] <= "9"):
+            found.append(m)
+            at = max(m.end(), start + 1)
+        else:
+            at = start + 1
 _TERMS = {f"t{i}": t for i, t in _INDEXED}
 #: Compound terms anywhere in a squashed name (a name written in no case convention: ``SeCrEtAbC1``).
 _SQUASHED_RE = re.compile("|".join(f"(?P<t{i}>{t.pattern})" for i, t in _INDEXED if t.compound))
@@ -169,9 +205,13 @@ def _find(norm: str, *, field_name: bool, sentence: bool) -> _Hit | None:
 
 def _find_terms(norm: str, *, field_name: bool, sentence: bool) -> _Hit | None:
     found: list[_Hit | None] = []
-    patterns = (_ANY_RE, _NAME_RE) if field_name else (_ANY_RE,)
-    for pattern in patterns:
-        for m in pattern.finditer(norm):
+    patterns = _ANY_RES + _NAME_RES if field_name else _ANY_RES
+    if norm.isascii():  # no Chinese or Japanese term can match
+        patterns = patterns[:2] + patterns[3:]
+    if _ANY_WORDS.isdisjoint(_WORD.findall(norm)):  # none of the word terms' anchors: skip their regex
+        patterns = patterns[1:]
+    for pattern, word_start in patterns:
+        for m in _word_matches(pattern, norm, word_start):
             term = _TERMS[m.lastgroup or ""]
             start, end = m.span()
             if _about(norm, start, end):
