@@ -16,11 +16,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
+from ._anchors import ENDINGS, alternatives, anchors
 from ._normalise import irregular_case, normalise, normalise_name
-from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ASK_STARTS, CREDENTIAL_FORMATS, FORMS, NEGATIONS,
-                          PASSWORD_SPELLINGS, QUESTION_STARTS, Term)
+from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ABOUT_EXCEPTIONS, ASK_NEGATION_IDIOMS, ASK_NEGATIONS_AFTER,
+                          ASK_NEGATIONS_BEFORE, ASK_NEGATIONS_IN_CLAUSE, ASK_STARTS, CONTRASTS, CREDENTIAL_FORMATS,
+                          DESTRUCTIVE, FORMS, NEGATIONS, PASSWORD_SPELLINGS, PASTE, WH_WORDS, YES_NO_MARKS, Term,
+                          every)
 
-__all__ = ["CredentialAsk", "credential_ask", "names_credential"]
+__all__ = ["CredentialAsk", "credential_ask", "names_credential", "asks_to_paste", "names_destructive"]
 
 Category = Literal["credential", "payment", "recovery", "identity"]
 
@@ -41,6 +44,10 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
 
 def _compile(terms: list[tuple[int, Term]]) -> re.Pattern[str]:
+    """One alternation of terms: Latin terms that match whole words (their start is checked after a
+    match (a look-behind first would make the engine try every alternative at every position:
+    150 µs for a short name where this takes a few), or Chinese/Japanese terms and compounds, which
+    may start anywhere (``accesstoken``)."""
     parts = []
     for i, term in terms:
         if _CJK.search(term.pattern):
@@ -48,24 +55,66 @@ def _compile(terms: list[tuple[int, Term]]) -> re.Pattern[str]:
         elif term.compound:
             parts.append(f"(?P<t{i}>(?:{term.pattern})(?:s|n|en|e)?(?![a-z0-9]))")
         else:
-            parts.append(f"(?P<t{i}>(?<![a-z0-9])(?:{term.pattern})s?(?![a-z0-9]))")
-    return re.compile("|".join(parts))
+            parts.append(f"(?P<t{i}>(?:{term.pattern})s?(?![a-z0-9]))")
+    return re.compile("|".join(parts) if parts else "(?!)")
+
+
+def _is_word_term(term: Term) -> bool:
+    return not term.compound and not _CJK.search(term.pattern)
+
+
+def _anchor_words(terms: list[Term]) -> frozenset[str]:
+    """The words a text must hold one of for any of these (whole-word) terms to match."""
+    return frozenset(w + ending for term in terms for alt in alternatives(term.pattern)
+                     for w in anchors(alt)[0] for ending in ENDINGS)
 
 
 _INDEXED = list(enumerate(FORMS))
-_ANY_RE = _compile([(i, t) for i, t in _INDEXED if t.scope == "any"])
-_NAME_RE = _compile([(i, t) for i, t in _INDEXED if t.scope == "name"])
+#: (regex, its matches must start a word) for the terms of any text, and those of a field's own name.
+_ANY_WORDS = _anchor_words([t for t in FORMS if t.scope == "any" and _is_word_term(t)])
+_ANY_RES = [(_compile([(i, t) for i, t in _INDEXED if t.scope == "any" and _is_word_term(t)]), True),
+            (_compile([(i, t) for i, t in _INDEXED if t.scope == "any" and t.compound]), False),
+            (_compile([(i, t) for i, t in _INDEXED if t.scope == "any" and _CJK.search(t.pattern)]), False)]
+_NAME_RES = [(_compile([(i, t) for i, t in _INDEXED if t.scope == "name" and _is_word_term(t)]), True),
+             (_compile([(i, t) for i, t in _INDEXED if t.scope == "name" and not _is_word_term(t)]),
+              False)]
+
+
+def _word_matches(pattern: re.Pattern[str], norm: str, word_start: bool) -> list[re.Match[str]]:
+    found: list[re.Match[str]] = []
+    at = 0
+    while True:
+        m = pattern.search(norm, at)
+        if m is None:
+            return found
+        start = m.start()
+        if not word_start or start == 0 or not ("a" <= norm[start - 1] <= "z" or "0" <= norm[start - 1] <= "9"):
+            found.append(m)
+            at = max(m.end(), start + 1)
+        else:
+            at = start + 1
 _TERMS = {f"t{i}": t for i, t in _INDEXED}
 #: Compound terms anywhere in a squashed name (a name written in no case convention: ``SeCrEtAbC1``).
 _SQUASHED_RE = re.compile("|".join(f"(?P<t{i}>{t.pattern})" for i, t in _INDEXED if t.compound))
-_ABOUT_AFTER = tuple(ABOUT_AFTER)
-_ABOUT_BEFORE = tuple(ABOUT_BEFORE)
+_ABOUT_AFTER = every(ABOUT_AFTER)
+_ABOUT_BEFORE = every(ABOUT_BEFORE)
+_ASK_STARTS = every(ASK_STARTS)
 _WORD = re.compile(r"[a-z0-9]+")
 _LATIN_NEG = frozenset(c for lang, cues in NEGATIONS.items() if lang not in ("zh", "ja") for c in cues
                        if " " not in c and c not in ("0", "n"))
-_NEG_CJK_BEFORE = re.compile("(?:不要|请勿|切勿|勿|别|绝不|从不|不会|无需|不必|決して)")
-_NEG_JA_AFTER = re.compile(r"(?:しないで|入力しないで|教えないで|伝えないで|不要|ません|ないでください)")
-_CLAUSE_END = re.compile(r"[.!;\n。！；]| but | however | aber | pero | mais |但|が、")
+
+
+def _alternation(words: tuple[str, ...]) -> str:
+    """Latin words as whole words, Chinese and Japanese ones as they stand."""
+    return "|".join(re.escape(w) if _CJK.search(w) else f"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])" for w in words)
+
+
+_NEG_CJK_BEFORE = re.compile(_alternation(every(ASK_NEGATIONS_BEFORE)))
+_NEG_JA_AFTER = re.compile(_alternation(every(ASK_NEGATIONS_AFTER)))
+_NEG_LATIN_CLAUSE = re.compile(_alternation(every(ASK_NEGATIONS_IN_CLAUSE)))
+_NEG_IDIOMS = re.compile(_alternation(every(ASK_NEGATION_IDIOMS)))
+_CLAUSE_END = re.compile(r"[.!;\n。！；]|" + _alternation(every(CONTRASTS)))
+_ABOUT_EXCEPTIONS = every(ABOUT_EXCEPTIONS)
 
 
 @dataclass(frozen=True)
@@ -92,7 +141,7 @@ _TYPO = Term("password (one letter off)", "credential", "en", "a misspelt passwo
 def _about(norm: str, start: int, end: int) -> bool:
     after = norm[end:end + 24].lstrip(" ")
     before = norm[max(0, start - 24):start].rstrip(" ")
-    return after.startswith(_ABOUT_AFTER) and not after.startswith(("name of your", "names of")) or \
+    return after.startswith(_ABOUT_AFTER) and not after.startswith(_ABOUT_EXCEPTIONS) or \
         before.endswith(_ABOUT_BEFORE)
 
 
@@ -109,41 +158,71 @@ def _negated(norm: str, start: int, end: int) -> bool:
     if _NEG_JA_AFTER.search(after):
         return True
     # German and French put the negation after the verb: "geben Sie Ihre PIN nicht ein", "ne ... pas"
-    return bool(re.search(r"\b(nicht|niemals|nie|jamais|pas)\b", clause)) and not re.search(
-        r"\b(nicht vergessen|n oubliez pas)\b", clause)
+    return bool(_NEG_LATIN_CLAUSE.search(clause)) and not _NEG_IDIOMS.search(clause)
+
+
+_CJK_YES_NO = re.compile(_alternation(every(YES_NO_MARKS)))
+_WH = re.compile(_alternation(every(WH_WORDS)))
 
 
 def _yes_no_question(norm: str) -> bool:
-    """A yes/no question (about a credential, not asking for it): it ends with a question mark and
-    does not start as an ask for a value ("What is your PIN?" asks; "2FA enabled?" does not)."""
+    """A yes/no question (about a credential, not asking for it): its last sentence ends with a
+    question mark and neither starts as an ask for a value nor asks "what/which/how" ("What is your
+    PIN?" and "Security question: what was your first pet's name?" ask; "2FA enabled?" does not).
+    Chinese and Japanese say yes/no with their own particles (吗, 是否, ですか)."""
     text = norm.strip()
-    if not text.endswith(("?", "？")) and not re.search(r"(吗|么|ですか|ますか)[?？]?$", text):
+    if not text.endswith(("?", "？")) and not _CJK_YES_NO.search(text[-6:]):
         return False
-    sentence = re.split(r"[.!。！\n]\s*", text.rstrip("?？"))[-1].lstrip("¿ ")
-    if sentence.startswith(ASK_STARTS) or any(w in sentence for w in ("什么", "多少", "哪个", "何", "どの")):
-        return False
-    return True
+    sentence = re.split(r"[.!:;。！：；\n]\s*", text.rstrip("?？ "))[-1].lstrip("¿ ")
+    if _CJK.search(sentence):
+        return bool(_CJK_YES_NO.search(sentence)) and not _WH.search(sentence)
+    return not sentence.startswith(_ASK_STARTS) and not _WH.search(sentence)
+
+
+#: When a text names several things, the most specific is reported ("secret recovery phrase" is a
+#: recovery phrase, not a secret).
+_SPECIFIC = {"recovery": 0, "identity": 1, "payment": 2, "credential": 3}
+_SPACED = re.compile(r"(?<![a-z0-9])(?:[a-z] ){3,}[a-z](?![a-z0-9])")
+
+
+def _most_specific(hits: list[_Hit | None]) -> _Hit | None:
+    found = [h for h in hits if h is not None]
+    return min(found, key=lambda h: _SPECIFIC[h.term.kind]) if found else None
 
 
 def _find(norm: str, *, field_name: bool, sentence: bool) -> _Hit | None:
-    """The first credential term in ``norm`` that is not a topic ("token count"), not negated and (for
-    sentences) not in a yes/no question."""
+    """The most specific credential term in ``norm`` that is not a topic ("token count"), not negated
+    and (for sentences) not in a yes/no question; letters spaced out ("p a s s w o r d") are read
+    joined."""
     if sentence and _yes_no_question(norm):
         return None
-    patterns = (_ANY_RE, _NAME_RE) if field_name else (_ANY_RE,)
-    for pattern in patterns:
-        for m in pattern.finditer(norm):
+    hits = [_find_terms(norm, field_name=field_name, sentence=sentence)]
+    if _SPACED.search(norm):
+        hits.append(_find_terms(_SPACED.sub(lambda m: m.group().replace(" ", ""), norm), field_name=field_name,
+                                sentence=sentence))
+    return _most_specific(hits)
+
+
+def _find_terms(norm: str, *, field_name: bool, sentence: bool) -> _Hit | None:
+    found: list[_Hit | None] = []
+    patterns = _ANY_RES + _NAME_RES if field_name else _ANY_RES
+    if norm.isascii():  # no Chinese or Japanese term can match
+        patterns = patterns[:2] + patterns[3:]
+    if _ANY_WORDS.isdisjoint(_WORD.findall(norm)):  # none of the word terms' anchors: skip their regex
+        patterns = patterns[1:]
+    for pattern, word_start in patterns:
+        for m in _word_matches(pattern, norm, word_start):
             term = _TERMS[m.lastgroup or ""]
             start, end = m.span()
-            if term.compound and _about(norm, start, end):
-                continue
             if _about(norm, start, end):
                 continue
             if sentence and _negated(norm, start, end):
                 continue
             if term.scope == "name" and (end != len(norm) or len(norm.split()) > 3):
                 continue  # the name's last word ("db pwd", not "session date"), not a phrase holding it
-            return _Hit(term, m.group())
+            found.append(_Hit(term, m.group()))
+    if found:
+        return _most_specific(found)
     for m in _WORD.finditer(norm):
         word = m.group()
         if 7 <= len(word) <= 11 and word not in PASSWORD_SPELLINGS and \
@@ -222,13 +301,18 @@ def _field_ask(name: str, spec: dict[str, Any]) -> CredentialAsk | None:
                               False, True))
     if isinstance(fmt, str):
         texts.append((fmt, "format", False, False))
+    best: tuple[_Hit, str] | None = None
     for text, where, as_name, sentence in texts:
         hit = _names(text, as_name, sentence)
         if hit is None or (numeric and not hit.term.numeric):
             continue
-        return CredentialAsk(hit.term.kind, name if where == name else where, name,  # type: ignore[arg-type]
-                             _reason(hit))
-    return None
+        if best is None or _SPECIFIC[hit.term.kind] < _SPECIFIC[best[0].term.kind]:
+            best = (hit, where)
+    if best is None:
+        return None
+    hit, where = best
+    return CredentialAsk(hit.term.kind, name if where == name else where, name,  # type: ignore[arg-type]
+                         _reason(hit))
 
 
 def _can_carry(spec: Any) -> bool:
@@ -251,11 +335,27 @@ def credential_ask(message: str, requested_schema: Any) -> CredentialAsk | None:
             ask = _field_ask(str(name), spec)
             if ask is not None:
                 return ask
-    if not any(_can_carry(spec) for spec in props.values()):
+    carriers = [spec for spec in props.values() if _can_carry(spec)]
+    if not carriers:
         return None
+    numbers_only = all(spec.get("type") in ("number", "integer") for spec in carriers)
     for where, text in (("message", message), ("title", schema.get("title")), ("description", schema.get("description"))):
         if isinstance(text, str) and text:
             hit = _names(text, False, True)
-            if hit is not None:
+            if hit is not None and (hit.term.numeric or not numbers_only):  # a number field carries no password
                 return CredentialAsk(hit.term.kind, where, None, _reason(hit))  # type: ignore[arg-type]
     return None
+
+
+_PASTE_RE = re.compile("|".join(f"(?:{t.pattern})" for t in PASTE))
+_DESTRUCTIVE_RE = re.compile("|".join(f"(?:{t.pattern})" for t in DESTRUCTIVE))
+
+
+def asks_to_paste(text: str) -> bool:
+    """Whether a form's text invites pasting arbitrary content ("paste the page's HTML")."""
+    return bool(_PASTE_RE.search(normalise(text)))
+
+
+def names_destructive(text: str) -> bool:
+    """Whether a form's text names an action that cannot be undone (delete, drop, wipe, 删除 …)."""
+    return bool(_DESTRUCTIVE_RE.search(normalise(text, split_names=False)))
