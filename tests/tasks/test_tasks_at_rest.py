@@ -236,3 +236,13 @@ def test_keys_a_workers_supervisor_made_give_way_to_the_key_file(tmp_path: Any, 
         assert at_rest_for(db).open(blob, b"ctx") == b"x"
     finally:
         db.close()
+
+
+def test_a_failure_message_shown_in_the_clear_status_is_redacted(database: Any) -> None:
+    store = TaskStore(database)
+    task_id = store.create(owner=ALICE).task_id
+    password = f"Blue{secrets.token_hex(6)}Sky7!"
+    store.fail(task_id, {"code": -32602, "message": f"upstream refused password {password}"})
+    assert password not in (store.get(task_id).status_message or "")
+    row = store.db.fetchone("SELECT status_message FROM tasks WHERE task_id = ?", (task_id,))
+    assert row is not None and password not in row[0]

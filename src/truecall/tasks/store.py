@@ -22,7 +22,7 @@ import orjson
 from .._at_rest import AtRest, Unreadable, at_rest_for, sealed
 from ..auth import Principal
 from ..errors import NotFound
-from ..redact import redact_text
+from ..redact import redact_free_text, redact_text
 from ..schema import Validator
 from ..storage import Storage
 from ._state import TERMINAL, InvalidTransition, TaskEvent, TaskStatus, next_status
@@ -355,7 +355,8 @@ class TaskStore:
              message: str | None = None, *, epoch: int | None = None) -> Task:
         with self._transition(task_id, TaskEvent.FAIL, owner, epoch) as (_, changes):
             changes["error"] = error
-            changes["status_message"] = message or str(error.get("message", ""))[:500] or None
+            # The error itself is sealed; its message, shown in the clear status column, is redacted first.
+            changes["status_message"] = message or redact_free_text(str(error.get("message", "")))[:500] or None
         return self.get(task_id)
 
     def cancel(self, task_id: str, owner: Principal | None = None, message: str | None = None, *,
