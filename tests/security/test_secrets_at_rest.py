@@ -29,7 +29,7 @@ import orjson
 import pytest
 
 from http_support import LEGACY, meta, modern_call, request, served, sse_messages
-from pg_support import PG_URL, PgSchema, admin, pg_schema, wait_until
+from pg_support import PG_URL, PgSchema, admin, nobody_writes, pg_schema, wait_until
 from truecall import hash_token
 
 from _paths import TESTS
@@ -175,22 +175,8 @@ def legacy_message(resp: httpx.Response) -> dict[str, Any]:
     return orjson.loads(resp.content)  # type: ignore[no-any-return]
 
 
-def nobody_writes(db: str) -> bool:
-    if db.startswith("postgresql"):
-        return True
-    lite = sqlite3.connect(db, timeout=0, isolation_level=None)
-    try:
-        lite.execute("BEGIN IMMEDIATE")
-        lite.execute("ROLLBACK")
-        return True
-    except sqlite3.OperationalError:
-        return False
-    finally:
-        lite.close()
-
-
 def freeze(db: str, pid: int) -> None:
-    """SIGSTOP ``pid`` at a moment it holds no SQLite write lock (see test_replicas.freeze)."""
+    """SIGSTOP ``pid`` at a moment it holds no SQLite write lock (see test_replicas.freeze, pg_support.nobody_writes)."""
     for _ in range(200):
         os.kill(pid, signal.SIGSTOP)
         if nobody_writes(db):
