@@ -276,6 +276,18 @@ def _plant(http: httpx.Client, a: Any, b: Any, token: str, db: str, planted: Sec
     rpc(http, b.url, token, "tools/call", {"name": "incident.search", "arguments": {
         "service": planted.aws_secret("0 arguments"), planted.sk("0 arguments"): "v"},
         "_meta": {"x-secret": planted.password("0 arguments")}})
+    # ... a wrong bearer token and a custom header; a declined answer that carries content anyway.
+    wrong = http.post(b.url, content=orjson.dumps(request(1, "tools/list", {"_meta": meta(caps=CAPS)})), headers={
+        "content-type": "application/json", "accept": "application/json", "mcp-protocol-version": "2026-07-28",
+        "mcp-method": "tools/list", "authorization": f"Bearer {planted.aws_secret('0 headers')}",
+        "x-api-key": planted.sk("0 headers")})
+    assert wrong.status_code == 401, wrong.text
+    declined = task_of(rpc(http, b.url, token, "tools/call", {"name": "confide", "arguments": {}}))
+    status(http, b.url, token, declined, ("input_required",))
+    got = rpc(http, b.url, token, "tasks/update", {"taskId": declined, "inputResponses": {
+        "words": {"action": "decline", "content": {"words": " ".join(planted.six("0 declined answer"))}}}})
+    assert "result" in got, got
+    assert status(http, b.url, token, declined, ("completed",))["result"]["structuredContent"] == {"heard": None}
     # Later calls (the WAL moves on), as in the SQLite case.
     for _ in range(20):
         rpc(http, b.url, token, "tools/call", {"name": "incident.search", "arguments": {"service": "payments"}})
@@ -353,7 +365,8 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 
 
 CASES = ["1 takeover", "2 answer and result", "3 wal", "4 undeclared key", "5 long id", "6 read uri",
-         "7 clientInfo", "7 subscription", "8 exception", "9 note shaped", "0 arguments"]
+         "7 clientInfo", "7 subscription", "8 exception", "9 note shaped", "0 arguments", "0 headers",
+         "0 declined answer"]
 
 
 @pytest.mark.parametrize("case", CASES)
