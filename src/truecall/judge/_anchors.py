@@ -12,8 +12,9 @@ anchored judgment equals the one that runs every pattern.
 from __future__ import annotations
 
 import re
+from typing import Callable
 
-__all__ = ["alternatives", "anchors", "ENDINGS"]
+__all__ = ["alternatives", "anchors", "ENDINGS", "matches", "starts_word"]
 
 #: Words too common to tell anything (a pattern never matches on them alone).
 STOP = frozenset(
@@ -97,3 +98,26 @@ def alternatives(pattern: str) -> list[str]:
     return parts + [pattern[start:]]
 
 
+
+
+def starts_word(text: str, at: int) -> bool:
+    """Whether ``at`` starts a word of normalised text (no letter or digit before it)."""
+    return at == 0 or not ("a" <= text[at - 1] <= "z" or "0" <= text[at - 1] <= "9")
+
+
+def matches(pattern: re.Pattern[str], text: str, starts: Callable[[str, int], bool] | None) -> list[re.Match[str]]:
+    """Every match of ``pattern`` in ``text`` whose start passes ``starts`` (what a look-behind at the
+    pattern's start would have said: patterns start with their own characters, which lets the engine
+    skip ahead, and the start is checked here); a start that fails is tried again one character on."""
+    found: list[re.Match[str]] = []
+    at = 0
+    while True:
+        m = pattern.search(text, at)
+        if m is None:
+            return found
+        start = m.start()
+        if starts is None or starts(text, start):
+            found.append(m)
+            at = max(m.end(), start + 1)
+        else:
+            at = start + 1

@@ -19,7 +19,7 @@ from typing import Any, Literal, Mapping
 
 import orjson
 
-from ._anchors import ENDINGS, alternatives, anchors
+from ._anchors import ENDINGS, alternatives, anchors, matches, starts_word
 from ._normalise import normalise
 from ._vocabulary import (AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONTRASTS, DATA_INTROS, NEGATIONS, NONE_COUNTS,
                           REPORTED_SPEECH, YES_NO_MARKS, Term, every)
@@ -88,28 +88,17 @@ _EVERY = list(range(len(_PIECES)))
 _ENDS = frozenset(".!?;:\n。！？；：")
 
 
-def _starts_word(norm: str, at: int) -> bool:
-    return at == 0 or not ("a" <= norm[at - 1] <= "z" or "0" <= norm[at - 1] <= "9")
-
-
 def _starts_sentence(norm: str, at: int) -> bool:
     return at == 0 or norm[at - 1] in _ENDS or (norm[at - 1] == " " and at >= 2 and norm[at - 2] in _ENDS)
 
 
 def _piece_matches(norm: str, i: int) -> list[re.Match[str]]:
     regex, word, sentence = _SINGLE[i]
-    found: list[re.Match[str]] = []
-    at = 0
-    while True:
-        m = regex.search(norm, at)
-        if m is None:
-            return found
-        start = m.start()
-        if (not word or _starts_word(norm, start)) and (not sentence or _starts_sentence(norm, start)):
-            found.append(m)
-            at = m.end() if m.end() > start else start + 1
-        else:
-            at = start + 1
+    if sentence:
+        return matches(regex, norm, _starts_sentence)
+    return matches(regex, norm, starts_word if word else None)
+
+
 #: Lower case, and every character that is not part of a word a space: then ``split`` gives words.
 _SEPARATORS = b"\t\n\r.,;:!?()[]{}<>\"'`_-/\\|*#=+&%$@~^"
 _WORD_BYTES = bytes.maketrans(bytes(range(65, 91)) + _SEPARATORS, bytes(range(97, 123)) + b" " * len(_SEPARATORS))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from ._anchors import ENDINGS, alternatives, anchors
+from ._anchors import ENDINGS, alternatives, anchors, matches, starts_word
 from ._normalise import irregular_case, normalise, normalise_name
 from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ABOUT_EXCEPTIONS, ASK_NEGATION_IDIOMS, ASK_NEGATIONS_AFTER,
                           ASK_NEGATIONS_BEFORE, ASK_NEGATIONS_IN_CLAUSE, ASK_STARTS, CONTRASTS, CREDENTIAL_FORMATS,
@@ -78,21 +78,6 @@ _ANY_RES = [(_compile([(i, t) for i, t in _INDEXED if t.scope == "any" and _is_w
 _NAME_RES = [(_compile([(i, t) for i, t in _INDEXED if t.scope == "name" and _is_word_term(t)]), True),
              (_compile([(i, t) for i, t in _INDEXED if t.scope == "name" and not _is_word_term(t)]),
               False)]
-
-
-def _word_matches(pattern: re.Pattern[str], norm: str, word_start: bool) -> list[re.Match[str]]:
-    found: list[re.Match[str]] = []
-    at = 0
-    while True:
-        m = pattern.search(norm, at)
-        if m is None:
-            return found
-        start = m.start()
-        if not word_start or start == 0 or not ("a" <= norm[start - 1] <= "z" or "0" <= norm[start - 1] <= "9"):
-            found.append(m)
-            at = max(m.end(), start + 1)
-        else:
-            at = start + 1
 _TERMS = {f"t{i}": t for i, t in _INDEXED}
 #: Compound terms anywhere in a squashed name (a name written in no case convention: ``SeCrEtAbC1``).
 _SQUASHED_RE = re.compile("|".join(f"(?P<t{i}>{t.pattern})" for i, t in _INDEXED if t.compound))
@@ -211,7 +196,7 @@ def _find_terms(norm: str, *, field_name: bool, sentence: bool) -> _Hit | None:
     if _ANY_WORDS.isdisjoint(_WORD.findall(norm)):  # none of the word terms' anchors: skip their regex
         patterns = patterns[1:]
     for pattern, word_start in patterns:
-        for m in _word_matches(pattern, norm, word_start):
+        for m in matches(pattern, norm, starts_word if word_start else None):
             term = _TERMS[m.lastgroup or ""]
             start, end = m.span()
             if _about(norm, start, end):
