@@ -493,7 +493,7 @@ def run(rounds: int = 50, *, seed: int | None = None, workdir: Path | None = Non
             if quick != [("ok",)]:
                 report.problems.append(f"round {round_no}: quick_check after a kill at start-up: {quick[:5]}")
         desk = DeskProcess(base, _round_env(rng, keys, internal), str(db)).start()
-        _check_restart(report, db, pending_orphans)
+        _check_restart(report, db, pending_orphans, keys)
         stop = threading.Event()
         workers = [Client(f"w{i}", desk.port, ledger, random.Random(rng.random()), stop, round_no)
                    for i in range(clients)]
@@ -521,7 +521,7 @@ def run(rounds: int = 50, *, seed: int | None = None, workdir: Path | None = Non
     desk = DeskProcess(base, {**keys, "TRUECALL_DESK_FAULTS": "", "TRUECALL_DESK_CLAIM_LEASE_MS": "300"},
                        str(db)).start()
     try:
-        _check_restart(report, db, pending_orphans)
+        _check_restart(report, db, pending_orphans, keys)
         left = unfinished_tasks(db)
         if left:
             report.problems.append(f"after the last restart {len(left)} task(s) still unfinished: {left[:5]}")
@@ -566,20 +566,26 @@ def _wait_exit(desk: DeskProcess, seconds: float) -> bool:
         return False
 
 
-def _check_restart(report: Report, db: Path, orphans: list[str]) -> None:
+def _check_restart(report: Report, db: Path, orphans: list[str], keys: dict[str, str]) -> None:
     """The restarted server answers only after recovery: every orphan is settled now."""
     if not orphans:
         return
+    from truecall._at_rest import AtRest
+    from truecall._keys import b64url_decode
+    from truecall.tasks.store import open_column
+
+    rest = AtRest([b64url_decode(k) for k in keys["TRUECALL_STATE_KEYS"].split(",")])  # the desk's (sealed results)
     marks = ",".join("?" * len(orphans))
     rows = read_db(db, f"SELECT task_id, status, result FROM tasks WHERE task_id IN ({marks})", tuple(orphans))
-    for task_id, status, result in rows:
+    for task_id, status, sealed_result in rows:
+        result = open_column(rest, "result", task_id, sealed_result)
         if status not in TERMINAL:
             report.problems.append(f"orphan {task_id} still {status} after the restart")
             continue
         report.orphans_settled_by_restart += 1
         kind = status
         if status == "completed" and result:
-            kind = task_view({"status": status, "result": orjson.loads(result)}).get("kind", status)
+            kind = task_view({"status": status, "result": result}).get("kind", status)
         report.orphan_outcomes[kind] = report.orphan_outcomes.get(kind, 0) + 1
 
 

@@ -159,6 +159,25 @@ def database(db_target: str) -> Iterator[Any]:
         db.close()
 
 
+def nobody_writes(target: "PgSchema | str | Path") -> bool:
+    """Whether no connection holds the database's write lock right now: a SQLite file's (``BEGIN
+    IMMEDIATE`` without waiting); always true on PostgreSQL, whose server ends a frozen process's
+    transaction after ``idle_in_transaction_session_timeout`` (see test_replicas.freeze)."""
+    import sqlite3
+
+    if isinstance(target, PgSchema) or str(target).startswith("postgresql"):
+        return True
+    lite = sqlite3.connect(str(target), timeout=0, isolation_level=None)
+    try:
+        lite.execute("BEGIN IMMEDIATE")
+        lite.execute("ROLLBACK")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        lite.close()
+
+
 def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.05) -> Any:
     deadline = time.monotonic() + timeout
     while True:

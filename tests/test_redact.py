@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from truecall import redact, redact_text
-from truecall.redact import REDACTED, fingerprint, is_sensitive_name
+from truecall.redact import REDACTED, fingerprint, is_sensitive_name, redact_free_text
 
 JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
 PEM = (
@@ -352,3 +352,59 @@ def test_fingerprint_with_lone_surrogates_is_json_safe():
 def test_fingerprint_keys_that_are_or_name_secrets_are_not_recorded():
     fp = fingerprint({"service": 1, "服务": 2, "SeCrEtAbC123xyz": 3, "api_key": 4, JWT: 5, f"Bearer {'y' * 20}": 6}, KEY_A)
     assert fp["argKeys"] == ["service", "服务", REDACTED, REDACTED, REDACTED, REDACTED]
+
+
+# -- what has no shape (issue 25, case 9) -----------------------------------------------------------------
+
+
+def _aws_secret() -> str:
+    import secrets
+    import string
+
+    return "".join(secrets.choice(string.ascii_letters + string.digits + "+/") for _ in range(40))
+
+
+@pytest.mark.parametrize("template", [
+    "login failed: password {pw} for admin",
+    "the password is {pw}",
+    "client_secret={pw}&scope=read",
+    '{{"pin": "{pw}"}}',
+    "vault said no to {pw} today",  # no context at all: a password-like token (all four classes)
+])
+def test_an_unshaped_password_is_redacted_by_its_context_or_its_make(template: str) -> None:
+    import secrets
+
+    pw = f"Blue{secrets.token_hex(4)}Sky7!"
+    text = template.format(pw=pw)
+    assert redact_text(text) == text  # no shape: the per-call redaction cannot see it
+    out = redact_free_text(text)
+    assert pw not in out and pw[4:12] not in out and "[REDACTED:" in out
+
+
+def test_a_40_character_aws_secret_key_is_redacted_by_its_randomness() -> None:
+    key = _aws_secret()
+    while not any(c.isdigit() for c in key) or not any(c.isupper() for c in key):
+        key = _aws_secret()
+    out = redact_free_text(f"RuntimeError: upstream refused {key}.")
+    assert key not in out and out == "RuntimeError: upstream refused [REDACTED:high_entropy]."
+
+
+@pytest.mark.parametrize("text", [
+    'File "/srv/app/.venv/lib/python3.11/site-packages/truecall/_pipeline.py", line 42, in call_tool',
+    "request 59877149-1c1d-4140-a707-27c8753d48ff failed",
+    "password is required",
+    "TypeError: SomeClassName.methodName() takes 2 positional arguments but 3 were given",
+    "sqlite3.OperationalError: database is locked",
+    "incident://acme/INC-1001",
+])
+def test_ordinary_text_is_left_alone(text: str) -> None:
+    assert redact_free_text(text) == text
+
+
+def test_a_long_id_is_redacted_before_it_is_cut() -> None:
+    """Case 5: a shaped secret across the 128th character of a JSON-RPC id loses none of itself."""
+    from truecall._pipeline import _audited_id
+
+    secret = "sk_live_" + "A1b2C3d4E5f6G7h8I9j0K1l2"
+    kept = _audited_id("r" * 109 + "-" + secret)
+    assert isinstance(kept, str) and len(kept) <= 128 and "A1b2C3" not in kept

@@ -34,7 +34,7 @@ from .auth import Principal
 from .context import NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer, ToolContext
 from .errors import AccessDenied, InsufficientScope, ProtocolError, TaskRequired, TenantMismatch, UnknownTool
 from .forms import FormError, refused_result
-from .redact import redact_text
+from .redact import redact_free_text, redact_text
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolError, ToolResult, tool_error
 from .storage import unavailable
 from .tasks import Task
@@ -422,7 +422,8 @@ def _audited_id(request_id: Any) -> int | str | None:
         return None
     if isinstance(request_id, int):
         return request_id
-    return str(request_id)[:128]
+    # Redacted first, then cut: a cut first could leave a piece of a secret too short for any shape.
+    return redact_text(str(request_id))[:128]
 
 
 def is_json(value: Any) -> bool:
@@ -472,5 +473,6 @@ def log_failure(tool: str, exc: BaseException) -> None:
     import traceback
 
     trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    log.error("tool %s failed unexpectedly:\n%s", tool, redact_text(trace))
+    # Context and randomness as well as shapes: a tool's message may quote a password or a key as is.
+    log.error("tool %s failed unexpectedly:\n%s", tool, redact_free_text(trace))
 

@@ -61,6 +61,8 @@ __all__ = ["WorkerSide", "resolve_workers", "supervise", "worker_pids"]
 REUSE_PORT = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
 #: Keys every worker must hold the same of; made by the supervisor when not configured.
 SHARED_KEYS = ("TRUECALL_STATE_KEYS", "TRUECALL_AUDIT_KEY")
+#: Names the keys of :data:`SHARED_KEYS` the supervisor made (not the operator), while a worker builds.
+MADE_KEYS = "_TRUECALL_MADE_KEYS"
 #: A worker's restart back-off: the first restart at once, then doubling while it keeps dying early.
 RESTART_MIN_S, RESTART_MAX_S = 0.1, 5.0
 #: A worker that ran this long before dying was healthy: its next restart is immediate again.
@@ -356,10 +358,13 @@ class WorkerSide:
         """The supervisor's keys in the environment only while the app and the engine are built (they
         read them there), then gone: a subprocess a tool starts later does not inherit them."""
         os.environ.update(self.keys)
+        # Which of them the supervisor made (they live as long as it does): a SQLite file's at-rest
+        # key is then its key file, which outlives the supervisor (truecall._at_rest.at_rest_for).
+        os.environ[MADE_KEYS] = ",".join(self.keys)
         try:
             yield
         finally:
-            for name in self.keys:
+            for name in (*self.keys, MADE_KEYS):
                 os.environ.pop(name, None)
 
 

@@ -386,6 +386,18 @@ def tasks_cancel(
     _ops(ops.tasks_cancel, ops.render_cancel, as_json, db, task_id)
 
 
+@_command(tasks_app, "reseal", "truecall tasks reseal")
+def tasks_reseal(
+    db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="JSON instead of text"),
+) -> None:
+    """Seal every task's stored values again under the first key of TRUECALL_STATE_KEYS (after a rotation,
+    before the old key is dropped)."""
+    from .incidents import ops
+
+    _ops(ops.tasks_reseal, ops.render_reseal, as_json, db)
+
+
 @_command(app, "reconcile", "truecall reconcile")
 def reconcile(
     db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),

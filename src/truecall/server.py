@@ -336,8 +336,14 @@ class Server:
                                outcome="not_found", arguments={"uri": uri})  # names nothing: only its keyed hash
             raise NotFound("Resource not found", {"uri": _shown(uri)})
         contents = _as_contents(uri, out, res.mime_type)
-        self.events.record("resource.read", tenant=principal.tenant, subject=principal.subject, outcome="ok",
-                           uri=_shown(uri))
+        template = getattr(res, "uri_template", None)
+        if template is None:  # a fixed resource: its URI is the server's own, matched exactly
+            self.events.record("resource.read", tenant=principal.tenant, subject=principal.subject, outcome="ok",
+                               uri=_shown(uri))
+        else:  # the variables are the caller's: each kept as its name, its size and (all) a keyed hash
+            self.events.record("resource.read", tenant=principal.tenant, subject=principal.subject, outcome="ok",
+                               uriTemplate=template, variables={k: len(v) for k, v in params.items()},
+                               arguments=params, argument_names=frozenset(params))
         return contents
 
     async def get_prompt(self, principal: Principal, name: str, arguments: Any, *, peer: Peer = NO_PEER) -> dict[str, Any]:

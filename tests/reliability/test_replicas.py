@@ -26,7 +26,7 @@ import orjson
 import pytest
 
 from http_support import LEGACY, meta, modern_call, request, served, sse_messages
-from pg_support import BACKENDS, PgSchema, admin, pg_schema, wait_until
+from pg_support import BACKENDS, PgSchema, admin, nobody_writes, pg_schema, wait_until
 from truecall import hash_token
 
 from _paths import TESTS
@@ -525,17 +525,7 @@ class Truth:
     def nobody_writes(self) -> bool:
         """Whether no connection holds the write lock right now (always true on PostgreSQL, whose server ends
         a frozen process's transaction after ``idle_in_transaction_session_timeout``; see freeze())."""
-        if isinstance(self.target, PgSchema):
-            return True
-        lite = sqlite3.connect(self.target, timeout=0, isolation_level=None)
-        try:
-            lite.execute("BEGIN IMMEDIATE")
-            lite.execute("ROLLBACK")
-            return True
-        except sqlite3.OperationalError:
-            return False
-        finally:
-            lite.close()
+        return nobody_writes(self.target)
 
     def tickets(self, key: str) -> list[str]:
         return [r[0] for r in self.rows("SELECT ticket_id FROM tickets WHERE tenant = 'acme' AND idempotency_key = ?",

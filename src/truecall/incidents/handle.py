@@ -31,6 +31,7 @@ import time
 from typing import Any, Callable
 
 from truecall import ErrorKind, LeaseLost, ToolResult, resource_link, text, tool_error
+from truecall.redact import redact_text
 from truecall.storage import Storage, unavailable
 
 from .dispatch_state import DispatchState
@@ -150,6 +151,9 @@ class Handler:
                 raise
             return unavailable_result(incidentId, key, None, why)
         task_id = task.task_id if task is not None else "inline-" + secrets.token_hex(8)
+        # The note is a business field, kept as written in the request, the dispatch and the ticket's
+        # notification — less any secret redaction recognises in it (its fingerprint hashed the note as sent).
+        note = redact_text(note) if note is not None else None
         # Every write made for this task checks its lease first, in the same transaction: once
         # another process took the task over (this one froze past its lease), nothing is written.
         fence = None if task is None else ctx.server.task_runtime.fence(task)

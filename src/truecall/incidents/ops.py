@@ -211,6 +211,20 @@ def tasks_cancel(path: str | None, task_id: str) -> dict[str, Any]:
         db.close()
 
 
+def tasks_reseal(path: str | None) -> dict[str, Any]:
+    """Seal every task's stored values again under the first key of ``TRUECALL_STATE_KEYS`` (after a
+    rotation, before the old key is dropped); rows written in clear before sealing are sealed too."""
+    db, store, _tickets, _resolved = open_db(path)
+    try:
+        return {"resealed": store.reseal()}
+    finally:
+        db.close()
+
+
+def render_reseal(data: dict[str, Any], wide: bool = False) -> None:
+    print(f"{data['resealed']} task(s) sealed again under the first key of TRUECALL_STATE_KEYS")
+
+
 def run_reconcile(path: str | None) -> dict[str, Any]:
     db, store, tickets, resolved = open_db(path)
     try:

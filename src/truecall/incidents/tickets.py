@@ -29,6 +29,7 @@ from typing import Any, Callable
 import orjson
 
 from truecall import Storage
+from truecall._at_rest import at_rest_for
 
 from .dispatch_state import DispatchEvent, DispatchState, InvalidDispatchTransition, next_dispatch_state
 
@@ -260,8 +261,12 @@ def new_dispatch_id() -> str:
 
 
 def fingerprint(incident_id: str, note: str | None) -> bytes:
-    """The arguments an idempotency key is bound to, canonically."""
+    """The arguments an idempotency key is bound to, canonically (what :meth:`TicketStore.bind_key`
+    keeps is a keyed hash of it, never these bytes: the note is the caller's free text)."""
     return orjson.dumps({"incidentId": incident_id, "note": note}, option=orjson.OPT_SORT_KEYS)
+
+
+_FINGERPRINT_CONTEXT = b"idempotency_keys/fingerprint"
 
 
 class TicketStore:
@@ -269,6 +274,8 @@ class TicketStore:
 
     def __init__(self, db: Storage, *, migrate: bool = True) -> None:
         self.db = db
+        #: Keys the idempotency fingerprints (:mod:`truecall._at_rest`).
+        self.rest = at_rest_for(db)
         if migrate:
             db.migrate(TICKET_MIGRATIONS)
 
@@ -360,7 +367,8 @@ class TicketStore:
 
         Raises :class:`KeyConflict` when the key was first used with other arguments.
         """
-        fp = fingerprint(incident_id, note)
+        raw = fingerprint(incident_id, note)
+        fp = self.rest.mac(raw, _FINGERPRINT_CONTEXT)
         with self.db.transaction():
             # Insert-if-absent, then compare: two first uses at once cannot both win.
             cur = self.db.execute("INSERT OR IGNORE INTO idempotency_keys VALUES (?, ?, ?, ?, ?)",
@@ -369,8 +377,14 @@ class TicketStore:
                 return True
             row = self.db.fetchone("SELECT fingerprint FROM idempotency_keys WHERE tenant = ? AND idempotency_key = ?",
                                    (tenant, key))
-        if row is None or bytes(row[0]) != fp:
+        # A hash under any configured key matches (one made before a rotation), and so does a row
+        # written before fingerprints were hashed (it held the canonical bytes themselves): either is
+        # rewritten as the hash under the first key, so the old key (or the clear row) can go.
+        if row is None or bytes(row[0]) not in (*self.rest.macs(raw, _FINGERPRINT_CONTEXT), raw):
             raise KeyConflict("this idempotencyKey was already used with other arguments")
+        if bytes(row[0]) != fp:
+            self.db.execute("UPDATE idempotency_keys SET fingerprint = ? WHERE tenant = ? AND idempotency_key = ?",
+                            (fp, tenant, key))
         return False
 
     def open_request(self, tenant: str, subject: str, task_id: str, key: str, incident_id: str, note: str | None,

@@ -15,8 +15,9 @@ from typing import Any
 
 import orjson
 
+from .._at_rest import Unreadable, at_rest_for, sealed
 from ..auth import Principal
-from ..redact import REDACTED, is_sensitive_name, redact_text
+from ..redact import REDACTED, is_sensitive_name, redact_free_text, redact_text
 from ..storage import Storage
 from ._state import SessionState
 from ._session import Session
@@ -53,7 +54,7 @@ _MAX_DEPTH, _MAX_KEYS = 4, 64
 def _stored_client_info(info: Any) -> dict[str, str]:
     if not isinstance(info, dict):
         return {}
-    return {key: redact_text(value)[:_MAX_TEXT] for key in _CLIENT_INFO_FIELDS
+    return {key: redact_free_text(value)[:_MAX_TEXT] for key in _CLIENT_INFO_FIELDS
             if isinstance(value := info.get(key), str)}
 
 
@@ -79,6 +80,8 @@ class SessionStore:
     def __init__(self, db: Storage, *, idle_s: float = 3600.0) -> None:
         self.db = db
         self.idle_s = idle_s
+        #: Seals ``data`` (capabilities, clientInfo, subscriptions: the client's own words).
+        self.rest = at_rest_for(db)
         db.migrate(SESSION_MIGRATIONS)
 
     def save(self, session: Session) -> None:
@@ -89,8 +92,9 @@ class SessionStore:
             "caps": _stored_capabilities(session.client_capabilities),
             "client": _stored_client_info(session.client_info),
             "log": session.log_level,
-            "subs": sorted({redact_text(uri)[:_MAX_TEXT * 16] for uri in session.subscriptions}),
+            "subs": sorted({redact_free_text(uri)[:_MAX_TEXT * 16] for uri in session.subscriptions}),
         })
+        data = self.rest.seal(data, b"mcp_sessions/data/" + session.id.encode())
         now = time.time()
         # One statement (an upsert), so replicas saving the same session at once cannot collide;
         # a record of another principal is never overwritten.
@@ -115,7 +119,13 @@ class SessionStore:
         session = Session(session_id, principal)
         session.state = SessionState(row[0])
         session.version = row[1]
-        data: dict[str, Any] = orjson.loads(row[2])
+        raw = row[2]
+        if sealed(raw):
+            try:
+                raw = self.rest.open(raw, b"mcp_sessions/data/" + session_id.encode())
+            except Unreadable:  # sealed under a key this process does not hold: the client starts anew
+                return None
+        data: dict[str, Any] = orjson.loads(raw)
         session.client_capabilities = data.get("caps") or {}
         session.client_info = data.get("client") or {}
         session.log_level = data.get("log")

@@ -19,9 +19,10 @@ from typing import Any, Iterator
 
 import orjson
 
+from .._at_rest import AtRest, Unreadable, at_rest_for, sealed
 from ..auth import Principal
 from ..errors import NotFound
-from ..redact import redact_text
+from ..redact import redact_free_text, redact_text
 from ..schema import Validator
 from ..storage import Storage
 from ._state import TERMINAL, InvalidTransition, TaskEvent, TaskStatus, next_status
@@ -162,12 +163,64 @@ def _dump(value: Any) -> bytes | None:
     return None if value is None else orjson.dumps(value)
 
 
-def _task(row: tuple[Any, ...]) -> Task:
+#: Columns that can hold caller data (what a tool returned, what a caller typed): sealed at rest
+#: (:mod:`truecall._at_rest`).  The rest are the server's own (its schema, its request summary).
+SEALED_COLUMNS = ("input", "result", "error", "input_requests", "responses")
+_SEALED_INDEX = {"input": 11, "result": 12, "error": 13, "input_requests": 15, "responses": 16}
+
+
+def _context(column: str, task_id: str) -> bytes:
+    return f"tasks/{column}/{task_id}".encode()
+
+
+def _unreadable(column: str) -> Any:
+    """What a sealed value no configured key opens reads as: said, never guessed."""
+    why = ("this task's stored value was sealed under a key this server does not hold "
+           "(TRUECALL_STATE_KEYS changed, or another process without a shared key wrote it)")
+    if column == "result":
+        return {"content": [{"type": "text", "text": why}], "isError": True,
+                "structuredContent": {"error": {"kind": "outcome_unknown", "message": why, "retryable": False}}}
+    if column == "error":
+        return {"code": -32603, "message": why}
+    return None
+
+
+def _open(rest: AtRest, column: str, task_id: str, blob: Any) -> Any:
+    if blob is None:
+        return None
+    if not sealed(blob):
+        return orjson.loads(blob)  # written before sealing: read as it is until re-sealed
+    try:
+        return orjson.loads(rest.open(blob, _context(column, task_id)))
+    except Unreadable:
+        return _unreadable(column)
+
+
+#: A stored column's value, opened (for a harness or an operator tool reading the rows themselves).
+open_column = _open
+
+
+def _seal(rest: AtRest, column: str, task_id: str, value: Any) -> bytes | None:
+    return None if value is None else rest.seal(orjson.dumps(value), _context(column, task_id))
+
+
+def _task(row: tuple[Any, ...], rest: AtRest) -> Task:
+    task_id = row[0]
     return Task(
-        row[0], TaskStatus(row[1]), row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9],
-        _load(row[10]), _load(row[11]), _load(row[12]), _load(row[13]), _load(row[14]),
-        _load(row[15]), _load(row[16]), row[17], row[18], row[19],
+        task_id, TaskStatus(row[1]), row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9],
+        _load(row[10]), _open(rest, "input", task_id, row[11]), _open(rest, "result", task_id, row[12]),
+        _open(rest, "error", task_id, row[13]), _load(row[14]),
+        _open(rest, "input_requests", task_id, row[15]), _open(rest, "responses", task_id, row[16]),
+        row[17], row[18], row[19],
     )
+
+
+def scrubbed_responses(responses: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Answers with their content forgotten: each key keeps only its action (keys stay used)."""
+    if not responses:
+        return responses
+    return {key: {"action": answer.get("action")} if isinstance(answer, dict) else {}
+            for key, answer in responses.items()}
 
 
 @lru_cache(maxsize=256)
@@ -180,6 +233,8 @@ class TaskStore:
 
     def __init__(self, db: Storage, *, default_ttl_ms: int = DEFAULT_TTL_MS, poll_interval_ms: int = DEFAULT_POLL_MS) -> None:
         self.db = db
+        #: Seals the columns that can hold caller data (:data:`SEALED_COLUMNS`).
+        self.rest = at_rest_for(db)
         self.default_ttl_ms = default_ttl_ms
         self.poll_interval_ms = poll_interval_ms
         db.migrate(TASK_MIGRATIONS)
@@ -205,7 +260,7 @@ class TaskStore:
         row = self.db.fetchone(sql, params)
         if row is None:
             raise TaskNotFound()
-        return _task(row)
+        return _task(row, self.rest)
 
     def list(self, owner: Principal | None = None, *, status: TaskStatus | str | None = None,
              limit: int = 50, after: float | None = None) -> list[Task]:
@@ -223,7 +278,7 @@ class TaskStore:
             params.append(after)
         sql += " ORDER BY created_at, task_id LIMIT ?"
         params.append(int(limit))
-        return [_task(r) for r in self.db.fetchall(sql, params)]
+        return [_task(r, self.rest) for r in self.db.fetchall(sql, params)]
 
     # -- writes -----------------------------------------------------------------
 
@@ -300,7 +355,8 @@ class TaskStore:
              message: str | None = None, *, epoch: int | None = None) -> Task:
         with self._transition(task_id, TaskEvent.FAIL, owner, epoch) as (_, changes):
             changes["error"] = error
-            changes["status_message"] = message or str(error.get("message", ""))[:500] or None
+            # The error itself is sealed; its message, shown in the clear status column, is redacted first.
+            changes["status_message"] = message or redact_free_text(str(error.get("message", "")))[:500] or None
         return self.get(task_id)
 
     def cancel(self, task_id: str, owner: Principal | None = None, message: str | None = None, *,
@@ -324,7 +380,8 @@ class TaskStore:
                 raise ValueError(f"input keys are unique for a task's life; already used: {sorted(clash)}")
             if task.status is TaskStatus.INPUT_REQUIRED:
                 self.db.execute("UPDATE tasks SET input_requests = ?, updated_at = ? WHERE task_id = ?",
-                                (_dump({**(task.input_requests or {}), **requests}), time.time(), task_id))
+                                (_seal(self.rest, "input_requests", task_id, {**(task.input_requests or {}), **requests}),
+                                 time.time(), task_id))
             else:
                 with self._transition(task_id, TaskEvent.REQUEST_INPUT, None, epoch) as (_, changes):
                     changes["input_requests"] = requests
@@ -362,7 +419,8 @@ class TaskStore:
             all_responses = {**(task.responses or {}), **accepted}
             if outstanding:
                 self.db.execute("UPDATE tasks SET input_requests = ?, responses = ?, updated_at = ? WHERE task_id = ?",
-                                (_dump(outstanding), _dump(all_responses), time.time(), task_id))
+                                (_seal(self.rest, "input_requests", task_id, outstanding),
+                                 _seal(self.rest, "responses", task_id, all_responses), time.time(), task_id))
             else:
                 with self._transition(task_id, TaskEvent.PROVIDE_INPUT, owner) as (_, changes):
                     changes["input_requests"] = None
@@ -375,13 +433,41 @@ class TaskStore:
         with self.db.transaction():
             row = self.db.fetchone("SELECT responses FROM tasks WHERE task_id = ?" + self.db.for_update,
                                    (task_id,))
-            responses = _load(row[0]) if row else None
+            responses = _open(self.rest, "responses", task_id, row[0]) if row else None
             if not responses or key not in responses:
                 return
-            answer = responses[key]
-            responses[key] = {"action": answer.get("action")} if isinstance(answer, dict) else {}
-            self.db.execute("UPDATE tasks SET responses = ? WHERE task_id = ?", (_dump(responses), task_id))
+            responses = {**responses, **(scrubbed_responses({key: responses[key]}) or {})}
+            self.db.execute("UPDATE tasks SET responses = ? WHERE task_id = ?",
+                            (_seal(self.rest, "responses", task_id, responses), task_id))
         self.db.forget()  # scrubbed means gone from every file, the WAL's old pages included
+
+    def reseal(self, *, batch: int = 200) -> int:
+        """Seal again, under the first configured key, every stored value sealed under an older key
+        or written in clear before sealing existed; returns how many rows changed.  After a key
+        rotation, run it (``truecall tasks reseal``) before the old key is dropped."""
+        changed = 0
+        cols = ", ".join(SEALED_COLUMNS)
+        after = ""
+        while True:
+            rows = self.db.fetchall(f"SELECT task_id, {cols} FROM tasks WHERE task_id > ? ORDER BY task_id LIMIT ?",
+                                    (after, batch))
+            if not rows:
+                return changed
+            for row in rows:
+                task_id, blobs = row[0], row[1:]
+                stale = [c for c, b in zip(SEALED_COLUMNS, blobs) if b is not None and not self.rest.current(b)]
+                if stale:
+                    with self.db.transaction():
+                        fresh = self.db.fetchone(f"SELECT {cols} FROM tasks WHERE task_id = ?" + self.db.for_update,
+                                                 (task_id,))
+                        if fresh is None:
+                            continue
+                        values = dict(zip(SEALED_COLUMNS, fresh))
+                        sets = [f"{c} = ?" for c in stale]
+                        params = [_seal(self.rest, c, task_id, _open(self.rest, c, task_id, values[c])) for c in stale]
+                        self.db.execute(f"UPDATE tasks SET {', '.join(sets)} WHERE task_id = ?", [*params, task_id])
+                    changed += 1
+            after = rows[-1][0]
 
     def renew_leases(self, runner_id: str, held: dict[str, int], lease_s: float) -> builtins.list[str]:
         """Heartbeat: the runner still holds these tasks (task id → its epoch).
@@ -462,11 +548,13 @@ class TaskStore:
             rows = self.db.fetchall(sql + "runner_id != ?", (now, other_than))
         else:
             rows = self.db.fetchall(sql + "(lease_until IS NULL OR lease_until < ?)", (now, now))
-        return [_task(r) for r in rows]
+        return [_task(r, self.rest) for r in rows]
 
     def purge_expired(self) -> int:
         """Delete tasks past their TTL; returns how many."""
         cur = self.db.execute("DELETE FROM tasks WHERE expires_at <= ?", (time.time(),))
+        if cur.rowcount:
+            self.db.forget()  # an expired task's sealed values leave the WAL's old pages too
         return cur.rowcount
 
     # -- the one place a status changes -------------------------------------------
@@ -481,11 +569,17 @@ class TaskStore:
             new_status = next_status(task.status, event)
             changes: dict[str, Any] = {}
             yield task, changes
+            if new_status in TERMINAL:
+                # Settled, whichever way (completed, failed, cancelled, taken over and settled by
+                # another process, recovered at start): nobody reads an answer or a question again.
+                changes["responses"] = scrubbed_responses(changes.get("responses", task.responses))
+                changes["input_requests"] = None
             sets = ["status = ?", "updated_at = ?"]
             params: builtins.list[Any] = [new_status.value, time.time()]
             for column, value in changes.items():
                 sets.append(f"{column} = ?")
-                params.append(_dump(value) if column in _JSON_COLUMNS else value)
+                params.append(_seal(self.rest, column, task_id, value) if column in _SEALED_INDEX
+                              else _dump(value) if column in _JSON_COLUMNS else value)
             params.append(task_id)
             self.db.execute(f"UPDATE tasks SET {', '.join(sets)} WHERE task_id = ?", params)
 

@@ -1,0 +1,496 @@
+"""The judge's vocabulary, as data: every entry says what it means, in which language, and why.
+
+Patterns are regular-expression fragments over *normalised* text (see ``_normalise``: case folded,
+accents and dots removed, ``camelCase``/``snake_case`` split into words), so they are written in
+lower case without accents (``recu``, not ``reçu``; ``schlussel``, not ``Schlüssel``).  A pattern of
+Latin letters matches whole words (an optional plural ``s`` allowed); Chinese and Japanese ones match
+where they stand.  ``compound`` entries also match at the end of a word written together (German compounds,
+``accesstoken``, ``clientsecret``; not ``secretary`` or ``tokenizer``).  ``PASTE`` and ``DESTRUCTIVE`` (the form lint's
+other red lines) are plain patterns that say their own word boundaries.  Nothing else in truecall keeps a word list: the rules in ``_claims`` and ``_forms``
+read these tables.  The terms (``CLAIMS``, ``FORMS``, ``PASTE``, ``DESTRUCTIVE``) say their language
+and reason one by one; the cue tables (negation, topic words, reported speech, data intros, how an
+ask begins) are kept by language, their reason said once above each table.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["Term", "every", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
+           "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH", "CONTRASTS", "NONE_COUNTS", "AFTER_NEGATIONS", "ASK_NEGATIONS_BEFORE",
+           "ASK_NEGATIONS_AFTER", "ASK_NEGATIONS_IN_CLAUSE", "ASK_NEGATION_IDIOMS", "WH_WORDS", "YES_NO_MARKS", "ABOUT_EXCEPTIONS",
+           "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS"]
+
+
+def every(table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The words of a table kept by language, all languages together (a word once)."""
+    return tuple(dict.fromkeys(word for words in table.values() for word in words))
+
+
+class Term(NamedTuple):
+    pattern: str  # regex fragment over normalised text
+    kind: str  # claims: accepted | completed | failed; forms: credential | payment | recovery | identity
+    language: str  # en zh ja es de fr
+    reason: str
+    scope: str = "any"  # forms: "any", or "name": only as a field's own name / a key (never in a sentence)
+    numeric: bool = False  # forms: a number field may carry it (a PIN, a card number)
+    compound: bool = False  # also matched as the end of a word written together
+
+
+def _t(pattern: str, kind: str, language: str, reason: str, **flags: bool | str) -> Term:
+    return Term(pattern, kind, language, reason, **flags)  # type: ignore[arg-type]
+
+
+A, C, F = "accepted", "completed", "failed"
+
+#: Participles that report an effect (English, regular and irregular; those of acceptance — queued,
+#: submitted, scheduled, started — are acceptance's own terms, and failure's are failure's).
+_EN_DONE = (
+    "created|saved|sent|deleted|updated|added|written|wrote|stored|uploaded|downloaded|deployed|merged|renamed|moved|"
+    "copied|removed|booked|placed|paid|charged|refunded|archived|unarchived|restored|installed|uninstalled|"
+    "committed|pushed|closed|reopened|resolved|approved|registered|imported|exported|generated|executed|processed|"
+    "delivered|confirmed|transferred|published|unpublished|cleared|shipped|cancell?ed|enabled|disabled|activated|"
+    "deactivated|configured|connected|disconnected|synced|synchroni[sz]ed|restarted|stopped|paused|resumed|"
+    "verified|validated|assigned|unassigned|invited|joined|linked|unlinked|attached|detached|tagged|label?led|"
+    "posted|replied|forwarded|fetched|retrieved|loaded|rebuilt|built|compiled|released|reverted|migrated|backed up|"
+    "subscribed|unsubscribed|renewed|extended|upgraded|downgraded|granted|revoked|rotated|issued|indexed|purged|"
+    "emptied|flushed|truncated|printed|shared|marked|starred|pinned|unpinned|muted|acknowledged|dismissed|"
+    "snoozed|cloned|passed|applied|changed|set up|signed out|logged out|reset|recorded|noted|logged|added")
+_ES_DONE = (
+    "anadid|agregad|subid|descargad|importad|exportad|publicad|modificad|actualizad|validad|confirmad|cancelad|"
+    "vaciad|borrad|copiad|movid|renombrad|archivad|restaurad|instalad|desplegad|pagad|reembolsad|reservad|"
+    "registrad|generad|cread|eliminad|enviad|guardad|completad|aplicad|asignad|activad|desactivad|configurad|"
+    "conectad|sincronizad|compartid|aprobad|verificad|cerrad|resuelt|escrit|hech")
+_DE_DONE = (
+    "hinzugefugt|hochgeladen|heruntergeladen|importiert|exportiert|veroffentlicht|geandert|aktualisiert|bestatigt|"
+    "storniert|geleert|kopiert|verschoben|umbenannt|archiviert|wiederhergestellt|installiert|bereitgestellt|"
+    "zusammengefuhrt|bezahlt|erstattet|gebucht|reserviert|registriert|generiert|erstellt|geloscht|gesendet|"
+    "verschickt|versendet|gespeichert|angelegt|aktiviert|deaktiviert|konfiguriert|verbunden|synchronisiert|"
+    "freigegeben|geteilt|zugewiesen|eingeladen|genehmigt|verifiziert|entfernt|geschlossen|erledigt|ubertragen|"
+    "durchgefuhrt|ausgefuhrt|angewendet|eingetragen|hinterlegt|abgeschickt")
+_FR_DONE = (
+    "ajoutee?s?|televersee?s?|telechargee?s?|importee?s?|exportee?s?|publiee?s?|modifiee?s?|mise?s? a jour|"
+    "validee?s?|confirmee?s?|annulee?s?|traitee?s?|videe?s?|effacee?s?|copiee?s?|deplacee?s?|renommee?s?|"
+    "archivee?s?|restauree?s?|installee?s?|deployee?s?|fusionnee?s?|payee?s?|remboursee?s?|reservee?s?|"
+    "enregistree?s?|sauvegardee?s?|generee?s?|creee?s?|supprimee?s?|envoyee?s?|terminee?s?|activee?s?|"
+    "desactivee?s?|configuree?s?|connectee?s?|synchronisee?s?|partagee?s?|attribuee?s?|approuvee?s?|"
+    "verifiee?s?|fermee?s?|resolue?s?|ecrite?s?|faite?s?")
+
+#: "failed requests", "queued invoices", "pending ones": a participle used as an adjective before a
+#: plural noun names things, it does not report the work.
+_NOT_ATTRIBUTIVE = r"(?! (?!this |its |his |was |is |has |as |us |yes |process |access |success )[a-z]+s\b)"
+
+# =================================================================================================
+# Claims a tool result's narrative makes about the work it was asked to do
+# =================================================================================================
+
+CLAIMS: tuple[Term, ...] = (
+    # -- English: accepted (taken on, nothing says it ran) ------------------------------------------
+    _t(r"accepted", A, "en", "accepted: the server took the work on; nothing says it ran"),
+    _t(r"(queued|enqueued)" + _NOT_ATTRIBUTIVE + r"|in (the )?queue|added (\w+ )?to (the )?queue|placed in (the )?queue",
+       A, "en", "queued: waiting to run"),
+    _t(r"pending" + _NOT_ATTRIBUTIVE + r"|awaiting (approval|review|processing|confirmation|execution)", A, "en", "pending: not done yet"),
+    _t(r"(request|order|submission|message|payment|job|task|application|report|instruction|it) "
+       r"(has been |have been |was |is )?received|received (your|the|it|this)|we (have |ve )?received",
+       A, "en", "received: it arrived, nothing says it ran"),
+    _t(r"submitted", A, "en", "submitted: handed on, nothing says it ran"),
+    _t(r"scheduled|will run|will (be )?(processed|handled|executed|run|completed|done|reviewed|applied|"
+       r"delivered|published|sent|started|retried|dispatched|picked up)|to be processed",
+       A, "en", "future tense: the work is promised, not done"),
+    _t(r"(is|are) (being |still )?(processed|processing|handled)|in progress|processing|being processed|"
+       r"under (review|way)|in the background|underway", A, "en", "in progress: started, not finished"),
+    _t(r"ticket (number |no |id |#)?(\S+ )?(has been |was |is )?(created|opened|filed|raised|logged)|"
+       r"(created|opened|filed|raised|logged) (a |the |your )?ticket",
+       A, "en", "a ticket is a promise that someone will do the work later"),
+    _t(r"we('ll| will| ll) (get back|follow up|process|look into|handle|notify|let you know|email)|"
+       r"(you will|you ll|you'll) (be notified|receive|get) ", A, "en", "a promise of later work"),
+    _t(r"(started|initiated|kicked off|triggered|dispatched)", A, "en",
+       "started: the work began, nothing says it ended"),
+    _t(r"(is|are) (now )?being \w+ed|being (prepared|built|shipped|reviewed|sent|generated|created|handled|"
+       r"processed|checked|investigated|uploaded|copied|indexed)|on hold|queued up|in the works|"
+       r"waiting (for|on) (approval|review|confirmation|a reviewer|an operator|the operator|processing)",
+       A, "en", "in progress: being done, not done"),
+    _t(r"(we ve|we have|we) got your|got your (request|message|order|report)|"
+       r"(may|can|might|could) take (up to |about |around )?\d|should (be (ready|done|complete|completed|processed)|"
+       r"arrive|complete|finish)|expected to (complete|finish|arrive|be ready)|will (notify|email|contact|update) you|"
+       r"(will|ll) (review|process|handle|look at|get to) (it|this|your)", A, "en",
+       "a promise about later: the work is not done yet"),
+    # -- English: completed -----------------------------------------------------------------------
+    _t(r"done|completed|complete(?! (the|your|this|a|an|all|following)\b)|finished|succeeded|"
+       r"successful|successfully|success", C, "en", "says the work is done"),
+    _t(r"(has been|have been|was|were|is now|are now|has|have|successfully) (" + _EN_DONE + r"|set)",
+       C, "en", "a perfect or passive: the effect is said to exist"),
+    _t(r"^(\w+ ){1,3}(" + _EN_DONE + r")(?= ?([.!]|$))", C, "en", "'Cache cleared.': a short report of the effect"),
+    _t(r"^(created|saved|sent|deleted|updated|added|wrote|written|stored|uploaded|deployed|merged|renamed|moved|"
+       r"copied|removed|booked|placed|paid|charged|refunded|archived|installed|committed|pushed|closed|resolved|"
+       r"approved|registered|imported|exported|generated|executed|processed|delivered|confirmed|transferred)\b",
+       C, "en", "a sentence that starts with the participle reports the effect"),
+    _t(r"(created|saved|sent|deleted|updated|added|written|stored|uploaded|deployed|merged|removed|booked|placed|"
+       r"paid|charged|refunded|archived|installed|committed|pushed|closed|resolved|approved|registered|imported|"
+       r"exported|executed|processed|delivered|confirmed|transferred|passed)(?= ?([.!:]|$| successfully))",
+       C, "en", "'X created.' reports the effect"),
+    _t(r"all set|good to go", C, "en", "idiom for done"),
+    _t(r"^(\w+ ){1,3}(" + _EN_DONE + r")(?= (to|into|for|on|in|at|from|with|by|as|under|successfully)\b)|"
+       r"^(\w+ ){1,3}set (for|to)", C, "en",
+       "'Email sent to …', 'Repository cloned into …': a short report of the effect"),
+    # -- English: failed --------------------------------------------------------------------------
+    _t(r"failed" + _NOT_ATTRIBUTIVE + r"|failure|fails|failing|^fatal", F, "en", "says the work failed"),
+    _t(r"error|errors|exception|traceback|panic", F, "en", "an error report"),
+    _t(r"timed out|(timeout|time out)(?! (of|is|set|after|value|in|=|:))|timeout (error|exceeded|expired)|deadline exceeded",
+       F, "en", "a timeout: the caller does not know the work was done"),
+    _t(r"could not|couldn t|unable to|cannot|can t|not able to|did not (complete|succeed|finish|run|work)|"
+       r"(was|were|has|have|is|are) not (been )?(accepted|completed|processed|saved|created|sent|delivered|"
+       r"applied|executed|found|possible|allowed)|not completed", F, "en", "says the work did not happen"),
+    _t(r"denied|refused|rejected|forbidden|unauthori[sz]ed|not found|no such|does not exist|unavailable|"
+       r"aborted|crashed|declined|went wrong|bad gateway|bad request|invalid|http 5\d\d|status 5\d\d|5\d\d (error|bad)",
+       F, "en", "a refusal or fault"),
+    # -- Chinese ----------------------------------------------------------------------------------
+    _t(r"已受理|受理|已提交|提交成功|已接收|已收到|收到(您|你)的|排队|队列中|加入队列|稍后(处理|执行|完成)|正在(处理|执行|进行)|处理中|"
+       r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记|已开始|开始(执行|处理)|正在|进入队列|将在|将于|"
+       r"请耐心等待|预计|稍后|[一-龥]{2}中(?=[，。！,.!…]|$)",
+       A, "zh", "受理/排队/处理中: the work was taken on, not done"),
+    _t(r"已完成|完成了|办结|已办理|成功|已创建|已保存|已发送|已删除|已更新|已添加|已写入|已上传|已部署|已取消|已支付|已退款|已关闭|"
+       r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[。！!.]|$)|已[一-龥]|已经[一-龥]",
+       C, "zh", "已…/成功: the effect is said to exist"),
+    _t(r"失败|错误|出错|报错|超时|异常|无法|不能|未能|未成功|没有成功|未完成|被拒绝|拒绝|不可用|找不到|未找到|不存在|崩溃|已过期|已失效",
+       F, "zh", "失败/错误/超时: the work failed"),
+    # -- Japanese ---------------------------------------------------------------------------------
+    _t(r"受け付け|受付|受理|キューに(追加|登録|入|投入)|処理中|保留中|待機中|処理待ち|順番待ち|後ほど|実行予定|審査中|処理されます|"
+       r"実行されます|進行中|対応中|送信されます|開始しました|スケジュール|チケット(を|が)?(作成|発行)|しています|しております|"
+       r"[一-龥]{2}中です|準備中|確認中|予定です|お待ちください|順次", A, "ja", "受付/処理中/保留中: taken on, not done"),
+    _t(r"完了|成功|作成しました|保存しました|送信しました|削除しました|更新しました|登録しました|追加しました|終了しました|"
+       r"書き込みました|実行しました|予約しました|(作成|保存|送信|削除|更新|登録|追加|予約)されました|しました|"
+       r"されました", C, "ja", "完了/成功/…しました: the effect is said to exist"),
+    _t(r"失敗|エラー|タイムアウト|できませんでした|できません|例外|拒否|見つかりません|利用できません|異常|中断されました|権限がありません|めません",
+       F, "ja", "失敗/エラー/タイムアウト: the work failed"),
+    # -- Spanish ----------------------------------------------------------------------------------
+    _t(r"aceptad[oa]|recibid[oa]|en cola|encolad[oa]|pendiente|se procesara|sera (procesad[oa]|enviad[oa]|"
+       r"ejecutad[oa]|revisad[oa])|en proceso|procesando|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)|"
+       r"(estamos|estan|esta) (\w+ )?\w+(ando|iendo)|sera (\w+ )?\w+(ad|id)[oa]s?|se (enviara|procesara|realizara|"
+       r"ejecutara|completara|publicara|entregara|revisara|aplicara|actualizara|enviaran|procesaran)|"
+       r"en (breve|cuanto)", A, "es",
+       "aceptado/en cola/pendiente: taken on, not done"),
+    _t(r"completad[oa]|terminad[oa]|finalizad[oa]|con exito|exitosamente|correctamente|hecho|listo|"
+       r"(ha sido|fue|han sido|fueron) (cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|borrad[oa]|"
+       r"registrad[oa]|pagad[oa]|procesad[oa]|aplicad[oa]|reservad[oa])s?|"
+       r"(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])(?= ?([.!]|$))|"
+       r"^(\w+ ){1,3}(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])s? (a|en|para|de)\b|"
+       r"se (actualizo|actualizaron|guardo|guardaron|elimino|eliminaron|envio|enviaron|creo|crearon|completo|"
+       r"completaron|registro|registraron)|(ha sido|han sido|fue|fueron|se ha|se han) (" + _ES_DONE + r")[oa]s?|"
+       r"^(\w+ ){1,3}(" + _ES_DONE + r")[oa]s?(?= ?([.!]|$)| (a|al|en|de|para|con|correctamente)\b)",
+       C, "es", "completado/con éxito: the effect is said to exist"),
+    _t(r"error|errores|fallo|fallid[oa]|ha fallado|fallo al|no se pudo|no fue posible|no es posible|"
+       r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
+       r"no se (encontro|pudieron|puede|ha podido)|error al|"
+       r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
+    # -- German -----------------------------------------------------------------------------------
+    _t(r"angenommen|entgegengenommen|eingegangen|erhalten|in der warteschlange|eingereiht|ausstehend|"
+       r"wird (\w+ ){0,3}(bearbeitet|verarbeitet|ausgefuhrt|gepruft|gesendet)|in bearbeitung|geplant|vorgemerkt|"
+       r"lauft|im hintergrund|ticket (erstellt|angelegt|eroffnet)|wird (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|"
+       r"werden (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|(wurde|wurden|ist|sind) (\w+ ){0,3}(veranlasst|eingeleitet|"
+       r"angestossen|gestartet|beauftragt|eingereicht|ubermittelt|eingegangen)",
+       A, "de", "angenommen/in der Warteschlange: taken on, not done"),
+    _t(r"abgeschlossen|erledigt|erfolgreich|fertig|(wurde|wurden|ist|sind) (\w+ ){0,3}(erstellt|gespeichert|"
+       r"gesendet|geloscht|aktualisiert|durchgefuhrt|ausgefuhrt|angelegt|hinzugefugt|bezahlt|storniert|gebucht|"
+       r"reserviert|bestatigt|versendet|verschickt|hochgeladen|ubertragen)|(wurde|wurden|ist|sind|wurde erfolgreich) "
+       r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!]|$))",
+       C, "de", "abgeschlossen/erfolgreich: the effect is said to exist"),
+    _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnte (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
+       r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
+       "fehlgeschlagen/Fehler: the work failed", compound=True),
+    # -- French -----------------------------------------------------------------------------------
+    _t(r"acceptee?s?|recue?s?|en file d attente|en attente|mise? en file|sera (traitee?|executee?|envoyee?)|"
+       r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)|"
+       r"sera (bien |rapidement )?\w+ee?s?|seront (bien )?\w+ee?s?",
+       A, "fr",
+       "acceptée/en file d'attente: taken on, not done"),
+    _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
+       r"envoyee?|supprimee?|mise? a jour|payee?|annulee?|reservee?)s?|(creee?|enregistree?|envoyee?|supprimee?|"
+       r"reservee?)s?(?= ?([.!]|$))|mise?s? a jour|^(\w+ ){1,3}(creee?|enregistree?|envoyee?|supprimee?)s? (a|dans|pour|en)\b|"
+       r"(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|^(\w+ ){1,3}(" + _FR_DONE + r")(?= ?([.!]|$)| (a|au|aux|dans|avec|"
+       r"pour|en|sur|de)\b)",
+       C, "fr", "terminée/avec succès: the effect is said to exist"),
+    _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
+       r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
+)
+
+#: After a claim word, a word that makes it a topic, not a claim ("error rate: 0.1%"); whole words
+#: (Chinese and Japanese ones right after it).
+CLAIM_ABOUT_AFTER: dict[str, tuple[str, ...]] = {
+    "en": ("rate", "rates", "budget", "count", "counts", "handling", "handler", "handlers", "threshold", "thresholds",
+           "metric", "metrics", "tracking", "page", "pages", "codes", "message template", "policy", "queue length",
+           "column", "field", "state machine", "states", "list", "lists", "criteria", "date", "time"),
+    "zh": ("率", "次数", "数量", "统计", "日志"),
+    "ja": ("率", "件数", "ログ"),
+}
+
+#: What reports someone else's words: a claim after it is what they said, not what the server did.
+REPORTED_SPEECH: dict[str, tuple[str, ...]] = {
+    "en": ("says", "said", "say", "reports", "reported", "claims", "claimed", "wrote", "writes", "according to",
+           "mentioned"),
+    "zh": ("说", "表示", "称", "据说", "根据"),
+    "ja": ("と言って", "によると"),
+    "es": ("dice", "dijo", "segun"),
+    "de": ("sagt", "sagte", "laut"),
+    "fr": ("dit", "selon"),
+}
+
+# =================================================================================================
+# What a form may not ask for
+# =================================================================================================
+
+CR, PA, RE, ID = "credential", "payment", "recovery", "identity"
+
+FORMS: tuple[Term, ...] = (
+    # -- English: credentials ---------------------------------------------------------------------
+    _t(r"password|passwd|passphrase|pass phrase|passcode|pass code|pass word|passwort", CR, "en",
+       "a password or passphrase", compound=True),
+    _t(r"pwd|pw", CR, "en", "the usual abbreviations of password"),
+    _t(r"pass", CR, "en", "a field called 'pass' holds a password", scope="name"),
+    _t(r"(db|user|admin|root|login|account|wifi|ftp|smtp|mail|email|sudo|vpn|ssh|database|app) pass", CR, "en",
+       "'db pass': a password"),
+    _t(r"pin|pin ?code|pin number", CR, "en", "a PIN", numeric=True),
+    _t(r"otp|totp|hotp|mfa|2fa|tfa|one time (password|passcode|code|pin|token|key)|onetime (password|code|pin)",
+       CR, "en", "a one-time or second-factor code", numeric=True),
+    _t(r"(verification|authenticator|authentication|security|sms|login|access|auth|confirmation|2fa|mfa|otp|"
+       r"recovery|backup|reset|activation|sign in|signin) codes?", CR, "en", "a code that proves who you are",
+       numeric=True),
+    _t(r"code (we |that we |i )?(just )?(sent|texted|emailed)|(sent|texted|emailed) (to )?(you|your phone) "
+       r"(a |the )?(\d+ digit )?code|(the )?code (from|in) (your )?(sms|text message|authenticator|email)",
+       CR, "en", "the code sent to you is a second factor", numeric=True),
+    _t(r"two (factor|step)|2 step|authenticator app", CR, "en", "a second factor"),
+    _t(r"secret", CR, "en", "a secret", compound=True),
+    _t(r"token", CR, "en", "a token", compound=True),
+    _t(r"bearer|jwt|auth|apikey|api key|credentials?|login details|sign in details|log in details", CR, "en",
+       "an API key, bearer token or credential"),
+    _t(r"(access|private|secret|signing|ssh|encryption|decryption|license|licence|master|gpg|pgp|session|client|"
+       r"app|application|product|activation|wifi|wi fi|wlan|wpa2?|wireless|network|router) keys?", CR, "en",
+       "a key that unlocks something"),
+    _t(r"(wifi|wi fi|wlan|wpa2?|wireless|network|router) (password|passphrase|pass)", CR, "en",
+       "a Wi-Fi key"),
+    _t(r"cookie|session (id|token|cookie)|sessionid|session token", CR, "en", "a session cookie or id",
+       compound=True),
+    _t(r"session|authorization|authorisation|signature|sig", CR, "en",
+       "as a field's own name: a session id, an Authorization header value, a signature", scope="name"),
+    # -- English: payment -------------------------------------------------------------------------
+    _t(r"(credit|debit|bank|payment|visa|mastercard|amex) ?cards?( (number|no|num|nr|details|info|data))?|"
+       r"creditcard|card (number|no|num|nr|details|pan)|cardnumber|primary account number", PA, "en",
+       "a payment card", numeric=True),
+    _t(r"cc (number|num|no|nr|exp|expiry|cvv)", PA, "en", "a payment card"),
+    _t(r"cc|pan|ccn", PA, "en", "as a field's own name: a card number", scope="name", numeric=True),
+    _t(r"cvv2?|cvc2?|csc|cid|card (security|verification) (code|value)|security digits", PA, "en",
+       "a card's security code", numeric=True),
+    _t(r"(card|cc) (expiry|expiration|exp)( (date|month|year))?|expiry (date )?\(?mm ?/? ?yy|"
+       r"(expiry|expiration) (date|month|year) \(?(of|on) (your|the) card|exp (month|year)", PA, "en",
+       "a card's expiry date", numeric=True),
+    _t(r"iban|routing (number|no|num)|aba (number|routing)|sort code|bsb|(bank )?account (number|no|num|nr)|"
+       r"bank account|swift code|bic", PA, "en", "bank account details", numeric=True),
+    # -- English: recovery ------------------------------------------------------------------------
+    _t(r"seed (phrase|words?)|seedphrase|recovery (phrase|seed|words?|sentence)|backup (phrase|seed|words)|"
+       r"mnemonic|wallet (seed|phrase|words|key)|\d\d word (phrase|seed)|secret recovery", RE, "en",
+       "a wallet's recovery phrase is the wallet"),
+    # -- English: identity ------------------------------------------------------------------------
+    _t(r"passport( (number|no|num|nr|id))?|ssn|social security( number)?|social insurance number|sin number|"
+       r"national (id|identity|insurance) (number|no)|(driver s|drivers|driving) licen[cs]e (number|no)|"
+       r"tax (id|identification number)|tin number", ID, "en", "an identity document number", numeric=True),
+    _t(r"security (question|answer)s?|secret (question|answer)|answer to (your|the) (security|secret) question|"
+       r"(mother s|mothers|mother) maiden name|maiden name|first pet s name|name of your first pet",
+       ID, "en", "a security-question answer opens the account like a password"),
+    # -- Chinese ----------------------------------------------------------------------------------
+    _t(r"密码|口令|验证码|校验码|动态码|认证码|授权码|令牌|密钥|秘钥|凭据|凭证|两步验证|双重验证|双因素|二次验证|一次性(代)?码|"
+       r"一次性密码|会话 ?(id|标识|令牌|cookie)|pin ?码|登录信息|访问码|安全密钥|无线网络密码|wifi 密码",
+       CR, "zh", "密码/验证码/令牌/密钥: a credential", numeric=True),
+    _t(r"卡号|信用卡|银行卡|储蓄卡|借记卡|安全码|cvv|卡.{0,4}有效期|有效期.{0,3}(mm|月)|银行账号|银行账户|账户号码|开户账号",
+       PA, "zh", "卡号/信用卡/安全码: payment data", numeric=True),
+    _t(r"助记词|恢复短语|种子短语|恢复词|私钥|备用码|恢复码|钱包短语", RE, "zh", "助记词/私钥: a wallet's recovery secret"),
+    _t(r"身份证|护照号|护照号码|安全问题|密保问题|密保答案|社会保障号|社保号|母亲的(娘家)?姓", ID, "zh",
+       "身份证/护照号/安全问题答案: an identity secret", numeric=True),
+    # -- Japanese ---------------------------------------------------------------------------------
+    _t(r"パスワード|暗証番号|認証コード|確認コード|ワンタイム|トークン|秘密鍵|apiキー|アクセスキー|シークレット|資格情報|"
+       r"ログイン情報|セッション ?id|pinコード|二段階認証|パスフレーズ|ネットワークキー|wi ?fiのパスワード",
+       CR, "ja", "パスワード/暗証番号/認証コード: a credential", numeric=True),
+    _t(r"カード番号|クレジットカード|デビットカード|セキュリティコード|カードの有効期限|有効期限 ?\(?mm|口座番号|キャッシュカード",
+       PA, "ja", "カード番号/セキュリティコード: payment data", numeric=True),
+    _t(r"リカバリーフレーズ|シードフレーズ|ニーモニック|復元フレーズ|リカバリーコード|バックアップコード", RE, "ja",
+       "シードフレーズ: a wallet's recovery secret"),
+    _t(r"パスポート番号|旅券番号|マイナンバー|個人番号|秘密の質問|母親の旧姓|社会保障番号|運転免許証番号", ID, "ja",
+       "パスポート番号/秘密の質問: an identity secret", numeric=True),
+    # -- Spanish ----------------------------------------------------------------------------------
+    _t(r"contrasena|clave de (la )?(acceso|api|seguridad|wifi|wi fi|red|usuario)|(su|tu) clave|codigo (de )?(verificacion|"
+       r"seguridad|acceso|confirmacion|autenticacion|un solo uso)|codigo pin|token de (acceso|api)|credenciales|"
+       r"clave secreta|clave privada|llave privada", CR, "es", "contraseña/código de verificación: a credential",
+       numeric=True),
+    _t(r"clave", CR, "es", "as a field's own name: a password", scope="name"),
+    _t(r"numero (de )?(la )?tarjeta|tarjeta de (credito|debito)|(fecha de )?(caducidad|vencimiento|expiracion) de "
+       r"(la |su |tu )?tarjeta|codigo de seguridad de (la |su |tu )?tarjeta|numero de cuenta( bancaria)?|"
+       r"cuenta bancaria|clabe|numero de ruta", PA, "es", "tarjeta/cuenta: payment data", numeric=True),
+    _t(r"frase (semilla|de recuperacion|secreta)|semilla|palabras de recuperacion|mnemonica", RE, "es",
+       "frase semilla: a wallet's recovery secret"),
+    _t(r"(numero de )?pasaporte|pregunta (de seguridad|secreta)|respuesta (secreta|de seguridad)|"
+       r"apellido de soltera|numero de (la )?seguridad social|dni|numero de identificacion", ID, "es",
+       "pasaporte/pregunta de seguridad: an identity secret", numeric=True),
+    # -- German -----------------------------------------------------------------------------------
+    _t(r"passwort|kennwort|geheimzahl|zugangsdaten|zugangscode|bestatigungscode|sicherheitscode|einmalcode|"
+       r"einmalpasswort|verifizierungscode|anmeldedaten|privater schlussel|geheimer schlussel|api schlussel|"
+       r"wlan schlussel|netzwerkschlussel|zugangsschlussel|sitzungs id", CR, "de",
+       "Passwort/Kennwort/Bestätigungscode: a credential", compound=True, numeric=True),
+    _t(r"kartennummer|kreditkarte|debitkarte|prufnummer|prufziffer|ablaufdatum der karte|gultig bis|kontonummer|"
+       r"bankleitzahl|bankverbindung", PA, "de", "Kartennummer/Kreditkarte: payment data", compound=True,
+       numeric=True),
+    _t(r"wiederherstellungsphrase|wiederherstellungssatz|seed phrase|mnemonik|wiederherstellungsworter",
+       RE, "de", "Wiederherstellungsphrase: a wallet's recovery secret", compound=True),
+    _t(r"reisepassnummer|passnummer|personalausweisnummer|ausweisnummer|sicherheitsfrage|geburtsname (der|ihrer) "
+       r"mutter|sozialversicherungsnummer|steuer id|steueridentifikationsnummer", ID, "de",
+       "Reisepassnummer/Sicherheitsfrage: an identity secret", compound=True, numeric=True),
+    # -- French -----------------------------------------------------------------------------------
+    _t(r"mot de passe|mdp|code (pin|secret|de verification|de confirmation|de securite|d acces|confidentiel|"
+       r"a usage unique)|cle (api|privee|secrete|d acces|wifi|wi fi|de securite)|jeton( d acces)?|identifiants",
+       CR, "fr", "mot de passe/code de vérification: a credential", numeric=True),
+    _t(r"numero (de )?(la |votre )?carte|carte (bancaire|de credit|de paiement)|cryptogramme|date d expiration de "
+       r"(la |votre )?carte|rib|numero de compte|coordonnees bancaires", PA, "fr",
+       "carte bancaire/cryptogramme: payment data", numeric=True),
+    _t(r"phrase (de recuperation|secrete|mnemonique)|mnemonique|phrase de recuperation", RE, "fr",
+       "phrase de récupération: a wallet's recovery secret"),
+    _t(r"(numero de )?passeport|question (secrete|de securite)|reponse (secrete|a la question)|"
+       r"nom de jeune fille|numero de securite sociale|numero fiscal", ID, "fr",
+       "passeport/question secrète: an identity secret", numeric=True),
+)
+
+#: Spellings of "password" (and its siblings) that a one-letter slip makes; matched by edit distance.
+PASSWORD_SPELLINGS: tuple[str, ...] = ("password", "passwort", "passphrase", "passcode", "contrasena", "kennwort")
+
+#: ``format`` values that announce a credential, and what kind.
+CREDENTIAL_FORMATS: dict[str, str] = {
+    "password": CR, "otp": CR, "pin": CR, "token": CR, "secret": CR, "one-time-code": CR, "current-password": CR,
+    "new-password": CR, "credit-card": PA, "card": PA, "cc": PA, "cc-number": PA, "cvv": PA, "cc-csc": PA,
+    "cc-exp": PA, "iban": PA,
+}
+
+#: After a credential word, a word that makes the text *about* the credential, not an ask for it
+#: ("password policy", "token count", "API key label", "OTP channel", "Secret Santa").
+ABOUT_AFTER: dict[str, tuple[str, ...]] = {
+    "en": ("policy", "policies", "rules", "rule", "requirements", "requirement", "strength", "length", "complexity",
+           "reset", "resets", "change", "rotation", "expiry", "expiration", "expires", "age", "history", "manager",
+           "count", "counts", "limit", "limits", "usage", "budget", "label", "labels", "name", "names", "nickname",
+           "description", "type", "types", "format", "channel", "channels", "method", "methods", "provider",
+           "providers", "enabled", "disabled", "enforcement", "settings", "setting", "preference", "preferences",
+           "consent", "banner", "santa", "field", "prompt", "scope", "scopes", "permissions", "owner", "holder",
+           "holders", "issuer", "brand", "network", "last four", "last 4", "ending", "hint", "status", "lifetime",
+           "ttl", "timeout", "duration", "window", "size", "storage", "support", "login", "option", "options",
+           "recovery email", "reminder", "reuse", "sharing", "training", "audit", "revocation", "revoked", "issued",
+           "created", "updated", "attempts", "attempt", "be named", "be called", "named"),
+    "zh": ("策略", "规则", "强度", "长度", "数量", "设置", "渠道", "方式", "提示", "过期", "有效期", "是否", "已启用", "开启",
+           "命名", "名称", "账单"),
+    "ja": ("ポリシー", "設定", "の長さ", "有効", "方法", "数", "の変更"),
+    "de": ("richtlinie", "lange", "regeln", "anforderungen", "anzahl", "anderung"),
+}
+#: Before a credential word, words that make it a topic ("number of tokens", "analytics cookies").
+ABOUT_BEFORE: dict[str, tuple[str, ...]] = {
+    "en": ("number of", "analytics", "marketing", "tracking", "advertising", "third party", "functional",
+           "performance", "how many", "max", "maximum", "min", "minimum", "secret santa", "forgot", "forgotten",
+           "reset", "strong", "weak", "accept", "allow", "block", "essential", "necessary", "preference", "name this",
+           "name the", "name your", "rename", "rename the", "rename this"),
+    "es": ("politica de", "requisitos de", "longitud de", "cantidad de", "numero de tokens"),
+    "fr": ("politique de", "longueur du", "longueur de", "nombre de", "exigences de"),
+    "de": ("anzahl der", "lange des", "lange der"),
+}
+
+#: Negation cues, by language; ``before``: within the clause before the word; ``after``: just after
+#: it (Japanese and the German ``nicht`` that ends a clause).
+NEGATIONS: dict[str, tuple[str, ...]] = {
+    "en": ("not", "no", "never", "without", "none", "nothing", "zero", "0", "neither", "nor", "don t", "do not",
+           "dont", "doesn t", "didn t", "won t", "isn t", "wasn t", "aren t", "weren t", "haven t", "hasn t",
+           "shouldn t", "must not", "mustn t", "will never", "no need"),
+    "zh": ("不", "没", "没有", "未", "无", "别", "勿", "请勿", "切勿", "绝不", "从不", "不要", "无需", "不会"),
+    "ja": ("ない", "ません", "なし", "不要", "しないで", "しません", "禁止"),
+    "es": ("no", "nunca", "sin", "ningun", "ninguna", "ninguno", "ni", "jamas"),
+    "de": ("nicht", "kein", "keine", "keinen", "keiner", "nie", "niemals", "ohne"),
+    "fr": ("ne", "n", "pas", "jamais", "aucun", "aucune", "sans"),
+}
+
+#: How a sentence that asks for a value begins (an ask, even with a question mark: "What is your PIN?").
+ASK_STARTS: dict[str, tuple[str, ...]] = {
+    "en": ("what", "which", "enter", "type", "provide", "please", "give", "tell", "share", "send", "input", "paste",
+           "fill", "supply", "submit", "confirm your", "could you", "can you", "would you", "may we", "may i",
+           "we need", "i need", "your", "add", "insert"),
+    "zh": ("请输入", "请提供", "请填写", "输入", "提供", "填写", "请告诉", "请问", "什么", "多少", "请"),
+    "ja": ("入力", "教えて", "ご入力", "ください", "何"),
+    "es": ("introduzca", "introduce", "ingrese", "ingresa", "escriba", "escribe", "proporcione", "indique", "cual",
+           "cual es"),
+    "de": ("geben sie", "gib", "bitte", "wie lautet", "welche", "welches", "was ist", "tragen sie"),
+    "fr": ("entrez", "saisissez", "saisir", "indiquez", "fournissez", "quel", "quelle", "veuillez"),
+}
+#: Words that end a clause: a negation or a claim before them does not reach past them.
+CONTRASTS: dict[str, tuple[str, ...]] = {
+    "en": ("but", "however"), "es": ("pero",), "de": ("aber",), "fr": ("mais",), "zh": ("但",), "ja": ("が、",),
+}
+#: After a word, what says there were none of it ("errors: 0"): a count, not a claim.
+NONE_COUNTS: dict[str, tuple[str, ...]] = {
+    "en": ("0", "none", "no"), "de": ("keine",), "fr": ("aucun", "aucune"), "es": ("ninguno",), "zh": ("无",),
+    "ja": ("なし",),
+}
+#: Japanese negation follows the word it negates ("エラーはありません"); these, within a few characters
+#: after a claim word, negate it.
+AFTER_NEGATIONS: dict[str, tuple[str, ...]] = {
+    "ja": ("ありません", "ないです", "ない", "なし", "ません"),
+}
+#: What tells the user *not* to give something ("do not give us your PIN", "请勿输入密码",
+#: "パスワードは入力しないで", "geben Sie Ihre PIN nicht ein", "ne saisissez jamais"): before the
+#: credential word in its clause, after it, or anywhere in the clause (German and French put it after
+#: the verb).  Latin-script cues before the word are the NEGATIONS words.
+ASK_NEGATIONS_BEFORE: dict[str, tuple[str, ...]] = {
+    "zh": ("不要", "请勿", "切勿", "勿", "别", "绝不", "从不", "不会", "无需", "不必"), "ja": ("決して",),
+}
+ASK_NEGATIONS_AFTER: dict[str, tuple[str, ...]] = {
+    "ja": ("しないで", "入力しないで", "教えないで", "伝えないで", "不要", "ません", "ないでください"),
+}
+ASK_NEGATIONS_IN_CLAUSE: dict[str, tuple[str, ...]] = {"de": ("nicht", "niemals", "nie"), "fr": ("jamais", "pas")}
+#: ... except where the negation is an idiom that asks ("n'oubliez pas votre PIN": don't forget it).
+ASK_NEGATION_IDIOMS: dict[str, tuple[str, ...]] = {
+    "de": ("nicht vergessen",), "fr": ("n oubliez pas",), "en": ("don t forget", "do not forget"),
+}
+#: Question words: a question that holds one asks for a value ("What is your PIN?"), it is no yes/no
+#: question about a credential.
+WH_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("what", "which", "who", "whose", "where", "when", "how"),
+    "es": ("cual", "que"), "fr": ("quel", "quelle"), "de": ("welche", "welcher", "welches", "welchem", "welchen",
+                                                          "was", "wie", "wo"),
+    "zh": ("什么", "多少", "哪", "几"), "ja": ("何", "どの", "いくつ", "どれ"),
+}
+#: How Chinese and Japanese mark a yes/no question (a question mark alone does not).
+YES_NO_MARKS: dict[str, tuple[str, ...]] = {
+    "zh": ("吗", "是否", "有没有", "要不要", "能否", "可否"), "ja": ("ますか", "ですか", "でしょうか"),
+}
+#: After a topic word, phrases that make it an ask again ("name of your first pet" is a security
+#: question, though "name" after a credential word is a topic).
+ABOUT_EXCEPTIONS: dict[str, tuple[str, ...]] = {"en": ("name of your", "names of")}
+
+#: What introduces data rather than a claim ("Contents of notes.txt:", "Observations:").
+DATA_INTROS: dict[str, tuple[str, ...]] = {
+    "en": ("contents of", "content of", "content", "contents", "here is", "here are", "observations", "observation",
+           "entities", "relations", "file", "notes", "found", "search results", "matches", "stdout", "stderr", "log",
+           "logs", "body", "response body", "page", "excerpt", "quote", "text of", "stored", "memory", "graph",
+           "echo", "usage"),
+    "zh": ("内容", "文件内容", "笔记"),
+    "ja": ("ファイルの内容", "内容", "メモ"),
+    "es": ("contenido",),
+    "de": ("inhalt", "notiz"),
+    "fr": ("contenu",),
+}
+
+# =================================================================================================
+# The form lint's other red lines: an invitation to paste anything, a destructive action
+# =================================================================================================
+
+PASTE: tuple[Term, ...] = (
+    _t(r"\bpaste\b|\bhtml\b|page\s+source|entire\s+(page|file|document)|full\s+(page|file|document)", "paste", "en",
+       "a form asks for the parameters a task needs, never for a whole page or file pasted in"),
+    _t(r"粘贴|完整.{0,4}(html|页面|网页|文件)|页面源码|网页源码", "paste", "zh", "粘贴/完整页面: paste-anything"),
+)
+
+#: Matched on text case folded but not split (``dropOffPoint`` is no "drop"), as the lint always did.
+DESTRUCTIVE: tuple[Term, ...] = (
+    _t(r"\bdelete\b|\bdestroy\b|\bdrop\b|\bwipe\b|\berase\b|\bpurge\b|remove\s+all", "destructive", "en",
+       "an action that cannot be undone is confirmed with ctx.confirm(), not typed text"),
+    _t(r"删除|销毁|清空|抹掉|格式化", "destructive", "zh", "删除/清空: an action that cannot be undone"),
+)
