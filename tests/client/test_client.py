@@ -379,7 +379,9 @@ def test_outcomes_are_never_truthy_except_done() -> None:
     assert not judge("t", {"content": [], "structuredContent": {"n": "1"}}, v)
     assert not judge("t", {"content": [], "isError": "false", "structuredContent": {"n": 1}}, v)
     assert not judge("t", {"content": [], "isError": True}, None)
-    assert judge("t", {"content": [{"type": "text", "text": "已受理"}]}, None)  # no schema: the flag decides
+    # was: Done — "no schema: the flag decides", the seed's accident (tests/client/test_client_claims.py)
+    assert not judge("t", {"content": [{"type": "text", "text": "已受理"}]}, None)
+    assert judge("t", {"content": [{"type": "text", "text": "payments: 2 open incidents"}]}, None)
 
 
 def test_connection_state_table_refuses_illegal_moves() -> None:

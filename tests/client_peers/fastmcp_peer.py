@@ -23,6 +23,16 @@ def fail() -> str:
     raise ToolError("upstream down")
 
 
+@mcp.tool(description="Submit a job (the seed's accident: says accepted, nothing to check)", output_schema=None)
+def submit(language: str) -> str:
+    return _common.submit(language)
+
+
+@mcp.tool(description="Sync (a success flag over a failure text)", output_schema=None)
+def sync() -> str:
+    return _common.SYNC_FAILED
+
+
 @dataclass
 class Escalation:
     severity: str
