@@ -43,7 +43,7 @@ class Escalation:
 async def ask(ctx: Context) -> str:
     answer = await ctx.elicit("Escalate? Choose a severity and give a reason.", response_type=Escalation)
     if answer.action == "accept":
-        return f"accepted {answer.data.severity}: {answer.data.reason}"
+        return f"the user chose {answer.data.severity}: {answer.data.reason}"
     return answer.action
 
 

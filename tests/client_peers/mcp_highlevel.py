@@ -49,7 +49,7 @@ def sync() -> str:
 async def ask(ctx: Context) -> str:
     answer = await ctx.elicit("Escalate? Choose a severity and give a reason.", Escalation)
     if answer.action == "accept":
-        return f"accepted {answer.data.severity}: {answer.data.reason}"
+        return f"the user chose {answer.data.severity}: {answer.data.reason}"
     return answer.action
 
 

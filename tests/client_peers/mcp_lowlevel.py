@@ -25,7 +25,7 @@ MESSAGE = "Escalate? Choose a severity and give a reason."
 
 def said(answer):
     if answer.action == "accept":
-        return f"accepted {answer.content['severity']}: {answer.content['reason']}"
+        return f"the user chose {answer.content['severity']}: {answer.content['reason']}"
     return answer.action
 
 

@@ -141,7 +141,7 @@ async def _exercise_python_peer(target: Any, version: str | None, elicits: bool,
         if elicits:
             said = [await client.call("ask", {}) for _ in range(3)]
             assert all(isinstance(o, Done) for o in said), said
-            assert [o.text for o in said] == ["accepted P1: customers affected", "decline", "cancel"]
+            assert [o.text for o in said] == ["the user chose P1: customers affected", "decline", "cancel"]
             assert all(isinstance(r, FormRequest) for r in handler.shown)
             assert set(handler.shown[0].schema["properties"]) == {"severity", "reason"}
 
@@ -188,7 +188,7 @@ ELICIT_ACCEPT = Accept({"name": "Ada", "check": True, "email": "ada@example.com"
 
 async def _exercise_everything(target: Any) -> None:
     options: dict[str, Any] = {"stderr": subprocess.DEVNULL} if isinstance(target, list) else {}
-    guarded = answers()
+    guarded = answers(Decline())
     async with Client(target, elicitation=guarded, **options) as client:
         assert client.era == "legacy" and client.version == "2025-11-25"  # it has no 2026-07-28
         tools = {t["name"]: t for t in await client.list_tools()}
@@ -207,10 +207,11 @@ async def _exercise_everything(target: Any) -> None:
         with pytest.raises(UnknownTool):
             await client.call("no-such-tool", {})
 
-        # Its form mentions a PIN ("do not give us your ... pin"): by default the client declines it
-        # unseen — the caller's red line is conservative.
+        # Its form mentions a PIN only to say "do not give us your ... pin": no credential ask (the judge
+        # reads the negation; issue #24 lists declining it unseen as a false alarm), so the user sees it.
         refused = await client.call("trigger-elicitation-request", {})
-        assert isinstance(refused, Done) and "declined" in refused.text and guarded.shown == []
+        assert isinstance(refused, Done) and "declined" in refused.text
+        assert len(guarded.shown) == 1 and isinstance(guarded.shown[0], FormRequest)
 
     handler = answers(ELICIT_ACCEPT, Decline(), Cancel())
     async with Client(target, elicitation=handler, allow_credential_forms=True, **options) as client:
