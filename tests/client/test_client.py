@@ -644,6 +644,8 @@ def test_wire_errors_become_the_typed_exceptions() -> None:
     stepped = _status_error(httpx.Response(403, request=request, headers={
         "www-authenticate": 'Bearer error="insufficient_scope", scope="files:read files:write"'}))
     assert isinstance(stepped, InsufficientScope) and stepped.required == ("files:read", "files:write")
+    # (a 5xx like these is raised only for the negotiation, where nothing can have happened; after any
+    # other request left it is a loss, and a tools/call Unknown: tests/client/test_client_claims.py)
     assert type(_status_error(httpx.Response(502, request=request))) is InternalError
     assert type(_status_error(httpx.Response(503, request=request))) is ServiceUnavailable
 
