@@ -20,7 +20,7 @@ from typing import Any, Literal, Mapping
 import orjson
 
 from ._normalise import normalise
-from ._vocabulary import CLAIM_ABOUT_AFTER, CLAIMS, DATA_INTROS, NEGATIONS, Term
+from ._vocabulary import CLAIM_ABOUT_AFTER, CLAIMS, DATA_INTROS, NEGATIONS, REPORTED_SPEECH, Term
 
 __all__ = ["Claim", "claim_in_text", "claim_in_result"]
 
@@ -45,8 +45,7 @@ def _compile(terms: tuple[Term, ...]) -> re.Pattern[str]:
     parts = []
     for i, term in enumerate(terms):
         pattern = term.pattern
-        if pattern.startswith("^"):
-            pattern = _SENTENCE_START + "(?:" + pattern[1:] + ")"
+        pattern = pattern.replace("^", _SENTENCE_START)  # claims' patterns use ^ only for "a sentence starts"
         if _CJK.search(term.pattern):
             parts.append(f"(?P<t{i}>{pattern})")
         elif term.compound:  # also the end of a word written together ("Verbindungsfehler")
@@ -65,15 +64,20 @@ _RANK = {"failed": 0, "accepted": 1, "completed": 2}
 #: A line that is data from its first character: a heading, a list item, a table row, code, a
 #: quotation, a listing entry, an indented block, a log line (a timestamp first).
 _DATA_LINE = re.compile(
-    r"\s*(?:#{1,6}\s|[-*+•·]\s|\d+[.)]\s|\||```|>\s|\[(?:FILE|DIR|file|dir)\]|[{\[<]|\d{4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d|"
-    r"\[?\d\d:\d\d:\d\d|\[(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL)\])|\t|    ")
+    r"\s*(?:#{1,6}\s|#\d+\s|[-*+•·]\s|\d+[.)]\s|\||```|>\s|\[(?:FILE|DIR|file|dir)\]|[{\[<]|"
+    r"\d{4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d|\[?\d\d:\d\d:\d\d|\[(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL)\])|\t|    |"
+    # a line of code, a config assignment, a CSV header, a mail header
+    r"(?:def|class|import|from|function|const|let|var|public|private|package|async def|return)\s+\w|"
+    r"[\w.-]+\s?=\s?\S|[^,\s]+(?:,[^,\s]*)+$|(?:From|To|Cc|Subject|Date|Reply-To):\s")
 #: Quoted content (it is what something says, not what the server claims), paths, URLs and file names.
 _QUOTED = re.compile(
     r"\"[^\"\n]{0,400}\"|\u201c[^\u201d\n]{0,400}\u201d|\u2018[^\u2019\n]{0,400}\u2019|«[^»\n]{0,400}»|"
-    r"「[^」\n]{0,400}」|『[^』\n]{0,400}』|`[^`\n]{0,400}`|(?<![\w])'[^'\n]{1,400}'(?![\w])|"
+    r"「[^」\n]{0,400}」|『[^』\n]{0,400}』|《[^》\n]{0,400}》|„[^“”\n]{0,400}[“”]|`[^`\n]{0,400}`|"
+    r"(?<![\w])'[^'\n]{1,400}'(?![\w])|(?<!\S)--?[A-Za-z][\w-]*|"
     r"\S*[/\\]\S+|\b[\w.-]+\.(?:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b",
     re.I)
-_INTRO = re.compile(r"^\s*(?:" + "|".join(re.escape(w) for w in DATA_INTROS) + r")\b[^:：\n]{0,60}[:：]", re.I)
+_INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in DATA_INTROS) +
+                    r")(?!\w)[^:：\n]{0,60}[:：]", re.I)
 _NEG_EN = NEGATIONS
 
 
@@ -115,7 +119,9 @@ def _head(text: str) -> str:
 _CLAUSE_END = re.compile(r"[.!?;\n。！？；,，、]| but | however | aber | pero | mais |但|が、")
 _SENTENCE_END = re.compile(r"[.!?\n。！？]")
 _WORD = re.compile(r"[a-z0-9]+")
-_ABOUT_AFTER = tuple(" " + w for w in CLAIM_ABOUT_AFTER)
+_ABOUT_AFTER = re.compile(r"(?: (?:" + "|".join(re.escape(w) for w in CLAIM_ABOUT_AFTER if not _CJK.search(w)) +
+                          r")(?![a-z0-9])|(?:" + "|".join(w for w in CLAIM_ABOUT_AFTER if _CJK.search(w)) + "))")
+_REPORTED = re.compile(r"(?<![a-z0-9])(?:" + "|".join(re.escape(w) for w in REPORTED_SPEECH) + r")(?![a-z0-9])")
 _NEG_ZH = re.compile("(?:" + "|".join(NEGATIONS["zh"]) + r")\s?$")
 _NEG_JA_AFTER = re.compile(r"^.{0,5}?(?:ありません|ないです|ない|なし|ません)")
 _NEG_AFTER = re.compile(r"\s?[:=]\s?(?:0|none|no|keine|aucune?|ninguno|无|なし)\b")
@@ -132,7 +138,7 @@ def _negated(norm: str, start: int, end: int, term: Term) -> bool:
         return bool(_NEG_ZH.search(before))
     if term.language == "ja":
         tail = norm[end:end + 8]
-        return not term.pattern.endswith("ません") and bool(_NEG_JA_AFTER.match(tail)) and "ません" not in norm[start:end]
+        return bool(_NEG_JA_AFTER.match(tail)) and "ません" not in norm[start:end]
     cues = _LATIN_NEG.get(term.language, _ALL_LATIN_NEG)
     words = _WORD.findall(before)[-4:]
     if any(w in cues for w in words):
@@ -153,6 +159,12 @@ def _question(norm: str, start: int, end: int) -> bool:
     return bool(re.search(r"吗|是否|有没有|ですか|ますか", sentence))
 
 
+def _reported(norm: str, start: int) -> bool:
+    """Whether the word is in someone else's reported words ("the vendor said the order is pending")."""
+    sentence_start = max((m.end() for m in _SENTENCE_END.finditer(norm, 0, start)), default=0)
+    return bool(_REPORTED.search(norm, sentence_start, start))
+
+
 def _evidence(original: str, phrase: str) -> str:
     lowered = original.casefold()
     at = lowered.find(phrase)
@@ -167,7 +179,8 @@ def _claim(head: str) -> Claim | None:
     for m in _CLAIMS_RE.finditer(norm):
         term = _TERMS[m.lastgroup or ""]
         start, end = m.span()
-        if norm.startswith(_ABOUT_AFTER, end) or _negated(norm, start, end, term) or _question(norm, start, end):
+        if _ABOUT_AFTER.match(norm, end) or _negated(norm, start, end, term) or _question(norm, start, end) or \
+                _reported(norm, start):
             continue
         rank = _RANK[term.kind]
         if best is None or rank < best[0]:
