@@ -96,6 +96,8 @@ def test_the_claim_is_read_once_per_success_and_never_for_an_error(monkeypatch: 
     judge("t", text("accepted", isError="no"), None)
     judge("t", text("accepted", structuredContent={"n": "x"}), Validator({"type": "object", "properties": {
         "n": {"type": "integer"}}}))
+    # checked facts that prove it done: the words cannot change the verdict, so they are not read
+    judge("t", text("Ticket T-2 accepted", structuredContent={"ticket": "T-2", "status": "created"}), TICKET)
     assert seen == []
     judge("t", text("accepted"), None)
     assert len(seen) == 1

@@ -20,7 +20,8 @@ status-like fields (``status``, ``state``, ``phase``, ``stage``, ``outcome``, ``
 says accepted / queued / pending or failed.  A result without a declared schema has nothing
 checked, so its structure is only more narrative.  The claim is read by
 :func:`truecall.judge.claim_in_result`, once per result, and only for a result that is a success
-(``isError`` false) and not a task: every other outcome is decided before any text is read.
+(``isError`` false), not a task, and not already proven done by checked facts: every other
+outcome is decided before any text is read.
 """
 
 from __future__ import annotations
@@ -265,9 +266,12 @@ def judge(tool: str, result: Any, output: Validator | None, *, request_id: Any =
                            "structuredContent does not match the tool's outputSchema: "
                            + "; ".join(p.message for p in problems),
                            tuple(p.message for p in problems))
+    # Checked facts first: when they prove the work done, what the words claim cannot change the
+    # verdict, so the text is not read at all (the common case for a tool with an outputSchema).
+    if output is not None and _proves_done(result.get("structuredContent")):
+        return Done(tool=tool, result=result, request_id=request_id, task_id=task_id)
     claim = claim_in_result(result)
-    if claim is None or claim.kind == "completed" or (output is not None
-                                                      and _proves_done(result.get("structuredContent"))):
+    if claim is None or claim.kind == "completed":
         return Done(tool=tool, result=result, request_id=request_id, task_id=task_id)
     return Unconfirmed(tool=tool, claim=claim.kind, result=result, request_id=request_id, task_id=task_id,
                        evidence=claim.evidence, language=claim.language)
