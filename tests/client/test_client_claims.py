@@ -161,6 +161,47 @@ def test_rogue_killed_after_accepting_a_task_is_unknown_with_the_task(version: s
     run(go())
 
 
+class Faulty:
+    """A caller's own transport around stdio (no TransportHooks) that, once told, fails every send
+    with a plain OSError or swallows it (no answer ever comes)."""
+
+    def __init__(self) -> None:
+        from truecall.client._stdio import StdioTransport
+
+        self.inner = StdioTransport(ROGUE)
+        self.fault: str | None = None
+
+    async def open(self, receive: Any, lost: Any) -> None:
+        await self.inner.open(receive, lost)
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if self.fault == "oserror":
+            raise OSError(5, "Input/output error")
+        if self.fault != "silent":
+            await self.inner.send(message)
+
+    async def cancel(self, request_id: Any) -> None:
+        await self.inner.cancel(request_id)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.mark.parametrize("fault", ["oserror", "silent"])
+def test_every_way_the_connection_ends_while_waiting_is_unknown_with_the_task(fault: str) -> None:
+    async def go() -> None:
+        transport = Faulty()
+        async with Client(transport, timeout=0.5) as client:
+            accepted = await client.call("task_input", {})
+            assert isinstance(accepted, Accepted)
+            transport.fault = fault
+            outcome = await accepted.wait()
+            assert isinstance(outcome, Unknown) and outcome.task_id == accepted.task_id, outcome
+            assert outcome.reason == ("timeout" if fault == "silent" else "connection_lost")
+
+    run(go())
+
+
 # -- HTTP: a gateway's 5xx after the request left ------------------------------------------------------------
 
 LEGACY = "2025-06-18"
