@@ -92,8 +92,9 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "client.reason.http_502": "HTTP 502 from a gateway, without the server's answer",
         "client.reason.http_503": "HTTP 503 without the server's answer",
         "client.reason.http_504": "HTTP 504 from a gateway, without the server's answer",
-        "client.unconfirmed.accepted": "Not done: the server claims it accepted the work (\"{evidence}\") but gave no "
-                                       "way to check it (no task to follow, no checked result), so it cannot count as done",
+        "client.unconfirmed.accepted": "Not done: the server claims it accepted the work (\"{evidence}\") but gave "
+                                       "no way to check it (no task to follow, no checked result), so it cannot "
+                                       "count as done",
         "client.unconfirmed.failed": "Not confirmed: the server flagged success but its text says the work failed "
                                      "(\"{evidence}\"); it cannot count as done, and check before trying again",
         # the incident desk
