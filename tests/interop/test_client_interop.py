@@ -207,10 +207,11 @@ async def _exercise_everything(target: Any) -> None:
         with pytest.raises(UnknownTool):
             await client.call("no-such-tool", {})
 
-        # Its form mentions a PIN only to say "do not give us your ... pin": no credential ask (the judge
-        # reads the negation; issue #24 lists declining it unseen as a false alarm), so the user sees it.
-        # Its answer to a decline is a success flag over "❌ User declined to provide the requested
-        # information": the information was not given, so it is not done (Unconfirmed, claim "failed").
+        # Its form mentions a PIN only to say "do not give us your phone number, pin, or other
+        # sensitive info" (a number field, and a negation): no credential ask (issue 24), so the
+        # handler is shown it, here to decline it.  The tool's answer to a decline is a success flag
+        # over "❌ User declined to provide the requested information": the information was not
+        # given, so the client does not call it done (Unconfirmed, claim "failed").
         refused = await client.call("trigger-elicitation-request", {})
         assert isinstance(refused, Unconfirmed) and refused.claim == "failed" and "declined" in refused.text
         assert len(guarded.shown) == 1 and isinstance(guarded.shown[0], FormRequest)

@@ -17,10 +17,10 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ._normalise import irregular_case, normalise, normalise_name
-from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ASK_STARTS, CREDENTIAL_FORMATS, FORMS, NEGATIONS,
-                          PASSWORD_SPELLINGS, QUESTION_STARTS, Term)
+from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ASK_STARTS, CREDENTIAL_FORMATS, DESTRUCTIVE, FORMS, NEGATIONS,
+                          PASSWORD_SPELLINGS, PASTE, Term)
 
-__all__ = ["CredentialAsk", "credential_ask", "names_credential"]
+__all__ = ["CredentialAsk", "credential_ask", "names_credential", "asks_to_paste", "names_destructive"]
 
 Category = Literal["credential", "payment", "recovery", "identity"]
 
@@ -294,3 +294,17 @@ def credential_ask(message: str, requested_schema: Any) -> CredentialAsk | None:
             if hit is not None and (hit.term.numeric or not numbers_only):  # a number field carries no password
                 return CredentialAsk(hit.term.kind, where, None, _reason(hit))  # type: ignore[arg-type]
     return None
+
+
+_PASTE_RE = re.compile("|".join(f"(?:{t.pattern})" for t in PASTE))
+_DESTRUCTIVE_RE = re.compile("|".join(f"(?:{t.pattern})" for t in DESTRUCTIVE))
+
+
+def asks_to_paste(text: str) -> bool:
+    """Whether a form's text invites pasting arbitrary content ("paste the page's HTML")."""
+    return bool(_PASTE_RE.search(normalise(text)))
+
+
+def names_destructive(text: str) -> bool:
+    """Whether a form's text names an action that cannot be undone (delete, drop, wipe, 删除 …)."""
+    return bool(_DESTRUCTIVE_RE.search(normalise(text, split_names=False)))
