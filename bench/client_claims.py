@@ -29,6 +29,8 @@ from truecall.schema import Validator  # noqa: E402
 #: 200 characters each.
 HONEST = ("payments: 2 open incidents. INC-1001 (P2, checkout latency) opened 09:12 by oncall, INC-1004 "
           "(P3, refund retries) opened 11:40 by the finance bot; both assigned to team Orion, next review at 16:00 h!.")
+PLAIN = ("Current conditions in Oslo: light snow, -3 degrees, wind from the north at 12 km/h. Sunrise at  "
+         "09:03, sunset at 15:14. Tomorrow: overcast with a high of -1 and a low of -6 degrees later on overnight!")
 ACCEPTED = ("Your request has been received and will be processed shortly. We will email you when the export "
             "is ready; reference REQ-20931. Thank you for your patience, the team at Example Corp (customer support).")
 SCHEMA = Validator({"type": "object", "properties": {"service": {"type": "string"}, "count": {"type": "integer"}},
@@ -49,9 +51,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--number", type=int, default=20000)
     args = parser.parse_args()
-    assert len(HONEST) == 200 and len(ACCEPTED) == 200, (len(HONEST), len(ACCEPTED))
+    assert len(HONEST) == len(PLAIN) == len(ACCEPTED) == 200, (len(HONEST), len(PLAIN), len(ACCEPTED))
     cases: dict[str, tuple[Callable[[], dict[str, Any]], Validator | None]] = {
-        "honest text, no outputSchema": (_results(HONEST).__next__, None),
+        "honest text without a claim word, no outputSchema": (_results(PLAIN).__next__, None),
+        "honest text ('both assigned'), no outputSchema": (_results(HONEST).__next__, None),
         "honest text + structuredContent, outputSchema": (
             _results(HONEST, structuredContent={"service": "payments", "count": 2}).__next__, SCHEMA),
         "'received and will be processed' (Unconfirmed)": (_results(ACCEPTED).__next__, None),
