@@ -210,3 +210,34 @@ def test_what_the_probe_misread_is_data(text: str) -> None:
 def test_the_form_that_says_do_not_give_us_your_pin_is_no_ask() -> None:
     message = "Please provide some information (do *not* give us your password, card number or PIN)."
     assert credential_ask(message, form(name={"type": "string"}, color={"type": "string", "enum": ["red"]})) is None
+
+
+def test_anchored_form_judgment_equals_the_full_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forms' anchor words only skip a regex that could not match: every name, title, description
+    and message of the form corpus is judged alike with the shortcut and without it."""
+    from _corpus import load
+
+    from truecall.judge import _forms
+
+    texts = {text for name in ("forms.jsonl", "forms_heldout.jsonl") for case in load(name)
+             for text in [case["message"], *_texts(case["schema"])]}
+    anchored = {t: (_forms._find(_forms.normalise_name(t), field_name=True, sentence=True),
+                    _forms._find(_forms.normalise_name(t), field_name=False, sentence=False)) for t in texts}
+    monkeypatch.setattr(_forms, "_ANY_WORDS", _ForAll())
+    full = {t: (_forms._find(_forms.normalise_name(t), field_name=True, sentence=True),
+                _forms._find(_forms.normalise_name(t), field_name=False, sentence=False)) for t in texts}
+    assert anchored == full
+
+
+class _ForAll(frozenset):  # type: ignore[type-arg]
+    def isdisjoint(self, other: object) -> bool:
+        return False
+
+
+def _texts(schema: dict[str, Any]) -> list[str]:
+    out = []
+    for name, spec in schema.get("properties", {}).items():
+        out.append(name)
+        for option in [spec, *spec.get("oneOf", []), *spec.get("anyOf", [])]:
+            out += [v for k, v in option.items() if k in ("title", "description") and isinstance(v, str)]
+    return out

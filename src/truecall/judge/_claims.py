@@ -19,8 +19,10 @@ from typing import Any, Literal, Mapping
 
 import orjson
 
+from ._anchors import ENDINGS, alternatives, anchors, matches, starts_word
 from ._normalise import normalise
-from ._vocabulary import CLAIM_ABOUT_AFTER, CLAIMS, DATA_INTROS, NEGATIONS, REPORTED_SPEECH, Term
+from ._vocabulary import (AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONTRASTS, DATA_INTROS, NEGATIONS, NONE_COUNTS,
+                          REPORTED_SPEECH, YES_NO_MARKS, Term, every)
 
 __all__ = ["Claim", "claim_in_text", "claim_in_result"]
 
@@ -42,106 +44,21 @@ _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
 _RANK = {"failed": 0, "accepted": 1, "completed": 2}
 
-# -- anchors: which terms a text could hold, found with a few C-level string operations ------------
-#
-# A regular expression of hundreds of alternatives costs hundreds of microseconds over a 200-character
-# text in CPython (every alternative is tried at every position).  So each term is run only when the
-# text holds one of its *anchors*: the words its pattern cannot match without (a whole word, in every
-# form the pattern's optional letters and letter classes give it), or, for Chinese and Japanese, the
-# first character of one of its phrases.  Finding the text's words is one ``bytes.translate`` and one
-# ``split``; a text none of whose words is an anchor makes no claim and costs nothing more.
-
-#: Words too common to tell anything (a pattern never matches on them alone).
-_STOP = frozenset(
-    "is are was were has have had been be the a an your you we it its this that to for of on in at by and or "
-    "with from into now still just will ll ve de la le les el los las su tu se der die das den des ist sind wurde "
-    "wurden est sont ete en et y un une del al ha han sido fue fueron mise mis".split())
-#: ... and words that rarely stand alone in a phrase: anchors only where the phrase has no other.
-_WEAK = frozenset(
-    "as os es du id im all up off out go con para pour dans not no nicht miss does did back know file number job "
-    "task order request message payment report application instruction submission review approval confirmation "
-    "execution way".split())
-
-
-def _without_lookarounds(pattern: str) -> str:
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith(("(?!", "(?=", "(?<!", "(?<="), i):
-            depth = 0
-            while i < len(pattern):
-                if pattern[i] == "\\":
-                    i += 2
-                    continue
-                depth += {"(": 1, ")": -1}.get(pattern[i], 0)
-                i += 1
-                if depth == 0:
-                    break
-            continue
-        out.append(pattern[i])
-        i += 1
-    return "".join(out)
-
-
-_ATOMS = re.compile(r"(?:[a-z]|\[[a-z]+\])\??")
-
-
-def _spellings(run: str) -> set[str]:
-    """Every word a run of letters, letter classes and optional letters (``aceptad[oa]``,
-    ``acceptee?s?``) spells."""
-    words = {""}
-    for atom in _ATOMS.findall(run):
-        optional = atom.endswith("?")
-        letters = atom.rstrip("?").strip("[]")
-        words = {w + c for w in words for c in letters} | (words if optional else set())
-    return words
-
-
-def _anchors(term: Term) -> tuple[set[str], set[str]]:
-    """The words (Latin) and first characters (Chinese, Japanese) a match of ``term`` holds one of."""
-    source = re.sub(r"\\[a-zA-Z]", " ", _without_lookarounds(term.pattern))
-    every = {w for run in re.findall(r"(?:[a-z]|\[[a-z]+\])(?:[a-z]|\[[a-z]+\]|\?)*", source)
-             for w in _spellings(run) if len(w) > 1}
-    words = (every - _STOP - _WEAK) or (every - _STOP) or every
-    cjk = {run[0] for run in _CJK_RUN.findall(source)}
-    return words, cjk
-
-
-#: Endings a group after the word may add (``(creee?|envoyee?)s?``): the anchors hold those forms too.
-_ENDINGS = ("", "s", "e", "es", "n", "en", "o", "a", "os", "as")
-_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]+")
-
-
-def _alternatives(pattern: str) -> list[str]:
-    """The top-level alternatives of a pattern (``a|b(c|d)|e`` → ``a``, ``b(c|d)``, ``e``)."""
-    parts, depth, start, i = [], 0, 0, 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            i = pattern.index("]", i + 1) + 1
-            continue
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        if ch == "|" and depth == 0:
-            parts.append(pattern[start:i])
-            start = i + 1
-        i += 1
-    return parts + [pattern[start:]]
-
+# -- anchors: which pieces a text could match (``_anchors``: a text without any costs a few string
+# operations) --------------------------------------------------------------------------------------
 
 #: Every alternative of every term, run on its own when the text holds one of its anchors: (index of
 #: its term in CLAIMS, the alternative as a term of its own).
 _PIECES: list[tuple[int, Term]] = [(i, term._replace(pattern=alt)) for i, term in enumerate(CLAIMS)
-                                   for alt in _alternatives(term.pattern)]
+                                   for alt in alternatives(term.pattern)]
 _BY_WORD: dict[str, list[int]] = {}
 _BY_CHAR: dict[str, list[int]] = {}
 _COMPOUND: list[tuple[bytes, int]] = []  # ASCII stems that may end a longer word ("verbindungsfehler")
 for _i, (_, _piece) in enumerate(_PIECES):
-    _latin, _cjk = _anchors(_piece)
+    _latin, _cjk = anchors(_piece.pattern)
     assert _latin or _cjk, f"a claim pattern without an anchor word: {_piece.pattern}"
     for _w in _latin:
-        for _ending in _ENDINGS:
+        for _ending in ENDINGS:
             _BY_WORD.setdefault(_w + _ending, []).append(_i)
     if _piece.compound:  # its words may end a longer one ("verbindungsfehler"): looked for inside the bytes
         _COMPOUND += [(w.encode(), _i) for w in sorted(_latin)]
@@ -171,28 +88,17 @@ _EVERY = list(range(len(_PIECES)))
 _ENDS = frozenset(".!?;:\n。！？；：")
 
 
-def _starts_word(norm: str, at: int) -> bool:
-    return at == 0 or not ("a" <= norm[at - 1] <= "z" or "0" <= norm[at - 1] <= "9")
-
-
 def _starts_sentence(norm: str, at: int) -> bool:
     return at == 0 or norm[at - 1] in _ENDS or (norm[at - 1] == " " and at >= 2 and norm[at - 2] in _ENDS)
 
 
 def _piece_matches(norm: str, i: int) -> list[re.Match[str]]:
     regex, word, sentence = _SINGLE[i]
-    found: list[re.Match[str]] = []
-    at = 0
-    while True:
-        m = regex.search(norm, at)
-        if m is None:
-            return found
-        start = m.start()
-        if (not word or _starts_word(norm, start)) and (not sentence or _starts_sentence(norm, start)):
-            found.append(m)
-            at = m.end() if m.end() > start else start + 1
-        else:
-            at = start + 1
+    if sentence:
+        return matches(regex, norm, _starts_sentence)
+    return matches(regex, norm, starts_word if word else None)
+
+
 #: Lower case, and every character that is not part of a word a space: then ``split`` gives words.
 _SEPARATORS = b"\t\n\r.,;:!?()[]{}<>\"'`_-/\\|*#=+&%$@~^"
 _WORD_BYTES = bytes.maketrans(bytes(range(65, 91)) + _SEPARATORS, bytes(range(97, 123)) + b" " * len(_SEPARATORS))
@@ -249,7 +155,7 @@ def _unquote(match: re.Match[str]) -> str:
                            or match.end() < len(match.string) and match.string[match.end()].isalnum()):
         return text  # an apostrophe ("don't ... it's"), not a quotation
     return " \u2026 "
-_INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in DATA_INTROS) +
+_INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in every(DATA_INTROS)) +
                     r")(?!\w)[^:：\n]{0,60}[:：]", re.I)
 
 
@@ -289,15 +195,22 @@ def _head(text: str) -> str:
 
 # -- reading a match ----------------------------------------------------------------------------
 
-_CLAUSE_END = re.compile(r"[.!?;\n。！？；,，、]| but | however | aber | pero | mais |但|が、")
+
+def _alternation(words: tuple[str, ...]) -> str:
+    """Latin words as whole words, Chinese and Japanese ones as they stand."""
+    return "|".join(re.escape(w) if _CJK.search(w) else f"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])" for w in words)
+
+
+_CLAUSE_END = re.compile(r"[.!?;\n。！？；,，、]|" + _alternation(every(CONTRASTS)))
 _SENTENCE_END = re.compile(r"[.!?\n。！？]")
 _WORD = re.compile(r"[a-z0-9]+")
-_ABOUT_AFTER = re.compile(r"(?: (?:" + "|".join(re.escape(w) for w in CLAIM_ABOUT_AFTER if not _CJK.search(w)) +
-                          r")(?![a-z0-9])|(?:" + "|".join(w for w in CLAIM_ABOUT_AFTER if _CJK.search(w)) + "))")
-_REPORTED = re.compile(r"(?<![a-z0-9])(?:" + "|".join(re.escape(w) for w in REPORTED_SPEECH) + r")(?![a-z0-9])")
+_ABOUT_AFTER = re.compile(r"(?: (?:" + "|".join(re.escape(w) for w in every(CLAIM_ABOUT_AFTER) if not _CJK.search(w)) +
+                          r")(?![a-z0-9])|(?:" + "|".join(w for w in every(CLAIM_ABOUT_AFTER) if _CJK.search(w)) + "))")
+_REPORTED = re.compile(r"(?<![a-z0-9])(?:" + "|".join(re.escape(w) for w in every(REPORTED_SPEECH)) + r")(?![a-z0-9])")
 _NEG_ZH = re.compile("(?:" + "|".join(NEGATIONS["zh"]) + r")\s?$")
-_NEG_JA_AFTER = re.compile(r"^.{0,5}?(?:ありません|ないです|ない|なし|ません)")
-_NEG_AFTER = re.compile(r"\s?[:=]\s?(?:0|none|no|keine|aucune?|ninguno|无|なし)\b")
+_NEG_JA_AFTER = re.compile(r"^.{0,5}?(?:" + "|".join(AFTER_NEGATIONS["ja"]) + ")")
+_NEG_AFTER = re.compile(r"\s?[:=]\s?(?:" + _alternation(every(NONE_COUNTS)) + ")")
+_YES_NO = re.compile(_alternation(every(YES_NO_MARKS)))
 _LATIN_NEG = {lang: frozenset(cues) for lang, cues in NEGATIONS.items() if lang not in ("zh", "ja")}
 _ALL_LATIN_NEG = frozenset().union(*_LATIN_NEG.values())
 
@@ -329,7 +242,7 @@ def _question(norm: str, start: int, end: int) -> bool:
     sentence = norm[sentence_start:stop]
     if mark in ("?", "？") or "¿" in sentence:
         return True
-    return bool(re.search(r"吗|是否|有没有|ですか|ますか", sentence))
+    return bool(_YES_NO.search(sentence))
 
 
 def _reported(norm: str, start: int) -> bool:

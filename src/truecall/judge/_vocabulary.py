@@ -7,16 +7,24 @@ Latin letters matches whole words (an optional plural ``s`` allowed); Chinese an
 where they stand.  ``compound`` entries also match at the end of a word written together (German compounds,
 ``accesstoken``, ``clientsecret``; not ``secretary`` or ``tokenizer``).  ``PASTE`` and ``DESTRUCTIVE`` (the form lint's
 other red lines) are plain patterns that say their own word boundaries.  Nothing else in truecall keeps a word list: the rules in ``_claims`` and ``_forms``
-read these tables.
+read these tables.  The terms (``CLAIMS``, ``FORMS``, ``PASTE``, ``DESTRUCTIVE``) say their language
+and reason one by one; the cue tables (negation, topic words, reported speech, data intros, how an
+ask begins) are kept by language, their reason said once above each table.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Term", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
-           "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH",
+__all__ = ["Term", "every", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
+           "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH", "CONTRASTS", "NONE_COUNTS", "AFTER_NEGATIONS", "ASK_NEGATIONS_BEFORE",
+           "ASK_NEGATIONS_AFTER", "ASK_NEGATIONS_IN_CLAUSE", "ASK_NEGATION_IDIOMS", "WH_WORDS", "YES_NO_MARKS", "ABOUT_EXCEPTIONS",
            "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS"]
+
+
+def every(table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The words of a table kept by language, all languages together (a word once)."""
+    return tuple(dict.fromkeys(word for words in table.values() for word in words))
 
 
 class Term(NamedTuple):
@@ -208,18 +216,24 @@ CLAIMS: tuple[Term, ...] = (
 
 #: After a claim word, a word that makes it a topic, not a claim ("error rate: 0.1%"); whole words
 #: (Chinese and Japanese ones right after it).
-CLAIM_ABOUT_AFTER: tuple[str, ...] = (
-    "rate", "rates", "budget", "count", "counts", "handling", "handler", "handlers", "threshold", "thresholds",
-    "metric", "metrics", "tracking", "page", "pages", "codes", "message template", "policy", "queue length",
-    "column", "field", "state machine", "states", "list", "lists", "criteria", "date", "time",
-    "率", "次数", "数量", "统计", "日志", "件数", "ログ",
-)
+CLAIM_ABOUT_AFTER: dict[str, tuple[str, ...]] = {
+    "en": ("rate", "rates", "budget", "count", "counts", "handling", "handler", "handlers", "threshold", "thresholds",
+           "metric", "metrics", "tracking", "page", "pages", "codes", "message template", "policy", "queue length",
+           "column", "field", "state machine", "states", "list", "lists", "criteria", "date", "time"),
+    "zh": ("率", "次数", "数量", "统计", "日志"),
+    "ja": ("率", "件数", "ログ"),
+}
 
 #: What reports someone else's words: a claim after it is what they said, not what the server did.
-REPORTED_SPEECH: tuple[str, ...] = (
-    "says", "said", "say", "reports", "reported", "claims", "claimed", "wrote", "writes", "according to", "mentioned",
-    "说", "表示", "称", "据说", "根据", "と言って", "によると", "dice", "dijo", "segun", "sagt", "sagte", "laut", "dit", "selon",
-)
+REPORTED_SPEECH: dict[str, tuple[str, ...]] = {
+    "en": ("says", "said", "say", "reports", "reported", "claims", "claimed", "wrote", "writes", "according to",
+           "mentioned"),
+    "zh": ("说", "表示", "称", "据说", "根据"),
+    "ja": ("と言って", "によると"),
+    "es": ("dice", "dijo", "segun"),
+    "de": ("sagt", "sagte", "laut"),
+    "fr": ("dit", "selon"),
+}
 
 # =================================================================================================
 # What a form may not ask for
@@ -354,32 +368,32 @@ CREDENTIAL_FORMATS: dict[str, str] = {
 
 #: After a credential word, a word that makes the text *about* the credential, not an ask for it
 #: ("password policy", "token count", "API key label", "OTP channel", "Secret Santa").
-ABOUT_AFTER: tuple[str, ...] = (
-    "policy", "policies", "rules", "rule", "requirements", "requirement", "strength", "length", "complexity",
-    "reset", "resets", "change", "rotation", "expiry", "expiration", "expires", "age", "history", "manager",
-    "count", "counts", "limit", "limits", "usage", "budget", "label", "labels", "name", "names", "nickname",
-    "description", "type", "types", "format", "channel", "channels", "method", "methods", "provider", "providers",
-    "enabled", "disabled", "enforcement", "settings", "setting", "preference", "preferences", "consent", "banner",
-    "santa", "field", "prompt", "scope", "scopes", "permissions", "owner", "holder", "holders", "issuer", "brand",
-    "network", "last four", "last 4", "ending", "hint", "status", "lifetime", "ttl", "timeout", "duration",
-    "window", "size", "storage", "support", "login", "option", "options", "recovery email", "reminder",
-    "reuse", "sharing", "training", "audit", "revocation", "revoked", "issued", "created", "updated",
-    "attempts", "attempt", "be named", "be called", "named",
-    "策略", "规则", "强度", "长度", "数量", "设置", "渠道", "方式", "提示", "过期", "有效期", "是否", "已启用", "开启",
-    "命名", "名称", "账单",
-    "ポリシー", "設定", "の長さ", "有効", "方法", "数", "の変更",
-    "richtlinie", "lange", "regeln", "anforderungen", "anzahl", "anderung",
-)
+ABOUT_AFTER: dict[str, tuple[str, ...]] = {
+    "en": ("policy", "policies", "rules", "rule", "requirements", "requirement", "strength", "length", "complexity",
+           "reset", "resets", "change", "rotation", "expiry", "expiration", "expires", "age", "history", "manager",
+           "count", "counts", "limit", "limits", "usage", "budget", "label", "labels", "name", "names", "nickname",
+           "description", "type", "types", "format", "channel", "channels", "method", "methods", "provider",
+           "providers", "enabled", "disabled", "enforcement", "settings", "setting", "preference", "preferences",
+           "consent", "banner", "santa", "field", "prompt", "scope", "scopes", "permissions", "owner", "holder",
+           "holders", "issuer", "brand", "network", "last four", "last 4", "ending", "hint", "status", "lifetime",
+           "ttl", "timeout", "duration", "window", "size", "storage", "support", "login", "option", "options",
+           "recovery email", "reminder", "reuse", "sharing", "training", "audit", "revocation", "revoked", "issued",
+           "created", "updated", "attempts", "attempt", "be named", "be called", "named"),
+    "zh": ("策略", "规则", "强度", "长度", "数量", "设置", "渠道", "方式", "提示", "过期", "有效期", "是否", "已启用", "开启",
+           "命名", "名称", "账单"),
+    "ja": ("ポリシー", "設定", "の長さ", "有効", "方法", "数", "の変更"),
+    "de": ("richtlinie", "lange", "regeln", "anforderungen", "anzahl", "anderung"),
+}
 #: Before a credential word, words that make it a topic ("number of tokens", "analytics cookies").
-ABOUT_BEFORE: tuple[str, ...] = (
-    "number of", "analytics", "marketing", "tracking", "advertising", "third party", "functional", "performance",
-    "how many", "max", "maximum", "min", "minimum", "secret santa", "forgot", "forgotten", "reset", "strong",
-    "weak", "accept", "allow", "block", "essential", "necessary", "preference", "name this", "name the",
-    "name your", "rename", "rename the", "rename this",
-    "politica de", "requisitos de", "longitud de", "cantidad de", "numero de tokens",
-    "politique de", "longueur du", "longueur de", "nombre de", "exigences de",
-    "anzahl der", "lange des", "lange der",
-)
+ABOUT_BEFORE: dict[str, tuple[str, ...]] = {
+    "en": ("number of", "analytics", "marketing", "tracking", "advertising", "third party", "functional",
+           "performance", "how many", "max", "maximum", "min", "minimum", "secret santa", "forgot", "forgotten",
+           "reset", "strong", "weak", "accept", "allow", "block", "essential", "necessary", "preference", "name this",
+           "name the", "name your", "rename", "rename the", "rename this"),
+    "es": ("politica de", "requisitos de", "longitud de", "cantidad de", "numero de tokens"),
+    "fr": ("politique de", "longueur du", "longueur de", "nombre de", "exigences de"),
+    "de": ("anzahl der", "lange des", "lange der"),
+}
 
 #: Negation cues, by language; ``before``: within the clause before the word; ``after``: just after
 #: it (Japanese and the German ``nicht`` that ends a clause).
@@ -395,24 +409,74 @@ NEGATIONS: dict[str, tuple[str, ...]] = {
 }
 
 #: How a sentence that asks for a value begins (an ask, even with a question mark: "What is your PIN?").
-ASK_STARTS: tuple[str, ...] = (
-    "what", "which", "enter", "type", "provide", "please", "give", "tell", "share", "send", "input", "paste",
-    "fill", "supply", "submit", "confirm your", "could you", "can you", "would you", "may we", "may i", "we need",
-    "i need", "your", "add", "insert",
-    "请输入", "请提供", "请填写", "输入", "提供", "填写", "请告诉", "请问", "什么", "多少", "请",
-    "入力", "教えて", "ご入力", "ください", "何",
-    "introduzca", "introduce", "ingrese", "ingresa", "escriba", "escribe", "proporcione", "indique", "cual", "cual es",
-    "geben sie", "gib", "bitte", "wie lautet", "welche", "welches", "was ist", "tragen sie",
-    "entrez", "saisissez", "saisir", "indiquez", "fournissez", "quel", "quelle", "veuillez",
-)
+ASK_STARTS: dict[str, tuple[str, ...]] = {
+    "en": ("what", "which", "enter", "type", "provide", "please", "give", "tell", "share", "send", "input", "paste",
+           "fill", "supply", "submit", "confirm your", "could you", "can you", "would you", "may we", "may i",
+           "we need", "i need", "your", "add", "insert"),
+    "zh": ("请输入", "请提供", "请填写", "输入", "提供", "填写", "请告诉", "请问", "什么", "多少", "请"),
+    "ja": ("入力", "教えて", "ご入力", "ください", "何"),
+    "es": ("introduzca", "introduce", "ingrese", "ingresa", "escriba", "escribe", "proporcione", "indique", "cual",
+           "cual es"),
+    "de": ("geben sie", "gib", "bitte", "wie lautet", "welche", "welches", "was ist", "tragen sie"),
+    "fr": ("entrez", "saisissez", "saisir", "indiquez", "fournissez", "quel", "quelle", "veuillez"),
+}
+#: Words that end a clause: a negation or a claim before them does not reach past them.
+CONTRASTS: dict[str, tuple[str, ...]] = {
+    "en": ("but", "however"), "es": ("pero",), "de": ("aber",), "fr": ("mais",), "zh": ("但",), "ja": ("が、",),
+}
+#: After a word, what says there were none of it ("errors: 0"): a count, not a claim.
+NONE_COUNTS: dict[str, tuple[str, ...]] = {
+    "en": ("0", "none", "no"), "de": ("keine",), "fr": ("aucun", "aucune"), "es": ("ninguno",), "zh": ("无",),
+    "ja": ("なし",),
+}
+#: Japanese negation follows the word it negates ("エラーはありません"); these, within a few characters
+#: after a claim word, negate it.
+AFTER_NEGATIONS: dict[str, tuple[str, ...]] = {
+    "ja": ("ありません", "ないです", "ない", "なし", "ません"),
+}
+#: What tells the user *not* to give something ("do not give us your PIN", "请勿输入密码",
+#: "パスワードは入力しないで", "geben Sie Ihre PIN nicht ein", "ne saisissez jamais"): before the
+#: credential word in its clause, after it, or anywhere in the clause (German and French put it after
+#: the verb).  Latin-script cues before the word are the NEGATIONS words.
+ASK_NEGATIONS_BEFORE: dict[str, tuple[str, ...]] = {
+    "zh": ("不要", "请勿", "切勿", "勿", "别", "绝不", "从不", "不会", "无需", "不必"), "ja": ("決して",),
+}
+ASK_NEGATIONS_AFTER: dict[str, tuple[str, ...]] = {
+    "ja": ("しないで", "入力しないで", "教えないで", "伝えないで", "不要", "ません", "ないでください"),
+}
+ASK_NEGATIONS_IN_CLAUSE: dict[str, tuple[str, ...]] = {"de": ("nicht", "niemals", "nie"), "fr": ("jamais", "pas")}
+#: ... except where the negation is an idiom that asks ("n'oubliez pas votre PIN": don't forget it).
+ASK_NEGATION_IDIOMS: dict[str, tuple[str, ...]] = {
+    "de": ("nicht vergessen",), "fr": ("n oubliez pas",), "en": ("don t forget", "do not forget"),
+}
+#: Question words: a question that holds one asks for a value ("What is your PIN?"), it is no yes/no
+#: question about a credential.
+WH_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("what", "which", "who", "whose", "where", "when", "how"),
+    "es": ("cual", "que"), "fr": ("quel", "quelle"), "de": ("welche", "welcher", "welches", "welchem", "welchen",
+                                                          "was", "wie", "wo"),
+    "zh": ("什么", "多少", "哪", "几"), "ja": ("何", "どの", "いくつ", "どれ"),
+}
+#: How Chinese and Japanese mark a yes/no question (a question mark alone does not).
+YES_NO_MARKS: dict[str, tuple[str, ...]] = {
+    "zh": ("吗", "是否", "有没有", "要不要", "能否", "可否"), "ja": ("ますか", "ですか", "でしょうか"),
+}
+#: After a topic word, phrases that make it an ask again ("name of your first pet" is a security
+#: question, though "name" after a credential word is a topic).
+ABOUT_EXCEPTIONS: dict[str, tuple[str, ...]] = {"en": ("name of your", "names of")}
+
 #: What introduces data rather than a claim ("Contents of notes.txt:", "Observations:").
-DATA_INTROS: tuple[str, ...] = (
-    "contents of", "content of", "content", "contents", "here is", "here are", "observations", "observation",
-    "entities", "relations", "file", "notes", "found", "search results", "matches", "stdout", "stderr", "log",
-    "logs", "body", "response body", "page", "excerpt", "quote", "text of", "stored", "memory", "graph",
-    "echo", "usage",
-    "内容", "文件内容", "笔记", "ファイルの内容", "メモ", "contenido", "inhalt", "notiz", "contenu",
-)
+DATA_INTROS: dict[str, tuple[str, ...]] = {
+    "en": ("contents of", "content of", "content", "contents", "here is", "here are", "observations", "observation",
+           "entities", "relations", "file", "notes", "found", "search results", "matches", "stdout", "stderr", "log",
+           "logs", "body", "response body", "page", "excerpt", "quote", "text of", "stored", "memory", "graph",
+           "echo", "usage"),
+    "zh": ("内容", "文件内容", "笔记"),
+    "ja": ("ファイルの内容", "内容", "メモ"),
+    "es": ("contenido",),
+    "de": ("inhalt", "notiz"),
+    "fr": ("contenu",),
+}
 
 # =================================================================================================
 # The form lint's other red lines: an invitation to paste anything, a destructive action

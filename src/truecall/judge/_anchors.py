@@ -1,0 +1,123 @@
+"""Anchors: the words a pattern cannot match without, so that a pattern runs only on text that holds one.
+
+A regular expression of many alternatives is tried at every position of a text (hundreds of
+microseconds over 200 characters in CPython); finding a text's words is one ``translate`` and one
+``split``.  So every pattern of the vocabulary is run only when the text holds one of its anchors —
+for Latin script the whole words every match of it contains (in every spelling its optional letters
+and letter classes give, with the endings a group after it may add), for Chinese and Japanese the
+first characters of its phrases.  Anchors are a shortcut, never a rule: the tests check that the
+anchored judgment equals the one that runs every pattern.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+__all__ = ["alternatives", "anchors", "ENDINGS", "matches", "starts_word"]
+
+#: Words too common to tell anything (a pattern never matches on them alone).
+STOP = frozenset(
+    "is are was were has have had been be the a an your you we it its this that to for of on in at by and or "
+    "with from into now still just will ll ve de la le les el los las su tu se der die das den des ist sind wurde "
+    "wurden est sont ete en et y un une del al ha han sido fue fueron mise mis".split())
+#: ... and words that rarely stand alone in a phrase: anchors only where the phrase has no other.
+WEAK = frozenset(
+    "as os es du id im all up off out go con para pour dans not no nicht miss does did back know file number job "
+    "task order request message payment report application instruction submission review approval confirmation "
+    "execution way".split())
+
+
+def _without_lookarounds(pattern: str) -> str:
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith(("(?!", "(?=", "(?<!", "(?<="), i):
+            depth = 0
+            while i < len(pattern):
+                if pattern[i] == "\\":
+                    i += 2
+                    continue
+                depth += {"(": 1, ")": -1}.get(pattern[i], 0)
+                i += 1
+                if depth == 0:
+                    break
+            continue
+        out.append(pattern[i])
+        i += 1
+    return "".join(out)
+
+
+_ATOMS = re.compile(r"(?:[a-z0-9]|\[[a-z0-9]+\])\??")
+
+
+def _spellings(run: str) -> set[str]:
+    """Every word a run of letters, letter classes and optional letters (``aceptad[oa]``,
+    ``acceptee?s?``) spells."""
+    words = {""}
+    for atom in _ATOMS.findall(run):
+        optional = atom.endswith("?")
+        letters = atom.rstrip("?").strip("[]")
+        words = {w + c for w in words for c in letters} | (words if optional else set())
+    return words
+
+
+def anchors(pattern: str, *, weak: bool = True) -> tuple[set[str], set[str]]:
+    """The words (Latin) and first characters (Chinese, Japanese) a match of ``pattern`` (one
+    alternative: see :func:`alternatives`) holds one of.  ``weak``: leave out the words that rarely
+    stand alone where the pattern has others."""
+    source = re.sub(r"\\[a-zA-Z]", " ", _without_lookarounds(pattern))
+    every = {w for text in (source, source.replace(" ?", ""))  # "pin ?code" is "pincode" too
+             for run in re.findall(r"(?:[a-z0-9]|\[[a-z0-9]+\])(?:[a-z0-9]|\[[a-z0-9]+\]|\?)*", text)
+             for w in _spellings(run) if len(w) > 1}
+    words = (every - STOP - (WEAK if weak else frozenset())) or (every - STOP) or every
+    cjk = {run[0] for run in CJK_RUN.findall(source)}
+    return words, cjk
+
+
+#: Endings a group after the word may add (``(creee?|envoyee?)s?``): the anchors hold those forms too.
+ENDINGS = ("", "s", "e", "es", "n", "en", "o", "a", "os", "as")
+CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]+")
+
+
+def alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of a pattern (``a|b(c|d)|e`` → ``a``, ``b(c|d)``, ``e``)."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i = pattern.index("]", i + 1) + 1
+            continue
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if ch == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return parts + [pattern[start:]]
+
+
+
+
+def starts_word(text: str, at: int) -> bool:
+    """Whether ``at`` starts a word of normalised text (no letter or digit before it)."""
+    return at == 0 or not ("a" <= text[at - 1] <= "z" or "0" <= text[at - 1] <= "9")
+
+
+def matches(pattern: re.Pattern[str], text: str, starts: Callable[[str, int], bool] | None) -> list[re.Match[str]]:
+    """Every match of ``pattern`` in ``text`` whose start passes ``starts`` (what a look-behind at the
+    pattern's start would have said: patterns start with their own characters, which lets the engine
+    skip ahead, and the start is checked here); a start that fails is tried again one character on."""
+    found: list[re.Match[str]] = []
+    at = 0
+    while True:
+        m = pattern.search(text, at)
+        if m is None:
+            return found
+        start = m.start()
+        if starts is None or starts(text, start):
+            found.append(m)
+            at = max(m.end(), start + 1)
+        else:
+            at = start + 1
