@@ -17,6 +17,10 @@ Tools:
 - ``credential_form``: asks, by elicitation, for a password (a red line) and reports what it got;
 - ``url_consent``: asks in URL mode (a sign-in page) and reports what the client said;
 - ``fold_unknown``: answers an unknown tool with ``isError: true`` (as some SDKs do);
+- ``says_accepted`` / ``says_failed``: ``isError: false``, no task, no ``outputSchema``, and a text
+  that says the work was only accepted ("已受理", the seed's accident) / that it failed;
+- ``queued_status`` / ``ticket_created``: "Ticket ... accepted" over a ``structuredContent`` valid
+  against the declared schema whose ``status`` says ``queued`` (proves nothing) / ``created``;
 - ``two_rounds`` (a tool), the prompt ``two_rounds`` and the resource ``rogue://two-rounds`` (2026-07-28):
   ask once with a ``requestState``, then again with none; a retry that still carries the first round's
   (spent) state is refused, as a real server refuses a state twice.
@@ -29,6 +33,8 @@ import orjson
 LEGACY_ONLY = "--legacy-only" in sys.argv
 OUT = {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"],
        "additionalProperties": False}
+TICKET = {"type": "object", "properties": {"ticket": {"type": "string"}, "status": {"type": "string"}},
+          "required": ["ticket", "status"]}
 TOOLS = [
     {"name": "broken", "inputSchema": {"type": "object"}, "outputSchema": OUT},
     {"name": "no_structure", "inputSchema": {"type": "object"}, "outputSchema": OUT},
@@ -42,7 +48,19 @@ TOOLS = [
     {"name": "credential_form", "inputSchema": {"type": "object"}},
     {"name": "url_consent", "inputSchema": {"type": "object"}},
     {"name": "two_rounds", "inputSchema": {"type": "object"}},
+    {"name": "says_accepted", "inputSchema": {"type": "object"}},
+    {"name": "says_failed", "inputSchema": {"type": "object"}},
+    {"name": "queued_status", "inputSchema": {"type": "object"}, "outputSchema": TICKET},
+    {"name": "ticket_created", "inputSchema": {"type": "object"}, "outputSchema": TICKET},
 ]
+SAYS = {
+    "says_accepted": {"content": [{"type": "text", "text": "已受理"}]},
+    "says_failed": {"content": [{"type": "text", "text": "Sync failed: the upstream timed out"}]},
+    "queued_status": {"content": [{"type": "text", "text": "Ticket T-1 accepted"}],
+                      "structuredContent": {"ticket": "T-1", "status": "queued"}},
+    "ticket_created": {"content": [{"type": "text", "text": "Ticket T-2 accepted"}],
+                       "structuredContent": {"ticket": "T-2", "status": "created"}},
+}
 ERROR_RESULT = {"content": [{"type": "text", "text": "upstream refused the job"}], "isError": True,
                 "structuredContent": {"error": {"kind": "dependency_unavailable", "message": "upstream refused",
                                                 "retryable": True}, "count": 0}}
@@ -138,6 +156,8 @@ def call(rid, params, modern, meta):
                       modern)
     if name == "hang":
         return
+    if name in SAYS:
+        return result(rid, SAYS[name], modern)
     if name == "two_rounds":
         return two_rounds(rid, params, modern, {"content": [{"type": "text", "text": "both answered"}]})
     if name in ("credential_form", "url_consent"):

@@ -134,7 +134,9 @@ def test_truecall_liar_findings() -> None:
     assert "4 failures, 2 warnings" in report.summary()
     # The user layer: what describe() would tell a user about each observed result.
     told = {(o.era, o.tool, o.purpose): o for o in report.observations}
-    assert told[("2026-07-28", "file_report", "generated")].describe == "已受理，我们会尽快处理"
+    # was: the server's "已受理" repeated as the user's sentence (issue #24): now the client's Unconfirmed
+    said = told[("2026-07-28", "file_report", "generated")].describe
+    assert said.startswith("Not done") and "已受理" in said and "no way to check" in said
     assert told[("2025-11-25", "boom", "generated")].outcome == "failed"
 
 

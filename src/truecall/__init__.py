@@ -53,8 +53,8 @@ __version__ = "0.1.0"
 _LAZY = {"ClaimNames": "oauth", "JWTVerifier": "oauth", "ProtectedResource": "oauth"}
 # The client loads on first use too: a server never imports it (nor httpx).
 _LAZY.update({name: "client" for name in (
-    "Client", "Done", "Failed", "Accepted", "Unknown", "Cancelled", "Outcome", "FormRequest", "UrlRequest", "Accept",
-    "Decline", "Cancel", "ConnectionLost", "NotSent", "ClientStateError")})
+    "Client", "Done", "Unconfirmed", "Failed", "Accepted", "Unknown", "Cancelled", "Outcome", "FormRequest",
+    "UrlRequest", "Accept", "Decline", "Cancel", "ConnectionLost", "NotSent", "ClientStateError")})
 
 
 def __getattr__(name: str) -> object:
@@ -80,6 +80,7 @@ __all__ = [
     "FormRequest",
     "NotSent",
     "Outcome",
+    "Unconfirmed",
     "Unknown",
     "UrlRequest",
     "AccessDenied",

@@ -428,7 +428,8 @@ def call_tool(
                                                             "(default: $TRUECALL_LANG, else en)"),
 ) -> None:
     """Call one tool: prints the describe() sentence and the result. Exit status: 0 done, 1 failed,
-    2 protocol or usage error, 3 accepted and not waited for, 4 unknown (it may have happened)."""
+    2 protocol or usage error, 3 accepted and not waited for, 4 unknown (it may have happened),
+    5 unconfirmed (success flagged, but the text says only accepted, or failed: not done)."""
     from .client._cli import run_call
     from .texts import LocaleError, resolve_locale
 

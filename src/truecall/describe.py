@@ -4,7 +4,9 @@ Rules (docs/guide/three-layers.md, "What a caller does with a result"):
 - an error result starts with "Not successful" (「未成功」 in Chinese);
 - references are named: resource links, and the reference an error carries;
 - ``structuredContent.count == 0`` says there is no matching data, never "processed";
-- accepted work (a task not yet terminal) says it is accepted and not done.
+- accepted work (a task not yet terminal) says it is accepted and not done;
+- a client's :class:`~truecall.client.Unconfirmed` (a success whose text claims the work was only
+  accepted, or failed, with nothing to check it by) says it is not done and why.
 
 The words come from :mod:`truecall.texts`: English by default, ``locale="zh"`` (or
 ``TRUECALL_LANG=zh``) for Chinese (examples/05_describe.py prints both).
@@ -66,7 +68,7 @@ def describe(result: Any, locale: str | None = None) -> str:
     default English).  Another value is a :class:`~truecall.texts.LocaleError`.
     """
     words = _Words(resolve_locale(locale))
-    if not isinstance(result, (ToolResult, Mapping)):  # a client outcome (Done, Failed, Accepted, Unknown, ...)
+    if not isinstance(result, (ToolResult, Mapping)):  # a client outcome (Done, Unconfirmed, Failed, Unknown, ...)
         from .client._describe import describe_outcome
 
         return describe_outcome(result, words.locale)

@@ -87,6 +87,16 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "client.reason.timeout": "timed out",
         "client.reason.connection_lost": "connection lost",
         "client.reason.server_exited": "server exited",
+        "client.reason.unreachable": "the server could no longer be reached",
+        "client.reason.http_500": "HTTP 500 without the server's answer",
+        "client.reason.http_502": "HTTP 502 from a gateway, without the server's answer",
+        "client.reason.http_503": "HTTP 503 without the server's answer",
+        "client.reason.http_504": "HTTP 504 from a gateway, without the server's answer",
+        "client.unconfirmed.accepted": "Not done: the server claims it accepted the work (\"{evidence}\") but gave "
+                                       "no way to check it (no task to follow, no checked result), so it cannot "
+                                       "count as done",
+        "client.unconfirmed.failed": "Not confirmed: the server flagged success but its text says the work failed "
+                                     "(\"{evidence}\"); it cannot count as done, and check before trying again",
         # the incident desk
         "desk.search.summary": "{service}: {count} authorized incident summaries",
         "desk.search.summary.one": "{service}: {count} authorized incident summary",
@@ -120,6 +130,15 @@ CATALOGUE: dict[str, dict[str, str]] = {
         "client.reason.timeout": "超时",
         "client.reason.connection_lost": "连接中断",
         "client.reason.server_exited": "服务器已退出",
+        "client.reason.unreachable": "已无法连接服务器",
+        "client.reason.http_500": "HTTP 500，没有服务器的答复",
+        "client.reason.http_502": "网关返回 HTTP 502，没有服务器的答复",
+        "client.reason.http_503": "HTTP 503，没有服务器的答复",
+        "client.reason.http_504": "网关返回 HTTP 504，没有服务器的答复",
+        "client.unconfirmed.accepted": "未完成：服务器声称已受理（“{evidence}”），但没有给出任何核对方式"
+                                       "（没有可跟踪的任务，也没有经过校验的结果），因此不能当作完成",
+        "client.unconfirmed.failed": "未确认：服务器标记为成功，但其文字说工作失败了（“{evidence}”），"
+                                     "不能当作完成，重试前请先核对",
         "desk.search.summary": "{service}: {count} 个已授权事件摘要",  # the line examples/01_search.py prints
         "desk.settled.ticket": "已核对（{when}，{by}）：工单 {ticket} 已存在",
         "desk.settled.nothing": "已核对（{when}，{by}）：未产生任何变更（没有工单，也不会再有）",

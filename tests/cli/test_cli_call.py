@@ -1,5 +1,5 @@
 """``truecall call``: the describe() sentence, the result, and an exit status per outcome
-(0 done, 1 failed, 2 protocol or usage error, 3 accepted not waited for, 4 unknown).
+(0 done, 1 failed, 2 protocol or usage error, 3 accepted not waited for, 4 unknown, 5 unconfirmed).
 
 Every call is a real ``python -m truecall call`` process (most with a ``truecall serve`` child): two
 interpreter start-ups each.  The calls of one test do not depend on each other, so ``calls`` starts
@@ -77,6 +77,27 @@ def test_protocol_usage_and_unknown(tmp_path: Path) -> None:
     assert broken.returncode == 1 and orjson.loads(broken.stdout)["kind"] == "contract_broken"
 
     assert silent.returncode == 4 and "may have happened" in silent.stdout
+
+
+def test_a_success_whose_words_say_accepted_or_failed_is_unconfirmed(tmp_path: Path) -> None:
+    # was: exit 0 and the server's "已受理" repeated as if it were done (issue #24)
+    accepted, accepted_zh, failed, honest = calls(
+        tmp_path,
+        ("says_accepted", *ROGUE),
+        ("says_accepted", "--lang", "zh", *ROGUE),
+        ("says_failed", "--json", *ROGUE),
+        ("ticket_created", *ROGUE))
+    assert accepted.returncode == 5, accepted.stderr
+    assert accepted.stdout.startswith("Not done") and "no way to check it" in accepted.stdout
+    assert '"已受理"' in accepted.stdout  # the result is printed as it came, after the sentence
+    assert accepted_zh.returncode == 5 and accepted_zh.stdout.startswith("未完成")
+
+    assert failed.returncode == 5, failed.stderr
+    body = orjson.loads(failed.stdout)
+    assert body["outcome"] == "unconfirmed" and body["claim"] == "failed" and body["evidence"]
+    assert body["result"]["content"][0]["text"].startswith("Sync failed")
+
+    assert honest.returncode == 0, honest.stderr
 
 
 def test_http_scope_error_names_the_step_up(tmp_path: Path) -> None:

@@ -379,7 +379,9 @@ def test_outcomes_are_never_truthy_except_done() -> None:
     assert not judge("t", {"content": [], "structuredContent": {"n": "1"}}, v)
     assert not judge("t", {"content": [], "isError": "false", "structuredContent": {"n": 1}}, v)
     assert not judge("t", {"content": [], "isError": True}, None)
-    assert judge("t", {"content": [{"type": "text", "text": "已受理"}]}, None)  # no schema: the flag decides
+    # was: Done — "no schema: the flag decides", the seed's accident (tests/client/test_client_claims.py)
+    assert not judge("t", {"content": [{"type": "text", "text": "已受理"}]}, None)
+    assert judge("t", {"content": [{"type": "text", "text": "payments: 2 open incidents"}]}, None)
 
 
 def test_connection_state_table_refuses_illegal_moves() -> None:
@@ -642,6 +644,8 @@ def test_wire_errors_become_the_typed_exceptions() -> None:
     stepped = _status_error(httpx.Response(403, request=request, headers={
         "www-authenticate": 'Bearer error="insufficient_scope", scope="files:read files:write"'}))
     assert isinstance(stepped, InsufficientScope) and stepped.required == ("files:read", "files:write")
+    # (a 5xx like these is raised only for the negotiation, where nothing can have happened; after any
+    # other request left it is a loss, and a tools/call Unknown: tests/client/test_client_claims.py)
     assert type(_status_error(httpx.Response(502, request=request))) is InternalError
     assert type(_status_error(httpx.Response(503, request=request))) is ServiceUnavailable
 

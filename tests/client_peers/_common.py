@@ -4,7 +4,11 @@
   (``service`` is required: calling without it is the "missing argument" case);
 - ``fail()``: a tool error (``isError: true``) in the framework's own way;
 - ``ask()`` (where the framework has elicitation): asks for a severity and a reason, and says
-  in text what the user did.
+  in text what the user did ("the user chose P1: ...", "decline", "cancel" — not "accepted P1",
+  which reads as a claim that the escalation was only accepted);
+- ``submit(language)``: the seed's accident — ``isError: false``, no task, no ``outputSchema``,
+  and the text "accepted" (``en``) or "已受理" (``zh``): a claim nobody can check;
+- ``sync()``: a success flag over a text that says the work failed (no ``outputSchema``).
 
     python PEER.py stdio
     python PEER.py http PORT
@@ -18,6 +22,16 @@ OUTPUT_SCHEMA = {
     "required": ["service", "count"],
 }
 COUNTS = {"payments": 2, "checkout": 1}
+
+
+#: What ``submit`` answers, by language: acceptance, with nothing to check it by.
+ACCEPTED = {"en": "accepted", "zh": "已受理"}
+#: What ``sync`` answers with ``isError: false``.
+SYNC_FAILED = "Sync failed: the upstream timed out"
+
+
+def submit(language):
+    return ACCEPTED[language]
 
 
 def search(service):

@@ -23,6 +23,16 @@ def fail() -> str:
     raise ToolError("upstream down")
 
 
+@mcp.tool(description="Submit a job (the seed's accident: says accepted, nothing to check)", output_schema=None)
+def submit(language: str) -> str:
+    return _common.submit(language)
+
+
+@mcp.tool(description="Sync (a success flag over a failure text)", output_schema=None)
+def sync() -> str:
+    return _common.SYNC_FAILED
+
+
 @dataclass
 class Escalation:
     severity: str
@@ -33,7 +43,7 @@ class Escalation:
 async def ask(ctx: Context) -> str:
     answer = await ctx.elicit("Escalate? Choose a severity and give a reason.", response_type=Escalation)
     if answer.action == "accept":
-        return f"accepted {answer.data.severity}: {answer.data.reason}"
+        return f"the user chose {answer.data.severity}: {answer.data.reason}"
     return answer.action
 
 

@@ -35,11 +35,21 @@ def fail() -> str:
     raise ToolError("upstream down")
 
 
+@mcp.tool(description="Submit a job (the seed's accident: says accepted, nothing to check)", structured_output=False)
+def submit(language: str) -> str:
+    return _common.submit(language)
+
+
+@mcp.tool(description="Sync (a success flag over a failure text)", structured_output=False)
+def sync() -> str:
+    return _common.SYNC_FAILED
+
+
 @mcp.tool(description="Ask the user for a severity and a reason")
 async def ask(ctx: Context) -> str:
     answer = await ctx.elicit("Escalate? Choose a severity and give a reason.", Escalation)
     if answer.action == "accept":
-        return f"accepted {answer.data.severity}: {answer.data.reason}"
+        return f"the user chose {answer.data.severity}: {answer.data.reason}"
     return answer.action
 
 

@@ -13,6 +13,10 @@ TOOLS = [
                              "required": ["service"]}),
     types.Tool(name="fail", description="Always a tool error", input_schema={"type": "object"}),
     types.Tool(name="ask", description="Ask the user for a severity and a reason", input_schema={"type": "object"}),
+    types.Tool(name="submit", description="Submit a job (the seed's accident: says accepted, nothing to check)",
+               input_schema={"type": "object", "properties": {"language": {"type": "string"}},
+                             "required": ["language"]}),
+    types.Tool(name="sync", description="Sync (a success flag over a failure text)", input_schema={"type": "object"}),
 ]
 FORM = {"type": "object", "properties": {"severity": {"type": "string"}, "reason": {"type": "string"}},
         "required": ["severity", "reason"]}
@@ -21,7 +25,7 @@ MESSAGE = "Escalate? Choose a severity and give a reason."
 
 def said(answer):
     if answer.action == "accept":
-        return f"accepted {answer.content['severity']}: {answer.content['reason']}"
+        return f"the user chose {answer.content['severity']}: {answer.content['reason']}"
     return answer.action
 
 
@@ -44,6 +48,10 @@ async def call_tool(ctx, params):
                                     structured_content=structured)
     if params.name == "fail":
         return types.CallToolResult(content=[types.TextContent(type="text", text="upstream down")], is_error=True)
+    if params.name == "submit":
+        return reply(_common.submit(args.get("language", "en")))
+    if params.name == "sync":
+        return reply(_common.SYNC_FAILED)
     if params.name == "ask":
         # 2026-07-28: ask with an input_required result and read the answer from the retry;
         # the handshake era: a server-initiated elicitation/create on the request's stream.

@@ -1,7 +1,9 @@
 """``truecall call``: one tool call from a shell, with an exit status that cannot lie.
 
 0 done, 1 failed, 2 protocol or usage error, 3 accepted and not waited for, 4 unknown
-(the request was sent and no answer came: it may have happened).
+(the request was sent and no answer came: it may have happened), 5 unconfirmed (a success
+flag over words that say the work was only accepted, or failed, with nothing to check it by:
+not done, and not known to have failed either).
 """
 
 from __future__ import annotations
@@ -16,26 +18,27 @@ from ..errors import ProtocolError
 from ._client import Client
 from ._elicit import Accept, Cancel, Decline, FormRequest, UrlRequest
 from ._errors import ConnectionLost, NotSent
-from ._outcomes import Accepted, Cancelled, Done, Failed, Unknown
+from ._outcomes import Accepted, Cancelled, Done, Failed, Unconfirmed, Unknown
 
 __all__ = ["run_call", "server_target", "EXIT"]
 
-EXIT = {"done": 0, "failed": 1, "error": 2, "accepted": 3, "unknown": 4, "cancelled": 1}
+EXIT = {"done": 0, "failed": 1, "error": 2, "accepted": 3, "unknown": 4, "cancelled": 1, "unconfirmed": 5}
 
 
 def _name(outcome: Any) -> str:
-    return {Done: "done", Failed: "failed", Accepted: "accepted", Unknown: "unknown", Cancelled: "cancelled"}[
-        type(outcome)]
+    return {Done: "done", Failed: "failed", Accepted: "accepted", Unknown: "unknown", Cancelled: "cancelled",
+            Unconfirmed: "unconfirmed"}[type(outcome)]
 
 
 def _as_json(outcome: Any, sentence: str) -> dict[str, Any]:
     out: dict[str, Any] = {"outcome": _name(outcome), "describe": sentence}
     for attr, key in (("kind", "kind"), ("message", "message"), ("reference", "reference"), ("task_id", "taskId"),
-                      ("request_id", "requestId"), ("reason", "reason"), ("status", "status")):
+                      ("request_id", "requestId"), ("reason", "reason"), ("status", "status"), ("claim", "claim"),
+                      ("evidence", "evidence")):
         value = getattr(outcome, attr, None)
         if value is not None:
             out[key] = value
-    if isinstance(outcome, (Done, Failed)):
+    if isinstance(outcome, (Done, Failed, Unconfirmed)):
         out["result"] = outcome.result
     return out
 
@@ -96,7 +99,7 @@ async def _call(target: Any, tool: str, arguments: dict[str, Any], *, token: str
         sys.stdout.write(orjson.dumps(_as_json(outcome, sentence), option=orjson.OPT_INDENT_2).decode() + "\n")
     else:
         print(sentence)
-        if isinstance(outcome, (Done, Failed)):
+        if isinstance(outcome, (Done, Failed, Unconfirmed)):
             print(orjson.dumps(outcome.result, option=orjson.OPT_INDENT_2).decode())
         elif isinstance(outcome, Accepted):
             print(f"taskId: {outcome.task_id} (not waited for: run again with --wait, or check it later)")

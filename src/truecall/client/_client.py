@@ -1,10 +1,11 @@
 """``truecall.Client``: the caller's half of the three layers.
 
 ``await client.call(name, arguments)`` returns exactly one of :class:`Done`,
-:class:`Failed`, :class:`Accepted` or :class:`Unknown` (and a task ends
-:class:`Cancelled` too): ``isError`` is read first, structured content is checked
-against the ``outputSchema`` the server declared, a task handle is never a
-success, and silence is never an answer.  Protocol errors raise the project's
+:class:`Unconfirmed`, :class:`Failed`, :class:`Accepted` or :class:`Unknown` (and a
+task ends :class:`Cancelled` too): ``isError`` is read first, structured content is
+checked against the ``outputSchema`` the server declared, a success whose words say
+"accepted" (or "failed") with nothing checkable behind them is not done, a task handle
+is never a success, and silence is never an answer.  Protocol errors raise the project's
 typed exceptions (:mod:`truecall.errors`).
 
 The protocol lives in :class:`~._connection.ClientConnection` (sans-IO) and the
@@ -30,8 +31,9 @@ from ._catalog import Catalog, pages
 from ._connection import ClientConnection
 from ._elicit import ElicitationHandler
 from ._errors import NotSent, from_wire, says_unknown_tool, unknown_tool
-from ._outcomes import Accepted, Cancelled, Done, Failed, Unknown, judge
+from ._outcomes import Accepted, Cancelled, Done, Failed, Unconfirmed, Unknown, judge
 from ._session import LogHandler, NotificationHandler, ProgressHandler, Session, TimedOut
+from ._silence import NOTHING_HAPPENED, Stage, after_loss
 from ._subscriptions import Subscriptions
 from ._tasks import Tasks
 from ._transport import Transport
@@ -150,7 +152,8 @@ class Client:
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None = None, *, wait: bool = False,
                    timeout: float | None | str = "default",
-                   on_progress: ProgressHandler | None = None) -> Done | Failed | Accepted | Unknown | Cancelled:
+                   on_progress: ProgressHandler | None = None) -> Done | Unconfirmed | Failed | Accepted | Unknown \
+            | Cancelled:
         """Call a tool: exactly one outcome (or a typed protocol error is raised).
 
         ``wait=True`` drives an :class:`Accepted` task to its end before returning.
@@ -183,16 +186,17 @@ class Client:
 
     async def _call(self, name: str, tool: dict[str, Any] | None, validator: Validator | None,
                     params: dict[str, Any], meta: dict[str, Any] | None,
-                    timeout: float | None | str) -> Done | Failed | Accepted | Unknown:
+                    timeout: float | None | str) -> Done | Unconfirmed | Failed | Accepted | Unknown:
         for _ in range(MAX_INPUT_ROUNDS):
             try:
                 rid, kind, value = await self._session.send("tools/call", params, meta=meta, timeout=timeout)
             except TimedOut as t:
                 return Unknown(name, t.args[0], "timeout")
             if kind == "lost":
-                if value == "not_sent":
+                verdict = after_loss(Stage.CALLING, value)
+                if verdict == NOTHING_HAPPENED:
                     raise NotSent(f"tools/call {name}: the request could not be sent; nothing happened")
-                return Unknown(name, rid, value)
+                return Unknown(name, rid, verdict)
             if kind == "error":
                 exc = from_wire(value, tool=name)
                 if tool is None and not isinstance(exc, (AccessDenied, UnknownTool)) and (

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..texts import catalogue, say
-from ._outcomes import CONTRACT_BROKEN, Accepted, Cancelled, Done, Failed, Unknown
+from ._outcomes import CONTRACT_BROKEN, Accepted, Cancelled, Done, Failed, Unconfirmed, Unknown
 
 __all__ = ["describe_outcome"]
 
@@ -25,6 +25,8 @@ def describe_outcome(outcome: Any, locale: str) -> str:
         if outcome.kind == CONTRACT_BROKEN:
             return say("client.broken", locale)
         return describe(outcome.result, locale)
+    if isinstance(outcome, Unconfirmed):
+        return say(f"client.unconfirmed.{outcome.claim}", locale, evidence=outcome.evidence or outcome.claim)
     if isinstance(outcome, Accepted):
         key = "client.waiting" if outcome.status == "input_required" else "client.accepted"
         return say(key, locale, task=outcome.task_id)

@@ -47,7 +47,13 @@ _SIMPLE[RESOURCE_NOT_FOUND] = NotFound  # the handshake era's resource-not-found
 
 
 class ConnectionLost(ConnectionError):
-    """The connection ended (the server exited, the network failed) with requests unanswered."""
+    """The connection ended (the server exited, the network failed) with requests unanswered.
+
+    ``reason`` says how (``"connection_lost"``, ``"server_exited"``, ``"http_502"``, ...: see ``_silence``)."""
+
+    def __init__(self, message: str = "", reason: str = "connection_lost") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class NotSent(ConnectionError):

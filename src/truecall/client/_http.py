@@ -6,7 +6,11 @@ Routing headers follow the era: 2026-07-28 requests carry ``MCP-Protocol-Version
 ``x-mcp-header``); handshake-era requests carry the negotiated version and
 ``Mcp-Session-Id``.  An HTTP failure without a JSON-RPC body (a 401 from a gateway,
 a 403 naming the scope to step up to) becomes the matching JSON-RPC error, so the
-caller gets the same typed exception whoever refused.
+caller gets the same typed exception whoever refused — except a 500/502/503/504 without
+one after a request left (other than the negotiation): the request reached something
+that did not say what happened, so it is a loss (``_silence``: a tool call ends
+``Unknown``), never "retry later".  A server that says itself that nothing happened
+answers with a JSON-RPC error, and that answer is delivered as it is.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from ..errors import (InsufficientScope, InternalError, InvalidCredential, Inval
                       ProtocolError, ServiceUnavailable)
 from ..protocol import jsonrpc
 from ..protocol.versions import META_VERSION
+from ._silence import gateway_loss
 from ._transport import Lost, Receive, TransportHooks
 
 __all__ = ["HttpTransport"]
@@ -30,6 +35,8 @@ __all__ = ["HttpTransport"]
 _NAME_FIELD = {"tools/call": "name", "resources/read": "uri", "prompts/get": "name", "tasks/get": "taskId",
                "tasks/update": "taskId", "tasks/cancel": "taskId"}
 _SCOPE = re.compile(r'scope="([^"]*)"')
+#: Requests whose failure cannot have done anything: a bare 5xx for them stays a typed error.
+_NEGOTIATION = frozenset({"server/discover", "initialize"})
 
 
 def header_value(value: str) -> str:
@@ -122,7 +129,7 @@ class HttpTransport(TransportHooks):
                     sid = resp.headers.get("mcp-session-id")
                     if sid:
                         self.session_id = sid
-                await self._answer(resp, rid)
+                await self._answer(resp, rid, message.get("method"))
         except (httpx.ConnectError, httpx.ConnectTimeout):
             if rid is not None:
                 self._lost("not_sent", rid)
@@ -134,8 +141,8 @@ class HttpTransport(TransportHooks):
         if rid is not None:
             self._lost("connection_lost", rid)  # the stream ended; if the answer came, nobody waits any more
 
-    async def _answer(self, resp: httpx.Response, rid: Any) -> None:
-        assert self._receive is not None
+    async def _answer(self, resp: httpx.Response, rid: Any, method: Any = None) -> None:
+        assert self._receive is not None and self._lost is not None
         ctype = resp.headers.get("content-type", "")
         if "text/event-stream" in ctype and resp.status_code == 200:
             await self._events(resp)
@@ -153,6 +160,10 @@ class HttpTransport(TransportHooks):
                     parsed["id"] = rid  # an error for a request the server could not read: it is ours
                 self._receive(orjson.dumps(parsed))
                 return
+        loss = gateway_loss(resp.status_code) if method not in _NEGOTIATION else None
+        if loss is not None:
+            self._lost(loss, rid)
+            return
         self._deliver_error(rid, _status_error(resp))
 
     async def _events(self, resp: httpx.Response) -> None:

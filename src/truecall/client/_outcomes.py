@@ -1,7 +1,11 @@
 """What a tool call came to, as exactly one type — never a bare result.
 
-- :class:`Done`: ``isError`` absent or false, and ``structuredContent`` valid against the
-  tool's ``outputSchema`` (when it declares one);
+- :class:`Done`: ``isError`` absent or false, ``structuredContent`` valid against the
+  tool's ``outputSchema`` (when it declares one), and a narrative that does not claim the work
+  was only accepted or that it failed — unless checked facts prove it was done (see below);
+- :class:`Unconfirmed`: ``isError`` false and no task, but the narrative claims the work was
+  only accepted / queued (``claim="accepted"``: the seed's accident, "已受理") or that it failed
+  (``claim="failed"``), and nothing checkable proves otherwise;
 - :class:`Failed`: ``isError: true`` (``kind`` from ``structuredContent.error``), or a result
   that breaks its own schema (``kind="contract_broken"``);
 - :class:`Accepted`: the server answered with a task — accepted, not done; ``wait()`` drives it;
@@ -9,6 +13,15 @@
 - :class:`Unknown`: the request was sent and no answer came — it *may* have happened.
 
 Only :class:`Done` is truthy, so ``if outcome:`` can never read "accepted" as "done".
+
+What proves completion over a narrative that claims acceptance or failure: ``structuredContent``
+checked against an ``outputSchema`` the tool declared (facts, not words), none of whose top-level
+status-like fields (``status``, ``state``, ``phase``, ``stage``, ``outcome``, ``result``) itself
+says accepted / queued / pending or failed.  A result without a declared schema has nothing
+checked, so its structure is only more narrative.  The claim is read by
+:func:`truecall.judge.claim_in_result`, once per result, and only for a result that is a success
+(``isError`` false), not a task, and not already proven done by checked facts: every other
+outcome is decided before any text is read.
 """
 
 from __future__ import annotations
@@ -16,14 +29,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..judge import claim_in_result, claim_in_text
 from ..results import ErrorKind
 from ..schema import Validator
 
 if TYPE_CHECKING:
     from ._client import Client
 
-__all__ = ["Outcome", "Done", "Failed", "Accepted", "Cancelled", "Unknown", "judge", "CONTRACT_BROKEN",
-           "UNKNOWN_KIND"]
+__all__ = ["Outcome", "Done", "Unconfirmed", "Failed", "Accepted", "Cancelled", "Unknown", "judge",
+           "CONTRACT_BROKEN", "UNKNOWN_KIND", "STATUS_FIELDS"]
 
 CONTRACT_BROKEN = "contract_broken"
 UNKNOWN_KIND = "unknown_kind"
@@ -39,7 +53,7 @@ def _texts(result: Mapping[str, Any]) -> str:
 
 
 class Outcome:
-    """Base of the five outcomes; only :class:`Done` is truthy."""
+    """Base of the six outcomes; only :class:`Done` is truthy."""
 
     __slots__ = ()
 
@@ -47,17 +61,11 @@ class Outcome:
         return False
 
 
-@dataclass(frozen=True, eq=False)
-class Done(Outcome):
-    """The tool reports success and its facts match the schema it declared."""
+class _Answered(Outcome):
+    """An outcome that carries the server's whole result (``self.result``), read through these."""
 
-    tool: str
+    __slots__ = ()
     result: dict[str, Any]
-    request_id: Any = None
-    task_id: str | None = None
-
-    def __bool__(self) -> bool:
-        return True
 
     @property
     def content(self) -> list[Any]:
@@ -74,7 +82,42 @@ class Done(Outcome):
 
 
 @dataclass(frozen=True, eq=False)
-class Failed(Outcome):
+class Done(_Answered):
+    """The tool reports success, its facts match the schema it declared, and its narrative does
+    not say the work was only accepted or that it failed (or checked facts prove it was done)."""
+
+    tool: str
+    result: dict[str, Any]
+    request_id: Any = None
+    task_id: str | None = None
+
+    def __bool__(self) -> bool:
+        return True
+
+
+@dataclass(frozen=True, eq=False)
+class Unconfirmed(_Answered):
+    """``isError`` false and no task, but the server's own words say the work is not done:
+    ``claim="accepted"`` (accepted / queued / pending / 已受理 — with no task to follow and no
+    checked facts, there is no way to know it ever happens) or ``claim="failed"`` (a success flag
+    over a text that says it failed).  Falsy, like every outcome but :class:`Done`.
+
+    ``evidence`` is the phrase that makes the claim, as the server wrote it; ``language`` its
+    language.  ``result`` is the whole result, kept as sent.  Check with the server (or a person)
+    before treating the work as done — or as not done.
+    """
+
+    tool: str
+    claim: str  # "accepted" | "failed"
+    result: dict[str, Any]
+    request_id: Any = None
+    task_id: str | None = None
+    evidence: str = ""
+    language: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class Failed(_Answered):
     """The tool reports an error (``isError: true``), or its result broke its own contract.
 
     ``result`` is the whole result as the server sent it: structured content is kept,
@@ -90,10 +133,6 @@ class Failed(Outcome):
     task_id: str | None = None
     #: For ``contract_broken``: what did not match (paths and keywords, never the values).
     violations: tuple[str, ...] = ()
-
-    @property
-    def structured(self) -> Any:
-        return self.result.get("structuredContent")
 
     @property
     def retryable(self) -> bool | None:
@@ -130,8 +169,9 @@ class Unknown(Outcome):
 class Accepted(Outcome):
     """The server accepted the work as a task: accepted is not completed.
 
-    There is no ``.result``: ``await outcome.wait()`` gives ``Done``, ``Failed`` or ``Cancelled``
-    (or ``Unknown`` if the connection goes while waiting); ``await outcome.cancel()`` asks the
+    There is no ``.result``: ``await outcome.wait()`` gives ``Done``, ``Failed``, ``Unconfirmed``
+    or ``Cancelled`` (or ``Unknown``, with this task's id, if the connection goes while waiting —
+    however it goes); ``await outcome.cancel()`` asks the
     server to stop.
     """
 
@@ -144,7 +184,7 @@ class Accepted(Outcome):
     status_message: str | None = None
     _client: "Client | None" = field(default=None, repr=False)
 
-    async def wait(self) -> "Done | Failed | Cancelled | Unknown":
+    async def wait(self) -> "Done | Failed | Unconfirmed | Cancelled | Unknown":
         if self._client is None:
             raise RuntimeError("this Accepted is not bound to a client")
         return await self._client._tasks.wait(self)
@@ -180,9 +220,28 @@ def _broken(tool: str, result: dict[str, Any], request_id: Any, task_id: str | N
                   task_id=task_id, violations=violations)
 
 
+#: Top-level ``structuredContent`` fields whose value is the work's state in words (compared after
+#: lower-casing): a checked result whose status says "queued" proves nothing more than the text.
+STATUS_FIELDS = frozenset({"status", "state", "phase", "stage", "outcome", "result"})
+
+
+def _proves_done(structured: Any) -> bool:
+    """Checked facts (already valid against the declared schema) whose status-like fields do not
+    themselves say accepted / pending or failed (see the module docstring)."""
+    if not isinstance(structured, dict):
+        return True
+    for key, value in structured.items():
+        if isinstance(value, str) and key.lower() in STATUS_FIELDS:
+            claim = claim_in_text(value)
+            if claim is not None and claim.kind != "completed":
+                return False
+    return True
+
+
 def judge(tool: str, result: Any, output: Validator | None, *, request_id: Any = None,
-          task_id: str | None = None) -> Done | Failed:
-    """Done or Failed for one ``CallToolResult``: ``isError`` first, then the declared schema."""
+          task_id: str | None = None) -> Done | Failed | Unconfirmed:
+    """Done, Failed or Unconfirmed for one ``CallToolResult``: ``isError`` first, then the declared
+    schema, then — for a success only — what its narrative claims (one judge call per result)."""
     if not isinstance(result, dict):
         return _broken(tool, {"content": []}, request_id, task_id, "the server's result is not an object")
     is_error = result.get("isError", False)
@@ -207,4 +266,12 @@ def judge(tool: str, result: Any, output: Validator | None, *, request_id: Any =
                            "structuredContent does not match the tool's outputSchema: "
                            + "; ".join(p.message for p in problems),
                            tuple(p.message for p in problems))
-    return Done(tool=tool, result=result, request_id=request_id, task_id=task_id)
+    # Checked facts first: when they prove the work done, what the words claim cannot change the
+    # verdict, so the text is not read at all (the common case for a tool with an outputSchema).
+    if output is not None and _proves_done(result.get("structuredContent")):
+        return Done(tool=tool, result=result, request_id=request_id, task_id=task_id)
+    claim = claim_in_result(result)
+    if claim is None or claim.kind == "completed":
+        return Done(tool=tool, result=result, request_id=request_id, task_id=task_id)
+    return Unconfirmed(tool=tool, claim=claim.kind, result=result, request_id=request_id, task_id=task_id,
+                       evidence=claim.evidence, language=claim.language)

@@ -68,6 +68,11 @@ class Session:
         self._background: set[asyncio.Task[Any]] = set()
         self._dead: str | None = None
 
+    @property
+    def dead(self) -> str | None:
+        """Why the connection ended (``"server_exited"``, ...), or None while it lasts."""
+        return self._dead
+
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def open(self, param_headers: Callable[[str, Any], dict[str, str]]) -> None:
@@ -222,7 +227,7 @@ class Session:
         if kind == "lost":
             if value == "not_sent":
                 raise NotSent(f"{method}: the request could not be sent")
-            raise ConnectionLost(f"{method}: the connection was lost before an answer ({value})")
+            raise ConnectionLost(f"{method}: the connection was lost before an answer ({value})", value)
         return value  # type: ignore[no-any-return]
 
     # -- from the server -------------------------------------------------------------------------

@@ -5,8 +5,11 @@ here.  The two eras differ in how a task ends — 2026-07-28 puts the result (or
 error, or the input requests) in ``tasks/get``, the 2025-11-25 extension makes the
 client block on ``tasks/result`` — but in both the client polls at the interval the
 server asked for (clamped to 10 ms … 5 min), a status notification only wakes the poll
-early, and a lost connection while waiting is :class:`~._outcomes.Unknown`, never a
-guess.  The final result is judged against the tool's ``outputSchema`` like a direct one.
+early, and a connection that ends while waiting — however it ends: lost, the server killed, a
+request about the task that can no longer leave, a gateway's 5xx, a timeout — is
+:class:`~._outcomes.Unknown` with the task id (``_silence``'s ``ACCEPTED`` row), never
+:class:`~._errors.NotSent`: the task was accepted and may have run.  The final result is judged
+like a direct one (schema, then the narrative's claim).
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..errors import ProtocolError
 from ..protocol.versions import TASKS_EXTENSION
 from ._answers import answer_inputs
 from ._catalog import Catalog
-from ._errors import ConnectionLost, from_wire
-from ._outcomes import Accepted, Cancelled, Done, Failed, Outcome, Unknown, judge
+from ._errors import ConnectionLost, NotSent, from_wire
+from ._outcomes import Accepted, Cancelled, Done, Failed, Outcome, Unconfirmed, Unknown, judge
 from ._session import Session
+from ._silence import Stage, after_loss
 
 if TYPE_CHECKING:
     from ._client import Client
@@ -65,8 +70,25 @@ class Tasks:
             return None
         return conn.send_request("subscriptions/listen", {"notifications": {"taskIds": [task_id]}})
 
-    async def wait(self, accepted: Accepted) -> Done | Failed | Cancelled | Unknown:
-        session, rpc = self.session, self.session.rpc
+    async def _ask(self, accepted: Accepted, method: str, params: dict[str, Any], *,
+                   timeout: float | None | str = "default") -> dict[str, Any] | Unknown:
+        """One request about an accepted task: its answer, or the :class:`Unknown` its silence means
+        (every way the connection can end: ``NotSent`` and ``ConnectionLost`` are ``ConnectionError`` subclasses,
+        a timeout a ``TimeoutError``, what a custom transport raises an ``OSError``).  The server's own
+        answers are raised as they are, though some are ``OSError`` subclasses too (``InsufficientScope`` is a
+        ``PermissionError``)."""
+        try:
+            return await self.session.rpc(method, params, timeout=timeout)
+        except OSError as exc:
+            if isinstance(exc, ProtocolError):
+                raise
+            loss = ("not_sent" if isinstance(exc, NotSent) else exc.reason if isinstance(exc, ConnectionLost)
+                    else "timeout" if isinstance(exc, TimeoutError) else "connection_lost")
+            return Unknown(accepted.tool, accepted.request_id, after_loss(Stage.ACCEPTED, loss, self.session.dead),
+                           task_id=accepted.task_id)
+
+    async def wait(self, accepted: Accepted) -> Done | Failed | Unconfirmed | Cancelled | Unknown:
+        session = self.session
         tool = (self.catalog.tools or {}).get(accepted.tool)
         validator = self.catalog.validator(accepted.tool, tool)
         task_id = accepted.task_id
@@ -76,12 +98,9 @@ class Tasks:
         try:
             while True:
                 wake.clear()  # before asking: a change announced while the answer travels still wakes us
-                try:
-                    task = await rpc("tasks/get", {"taskId": task_id})
-                except (ConnectionLost, TimeoutError) as exc:
-                    return Unknown(accepted.tool, accepted.request_id,
-                                   "timeout" if isinstance(exc, TimeoutError) else "connection_lost",
-                                   task_id=task_id)
+                task = await self._ask(accepted, "tasks/get", {"taskId": task_id})
+                if isinstance(task, Unknown):
+                    return task
                 status = task.get("status")
                 poll = poll_s(task) if ("pollIntervalMs" in task or "pollInterval" in task) else poll
                 if accepted.era == "modern":
@@ -92,15 +111,17 @@ class Tasks:
                         raise from_wire(task.get("error"), tool=accepted.tool)
                     if status == "input_required":
                         answers = await answer_inputs(self.client, task.get("inputRequests"), accepted.tool)
-                        await rpc("tasks/update", {"taskId": task_id, "inputResponses": answers})
+                        updated = await self._ask(accepted, "tasks/update", {"taskId": task_id,
+                                                                              "inputResponses": answers})
+                        if isinstance(updated, Unknown):
+                            return updated
                         continue
                 else:
                     if status in ("completed", "failed", "input_required"):
                         # tasks/result blocks until the end; questions come as server requests meanwhile.
-                        try:
-                            result = await rpc("tasks/result", {"taskId": task_id}, timeout=None)
-                        except ConnectionLost:
-                            return Unknown(accepted.tool, accepted.request_id, "connection_lost", task_id=task_id)
+                        result = await self._ask(accepted, "tasks/result", {"taskId": task_id}, timeout=None)
+                        if isinstance(result, Unknown):
+                            return result
                         return judge(accepted.tool, result, validator, request_id=accepted.request_id,
                                      task_id=task_id)
                 if status == "cancelled":
@@ -120,13 +141,13 @@ class Tasks:
                     pass
 
     async def cancel(self, accepted: Accepted) -> Outcome:
-        rpc = self.session.rpc
-        try:
-            answer = await rpc("tasks/cancel", {"taskId": accepted.task_id})
-        except ConnectionLost:
-            return Unknown(accepted.tool, accepted.request_id, "connection_lost", task_id=accepted.task_id)
-        task = answer if isinstance(answer.get("status"), str) else await rpc("tasks/get",
-                                                                              {"taskId": accepted.task_id})
+        answer = await self._ask(accepted, "tasks/cancel", {"taskId": accepted.task_id})
+        if isinstance(answer, Unknown):
+            return answer
+        task = answer if isinstance(answer.get("status"), str) else await self._ask(accepted, "tasks/get",
+                                                                                    {"taskId": accepted.task_id})
+        if isinstance(task, Unknown):
+            return task
         status = task.get("status")
         if status == "cancelled":
             message = task.get("statusMessage")

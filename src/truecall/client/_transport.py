@@ -3,8 +3,10 @@
 A transport hands every received message to ``receive`` (bytes, undecoded) and
 calls ``lost(reason, request_id)`` when answers can no longer come: for one
 request (``request_id``) or for all of them (``None``).  Reasons: ``"not_sent"``
-(the request never left: nothing can have happened), ``"connection_lost"``,
-``"server_exited"``.
+(the request never left), ``"connection_lost"``, ``"server_exited"``, ``"http_500"`` /
+``"http_502"`` / ``"http_503"`` / ``"http_504"`` (HTTP: that status with no JSON-RPC answer).
+What a reason means for the work — only a ``tools/call`` that was not sent is "nothing
+happened" — is ``_silence``'s table, not the transport's business.
 """
 
 from __future__ import annotations
