@@ -271,7 +271,7 @@ def test_http_raw_checks_report_what_they_see() -> None:
     """The raw checks over HTTP against a server that answers every body 200 with a success."""
     import httpx
 
-    from truecall.probe import _raw_http
+    from truecall.probe._raw import _raw_http
 
     def lenient(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, json={"jsonrpc": "2.0", "id": None, "result": {"tools": []}})
