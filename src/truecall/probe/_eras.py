@@ -9,21 +9,25 @@ from typing import Any, Sequence
 import orjson
 
 from ..errors import ProtocolError
-from ._arguments import _of, _wrong, example
-from ._report import EraReport, Finding, Observation, Report
-from ._rules import (_ACCEPTED_TEXT, INVALID_PARAMS, _around, _has_reference, _leak, _says_failed, excerpt,
-                     _texts)
+from ._arguments import Seen, _of, _wrong, example
+from ._report import EraReport, Finding, Observation, Report, scrub
+from ._rules import (INVALID_PARAMS, accepted_without_handle, all_text, crash, environment_dump, excerpt, leak,
+                     says_failed, secret_in)
 
-#: A secret-looking value sent in one deliberately failing call; an error that repeats it echoes secrets.
+#: A secret-looking value sent in two calls, one the tool may serve and one that fails its validation
+#: (a validation error that repeats every argument is where secrets are echoed most): a result or an
+#: error that repeats it echoes secrets.  The report never shows it (``scrub``).
 _SECRET_PREFIX = "sk_live_truecallprobe"
+#: Protocol error codes that say a handler broke, not that the request was wrong (0: no code at all).
+_CRASH_CODES = (-32603, 0)
 
 
 class _Era:
     """One connection in one era: every check that needs a client."""
 
     def __init__(self, report: Report, era: EraReport, client: Any, *, timeout: float, tools: Sequence[str],
-                 allow_writes: bool, forms: list[dict[str, Any]], current: list[str | None]) -> None:
-        self.report, self.era, self.client, self.timeout = report, era, client, timeout
+                 allow_writes: bool, forms: list[dict[str, Any]], current: list[str | None], seen: Seen) -> None:
+        self.report, self.era, self.client, self.timeout, self.seen = report, era, client, timeout, seen
         self.only, self.allow_writes, self.forms = list(tools), allow_writes, forms
         self.version = era.version or era.requested
         self.current: list[str | None] = current
@@ -31,13 +35,19 @@ class _Era:
 
     def find(self, severity: str, layer: str, code: str, tool: str | None, summary: str, request: dict[str, Any],
              answer: Any) -> None:
-        if any(f.era == self.version and f.tool == tool and f.code == code for f in self.report.findings):
-            return  # once per era, tool and rule: the first call that shows it is the evidence
-        self.report.findings.append(Finding(severity, layer, code, self.version, tool, summary, request,
-                                            excerpt(answer)))
+        for f in self.report.findings:
+            if f.tool == tool and f.code == code:
+                # One cause, one finding: the first call that showed it is the evidence; another era that
+                # shows it again is named, not repeated.
+                if self.version not in f.eras:
+                    f.eras.append(self.version)
+                return
+        self.report.findings.append(Finding(severity, layer, code, self.version, tool, scrub(summary),
+                                            scrub(request), scrub(excerpt(answer))))
 
     def observe(self, tool: str, purpose: str, arguments: Any, outcome: str, sentence: str) -> None:
-        self.report.observations.append(Observation(self.version, tool, purpose, arguments, outcome, sentence))
+        self.report.observations.append(Observation(self.version, tool, purpose, scrub(arguments), outcome,
+                                                    scrub(sentence)))
 
     async def run(self) -> None:
         tools = await asyncio.wait_for(self.client.list_tools(), self.timeout)
@@ -56,7 +66,9 @@ class _Era:
             if name not in by_name:
                 self.era.skipped[name] = "not listed by the server"
         await self.unknown_tool()
-        for name in self.era.probed:
+        # Tools that need nothing first: what they list (a directory, a stored name) makes the arguments
+        # of the others.
+        for name in sorted(self.era.probed, key=lambda n: (len(_required(by_name[n])), n)):
             await self.tool(name, by_name[name])
 
     async def _call(self, name: str, arguments: Any) -> tuple[str, Any]:
@@ -109,15 +121,14 @@ class _Era:
         if wire.get("code") != INVALID_PARAMS:
             self.find("warning", "protocol", "unknown_tool_code", None,
                       f"an unknown tool was refused with {wire.get('code')}, not -32602", request, wire)
-        self._check_error_leaks(None, request, wire, secret=None)
+        self._check(None, "unknown_tool", request, orjson.dumps(wire, default=str).decode(), wire, None, error=True)
 
     async def tool(self, name: str, tool: dict[str, Any]) -> None:
         schema = _of(tool, "inputSchema", dict, {})
-        arguments = example(schema)
+        arguments = example(schema, tool=name, seen=self.seen)
         arguments = arguments if isinstance(arguments, dict) else {}
         await self._probe_call(name, tool, arguments, "generated")
-        required = [r for r in (schema.get("required") or []) if isinstance(r, str)] \
-            if isinstance(schema.get("required"), list) else []
+        required = _required(tool)
         if required:
             missing = {k: v for k, v in arguments.items() if k != required[0]}
             await self._probe_call(name, tool, missing, "missing_argument")
@@ -132,6 +143,9 @@ class _Era:
         if strings:
             secret = f"{_SECRET_PREFIX}{secrets.token_hex(8)}"
             await self._probe_call(name, tool, {**arguments, strings[0]: secret}, "secret_value", secret=secret)
+            invalid = _failing_with(arguments, required, strings[0], secret)
+            if invalid is not None:
+                await self._probe_call(name, tool, invalid, "secret_invalid", secret=secret)
 
     async def _probe_call(self, name: str, tool: dict[str, Any], arguments: dict[str, Any], purpose: str,
                           secret: str | None = None) -> None:
@@ -151,7 +165,11 @@ class _Era:
             if purpose == "missing_argument" and self.version != "2025-06-18" and wire.get("code") == INVALID_PARAMS:
                 self.find("warning", "protocol", "missing_argument_protocol_error", name,
                           "a missing required argument was refused with -32602, not an isError result", request, wire)
-            self._check_error_leaks(name, request, wire, secret)
+            if purpose == "generated" and wire.get("code") in _CRASH_CODES:
+                self.find("failure", "tool", "crashes_on_valid_arguments", name,
+                          f"arguments made from the inputSchema were answered with internal error {wire.get('code')}",
+                          request, wire)
+            self._check(name, purpose, request, orjson.dumps(wire, default=str).decode(), wire, secret, error=True)
             return
         result = value
         if not isinstance(result, dict):
@@ -168,7 +186,8 @@ class _Era:
         broken = isinstance(outcome, Failed) and outcome.kind == "contract_broken"
         self.observe(name, purpose, arguments, "contract_broken" if broken else
                      "failed" if isinstance(outcome, Failed) else "done", sentence)
-        if result.get("isError") is not True:
+        failed = result.get("isError") is True
+        if not failed:
             # A success (even one that then breaks its schema) to a call the tool could not have served.
             if purpose == "missing_argument":
                 self.find("failure", "protocol", "missing_argument_accepted", name,
@@ -176,6 +195,8 @@ class _Era:
             elif purpose == "wrong_type":
                 self.find("warning", "protocol", "wrong_type_accepted", name,
                           "an argument of the wrong type was answered as a success", request, result)
+            elif purpose == "generated":
+                self.seen.harvest(result, arguments)
         if broken:
             why = getattr(outcome, "message", "")
             if "outputSchema" in why or "structuredContent" in why:
@@ -184,19 +205,24 @@ class _Era:
             else:
                 self.find("failure", "protocol", "bad_result", name, why, request, result)
             return
-        if result.get("isError") is True:
-            self._check_result_leaks(name, request, result, secret)
+        text = all_text(result)
+        self._check(name, purpose, request, text, None, secret, error=failed)
+        if failed:
+            said = crash(text) if purpose == "generated" else None
+            if said is not None:
+                self.find("failure", "tool", "crashes_on_valid_arguments", name,
+                          "arguments made from the inputSchema were answered with an exception's own words",
+                          request, said)
             return
-        said = _says_failed(result)
+        said = says_failed(result)
         if said is not None:
             self.find("warning", "tool", "says_failed", name,
                       "a success result (isError: false) whose words say it failed", request, said)
-        text = _texts(result)
-        accepted = _ACCEPTED_TEXT.search(text)
-        if accepted and not _has_reference(result):
+        accepted = accepted_without_handle(result)
+        if accepted is not None:
             self.find("failure", "tool", "accepted_without_handle", name,
                       "the result says the work was accepted or queued, with no task handle and no reference",
-                      request, {"content": _around(text, accepted), "isError": result.get("isError", False)})
+                      request, accepted)
 
     async def _task(self, name: str, request: dict[str, Any], result: dict[str, Any], arguments: Any,
                     purpose: str) -> None:
@@ -238,30 +264,36 @@ class _Era:
         except SchemaError:
             return Validator({"not": {}})
 
-    def _check_result_leaks(self, name: str, request: dict[str, Any], result: dict[str, Any],
-                            secret: str | None) -> None:
-        text = _texts(result)
-        if result.get("structuredContent") is not None:
-            text += " " + orjson.dumps(result["structuredContent"], default=str).decode()
-        self._leaks(name, request, text, secret)
-
-    def _check_error_leaks(self, name: str | None, request: dict[str, Any], wire: dict[str, Any],
-                           secret: str | None) -> None:
-        self._leaks(name, request, orjson.dumps(wire, default=str).decode(), secret, wire)
-
-    def _leaks(self, name: str | None, request: dict[str, Any], text: str, secret: str | None,
-               wire: dict[str, Any] | None = None) -> None:
-        """A protocol error is its own evidence (``wire``); a result's is the text around what was seen."""
-        leak = _leak(text)
-        if leak is not None:
-            self.find("failure", "red line", "leaks_internals", name, "an error shows the server's internals",
-                      request, wire if wire is not None else leak)
-        if secret is not None and secret in text:
-            at = text.index(secret)
+    def _check(self, name: str | None, purpose: str, request: dict[str, Any], text: str,
+               wire: dict[str, Any] | None, secret: str | None, *, error: bool) -> None:
+        """What any answer (a result, an error) must not carry: the secret the probe planted, a secret of
+        the server's, its environment, its internals.  A protocol error is its own evidence (``wire``); a
+        result's is the text around what was seen (secrets in it are redacted when it is recorded)."""
+        kind = "an error" if error else "a result"
+        sent = {v for v in _strings(request["params"].get("arguments"))}
+        # A success result's paths are its data (a listing, a file's name); an error's are internals
+        # unless the caller supplied them or the server advertised them.
+        shown = leak(text, self.seen.known | sent, paths=error)
+        if shown is not None:
+            self.find("failure", "red line", "leaks_internals", name, f"{kind} shows the server's internals",
+                      request, wire if wire is not None else shown)
+        if secret is not None and secret[-16:] in text:  # whole, or the tail a cut echo keeps
+            at = text.index(secret[-16:])
             self.find("failure", "red line", "echoes_secret", name,
-                      "an error repeats a secret-looking argument value", request,
-                      wire if wire is not None else text[max(at - 80, 0):at + len(secret) + 40])
-
+                      f"{kind} repeats a secret-looking argument value ({purpose})", request,
+                      wire if wire is not None else text[max(at - 80, 0):at + 60])
+        rest = text.replace(secret, "").replace(secret[-16:], "") if secret is not None else text
+        for value in sent:  # what the caller sent is not the server's secret
+            if len(value) > 3:
+                rest = rest.replace(value, "")
+        dump = environment_dump(rest)
+        if dump is not None:
+            self.find("failure", "red line", "dumps_environment", name,
+                      f"{kind} lists the server's environment variables", request, dump)
+        found = secret_in(rest)
+        if found is not None:
+            self.find("failure", "red line", "result_has_secret", name,
+                      f"{kind} carries a secret ({found[0]})", request, found[1])
 
 def _describe_raw(name: str, result: Any) -> str:
     from ..client._outcomes import judge
@@ -271,7 +303,7 @@ def _describe_raw(name: str, result: Any) -> str:
 
 
 async def _one_era(report: Report, target: Any, requested: str, *, token: str | None, timeout: float,
-                   tools: Sequence[str], allow_writes: bool, env: Any = None) -> None:
+                   tools: Sequence[str], allow_writes: bool, env: Any = None, seen: Seen | None = None) -> None:
     from ..client import Client, Decline, FormRequest, UrlRequest
 
     era = EraReport(requested)
@@ -300,24 +332,76 @@ async def _one_era(report: Report, target: Any, requested: str, *, token: str | 
             era.duplicate = True
             return
         runner = _Era(report, era, client, timeout=timeout, tools=tools, allow_writes=allow_writes, forms=forms,
-                      current=current)
+                      current=current, seen=seen if seen is not None else Seen())
         try:
             await runner.run()
         except Exception as exc:  # whatever the server did, the report says how far it got
             era.error = f"stopped: {type(exc).__name__}: {str(exc)[:200]}"
         for form in forms:
-            params = _of(form, "params", dict, {})
-            message = _of(params, "message", str, "")
-            schema = params.get("requestedSchema")
-            from ..client import asks_for_credential
-
-            if params.get("mode", "form") == "form" and asks_for_credential(message, schema):
-                runner.find("failure", "red line", "credential_form", form.get("tool"),
-                            "an elicitation form asks for a credential", {"method": "tools/call",
-                                                                          "params": {"name": form.get("tool")}},
-                            {"method": "elicitation/create", "params": params})
+            _form(runner, form)
     finally:
         try:
             await asyncio.wait_for(client.aclose(), timeout)
         except Exception:
             pass
+
+
+def _form(runner: _Era, form: dict[str, Any]) -> None:
+    """A form the judge reads as asking for a credential, payment data, a recovery phrase or an identity
+    secret; the evidence starts with what triggered it (the field first in the schema shown, so a cut
+    excerpt still shows it)."""
+    from ..judge import credential_ask
+
+    params = _of(form, "params", dict, {})
+    message = _of(params, "message", str, "")
+    schema = params.get("requestedSchema")
+    if params.get("mode", "form") != "form":
+        return
+    ask = credential_ask(message, schema)
+    if ask is None:
+        return
+    shown: Any = schema
+    props = _of(schema, "properties", dict, {}) if isinstance(schema, dict) else {}
+    if ask.field is not None and ask.field in props and isinstance(schema, dict):
+        shown = {**schema, "properties": {ask.field: props[ask.field],
+                                          **{k: v for k, v in props.items() if k != ask.field}}}
+    where = f"field {ask.field!r}" if ask.field is not None else f"its {ask.where}"
+    runner.find("failure", "red line", "credential_form", form.get("tool"),
+                f"an elicitation form asks for {_ASKS[ask.category]}: {where} ({ask.reason})",
+                {"method": "tools/call", "params": {"name": form.get("tool")}},
+                {"trigger": {"where": ask.where, "field": ask.field, "reason": ask.reason},
+                 "method": "elicitation/create", "params": {**params, "requestedSchema": shown}})
+
+
+_ASKS = {"credential": "a credential", "payment": "payment data", "recovery": "a recovery phrase",
+         "identity": "an identity secret"}
+
+
+def _required(tool: dict[str, Any]) -> list[str]:
+    schema = _of(tool, "inputSchema", dict, {})
+    return [r for r in _of(schema, "required", list, []) if isinstance(r, str)]
+
+
+def _failing_with(arguments: dict[str, Any], required: list[str], field: str, secret: str) -> dict[str, Any] | None:
+    """Arguments with ``secret`` in them that fail the tool's validation (a required argument left out;
+    the secret in an argument of its own when the one left out is where it would go): a validation error
+    that repeats every argument (pydantic's ``input_value={...}``) is where secrets are echoed most, and
+    a probe that only sent it in valid calls would not see it."""
+    if not required:
+        return None
+    left = {k: v for k, v in arguments.items() if k != required[0]}
+    if field != required[0]:
+        return {**left, field: secret}
+    return {**left, "note": secret}
+
+
+def _strings(value: Any, depth: int = 0) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if depth > 8:
+        return []
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item, depth + 1)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item, depth + 1)]
+    return []

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Iterable
 
 import orjson
 
@@ -30,9 +30,16 @@ RULES = {
     "credential_form": "Elicitation form mode MUST NOT ask for passwords, API keys, tokens or payment "
                        "credentials (URL mode exists for those).",
     "leaks_internals": "Errors say what the caller can do, never the server's internals (tracebacks, paths, "
-                       "exception names).",
-    "echoes_secret": "An error never echoes a secret-looking argument value back (it lands in transcripts "
-                     "and logs).",
+                       "exception names). A path the caller supplied, or one under a root the server "
+                       "advertises, is not internal.",
+    "echoes_secret": "A result or an error never echoes a secret-looking argument value back (it lands in "
+                     "transcripts and logs).",
+    "result_has_secret": "A result never carries a secret (a key, a token, a password): what a tool returns is "
+                         "read by a model and kept in transcripts.",
+    "dumps_environment": "A result never dumps the server's environment: it holds the server's credentials.",
+    "crashes_on_valid_arguments": "A call whose arguments match the tool's inputSchema is served or refused "
+                                  "in words the model can act on; an internal error (-32603, a bare exception) "
+                                  "is a crash.",
     "call_timeout": "A call is answered within the bound (the caller then knows only that it may have "
                     "happened).",
     "bad_result": "A tools/call result is an object with a content list and a boolean isError.",
@@ -44,21 +51,26 @@ RULES = {
     "answered_twice": "One request, one answer: a second answer to the same id is a protocol violation.",
 }
 
-_FAILED_TEXT = re.compile(
-    r"^\s*(error|failed|failure|exception|fatal)\b|\berror:|\bfailed to\b|\bunable to\b|\bcould not\b|"
-    r"\bcannot be (?:completed|processed)\b|失败|错误|未成功|出错|异常", re.I)
-_ACCEPTED_TEXT = re.compile(
-    r"\b(accepted|queued|submitted|enqueued|will be processed|in the queue)\b|"
-    r"已受理|已提交|已接收|排队中|稍后处理", re.I)
 _REFERENCE_TEXT = re.compile(
     r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[A-Z][A-Z0-9]*-\d+\b|#\d+\b|"
-    r"\b(?:id|ticket|reference|ref|job|task)[\s:=#]+[A-Za-z0-9_-]{3,}", re.I)
+    r"\b(?:id|ticket|reference|ref|job|task)[\s:=#]+[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*", re.I)
 _REFERENCE_KEYS = {"id", "taskid", "ticket", "ticketid", "reference", "ref", "jobid", "requestid", "trackingid",
                    "tracking", "task", "job", "receipt", "operationid"}
-_LEAK = re.compile(
-    r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|\bat [\w.$]+\([\w.]+:\d+\)|"
-    r"(?<![\w/])/(?:home|usr|opt|var|srv|tmp|root|etc|app|Users)/[\w./-]+|[A-Za-z]:\\\\?[\w\\. -]+\.py|"
-    r"site-packages|\b(?:[A-Z][a-z]+)+(?:Error|Exception)\b(?=:)|\bnode_modules/")
+#: What only a program's insides print (not words: the judge reads those).
+_TRACE = re.compile(
+    r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|\bat [\w.$<>]+ \(?[\w./:-]+:\d+:\d+\)?|"
+    r"\bat [\w.$]+\([\w.]+:\d+\)|[A-Za-z]:\\\\?[\w\\. -]+\.py|site-packages|\bnode_modules/|"
+    r"\b(?:[A-Z][a-z]+)+(?:Error|Exception)\b(?=:)")
+_PATH = re.compile(r"(?<![\w/.])/(?:home|usr|opt|var|srv|tmp|root|etc|app|Users|private|mnt|data)(?:/[\w.@+-]+)+")
+#: A crash told as text: an exception's own words (Python, JavaScript).
+_CRASH = re.compile(
+    r"Traceback \(most recent call last\)|\b(?:Attribute|Type|Key|Index|Name|Value|Reference|Range|Syntax|"
+    r"ZeroDivision|Assertion|Runtime|UnboundLocal|NotImplemented)Error\b|object has no attribute|"
+    r"is not a function|Cannot read propert(?:y|ies) of (?:undefined|null)|is not defined\b")
+#: Variables every process environment has: three of them as keys is a dump, not a mention.
+_ENV_KEY = re.compile(
+    r"(?:^|[\s{,\"'])(PATH|HOME|USER|SHELL|PWD|HOSTNAME|LANG|TERM|LOGNAME|TMPDIR|OLDPWD|SHLVL|NODE_ENV|"
+    r"VIRTUAL_ENV|PYTHONPATH)[\"']?\s*[:=]", re.M)
 
 
 def excerpt(value: Any, limit: int = _EXCERPT) -> Any:
@@ -72,15 +84,26 @@ def excerpt(value: Any, limit: int = _EXCERPT) -> Any:
     return text[:limit] + "…"
 
 
-def _texts(result: dict[str, Any]) -> str:
+def texts(result: dict[str, Any]) -> str:
     content = result.get("content")
     if not isinstance(content, list):
         return ""
     return " ".join(b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str))
 
 
-def _says_failed(result: dict[str, Any]) -> Any:
-    """The part of a success result that says it failed, or None."""
+def all_text(result: dict[str, Any]) -> str:
+    """The text blocks and the structured content: everything of a result a model reads."""
+    text = texts(result)
+    if result.get("structuredContent") is not None:
+        text += " " + orjson.dumps(result["structuredContent"], default=str).decode()
+    return text
+
+
+def says_failed(result: dict[str, Any]) -> Any:
+    """The part of a success result that says it failed (its structure, or the judge's reading of its
+    narrative), or None."""
+    from ..judge import claim_in_result
+
     structured = result.get("structuredContent")
     if isinstance(structured, dict):
         if structured.get("success") is False or structured.get("ok") is False:
@@ -92,27 +115,89 @@ def _says_failed(result: dict[str, Any]) -> Any:
         error = structured.get("error")
         if isinstance(error, (dict, str)) and error:
             return {"structuredContent": {"error": excerpt(error, 200)}}
-    text = _texts(result)
-    match = _FAILED_TEXT.search(text)
-    if match:
-        return {"content": _around(text, match)}
+    claim = claim_in_result(result)
+    if claim is not None and claim.kind == "failed":
+        return {"content": around(texts(result), claim.evidence), "claim": claim.evidence,
+                "language": claim.language}
     return None
 
 
-def _has_reference(result: dict[str, Any]) -> bool:
+def accepted_without_handle(result: dict[str, Any]) -> Any:
+    """The judge's reading of a success result that claims accepted or queued work and carries no
+    reference to check it by, or None."""
+    from ..judge import claim_in_result
+
+    claim = claim_in_result(result)
+    if claim is None or claim.kind != "accepted" or has_reference(result):
+        return None
+    return {"content": around(texts(result), claim.evidence), "claim": claim.evidence, "language": claim.language,
+            "isError": result.get("isError", False)}
+
+
+def has_reference(result: dict[str, Any]) -> bool:
     structured = result.get("structuredContent")
     if isinstance(structured, dict):
         for key, value in structured.items():
             if key.replace("_", "").lower() in _REFERENCE_KEYS and value not in (None, "", [], {}):
                 return True
-    return _REFERENCE_TEXT.search(_texts(result)) is not None
+    return _REFERENCE_TEXT.search(texts(result)) is not None
 
 
-def _around(text: str, match: re.Match[str], width: int = 80) -> str:
-    start = max(match.start() - width, 0)
-    return ("…" if start else "") + text[start:match.end() + width] + ("…" if match.end() + width < len(text) else "")
+def around(text: str, phrase: str, width: int = 80) -> str:
+    """``text`` near ``phrase`` (its first occurrence; the start when the phrase is not found as is)."""
+    at = text.find(phrase) if phrase else -1
+    start, end = (at, at + len(phrase)) if at >= 0 else (0, 0)
+    lo = max(start - width, 0)
+    return ("…" if lo else "") + text[lo:end + width] + ("…" if end + width < len(text) else "")
 
 
-def _leak(text: str) -> str | None:
-    match = _LEAK.search(text)
-    return _around(text, match) if match else None
+def _explained(path: str, known: Iterable[str]) -> bool:
+    """A path the caller supplied or the server advertised, or one under (or above) such a root."""
+    path = path.rstrip("/.")
+    for root in known:
+        root = root.rstrip("/")
+        if root and (path == root or path.startswith(root + "/") or root.startswith(path + "/")):
+            return True
+    return False
+
+
+def leak(text: str, known: Iterable[str] = (), *, paths: bool = True) -> str | None:
+    """Where ``text`` shows the server's internals: a traceback, an exception name, a path that neither
+    the caller supplied nor the server advertised (``known``)."""
+    match = _TRACE.search(text)
+    if match:
+        return around(text, match.group(0))
+    if not paths:
+        return None
+    known = list(known)
+    for found in _PATH.finditer(text):
+        if not _explained(found.group(0), known):
+            return around(text, found.group(0))
+    return None
+
+
+def crash(text: str) -> str | None:
+    """Where ``text`` is an exception's own words (a crash told as text), or None."""
+    match = _CRASH.search(text)
+    return around(text, match.group(0)) if match else None
+
+
+def secret_in(text: str) -> tuple[str, str] | None:
+    """The kind of the first secret the judge finds in ``text``, and the text around it (the secret
+    itself is redacted from the report when the finding is recorded)."""
+    from ..judge import secret_spans
+
+    spans = secret_spans(text)
+    if not spans:
+        return None
+    start, end, kind = spans[0]
+    return kind, around(text, text[start:end])
+
+
+def environment_dump(text: str) -> str | None:
+    """Where ``text`` lists the process environment (three or more of the variables every one has)."""
+    names = {m.group(1) for m in _ENV_KEY.finditer(text)}
+    if len(names) < 3:
+        return None
+    first = min((m for m in _ENV_KEY.finditer(text)), key=lambda m: m.start())
+    return around(text, first.group(0))[:200] + f" … ({', '.join(sorted(names))})"
