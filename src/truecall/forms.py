@@ -16,6 +16,7 @@ import re
 from typing import Any, Iterable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from . import judge
 from .redact import redact_text
 
 __all__ = ["FormError", "check_form", "check_forms", "check_url", "names_credential", "refused_result"]
@@ -65,83 +66,28 @@ def refused_result(exc: FormError) -> Any:
 
 # -- the credential lint ---------------------------------------------------------------------------
 #
-# Text is cut into ASCII words (``mfa_code``, ``cvvCode``, ``API-Key``, ``2FA code`` → mfa code, cvv
-# code, api key, 2fa code), so that whole words decide: ``auth`` is a credential, ``author`` is not,
-# ``pin`` is, ``spinner`` is not.  Words written together (``accesstoken``, ``userpassword``) are
-# caught by the stems that are never part of an ordinary word.  Chinese has no spaces: its terms
-# are matched as they stand.
+# What a form asks for is the judge's to say (``truecall.judge.credential_ask``: structure before words,
+# six languages, negation and questions understood, adversarial spellings normalised away); the lint
+# refuses credential, payment, recovery-phrase and identity asks alike.
 
-#: A word that names a credential on its own (compared singular: ``tokens`` → ``token``).
-_CREDENTIAL_WORDS = frozenset({
-    "password", "passwd", "pwd", "pw", "passphrase", "passcode", "pin", "pincode", "otp", "totp", "hotp", "mfa",
-    "2fa", "tfa", "secret", "token", "bearer", "jwt", "auth", "apikey", "credential", "cvv", "cvv2", "cvc",
-    "cvc2", "iban", "cookie", "sessionid", "ssn",
-})
-#: Two words that together name one (``api key``, ``card number``, ``one time`` …).
-_CREDENTIAL_PAIRS = frozenset({
-    ("pass", "word"), ("pass", "phrase"), ("pass", "code"),
-    ("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("signing", "key"), ("ssh", "key"),
-    ("encryption", "key"), ("license", "key"), ("licence", "key"), ("master", "key"), ("recovery", "key"),
-    ("gpg", "key"), ("pgp", "key"), ("session", "key"),
-    ("verification", "code"), ("authenticator", "code"), ("authentication", "code"), ("security", "code"),
-    ("sms", "code"), ("recovery", "code"), ("backup", "code"), ("access", "code"), ("login", "code"),
-    ("two", "factor"), ("two", "step"), ("2", "step"),
-    ("card", "number"), ("card", "no"), ("cc", "number"), ("cc", "num"),
-    ("session", "id"), ("social", "security"), ("bank", "account"),
-})
-#: Only as a field's own name (a field called ``Authorization`` holds the header's value; the word
-#: in a sentence — "card authorisations are failing" — is ordinary English).
-_CREDENTIAL_NAMES = frozenset({"authorization", "authorisation"})
-#: Stems that are never part of an ordinary word, anywhere in a word written together.
-_CREDENTIAL_STEMS = ("password", "passwd", "passphrase", "passcode", "credential", "apikey", "cookie")
-#: ... and stems that end such a word (``accesstoken``, ``clientsecret``; not ``tokenizer``, ``secretary``).
-_CREDENTIAL_ENDINGS = ("token", "secret", "cookie", "pwd")
-_CREDENTIAL_SENTENCE = re.compile(
-    r"\bcode\b.{0,24}\b(sent|texted|emailed|send|text)\b|\b(sent|texted|emailed)\b.{0,24}\bcode\b|"
-    r"\bauthenticator\s+app\b|\bone[\s_-]?time[\s_-]?(pass(word|code)?|code|pin|token|key)s?\b",
-    re.IGNORECASE,
-)
-_CREDENTIAL_ZH = re.compile(
-    r"密码|口令|验证码|校验码|动态码|认证码|授权码|令牌|密钥|秘钥|私钥|凭据|凭证|卡号|安全码|身份证|"
-    r"两步验证|双重验证|双因素|二次验证|一次性(代)?码|会话\s*(id|标识)",
-    re.IGNORECASE,
-)
-#: ``format`` values that announce a credential (``password`` is the one browsers know).
-_CREDENTIAL_FORMATS = frozenset({"password", "otp", "pin", "credit-card", "card", "cc", "token", "secret", "cvv",
-                                 "iban", "one-time-code"})
-_ASCII_WORDS = re.compile(r"[A-Za-z0-9]+")
+#: Kept importable for callers of the old lint (the probe): the judge's own.
+names_credential = judge.names_credential
+
+_ASKS_FOR = {
+    "credential": "a credential", "payment": "payment data", "recovery": "a recovery phrase",
+    "identity": "an identity secret",
+}
 
 
-def _singular(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
-
-
-def names_credential(text: str, *, field_name: bool = False) -> bool:
-    """Whether ``text`` (a field's name, title or description, or a form's message) asks for a
-    credential: passwords, passphrases, PINs, one-time and MFA codes, tokens, keys, secrets, card
-    numbers, CVV, IBAN or session cookies, in English or Chinese."""
-    if _CREDENTIAL_ZH.search(text) or _CREDENTIAL_SENTENCE.search(text):
-        return True
-    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text)
-    words = [_singular(w.lower()) for w in _ASCII_WORDS.findall(spaced)]
-    previous = ""
-    for word in words:
-        if word in _CREDENTIAL_WORDS or (previous, word) in _CREDENTIAL_PAIRS:
-            return True
-        if field_name and word in _CREDENTIAL_NAMES:
-            return True
-        if len(word) > 6 and (any(stem in word for stem in _CREDENTIAL_STEMS) or word.endswith(_CREDENTIAL_ENDINGS)):
-            return True
-        previous = word
-    return False
-
-
-def _field_names_credential(name: str, spec: dict[str, Any]) -> bool:
-    fmt = spec.get("format")
-    if isinstance(fmt, str) and (fmt.lower() in _CREDENTIAL_FORMATS or names_credential(fmt)):
-        return True
-    return names_credential(str(name), field_name=True) or any(
-        names_credential(str(spec.get(key, ""))) for key in ("title", "description"))
+def _credential_error(ask: judge.CredentialAsk) -> FormError:
+    what = _ASKS_FOR.get(ask.category, "a credential")
+    if ask.field is not None:
+        return FormError(f"form field '{ask.field}' asks for a credential ({what}: {ask.reason}); forms must never "
+                         "collect passwords, tokens, keys, payment data, recovery phrases or identity secrets — send "
+                         "the user to a trusted page with URL mode (ctx.elicit(message, url=...)) or get it from "
+                         "authorization", "credential")
+    return FormError(f"the form's {ask.where} asks for a credential ({what}: {ask.reason}); use URL mode or "
+                     "authorization instead", "credential")
 
 
 _PASTE_ANYTHING = re.compile(
@@ -183,6 +129,9 @@ def check_form(message: str, schema: Any) -> None:
     props = schema.get("properties")
     if not isinstance(props, dict):
         raise FormError("a form needs properties")
+    ask = judge.credential_ask(str(message), schema)
+    if ask is not None:
+        raise _credential_error(ask)
     for name, spec in props.items():
         if not isinstance(spec, dict):
             raise FormError(f"form field '{name}' must be a schema object")
@@ -194,10 +143,6 @@ def check_form(message: str, schema: Any) -> None:
         extra = set(spec) - allowed - {"$comment"}
         if extra:
             raise FormError(f"form field '{name}' uses keywords forms do not allow: {sorted(extra)}")
-        if _field_names_credential(name, spec):
-            raise FormError(f"form field '{name}' asks for a credential; forms must never collect passwords, "
-                            "tokens, keys or payment data — send the user to a trusted page with URL mode "
-                            "(ctx.elicit(message, url=...)) or get it from authorization", "credential")
         if kind == "string" and "format" in spec and spec["format"] not in _FORMATS:
             raise FormError(f"form field '{name}': format must be one of {sorted(_FORMATS)}")
         if kind == "array":
@@ -207,8 +152,6 @@ def check_form(message: str, schema: Any) -> None:
         if _PASTE_ANYTHING.search(_words(_text_of(name, spec))):
             raise FormError(f"form field '{name}' invites pasting arbitrary content; ask for the specific "
                             "parameters the task needs", "paste")
-    if names_credential(str(message)):
-        raise FormError("the form's message asks for a credential; use URL mode or authorization instead", "credential")
     if _PASTE_ANYTHING.search(_words(message)):
         raise FormError("the form's message invites pasting arbitrary content; ask for specific parameters", "paste")
     destructive = _DESTRUCTIVE.search(message) or any(

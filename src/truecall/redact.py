@@ -15,58 +15,35 @@ from typing import Any, Callable
 
 import orjson
 
+from .judge import names_credential
+from .judge._secrets import SENSITIVE_VALUES, luhn
+
 __all__ = ["REDACTED", "UNDECLARED", "is_sensitive_name", "redact", "redact_text", "shown_uri", "fingerprint", "fingerprint_into",
            "mac_state", "argument_keys", "arg_hash", "arg_hash_matches", "canonical_arguments", "legacy_arg_hash"]
 
 REDACTED = "[REDACTED]"
 
-_SENSITIVE_NAME = re.compile(
-    r"pass(word|wd|code|phrase)|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|"
-    r"authori[sz]ation|cookie|credential|signature|card[_-]?(number|no)|cardnumber|"
-    r"(^|[_\-.\s])(pin|otp|ssn|cvv|cvc|pwd|auth|session|bearer)($|[_\-.\s])",
-    re.IGNORECASE,
-)
-
-# Value patterns, most specific first.  Each match is replaced, the rest of the
-# text is kept so that a log line stays readable.
-_SENSITIVE_VALUES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("private_key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(-----END [A-Z ]*PRIVATE KEY-----|$)", re.S)),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*")),
-    ("bearer", re.compile(r"\b(?:Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}", re.I)),
-    ("aws_key", re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[A-Z0-9]{16}\b")),
-    ("gcp_key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("github_token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})\b")),
-    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("truecall_token", re.compile(r"\btc_[A-Za-z0-9_-]{20,}")),
-    ("api_key", re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj)?[-_]?[A-Za-z0-9]{16,}")),
-    ("secret_assignment", re.compile(
-        r"\b(password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key)\s*[:=]\s*\S+", re.I)),
-    ("card_number", re.compile(r"\b\d(?:[ -]?\d){12,18}\b")),
-)
+# Value shapes live with the judge (``judge._secrets``), most specific first.  Each match is replaced,
+# the rest of the text is kept so that a log line stays readable.
+_SENSITIVE_VALUES = SENSITIVE_VALUES
 
 
 @lru_cache(maxsize=4096)
 def is_sensitive_name(name: str) -> bool:
-    return bool(_SENSITIVE_NAME.search(name))
+    """Whether a key names a credential (the judge's :func:`~truecall.judge.names_credential`, as a
+    field's own name); cached here too, so the audit path pays one dict look-up per name."""
+    return names_credential(_MARKER.sub(" ", name), field_name=True)
 
 
-def _luhn(digits: str) -> bool:
-    total, parity = 0, len(digits) % 2
-    for i, ch in enumerate(digits):
-        d = ord(ch) - 48
-        if i % 2 == parity:
-            d *= 2
-            if d > 9:
-                d -= 9
-        total += d
-    return total % 10 == 0
+#: What redaction itself wrote into a key (``[REDACTED:jwt]``): not a name the key's owner chose.
+_MARKER = re.compile(r"\[REDACTED(?::\w+)?\]")
 
 
 def _replace(kind: str) -> Callable[[re.Match[str]], str]:
     def repl(match: re.Match[str]) -> str:
         if kind == "card_number":
             digits = re.sub(r"\D", "", match.group(0))
-            if not (13 <= len(digits) <= 19 and _luhn(digits)):
+            if not (13 <= len(digits) <= 19 and luhn(digits)):
                 return match.group(0)
         return f"[REDACTED:{kind}]"
 

@@ -6,7 +6,8 @@ and returns :class:`Accept` (with content, for a form), :class:`Decline` or
 
 The spec's red line holds from this side too: a form that asks for a password, an
 API key, a token or payment data is declined without being shown to the handler
-(and logged), unless the client was built with ``allow_credential_forms=True``.  An
+(and logged) — and so is one that asks for a card, a recovery phrase or an identity
+secret — unless the client was built with ``allow_credential_forms=True``.  An
 accepted form's content is checked against the form's schema before it is sent; an
 answer that does not fit is sent as ``cancel`` (never as consent) and logged.
 """
@@ -18,7 +19,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Union
 
-from ..forms import names_credential  # truecall's own red-line lint, shared with check_form
+from ..judge import credential_ask  # the one judge of forms, shared with check_form
 from ..schema import SchemaError, Validator
 
 __all__ = ["FormRequest", "UrlRequest", "Accept", "Decline", "Cancel", "ElicitationHandler", "Answer",
@@ -69,19 +70,10 @@ ElicitationHandler = Callable[[Union[FormRequest, UrlRequest]], Union[Answer, Aw
 
 
 def asks_for_credential(message: str, schema: Any) -> bool:
-    """True when a form's message or any field's name, title or description asks for a secret."""
-    if names_credential(message or ""):
-        return True
-    props = schema.get("properties") if isinstance(schema, dict) else None
-    if not isinstance(props, dict):
-        return False
-    for name, spec in props.items():
-        spec = spec if isinstance(spec, dict) else {}
-        fmt = spec.get("format")
-        if names_credential(str(name), field_name=True) or (isinstance(fmt, str) and names_credential(fmt)) or \
-                fmt == "password" or any(names_credential(str(spec.get(k, ""))) for k in ("title", "description")):
-            return True
-    return False
+    """True when a form asks for a credential, payment data, a recovery phrase or an identity secret —
+    by its message, its title or description, or any field's name, title, description, format or
+    ``oneOf``/``anyOf`` titles (the judge's :func:`~truecall.judge.credential_ask`)."""
+    return credential_ask(message or "", schema) is not None
 
 
 def _as_wire(answer: Any) -> dict[str, Any]:

@@ -1,0 +1,261 @@
+"""Whether an elicitation form asks for a credential, payment data, a recovery phrase or an identity
+secret.
+
+Structure is read before words: ``format: password`` or ``writeOnly`` is an ask whatever the field is
+called; a boolean, a choice among fixed options, or a number *about* a credential ("2FA enabled?",
+"token count") is not; a free-text string whose name, title or description names one is.  The form's
+message and the schema's own title and description ask only when the form has a field that could
+carry the answer, and not when the sentence is negated ("do not give us your PIN") or a yes/no
+question about a credential ("password policy accepted?").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Literal
+
+from ._normalise import irregular_case, normalise, normalise_name
+from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ASK_STARTS, CREDENTIAL_FORMATS, FORMS, NEGATIONS,
+                          PASSWORD_SPELLINGS, QUESTION_STARTS, Term)
+
+__all__ = ["CredentialAsk", "credential_ask", "names_credential"]
+
+Category = Literal["credential", "payment", "recovery", "identity"]
+
+
+@dataclass(frozen=True)
+class CredentialAsk:
+    """Why a form must not be shown: what it asks for (``category``), where it says so (``where``:
+    "message", "title", "description" or the field's name), the field (``None`` for the message and
+    the schema's title/description) and the ``reason`` in words."""
+
+    category: Category
+    where: str
+    field: str | None
+    reason: str
+
+
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+
+
+def _compile(terms: list[tuple[int, Term]]) -> re.Pattern[str]:
+    parts = []
+    for i, term in terms:
+        if _CJK.search(term.pattern):
+            parts.append(f"(?P<t{i}>{term.pattern})")
+        elif term.compound:
+            parts.append(f"(?P<t{i}>(?:{term.pattern})(?:s|n|en|e)?(?![a-z0-9]))")
+        else:
+            parts.append(f"(?P<t{i}>(?<![a-z0-9])(?:{term.pattern})s?(?![a-z0-9]))")
+    return re.compile("|".join(parts))
+
+
+_INDEXED = list(enumerate(FORMS))
+_ANY_RE = _compile([(i, t) for i, t in _INDEXED if t.scope == "any"])
+_NAME_RE = _compile([(i, t) for i, t in _INDEXED if t.scope == "name"])
+_TERMS = {f"t{i}": t for i, t in _INDEXED}
+#: Compound terms anywhere in a squashed name (a name written in no case convention: ``SeCrEtAbC1``).
+_SQUASHED_RE = re.compile("|".join(f"(?P<t{i}>{t.pattern})" for i, t in _INDEXED if t.compound))
+_ABOUT_AFTER = tuple(ABOUT_AFTER)
+_ABOUT_BEFORE = tuple(ABOUT_BEFORE)
+_WORD = re.compile(r"[a-z0-9]+")
+_LATIN_NEG = frozenset(c for lang, cues in NEGATIONS.items() if lang not in ("zh", "ja") for c in cues
+                       if " " not in c and c not in ("0", "n"))
+_NEG_CJK_BEFORE = re.compile("(?:不要|请勿|切勿|勿|别|绝不|从不|不会|无需|不必|決して)")
+_NEG_JA_AFTER = re.compile(r"(?:しないで|入力しないで|教えないで|伝えないで|不要|ません|ないでください)")
+_CLAUSE_END = re.compile(r"[.!;\n。！；]| but | however | aber | pero | mais |但|が、")
+
+
+@dataclass(frozen=True)
+class _Hit:
+    term: Term
+    phrase: str
+
+
+def _damerau1(a: str, b: str) -> bool:
+    """Whether ``a`` is ``b`` with one letter added, dropped, changed, or two swapped."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return a == b
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]]
+                                  and a[diff[1]] == b[diff[0]])
+    short, long_ = (a, b) if len(a) < len(b) else (b, a)
+    return any(long_[:i] + long_[i + 1:] == short for i in range(len(long_)))
+
+
+_TYPO = Term("password (one letter off)", "credential", "en", "a misspelt password is still a password")
+
+
+def _about(norm: str, start: int, end: int) -> bool:
+    after = norm[end:end + 24].lstrip(" ")
+    before = norm[max(0, start - 24):start].rstrip(" ")
+    return after.startswith(_ABOUT_AFTER) and not after.startswith(("name of your", "names of")) or \
+        before.endswith(_ABOUT_BEFORE)
+
+
+def _negated(norm: str, start: int, end: int) -> bool:
+    clause_start = max((m.end() for m in _CLAUSE_END.finditer(norm, 0, start)), default=0)
+    clause_end_m = _CLAUSE_END.search(norm, end)
+    clause = norm[clause_start:clause_end_m.start() if clause_end_m else len(norm)]
+    before = norm[clause_start:start]
+    if any(w in _LATIN_NEG for w in _WORD.findall(before)):
+        return True
+    if _NEG_CJK_BEFORE.search(before):
+        return True
+    after = clause[start - clause_start:]
+    if _NEG_JA_AFTER.search(after):
+        return True
+    # German and French put the negation after the verb: "geben Sie Ihre PIN nicht ein", "ne ... pas"
+    return bool(re.search(r"\b(nicht|niemals|nie|jamais|pas)\b", clause)) and not re.search(
+        r"\b(nicht vergessen|n oubliez pas)\b", clause)
+
+
+def _yes_no_question(norm: str) -> bool:
+    """A yes/no question (about a credential, not asking for it): it ends with a question mark and
+    does not start as an ask for a value ("What is your PIN?" asks; "2FA enabled?" does not)."""
+    text = norm.strip()
+    if not text.endswith(("?", "？")) and not re.search(r"(吗|么|ですか|ますか)[?？]?$", text):
+        return False
+    sentence = re.split(r"[.!。！\n]\s*", text.rstrip("?？"))[-1].lstrip("¿ ")
+    if sentence.startswith(ASK_STARTS) or any(w in sentence for w in ("什么", "多少", "哪个", "何", "どの")):
+        return False
+    return True
+
+
+def _find(norm: str, *, field_name: bool, sentence: bool) -> _Hit | None:
+    """The first credential term in ``norm`` that is not a topic ("token count"), not negated and (for
+    sentences) not in a yes/no question."""
+    if sentence and _yes_no_question(norm):
+        return None
+    patterns = (_ANY_RE, _NAME_RE) if field_name else (_ANY_RE,)
+    for pattern in patterns:
+        for m in pattern.finditer(norm):
+            term = _TERMS[m.lastgroup or ""]
+            start, end = m.span()
+            if term.compound and _about(norm, start, end):
+                continue
+            if _about(norm, start, end):
+                continue
+            if sentence and _negated(norm, start, end):
+                continue
+            if term.scope == "name" and (end != len(norm) or len(norm.split()) > 3):
+                continue  # the name's last word ("db pwd", not "session date"), not a phrase holding it
+            return _Hit(term, m.group())
+    for m in _WORD.finditer(norm):
+        word = m.group()
+        if 7 <= len(word) <= 11 and word not in PASSWORD_SPELLINGS and \
+                any(_damerau1(word, s) for s in PASSWORD_SPELLINGS) and not _about(norm, *m.span()) and \
+                not (sentence and _negated(norm, *m.span())):
+            return _Hit(_TYPO, word)
+    return None
+
+
+@lru_cache(maxsize=8192)
+def _names(text: str, field_name: bool, sentence: bool) -> _Hit | None:
+    hit = _find(normalise_name(text), field_name=field_name, sentence=sentence)
+    if hit is None and field_name and irregular_case(text):
+        m = _SQUASHED_RE.search(re.sub(r"[\W_]+", "", normalise(text.lower())))
+        if m is not None:
+            return _Hit(_TERMS[m.lastgroup or ""], m.group())
+    return hit
+
+
+@lru_cache(maxsize=8192)
+def names_credential(text: str, *, field_name: bool = False) -> bool:
+    """Whether a name or phrase names a credential, payment data, a recovery phrase or an identity
+    secret (``field_name``: the text is a field's or key's own name, where ``pw``, ``session`` or
+    ``authorization`` mean the thing).  Cached: redaction asks it for every argument name."""
+    return _names(str(text), field_name, False) is not None
+
+
+def _reason(hit: _Hit) -> str:
+    return f"names '{hit.phrase}' ({hit.term.kind})"
+
+
+def _is_choice(spec: dict[str, Any]) -> bool:
+    if "enum" in spec or "const" in spec:
+        return True
+    for key in ("oneOf", "anyOf"):
+        options = spec.get(key)
+        if isinstance(options, list) and options and all(isinstance(o, dict) and "const" in o for o in options):
+            return True
+    return False
+
+
+def _free_alternatives(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """``oneOf``/``anyOf`` entries that are free-text schemas (no ``const``): their titles name what
+    the field takes."""
+    out = []
+    for key in ("oneOf", "anyOf"):
+        options = spec.get(key)
+        if isinstance(options, list):
+            out += [o for o in options if isinstance(o, dict) and "const" not in o and "enum" not in o]
+    return out
+
+
+def _field_ask(name: str, spec: dict[str, Any]) -> CredentialAsk | None:
+    fmt = spec.get("format")
+    if spec.get("writeOnly") is True:
+        return CredentialAsk("credential", name, name, "writeOnly")
+    if isinstance(fmt, str) and fmt.lower() in CREDENTIAL_FORMATS:
+        return CredentialAsk(CREDENTIAL_FORMATS[fmt.lower()], name, name, f"format: {fmt}")  # type: ignore[arg-type]
+    kind = spec.get("type")
+    if kind == "boolean" or kind == "array":
+        return None
+    alternatives = _free_alternatives(spec)
+    if _is_choice(spec) and not alternatives:
+        return None
+    numeric = kind in ("number", "integer")
+    texts: list[tuple[str, str, bool, bool]] = [(name, name, True, False)]
+    for key in ("title", "description"):
+        value = spec.get(key)
+        if isinstance(value, str):
+            texts.append((value, key, False, True))
+    for option in alternatives:
+        for key in ("title", "description"):
+            value = option.get(key)
+            if isinstance(value, str):
+                texts.append((value, f"{key} of a {'oneOf' if option in spec.get('oneOf', []) else 'anyOf'} entry",
+                              False, True))
+    if isinstance(fmt, str):
+        texts.append((fmt, "format", False, False))
+    for text, where, as_name, sentence in texts:
+        hit = _names(text, as_name, sentence)
+        if hit is None or (numeric and not hit.term.numeric):
+            continue
+        return CredentialAsk(hit.term.kind, name if where == name else where, name,  # type: ignore[arg-type]
+                             _reason(hit))
+    return None
+
+
+def _can_carry(spec: Any) -> bool:
+    """Whether a field could carry a secret typed by the user: free text or a number."""
+    if not isinstance(spec, dict):
+        return False
+    if spec.get("type") in ("boolean", "array"):
+        return False
+    return not _is_choice(spec) or bool(_free_alternatives(spec))
+
+
+def credential_ask(message: str, requested_schema: Any) -> CredentialAsk | None:
+    """Whether an elicitation form asks for a credential, payment data, a recovery phrase or an
+    identity secret, and where; ``None`` when it does not."""
+    schema = requested_schema if isinstance(requested_schema, dict) else {}
+    props = schema.get("properties")
+    props = props if isinstance(props, dict) else {}
+    for name, spec in props.items():
+        if isinstance(spec, dict):
+            ask = _field_ask(str(name), spec)
+            if ask is not None:
+                return ask
+    if not any(_can_carry(spec) for spec in props.values()):
+        return None
+    for where, text in (("message", message), ("title", schema.get("title")), ("description", schema.get("description"))):
+        if isinstance(text, str) and text:
+            hit = _names(text, False, True)
+            if hit is not None:
+                return CredentialAsk(hit.term.kind, where, None, _reason(hit))  # type: ignore[arg-type]
+    return None

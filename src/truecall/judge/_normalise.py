@@ -1,0 +1,80 @@
+"""The one text normaliser every rule of the judge reads through.
+
+A word list compared with raw text is beaten by a spelling: ``pаssword`` with a Cyrillic ``а``,
+``ｐａｓｓｗｏｒｄ`` in fullwidth letters, ``pass\u200bword`` with a zero-width space, ``ṗassword``
+with a dot above, ``dbPassword`` written the way code writes names.  So text is brought to one
+form first, and the vocabulary (normalised the same way when it is loaded) is compared with that.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+
+__all__ = ["normalise", "normalise_name", "irregular_case"]
+
+#: Characters that render as nothing: zero-width space/joiners, word joiner, BOM, soft hyphen,
+#: the Mongolian vowel separator and the bidi marks (used to hide a word inside another).
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\u2061\u2062\u2063\u2064\ufeff\u00ad\u180e"
+                                     "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"), None)
+
+#: Letters of other scripts that look like Latin ones (Unicode's confusables, the ones that matter
+#: for words: Cyrillic and Greek lower case after case folding, and a few Latin look-alikes).
+_CONFUSABLES = str.maketrans({
+    # Cyrillic
+    "а": "a", "в": "b", "е": "e", "ё": "e", "к": "k", "м": "m", "н": "h", "о": "o", "р": "p", "с": "c", "т": "t",
+    "у": "y", "х": "x", "ѕ": "s", "і": "i", "ї": "i", "ј": "j", "ԁ": "d", "ԛ": "q", "ԝ": "w", "һ": "h", "ӏ": "l",
+    "ɡ": "g", "ɑ": "a",
+    # Greek
+    "α": "a", "β": "b", "ε": "e", "η": "n", "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u",
+    "χ": "x", "ω": "w", "ς": "s", "σ": "s",
+    # Latin look-alikes that NFKC keeps
+    "ı": "i", "ȷ": "j", "ł": "l", "ø": "o", "đ": "d", "ħ": "h",
+})
+
+#: Combining marks of the Latin range (accents, dots above and below): removed after decomposing,
+#: so ``ṗ`` is ``p`` and ``contraseña`` is ``contrasena``.  Japanese voicing marks (U+3099/309A) are
+#: outside this range and stay.
+_COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
+#: camelCase / PascalCase / ABBRWord boundaries.
+_CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+#: snake_case, kebab-case and dotted.names between letters or digits.
+_JOINERS = re.compile(r"(?<=[^\W_])[_\-.]+(?=[^\W_])|_+")
+_SPACES = re.compile(r"[ \t\r\f\v'\u2019`]+")
+
+
+def _fold(text: str) -> str:
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+        if _COMBINING.search(unicodedata.normalize("NFD", text)):
+            text = unicodedata.normalize("NFC", _COMBINING.sub("", unicodedata.normalize("NFD", text)))
+        text = _CAMEL.sub(" ", text).casefold().translate(_CONFUSABLES)
+        return text
+    return _CAMEL.sub(" ", text).lower()
+
+
+def normalise(text: str) -> str:
+    """``text`` in the judge's one form: NFKC, zero-width and bidi characters removed, Latin
+    combining marks (dots, accents) removed, camelCase / snake_case / kebab-case / dotted.names
+    split into words, apostrophes made spaces (``don't`` is ``don t``, ``d'accès`` is
+    ``d acces``), case folded, Cyrillic and Greek look-alikes mapped to Latin letters, runs of
+    spaces made one.  Punctuation and line breaks stay: negation and questions are read from them."""
+    text = _fold(text)
+    text = _JOINERS.sub(" ", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+@lru_cache(maxsize=8192)
+def normalise_name(text: str) -> str:
+    """:func:`normalise` for names (fields, keys, titles), cached: the same few names come again."""
+    return normalise(text)
+
+
+_ONE_LOWER = re.compile(r"(?<=[A-Z])[a-z](?=[A-Z])")
+
+
+def irregular_case(text: str) -> bool:
+    """Whether a name is written in a case that is no convention (``SeCrEtKey``): camelCase split
+    would cut it into nonsense, so such a name is read squashed, the way it would be spoken."""
+    return len(_ONE_LOWER.findall(text)) >= 2

@@ -1,0 +1,339 @@
+"""The judge's vocabulary, as data: every entry says what it means, in which language, and why.
+
+Patterns are regular-expression fragments over *normalised* text (see ``_normalise``: case folded,
+accents and dots removed, ``camelCase``/``snake_case`` split into words), so they are written in
+lower case without accents (``recu``, not ``reçu``; ``schlussel``, not ``Schlüssel``).  A pattern of
+Latin letters matches whole words (an optional plural ``s`` allowed); Chinese and Japanese ones match
+where they stand.  ``compound`` entries also match at the end of a word written together (German compounds,
+``accesstoken``, ``clientsecret``; not ``secretary`` or ``tokenizer``).  Nothing else in truecall keeps a word list: the rules in ``_claims`` and ``_forms``
+read these tables.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["Term", "CLAIMS", "FORMS", "NEGATIONS", "QUESTION_STARTS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
+           "CLAIM_ABOUT_AFTER", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS"]
+
+
+class Term(NamedTuple):
+    pattern: str  # regex fragment over normalised text
+    kind: str  # claims: accepted | completed | failed; forms: credential | payment | recovery | identity
+    language: str  # en zh ja es de fr
+    reason: str
+    scope: str = "any"  # forms: "any", or "name": only as a field's own name / a key (never in a sentence)
+    numeric: bool = False  # forms: a number field may carry it (a PIN, a card number)
+    compound: bool = False  # also matched as the end of a word written together
+
+
+def _t(pattern: str, kind: str, language: str, reason: str, **flags: bool | str) -> Term:
+    return Term(pattern, kind, language, reason, **flags)  # type: ignore[arg-type]
+
+
+A, C, F = "accepted", "completed", "failed"
+
+# =================================================================================================
+# Claims a tool result's narrative makes about the work it was asked to do
+# =================================================================================================
+
+CLAIMS: tuple[Term, ...] = (
+    # -- English: accepted (taken on, nothing says it ran) ------------------------------------------
+    _t(r"accepted", A, "en", "accepted: the server took the work on; nothing says it ran"),
+    _t(r"(en)?queued|in (the )?queue|added to (the )?queue|placed in (the )?queue", A, "en",
+       "queued: waiting to run"),
+    _t(r"pending|awaiting (approval|review|processing|confirmation|execution)", A, "en", "pending: not done yet"),
+    _t(r"(request|order|submission|message|payment|job|task|application|report|instruction|it) "
+       r"(has been |have been |was |is )?received|received (your|the|it|this)|we (have |ve )?received",
+       A, "en", "received: it arrived, nothing says it ran"),
+    _t(r"submitted", A, "en", "submitted: handed on, nothing says it ran"),
+    _t(r"scheduled|will run|will (be )?(processed|handled|executed|run|completed|done|reviewed|applied|"
+       r"delivered|published|sent|started|retried|dispatched|picked up)|to be processed",
+       A, "en", "future tense: the work is promised, not done"),
+    _t(r"(is|are) (being |still )?(processed|processing|handled)|in progress|processing|being processed|"
+       r"under (review|way)|in the background|underway", A, "en", "in progress: started, not finished"),
+    _t(r"ticket (number |no |id |#)?(\S+ )?(has been |was |is )?(created|opened|filed|raised|logged)|"
+       r"(created|opened|filed|raised|logged) (a |the |your )?ticket",
+       A, "en", "a ticket is a promise that someone will do the work later"),
+    _t(r"we('ll| will| ll) (get back|follow up|process|look into|handle|notify|let you know|email)|"
+       r"(you will|you ll|you'll) (be notified|receive|get) ", A, "en", "a promise of later work"),
+    _t(r"(started|initiated|kicked off|triggered|dispatched)", A, "en",
+       "started: the work began, nothing says it ended"),
+    # -- English: completed -----------------------------------------------------------------------
+    _t(r"done|completed|complete(?! (the|your|this|a|an|all|following)\b)|finished|succeeded|"
+       r"successful(ly)?|success", C, "en", "says the work is done"),
+    _t(r"(has been|have been|was|were|is now|are now) (created|saved|sent|deleted|updated|added|written|stored|"
+       r"published|applied|uploaded|deployed|merged|renamed|moved|copied|removed|cancell?ed|booked|placed|paid|"
+       r"charged|refunded|archived|restored|installed|committed|pushed|closed|resolved|approved|registered|"
+       r"imported|exported|generated|executed|processed|delivered|confirmed|transferred|reset|changed|set)",
+       C, "en", "a passive perfect: the effect is said to exist"),
+    _t(r"^(created|saved|sent|deleted|updated|added|wrote|written|stored|uploaded|deployed|merged|renamed|moved|"
+       r"copied|removed|booked|placed|paid|charged|refunded|archived|installed|committed|pushed|closed|resolved|"
+       r"approved|registered|imported|exported|generated|executed|processed|delivered|confirmed|transferred)\b",
+       C, "en", "a sentence that starts with the participle reports the effect"),
+    _t(r"(created|saved|sent|deleted|updated|added|written|stored|uploaded|deployed|merged|removed|booked|placed|"
+       r"paid|charged|refunded|archived|installed|committed|pushed|closed|resolved|approved|registered|imported|"
+       r"exported|executed|processed|delivered|confirmed|transferred)(?= ?([.!:]|$| successfully))",
+       C, "en", "'X created.' reports the effect"),
+    _t(r"all set|good to go", C, "en", "idiom for done"),
+    # -- English: failed --------------------------------------------------------------------------
+    _t(r"failed|failure|fails|failing", F, "en", "says the work failed"),
+    _t(r"error|errors|exception|traceback|panic", F, "en", "an error report"),
+    _t(r"timed out|time ?out(?! (of|is|set|after|value|in|=|:))|timeout (error|exceeded|expired)|deadline exceeded",
+       F, "en", "a timeout: the caller does not know the work was done"),
+    _t(r"could not|couldn t|unable to|cannot|can t|not able to|did not (complete|succeed|finish|run|work)|"
+       r"(was|were|has|have|is|are) not (been )?(accepted|completed|processed|saved|created|sent|delivered|"
+       r"applied|executed|found|possible|allowed)|not completed", F, "en", "says the work did not happen"),
+    _t(r"denied|refused|rejected|forbidden|unauthori[sz]ed|not found|no such|does not exist|unavailable|"
+       r"aborted|crashed|went wrong|bad gateway|bad request|invalid|http 5\d\d|status 5\d\d|5\d\d (error|bad)",
+       F, "en", "a refusal or fault"),
+    # -- Chinese ----------------------------------------------------------------------------------
+    _t(r"已受理|受理|已提交|提交成功|已接收|已收到|收到(您|你)的|排队|队列中|加入队列|稍后(处理|执行|完成)|正在(处理|执行|进行)|处理中|"
+       r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记",
+       A, "zh", "受理/排队/处理中: the work was taken on, not done"),
+    _t(r"已完成|完成了|办结|已办理|成功|已创建|已保存|已发送|已删除|已更新|已添加|已写入|已上传|已部署|已取消|已支付|已退款|已关闭|"
+       r"已解决|完毕|搞定|已生效|已执行", C, "zh", "已…/成功: the effect is said to exist"),
+    _t(r"失败|错误|出错|报错|超时|异常|无法|不能|未能|未成功|没有成功|未完成|被拒绝|拒绝|不可用|找不到|未找到|不存在|崩溃",
+       F, "zh", "失败/错误/超时: the work failed"),
+    # -- Japanese ---------------------------------------------------------------------------------
+    _t(r"受け付け|受付|受理|キューに(追加|登録|入|投入)|処理中|保留中|待機中|処理待ち|順番待ち|後ほど|実行予定|審査中|処理されます|"
+       r"実行されます|進行中|対応中|送信されます", A, "ja", "受付/処理中/保留中: taken on, not done"),
+    _t(r"完了|成功|作成しました|保存しました|送信しました|削除しました|更新しました|登録しました|追加しました|終了しました|"
+       r"書き込みました|実行しました", C, "ja", "完了/成功/…しました: the effect is said to exist"),
+    _t(r"失敗|エラー|タイムアウト|できませんでした|できません|例外|拒否|見つかりません|利用できません|異常|中断されました",
+       F, "ja", "失敗/エラー/タイムアウト: the work failed"),
+    # -- Spanish ----------------------------------------------------------------------------------
+    _t(r"aceptad[oa]|recibid[oa]|en cola|encolad[oa]|pendiente|se procesara|sera (procesad[oa]|enviad[oa]|"
+       r"ejecutad[oa]|revisad[oa])|en proceso|procesando|programad[oa]|en tramite|en espera", A, "es",
+       "aceptado/en cola/pendiente: taken on, not done"),
+    _t(r"completad[oa]|terminad[oa]|finalizad[oa]|con exito|exitosamente|correctamente|hecho|listo|"
+       r"(ha sido|fue|han sido|fueron) (cread|guardad|enviad|eliminad|actualizad|borrad|registrad|pagad|"
+       r"procesad|aplicad)[oa]s?|(cread|guardad|enviad|eliminad|actualizad)[oa](?= ?([.!]|$))",
+       C, "es", "completado/con éxito: the effect is said to exist"),
+    _t(r"error|errores|fallo|fallid[oa]|ha fallado|fallo al|no se pudo|no fue posible|no es posible|"
+       r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
+       r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
+    # -- German -----------------------------------------------------------------------------------
+    _t(r"angenommen|entgegengenommen|eingegangen|erhalten|in der warteschlange|eingereiht|ausstehend|"
+       r"wird (\w+ ){0,3}(bearbeitet|verarbeitet|ausgefuhrt|gepruft|gesendet)|in bearbeitung|geplant|vorgemerkt",
+       A, "de", "angenommen/in der Warteschlange: taken on, not done"),
+    _t(r"abgeschlossen|erledigt|erfolgreich|fertig|(wurde|wurden|ist|sind) (\w+ ){0,3}(erstellt|gespeichert|"
+       r"gesendet|geloscht|aktualisiert|durchgefuhrt|ausgefuhrt|angelegt|hinzugefugt|bezahlt|storniert)",
+       C, "de", "abgeschlossen/erfolgreich: the effect is said to exist"),
+    _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnte (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
+       r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
+       "fehlgeschlagen/Fehler: the work failed", compound=True),
+    # -- French -----------------------------------------------------------------------------------
+    _t(r"acceptee?s?|recue?s?|en file d attente|en attente|mise? en file|sera (traitee?|executee?|envoyee?)|"
+       r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)", A, "fr",
+       "acceptée/en file d'attente: taken on, not done"),
+    _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|(a ete|ont ete|est|sont) (creee?|enregistree?|envoyee?|"
+       r"supprimee?|mise? a jour|payee?|annulee?)s?|(creee?|enregistree?|envoyee?|supprimee?)(?= ?([.!]|$))",
+       C, "fr", "terminée/avec succès: the effect is said to exist"),
+    _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
+       r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
+)
+
+#: After a claim word, a word that makes it a topic, not a claim ("error rate: 0.1%").
+CLAIM_ABOUT_AFTER: tuple[str, ...] = (
+    "rate", "rates", "budget", "count", "counts", "handling", "handler", "handlers", "threshold", "thresholds",
+    "metric", "metrics", "tracking", "page", "pages", "codes", "message template", "policy", "queue length",
+    "column", "field", "state machine", "states", "list", "lists", "criteria", "date", "time",
+)
+
+# =================================================================================================
+# What a form may not ask for
+# =================================================================================================
+
+CR, PA, RE, ID = "credential", "payment", "recovery", "identity"
+
+FORMS: tuple[Term, ...] = (
+    # -- English: credentials ---------------------------------------------------------------------
+    _t(r"password|passwd|passphrase|pass phrase|passcode|pass code|pass word|passwort", CR, "en",
+       "a password or passphrase", compound=True),
+    _t(r"pwd|pw", CR, "en", "the usual abbreviations of password"),
+    _t(r"pass", CR, "en", "a field called 'pass' holds a password", scope="name"),
+    _t(r"(db|user|admin|root|login|account|wifi|ftp|smtp|mail|email|sudo|vpn|ssh|database|app) pass", CR, "en",
+       "'db pass': a password"),
+    _t(r"pin|pin ?code|pin number", CR, "en", "a PIN", numeric=True),
+    _t(r"otp|totp|hotp|mfa|2fa|tfa|one time (password|passcode|code|pin|token|key)|onetime (password|code|pin)",
+       CR, "en", "a one-time or second-factor code", numeric=True),
+    _t(r"(verification|authenticator|authentication|security|sms|login|access|auth|confirmation|2fa|mfa|otp|"
+       r"recovery|backup|reset|activation|sign in|signin) codes?", CR, "en", "a code that proves who you are",
+       numeric=True),
+    _t(r"code (we |that we |i )?(just )?(sent|texted|emailed)|(sent|texted|emailed) (to )?(you|your phone) "
+       r"(a |the )?(\d+ digit )?code|(the )?code (from|in) (your )?(sms|text message|authenticator|email)",
+       CR, "en", "the code sent to you is a second factor", numeric=True),
+    _t(r"two (factor|step)|2 step|authenticator app", CR, "en", "a second factor"),
+    _t(r"secret", CR, "en", "a secret", compound=True),
+    _t(r"token", CR, "en", "a token", compound=True),
+    _t(r"bearer|jwt|auth|apikey|api key|credentials?|login details|sign in details|log in details", CR, "en",
+       "an API key, bearer token or credential"),
+    _t(r"(access|private|secret|signing|ssh|encryption|decryption|license|licence|master|gpg|pgp|session|client|"
+       r"app|application|product|activation|wifi|wi fi|wlan|wpa2?|wireless|network|router) keys?", CR, "en",
+       "a key that unlocks something"),
+    _t(r"(wifi|wi fi|wlan|wpa2?|wireless|network|router) (password|passphrase|pass)", CR, "en",
+       "a Wi-Fi key"),
+    _t(r"cookie|session (id|token|cookie)|sessionid|session token", CR, "en", "a session cookie or id",
+       compound=True),
+    _t(r"session|authorization|authorisation|signature|sig", CR, "en",
+       "as a field's own name: a session id, an Authorization header value, a signature", scope="name"),
+    # -- English: payment -------------------------------------------------------------------------
+    _t(r"(credit|debit|bank|payment|visa|mastercard|amex) ?cards?( (number|no|num|nr|details|info|data))?|"
+       r"creditcard|card (number|no|num|nr|details|pan)|cardnumber|primary account number", PA, "en",
+       "a payment card", numeric=True),
+    _t(r"cc (number|num|no|nr|exp|expiry|cvv)", PA, "en", "a payment card"),
+    _t(r"cc|pan|ccn", PA, "en", "as a field's own name: a card number", scope="name", numeric=True),
+    _t(r"cvv2?|cvc2?|csc|cid|card (security|verification) (code|value)|security digits", PA, "en",
+       "a card's security code", numeric=True),
+    _t(r"(card|cc) (expiry|expiration|exp)( (date|month|year))?|expiry (date )?\(?mm ?/? ?yy|"
+       r"(expiry|expiration) (date|month|year) (of|on) (your|the) card|exp (month|year)", PA, "en",
+       "a card's expiry date", numeric=True),
+    _t(r"iban|routing (number|no|num)|aba (number|routing)|sort code|bsb|(bank )?account (number|no|num|nr)|"
+       r"bank account|swift code|bic", PA, "en", "bank account details", numeric=True),
+    # -- English: recovery ------------------------------------------------------------------------
+    _t(r"seed (phrase|words?)|seedphrase|recovery (phrase|seed|words?|sentence)|backup (phrase|seed|words)|"
+       r"mnemonic|wallet (seed|phrase|words|key)|\d\d word (phrase|seed)|secret recovery", RE, "en",
+       "a wallet's recovery phrase is the wallet"),
+    # -- English: identity ------------------------------------------------------------------------
+    _t(r"passport( (number|no|num|nr|id))?|ssn|social security( number)?|social insurance number|sin number|"
+       r"national (id|identity|insurance) (number|no)|(driver s|drivers|driving) licen[cs]e (number|no)|"
+       r"tax (id|identification number)|tin number", ID, "en", "an identity document number", numeric=True),
+    _t(r"security (question|answer)s?|secret (question|answer)|answer to (your|the) (security|secret) question|"
+       r"(mother s|mothers|mother) maiden name|maiden name|first pet s name|name of your first pet",
+       ID, "en", "a security-question answer opens the account like a password"),
+    # -- Chinese ----------------------------------------------------------------------------------
+    _t(r"密码|口令|验证码|校验码|动态码|认证码|授权码|令牌|密钥|秘钥|凭据|凭证|两步验证|双重验证|双因素|二次验证|一次性(代)?码|"
+       r"一次性密码|会话 ?(id|标识|令牌|cookie)|pin ?码|登录信息|访问码|安全密钥|无线网络密码|wifi 密码",
+       CR, "zh", "密码/验证码/令牌/密钥: a credential", numeric=True),
+    _t(r"卡号|信用卡|银行卡|储蓄卡|借记卡|安全码|cvv|卡.{0,4}有效期|有效期.{0,3}(mm|月)|银行账号|银行账户|账户号码|开户账号",
+       PA, "zh", "卡号/信用卡/安全码: payment data", numeric=True),
+    _t(r"助记词|恢复短语|种子短语|恢复词|私钥|备用码|恢复码|钱包短语", RE, "zh", "助记词/私钥: a wallet's recovery secret"),
+    _t(r"身份证|护照号|护照号码|安全问题|密保问题|密保答案|社会保障号|社保号|母亲的(娘家)?姓", ID, "zh",
+       "身份证/护照号/安全问题答案: an identity secret", numeric=True),
+    # -- Japanese ---------------------------------------------------------------------------------
+    _t(r"パスワード|暗証番号|認証コード|確認コード|ワンタイム|トークン|秘密鍵|apiキー|アクセスキー|シークレット|資格情報|"
+       r"ログイン情報|セッション ?id|pinコード|二段階認証|パスフレーズ|ネットワークキー|wi ?fiのパスワード",
+       CR, "ja", "パスワード/暗証番号/認証コード: a credential", numeric=True),
+    _t(r"カード番号|クレジットカード|デビットカード|セキュリティコード|カードの有効期限|有効期限 ?\(?mm|口座番号|キャッシュカード",
+       PA, "ja", "カード番号/セキュリティコード: payment data", numeric=True),
+    _t(r"リカバリーフレーズ|シードフレーズ|ニーモニック|復元フレーズ|リカバリーコード|バックアップコード", RE, "ja",
+       "シードフレーズ: a wallet's recovery secret"),
+    _t(r"パスポート番号|旅券番号|マイナンバー|個人番号|秘密の質問|母親の旧姓|社会保障番号|運転免許証番号", ID, "ja",
+       "パスポート番号/秘密の質問: an identity secret", numeric=True),
+    # -- Spanish ----------------------------------------------------------------------------------
+    _t(r"contrasena|clave de (acceso|api|seguridad|wifi|red|usuario)|(su|tu) clave|codigo (de )?(verificacion|"
+       r"seguridad|acceso|confirmacion|autenticacion|un solo uso)|codigo pin|token de (acceso|api)|credenciales|"
+       r"clave secreta|clave privada|llave privada", CR, "es", "contraseña/código de verificación: a credential",
+       numeric=True),
+    _t(r"clave", CR, "es", "as a field's own name: a password", scope="name"),
+    _t(r"numero de (la )?tarjeta|tarjeta de (credito|debito)|(fecha de )?(caducidad|vencimiento|expiracion) de "
+       r"(la |su |tu )?tarjeta|codigo de seguridad de (la |su |tu )?tarjeta|numero de cuenta( bancaria)?|"
+       r"cuenta bancaria|clabe|numero de ruta", PA, "es", "tarjeta/cuenta: payment data", numeric=True),
+    _t(r"frase (semilla|de recuperacion|secreta)|semilla|palabras de recuperacion|mnemonica", RE, "es",
+       "frase semilla: a wallet's recovery secret"),
+    _t(r"(numero de )?pasaporte|pregunta (de seguridad|secreta)|respuesta (secreta|de seguridad)|"
+       r"apellido de soltera|numero de (la )?seguridad social|dni|numero de identificacion", ID, "es",
+       "pasaporte/pregunta de seguridad: an identity secret", numeric=True),
+    # -- German -----------------------------------------------------------------------------------
+    _t(r"passwort|kennwort|geheimzahl|zugangsdaten|zugangscode|bestatigungscode|sicherheitscode|einmalcode|"
+       r"einmalpasswort|verifizierungscode|anmeldedaten|privater schlussel|geheimer schlussel|api schlussel|"
+       r"wlan schlussel|netzwerkschlussel|zugangsschlussel|sitzungs id", CR, "de",
+       "Passwort/Kennwort/Bestätigungscode: a credential", compound=True, numeric=True),
+    _t(r"kartennummer|kreditkarte|debitkarte|prufnummer|prufziffer|ablaufdatum der karte|gultig bis|kontonummer|"
+       r"bankleitzahl|bankverbindung", PA, "de", "Kartennummer/Kreditkarte: payment data", compound=True,
+       numeric=True),
+    _t(r"wiederherstellungsphrase|wiederherstellungssatz|seed phrase|mnemonik|wiederherstellungsworter",
+       RE, "de", "Wiederherstellungsphrase: a wallet's recovery secret", compound=True),
+    _t(r"reisepassnummer|passnummer|personalausweisnummer|ausweisnummer|sicherheitsfrage|geburtsname (der|ihrer) "
+       r"mutter|sozialversicherungsnummer|steuer id|steueridentifikationsnummer", ID, "de",
+       "Reisepassnummer/Sicherheitsfrage: an identity secret", compound=True, numeric=True),
+    # -- French -----------------------------------------------------------------------------------
+    _t(r"mot de passe|mdp|code (pin|secret|de verification|de confirmation|de securite|d acces|confidentiel|"
+       r"a usage unique)|cle (api|privee|secrete|d acces|wifi|wi fi|de securite)|jeton( d acces)?|identifiants",
+       CR, "fr", "mot de passe/code de vérification: a credential", numeric=True),
+    _t(r"numero de (la |votre )?carte|carte (bancaire|de credit|de paiement)|cryptogramme|date d expiration de "
+       r"(la |votre )?carte|rib|numero de compte|coordonnees bancaires", PA, "fr",
+       "carte bancaire/cryptogramme: payment data", numeric=True),
+    _t(r"phrase (de recuperation|secrete|mnemonique)|mnemonique|phrase de recuperation", RE, "fr",
+       "phrase de récupération: a wallet's recovery secret"),
+    _t(r"(numero de )?passeport|question (secrete|de securite)|reponse (secrete|a la question)|"
+       r"nom de jeune fille|numero de securite sociale|numero fiscal", ID, "fr",
+       "passeport/question secrète: an identity secret", numeric=True),
+)
+
+#: Spellings of "password" (and its siblings) that a one-letter slip makes; matched by edit distance.
+PASSWORD_SPELLINGS: tuple[str, ...] = ("password", "passwort", "passphrase", "passcode", "contrasena", "kennwort")
+
+#: ``format`` values that announce a credential, and what kind.
+CREDENTIAL_FORMATS: dict[str, str] = {
+    "password": CR, "otp": CR, "pin": CR, "token": CR, "secret": CR, "one-time-code": CR, "current-password": CR,
+    "new-password": CR, "credit-card": PA, "card": PA, "cc": PA, "cc-number": PA, "cvv": PA, "cc-csc": PA,
+    "cc-exp": PA, "iban": PA,
+}
+
+#: After a credential word, a word that makes the text *about* the credential, not an ask for it
+#: ("password policy", "token count", "API key label", "OTP channel", "Secret Santa").
+ABOUT_AFTER: tuple[str, ...] = (
+    "policy", "policies", "rules", "rule", "requirements", "requirement", "strength", "length", "complexity",
+    "reset", "resets", "change", "rotation", "expiry", "expiration", "expires", "age", "history", "manager",
+    "count", "counts", "limit", "limits", "usage", "budget", "label", "labels", "name", "names", "nickname",
+    "description", "type", "types", "format", "channel", "channels", "method", "methods", "provider", "providers",
+    "enabled", "disabled", "enforcement", "settings", "setting", "preference", "preferences", "consent", "banner",
+    "santa", "field", "prompt", "scope", "scopes", "permissions", "owner", "holder", "holders", "issuer", "brand",
+    "network", "last four", "last 4", "ending", "hint", "status", "lifetime", "ttl", "timeout", "duration",
+    "window", "size", "storage", "support", "login", "option", "options", "recovery email", "reminder",
+    "reuse", "sharing", "training", "audit", "revocation", "revoked", "issued", "created", "updated",
+    "策略", "规则", "强度", "长度", "数量", "设置", "渠道", "方式", "提示", "过期", "有效期", "是否", "已启用", "开启",
+    "ポリシー", "設定", "の長さ", "有効", "方法", "数", "の変更",
+    "richtlinie", "lange", "regeln", "anforderungen", "anzahl", "anderung",
+)
+#: Before a credential word, words that make it a topic ("number of tokens", "analytics cookies").
+ABOUT_BEFORE: tuple[str, ...] = (
+    "number of", "analytics", "marketing", "tracking", "advertising", "third party", "functional", "performance",
+    "how many", "max", "maximum", "min", "minimum", "secret santa", "forgot", "forgotten", "reset", "strong",
+    "weak", "accept", "allow", "block", "essential", "necessary", "preference",
+    "politica de", "requisitos de", "longitud de", "cantidad de", "numero de tokens",
+    "politique de", "longueur du", "longueur de", "nombre de", "exigences de",
+    "anzahl der", "lange des", "lange der",
+)
+
+#: Negation cues, by language; ``before``: within the clause before the word; ``after``: just after
+#: it (Japanese and the German ``nicht`` that ends a clause).
+NEGATIONS: dict[str, tuple[str, ...]] = {
+    "en": ("not", "no", "never", "without", "none", "nothing", "zero", "0", "neither", "nor", "don t", "do not",
+           "dont", "doesn t", "didn t", "won t", "isn t", "wasn t", "aren t", "weren t", "haven t", "hasn t",
+           "shouldn t", "must not", "mustn t", "will never", "no need"),
+    "zh": ("不", "没", "没有", "未", "无", "别", "勿", "请勿", "切勿", "绝不", "从不", "不要", "无需", "不会"),
+    "ja": ("ない", "ません", "なし", "不要", "しないで", "しません", "禁止"),
+    "es": ("no", "nunca", "sin", "ningun", "ninguna", "ninguno", "ni", "jamas"),
+    "de": ("nicht", "kein", "keine", "keinen", "keiner", "nie", "niemals", "ohne"),
+    "fr": ("ne", "n", "pas", "jamais", "aucun", "aucune", "sans"),
+}
+
+#: How a sentence that asks for a value begins (an ask, even with a question mark: "What is your PIN?").
+ASK_STARTS: tuple[str, ...] = (
+    "what", "which", "enter", "type", "provide", "please", "give", "tell", "share", "send", "input", "paste",
+    "fill", "supply", "submit", "confirm your", "could you", "can you", "would you", "may we", "may i", "we need",
+    "i need", "your", "add", "insert",
+    "请输入", "请提供", "请填写", "输入", "提供", "填写", "请告诉", "请问", "什么", "多少", "请",
+    "入力", "教えて", "ご入力", "ください", "何",
+    "introduzca", "introduce", "ingrese", "ingresa", "escriba", "escribe", "proporcione", "indique", "cual", "cual es",
+    "geben sie", "gib", "bitte", "wie lautet", "welche", "welches", "was ist", "tragen sie",
+    "entrez", "saisissez", "saisir", "indiquez", "fournissez", "quel", "quelle", "veuillez",
+)
+#: How a yes/no question begins ("2FA enabled?" has no such start, and is one by its '?').
+QUESTION_STARTS: tuple[str, ...] = (
+    "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "should", "shall", "will", "can",
+    "may", "must", "would", "could", "enable", "disable", "allow", "use", "send", "accept", "keep", "remember",
+    "ist", "sind", "soll", "sollen", "hat", "haben", "mochten", "wollen", "est ce", "voulez vous", "souhaitez vous",
+    "desea", "quiere", "esta", "es",
+)
+
+#: What introduces data rather than a claim ("Contents of notes.txt:", "Observations:").
+DATA_INTROS: tuple[str, ...] = (
+    "contents of", "content of", "content", "contents", "here is", "here are", "observations", "observation",
+    "entities", "relations", "file", "notes", "found", "search results", "matches", "stdout", "stderr", "log",
+    "logs", "body", "response body", "page", "excerpt", "quote", "text of", "stored", "memory", "graph",
+    "内容", "文件内容", "笔记", "ファイルの内容", "メモ", "contenido", "inhalt", "notiz", "contenu",
+)

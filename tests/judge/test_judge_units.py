@@ -1,0 +1,166 @@
+"""The judge's parts one at a time: the normaliser, negation, questions, data, structure before words."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from truecall.judge import (Claim, claim_in_result, claim_in_text, credential_ask, looks_secret, names_credential,
+                            normalise, secret_spans)
+
+
+def form(**fields: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": fields}
+
+
+# -- normalise ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("p\u0430ssword", "password"),  # Cyrillic а
+    ("\uff50\uff41\uff53\uff53\uff57\uff4f\uff52\uff44", "password"),  # fullwidth
+    ("pass\u200bword", "password"),  # zero-width space
+    ("pass\u00adword", "password"),  # soft hyphen
+    ("p\u0307assword", "password"),  # combining dot above
+    ("\u1e57assword", "password"),  # precomposed p with dot above
+    ("PASSWORD", "password"),
+    ("dbPassword", "db password"),
+    ("db_pass", "db pass"),
+    ("credit-card", "credit card"),
+    ("user.pin", "user pin"),
+    ("HTTPServer", "http server"),
+    ("2FA code", "2fa code"),
+    ("Contraseña", "contrasena"),
+    ("Straße", "strasse"),
+    ("don't", "don t"),
+    ("信用卡", "信用卡"),
+    ("パスワード", "パスワード"),  # the voicing mark stays
+    ("  two   spaces ", "two spaces"),
+])
+def test_normalise(text: str, expected: str) -> None:
+    assert normalise(text) == expected
+
+
+def test_normalise_keeps_sentence_punctuation() -> None:
+    assert normalise("Queued? No.") == "queued? no."
+
+
+# -- claims: negation, questions, data ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,kind", [
+    ("Accepted: the task will run later", "accepted"),
+    ("已受理", "accepted"),
+    ("Your request has been received and will be processed.", "accepted"),  # acceptance beats completion
+    ("Order placed. It failed to reach the warehouse.", "failed"),  # failure beats everything
+    ("Done. Wrote 3 files.", "completed"),
+])
+def test_claims(text: str, kind: str) -> None:
+    claim = claim_in_text(text)
+    assert claim is not None and claim.kind == kind
+
+
+@pytest.mark.parametrize("text", [
+    "No errors found.", "The job was never queued", "没有错误", "エラーはありません", "Sin errores.", "Keine Fehler.",
+    "Aucune erreur.", "errors: 0",
+])
+def test_negated_claims_are_none(text: str) -> None:
+    assert claim_in_text(text) is None
+
+
+@pytest.mark.parametrize("text", [
+    "Has the order been queued?", "订单已受理吗？", "注文は受け付けられましたか？", "¿Ha sido aceptada la solicitud?",
+    "Wurde der Auftrag angenommen?", "La demande a-t-elle été acceptée ?",
+])
+def test_questions_are_no_claim(text: str) -> None:
+    assert claim_in_text(text) is None
+
+
+@pytest.mark.parametrize("text", [
+    '{"entities": [{"name": "build", "observations": ["queued for Monday", "failed twice"]}]}',
+    "2026-12-01T10:00:00Z ERROR worker failed: job queued twice",
+    "- deploy queued behind the release\n- tests failed on CI",
+    "Contents of notes.txt: the upload failed",
+    'The file says "queued".',
+])
+def test_data_is_no_claim(text: str) -> None:
+    assert claim_in_text(text) is None
+
+
+def test_claim_in_result_reads_only_narrative_text_blocks() -> None:
+    structured = {"status": "queued"}
+    result = {"content": [{"type": "text", "text": '{"status": "queued"}'},
+                          {"type": "resource", "resource": {"uri": "file:///x", "text": "Accepted"}},
+                          {"type": "text", "text": "Here is the order."}],
+              "structuredContent": structured, "isError": False}
+    assert claim_in_result(result) is None
+    result["content"].append({"type": "text", "text": "Request received; we will process it shortly."})
+    assert claim_in_result(result) == Claim("accepted", "en", "Request received")
+
+
+# -- forms: structure before words, negation, questions ------------------------------------------------
+
+
+def test_structure_before_words() -> None:
+    assert credential_ask("2FA enabled?", form(enabled={"type": "boolean", "title": "2FA enabled"})) is None
+    assert credential_ask("Token count", form(token_count={"type": "integer"})) is None
+    assert credential_ask("Which method?", form(method={"type": "string", "enum": ["password", "passkey"]})) is None
+    ask = credential_ask("Continue", form(code={"type": "string", "format": "password"}))
+    assert ask is not None and ask.reason == "format: password" and ask.field == "code"
+    ask = credential_ask("Continue", form(code={"type": "string", "writeOnly": True}))
+    assert ask is not None and ask.reason == "writeOnly"
+    ask = credential_ask("Continue", form(pin={"type": "integer"}))
+    assert ask is not None and ask.category == "credential"
+
+
+def test_a_credential_in_a_free_text_oneof_title_is_an_ask() -> None:
+    schema = form(answer={"type": "string", "oneOf": [{"type": "string", "title": "Your online banking password"}]})
+    ask = credential_ask("One more thing", schema)
+    assert ask is not None and ask.field == "answer"
+
+
+@pytest.mark.parametrize("message", [
+    "Please do not give us your PIN.", "We will never ask for your password.", "请勿在此输入密码。",
+    "パスワードは入力しないでください。", "No introduzca su contraseña aquí.", "Geben Sie Ihr Passwort nicht ein.",
+    "Ne saisissez jamais votre mot de passe ici.",
+])
+def test_negated_asks_are_not_asks(message: str) -> None:
+    assert credential_ask(message, form(note={"type": "string"})) is None
+
+
+@pytest.mark.parametrize("message", ["Password policy accepted?", "Send reset email?", "Secret Santa?",
+                                     "Analytics cookies?", "2FA enabled?"])
+def test_yes_no_questions_about_a_credential_are_not_asks(message: str) -> None:
+    assert credential_ask(message, form(answer={"type": "string", "enum": ["yes", "no"]})) is None
+    assert credential_ask(message, form(answer={"type": "string"})) is None
+
+
+@pytest.mark.parametrize("message", ["What is your card number?", "请问您的支付密码是什么？", "Enter your PIN",
+                                     "Could you tell us your passport number?"])
+def test_questions_that_ask_for_a_value_are_asks(message: str) -> None:
+    assert credential_ask(message, form(value={"type": "string"})) is not None
+
+
+def test_a_message_asks_only_when_a_field_could_carry_it() -> None:
+    assert credential_ask("Enter your password", form(ok={"type": "boolean"})) is None
+
+
+def test_names_credential_is_cached_and_reads_field_names() -> None:
+    assert names_credential("session", field_name=True)
+    assert not names_credential("session date", field_name=True)
+    assert not names_credential("session")
+    assert names_credential("SeCrEtAbC123xyz", field_name=True)
+    assert not names_credential("secretary", field_name=True)
+
+
+# -- secrets -------------------------------------------------------------------------------------------
+
+
+def test_secret_shapes() -> None:
+    assert [kind for _, _, kind in secret_spans("key AKIAIOSFODNN7EXAMPLE card 4111 1111 1111 1111")] == \
+        ["aws_key", "card_number"]
+    assert looks_secret("hunter2", key="password")
+    assert not looks_secret("hunter2", key="nickname")
+    assert looks_secret("x9F2kQ7vLp3mZ8rT1wYb6NcJ4hGd")
+    assert not looks_secret("the quick brown fox jumps over")
