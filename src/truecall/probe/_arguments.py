@@ -21,11 +21,14 @@ _FORMATS = {"email": "probe@example.com", "uri": _LOOPBACK_URL, "url": _LOOPBACK
             "date": "2026-01-01", "date-time": "2026-01-01T00:00:00Z", "time": "12:00:00",
             "uuid": "00000000-0000-4000-8000-000000000000", "ipv4": "127.0.0.1", "hostname": "localhost"}
 #: The example a description gives: "(e.g., 'America/New_York', ...)", "such as `main`".
-_GIVEN = re.compile(r"(?:e\.g\.,?|for example,?|such as|like)\s*[:(]?\s*['\"`‘“]([^'\"`’”\n]{1,80})['\"`’”]", re.I)
+_GIVEN = re.compile(r"(?:e\.g\.,?|for example,?|such as|like)\s*[:(]?\s*['\"`‘“]([^'\"`’”\n]{1,80})['\"`’”]|"
+                    r"\(\s*['\"`]([^'\"`\n]{1,40})['\"`]\s*\)", re.I)
 #: A layout a description names: "in 24-hour format (HH:MM)".
 _LAYOUTS = (("HH:MM:SS", "12:00:00"), ("HH:MM", "12:00"), ("YYYY-MM-DD", "2026-01-01"))
 _ABSOLUTE = re.compile(r"(?<![\w.])/[\w.@+-]+(?:/[\w.@+ -]*[\w.@+-])*")
 _LISTED = re.compile(r"^\s*(?:\[[A-Z]+\]|[-*])\s*(.+?)\s*$", re.M)
+#: A revision a listing names ("Commit: 7b8fe626…", "sha: …"): what a tool that takes one can be given.
+_REVISION = re.compile(r"^\s*(?:commit|sha|hash|revision)\s*[:=]?\s*([0-9a-f]{7,64})\b", re.I | re.M)
 
 
 @dataclass
@@ -38,6 +41,7 @@ class Seen:
     files: list[str] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
+    revisions: list[str] = field(default_factory=list)
     known: set[str] = field(default_factory=set)  # supplied or advertised: never an internal leak
 
     def add(self, kind: list[str], value: str) -> None:
@@ -78,6 +82,8 @@ class Seen:
                 self._path(os.path.join(root, found.group(1)))
         for item in data:
             self._walk(item, base, 0)
+        for found in _REVISION.finditer(text):
+            self.add(self.revisions, found.group(1))
 
     def _path(self, path: str) -> None:
         self.known.add(path)
@@ -111,10 +117,13 @@ class Seen:
         """A value for an argument called ``name`` of ``tool`` from what was supplied or seen, or None."""
         if name in self.values:
             return self.values[name]
-        low = name.lower()
-        if any(w in low for w in ("dir", "folder", "repo", "root", "cwd")):
+        low, verb = name.lower(), tool.lower()
+        if low in ("revision", "rev", "commit", "sha", "ref", "target", "base", "head"):
+            order = [self.revisions]
+        elif any(w in low for w in ("dir", "folder", "repo", "root", "cwd")) or (
+                "path" in low and any(w in verb for w in ("search", "list", "tree", "find", "glob"))):
             order = [self.dirs, self.files]
-        elif "file" in low or (low in ("path", "paths", "source") and any(w in tool.lower() for w in (
+        elif "file" in low or (low in ("path", "paths", "source") and any(w in verb for w in (
                 "read", "file", "info", "media", "open", "cat", "head", "tail"))):
             order = [self.files, self.dirs]
         elif "path" in low:
@@ -141,6 +150,8 @@ def example(schema: Any, depth: int = 0, *, name: str = "", tool: str = "", seen
     returned for an argument of this name, then a description's example, then a format's."""
     if not isinstance(schema, dict) or depth > 6:
         return "probe"
+    if seen is not None and name in seen.values:
+        return seen.values[name]
     for key in ("const", "default"):
         if key in schema:
             return schema[key]
@@ -189,7 +200,7 @@ def _text(schema: dict[str, Any]) -> str:
     if text is None:
         given = _GIVEN.search(description)
         layout = next((v for k, v in _LAYOUTS if k in description), None)
-        text = given.group(1).strip() if given else layout or "probe"
+        text = (given.group(1) or given.group(2)).strip() if given else layout or "probe"
     low = schema.get("minLength")
     if isinstance(low, int) and len(text) < low:
         text = text + "x" * (low - len(text))

@@ -102,7 +102,7 @@ class _Era:
         return wire if isinstance(wire, dict) else {"code": exc.code, "message": exc.message}
 
     async def unknown_tool(self) -> None:
-        name = f"truecall-probe-no-such-tool-{secrets.token_hex(3)}"
+        name = "truecall-probe-no-such-tool"  # no random suffix: a name the judge could read as a token
         request = {"method": "tools/call", "params": {"name": name, "arguments": {}}}
         kind, value = await self._call(name, {})
         if kind == "timeout":
@@ -214,6 +214,8 @@ class _Era:
                           "arguments made from the inputSchema were answered with an exception's own words",
                           request, said)
             return
+        if any(v in self.seen.files for v in _strings(arguments)):
+            return  # a read of a file the server listed: its words are the file's, not the server's claim
         said = says_failed(result)
         if said is not None:
             self.find("warning", "tool", "says_failed", name,
@@ -270,7 +272,7 @@ class _Era:
         the server's, its environment, its internals.  A protocol error is its own evidence (``wire``); a
         result's is the text around what was seen (secrets in it are redacted when it is recorded)."""
         kind = "an error" if error else "a result"
-        sent = {v for v in _strings(request["params"].get("arguments"))}
+        sent = set(_strings(request["params"].get("arguments"))) | {str(request["params"].get("name"))}
         # A success result's paths are its data (a listing, a file's name); an error's are internals
         # unless the caller supplied them or the server advertised them.
         shown = leak(text, self.seen.known | sent, paths=error)
@@ -279,7 +281,8 @@ class _Era:
                       request, wire if wire is not None else shown)
         if secret is not None and secret[-16:] in text:  # whole, or the tail a cut echo keeps
             at = text.index(secret[-16:])
-            self.find("failure", "red line", "echoes_secret", name,
+            # An error that repeats it is a red line; a success may be a tool whose job is to echo.
+            self.find("failure" if error else "warning", "red line", "echoes_secret", name,
                       f"{kind} repeats a secret-looking argument value ({purpose})", request,
                       wire if wire is not None else text[max(at - 80, 0):at + 60])
         rest = text.replace(secret, "").replace(secret[-16:], "") if secret is not None else text

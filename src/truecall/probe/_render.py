@@ -32,7 +32,7 @@ def render(report: Report) -> str:
     if report.findings:
         out.append("findings:")
         for f in report.findings:
-            out.append(f"  {f.severity.upper()} {f.layer} {f.code} [{f.era}] {f.tool or '(server)'}: {f.summary}")
+            out.append(f"  {f.severity.upper()} {f.layer} {f.code} [{', '.join(f.eras)}] {f.tool or '(server)'}: {f.summary}")
             out.append(f"    sent:    {orjson.dumps(f.request, default=str).decode()[:300]}")
             answer = f.answer if isinstance(f.answer, str) else orjson.dumps(f.answer, default=str).decode()
             out.append(f"    answer:  {answer[:_EXCERPT]}")

@@ -38,7 +38,7 @@ def scrub(value: Any) -> Any:
             return [walk(item, depth + 1) for item in v]
         return v
 
-    return walk(redact(value))
+    return redact(walk(value))
 
 @dataclass
 class Finding:

@@ -59,8 +59,9 @@ _REFERENCE_KEYS = {"id", "taskid", "ticket", "ticketid", "reference", "ref", "jo
 #: What only a program's insides print (not words: the judge reads those).
 _TRACE = re.compile(
     r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|\bat [\w.$<>]+ \(?[\w./:-]+:\d+:\d+\)?|"
-    r"\bat [\w.$]+\([\w.]+:\d+\)|[A-Za-z]:\\\\?[\w\\. -]+\.py|site-packages|\bnode_modules/|"
-    r"\b(?:[A-Z][a-z]+)+(?:Error|Exception)\b(?=:)")
+    r"\bat [\w.$]+\([\w.]+:\d+\)|\b(?:[A-Z][a-z]+)+(?:Error|Exception)\b(?=:)")
+#: Where the server's code is installed: internal in an error, data in a result that lists paths.
+_INSTALL = re.compile(r"[A-Za-z]:\\\\?[\w\\. -]+\.py|site-packages|\bnode_modules/")
 _PATH = re.compile(r"(?<![\w/.])/(?:home|usr|opt|var|srv|tmp|root|etc|app|Users|private|mnt|data)(?:/[\w.@+-]+)+")
 #: A crash told as text: an exception's own words (Python, JavaScript).
 _CRASH = re.compile(
@@ -92,11 +93,23 @@ def texts(result: dict[str, Any]) -> str:
 
 
 def all_text(result: dict[str, Any]) -> str:
-    """The text blocks and the structured content: everything of a result a model reads."""
+    """The text blocks and the structured content: everything of a result a model reads as words (an
+    image's or a file's bytes, base64 beside a mimeType, are bytes: never read as a secret)."""
     text = texts(result)
     if result.get("structuredContent") is not None:
-        text += " " + orjson.dumps(result["structuredContent"], default=str).decode()
+        text += " " + orjson.dumps(_without_bytes(result["structuredContent"], 0), default=str).decode()
     return text
+
+
+def _without_bytes(value: Any, depth: int) -> Any:
+    if depth > 16:
+        return None
+    if isinstance(value, dict):
+        binary = "mimeType" in value
+        return {k: "" if binary and k in ("blob", "data") else _without_bytes(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_bytes(v, depth + 1) for v in value]
+    return value
 
 
 def says_failed(result: dict[str, Any]) -> Any:
@@ -169,6 +182,9 @@ def leak(text: str, known: Iterable[str] = (), *, paths: bool = True) -> str | N
         return around(text, match.group(0))
     if not paths:
         return None
+    match = _INSTALL.search(text)
+    if match:
+        return around(text, match.group(0))
     known = list(known)
     for found in _PATH.finditer(text):
         if not _explained(found.group(0), known):
