@@ -26,6 +26,7 @@ _GIVEN = re.compile(r"(?:e\.g\.,?|for example,?|such as|like)\s*[:(]?\s*['\"`‘
 #: A layout a description names: "in 24-hour format (HH:MM)".
 _LAYOUTS = (("HH:MM:SS", "12:00:00"), ("HH:MM", "12:00"), ("YYYY-MM-DD", "2026-01-01"))
 _ABSOLUTE = re.compile(r"(?<![\w.])/[\w.@+-]+(?:/[\w.@+ -]*[\w.@+-])*")
+_PROGRAMS = (".js", ".mjs", ".cjs", ".ts", ".py", ".pyz", ".jar", ".rb", ".sh")
 _LISTED = re.compile(r"^\s*(?:\[[A-Z]+\]|[-*])\s*(.+?)\s*$", re.M)
 #: A revision a listing names ("Commit: 7b8fe626…", "sha: …"): what a tool that takes one can be given.
 _REVISION = re.compile(r"^\s*(?:commit|sha|hash|revision)\s*[:=]?\s*([0-9a-f]{7,64})\b", re.I | re.M)
@@ -59,8 +60,9 @@ class Seen:
                 self.add(self.dirs, path)
                 self.known.add(path)
             elif os.path.isfile(path):
-                self.add(self.files, path)
                 self.known.add(path)
+                if not path.endswith(_PROGRAMS):  # ``node server.js``: the program, not its data
+                    self.add(self.files, path)
 
     def harvest(self, result: dict[str, Any], arguments: dict[str, Any]) -> None:
         """What a read-only tool's success result lists: absolute paths, entries of a listed directory

@@ -37,10 +37,13 @@ class _Era:
              answer: Any) -> None:
         for f in self.report.findings:
             if f.tool == tool and f.code == code:
-                # One cause, one finding: the first call that showed it is the evidence; another era that
-                # shows it again is named, not repeated.
+                # One cause, one finding: the first call that showed it is the evidence (or the first that
+                # showed it as a failure, where it was a warning); another era that shows it is named.
                 if self.version not in f.eras:
                     f.eras.append(self.version)
+                if f.severity == "warning" and severity == "failure":
+                    f.severity, f.layer, f.summary = severity, layer, scrub(summary)
+                    f.request, f.answer = scrub(request), scrub(excerpt(answer))
                 return
         self.report.findings.append(Finding(severity, layer, code, self.version, tool, scrub(summary),
                                             scrub(request), scrub(excerpt(answer))))
