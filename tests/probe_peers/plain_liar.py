@@ -14,7 +14,8 @@
   received", "pending") and failure told as success ("upstream timed out", 请求超时, "Internal server
   error");
 - ``environment``: a success that dumps the process environment, a planted key in it;
-- ``key_info``: a success that carries a secret; ``note``: a success that echoes its argument;
+- ``key_info``: a success that carries a secret (``note`` echoes its argument in a success: the caller's
+  own value, not a finding);
 - ``strict``: echoes every argument, the planted secret too, only when they fail its validation
   (pydantic's ``input_value={...}``); a valid call is answered cleanly;
 - ``crash`` / ``crash_attr``: valid arguments answered with -32603, or with code 0 and a Python
@@ -171,4 +172,5 @@ def main():
             send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}})
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -37,13 +37,10 @@ class _Era:
              answer: Any) -> None:
         for f in self.report.findings:
             if f.tool == tool and f.code == code:
-                # One cause, one finding: the first call that showed it is the evidence (or the first that
-                # showed it as a failure, where it was a warning); another era that shows it is named.
+                # One cause, one finding: the first call that showed it is the evidence; another era that
+                # shows it again is named, not repeated.
                 if self.version not in f.eras:
                     f.eras.append(self.version)
-                if f.severity == "warning" and severity == "failure":
-                    f.severity, f.layer, f.summary = severity, layer, scrub(summary)
-                    f.request, f.answer = scrub(request), scrub(excerpt(answer))
                 return
         self.report.findings.append(Finding(severity, layer, code, self.version, tool, scrub(summary),
                                             scrub(request), scrub(excerpt(answer))))
@@ -282,10 +279,11 @@ class _Era:
         if shown is not None:
             self.find("failure", "red line", "leaks_internals", name, f"{kind} shows the server's internals",
                       request, wire if wire is not None else shown)
-        if secret is not None and secret[-16:] in text:  # whole, or the tail a cut echo keeps
+        # An error that repeats the planted secret (whole, or the tail a cut echo keeps) puts it in logs; a
+        # success that repeats it gives the caller what the caller sent (a search term, an echo): no finding.
+        if error and secret is not None and secret[-16:] in text:
             at = text.index(secret[-16:])
-            # An error that repeats it is a red line; a success may be a tool whose job is to echo.
-            self.find("failure" if error else "warning", "red line", "echoes_secret", name,
+            self.find("failure", "red line", "echoes_secret", name,
                       f"{kind} repeats a secret-looking argument value ({purpose})", request,
                       wire if wire is not None else text[max(at - 80, 0):at + 60])
         rest = text.replace(secret, "").replace(secret[-16:], "") if secret is not None else text

@@ -32,8 +32,8 @@ RULES = {
     "leaks_internals": "Errors say what the caller can do, never the server's internals (tracebacks, paths, "
                        "exception names). A path the caller supplied, or one under a root the server "
                        "advertises, is not internal.",
-    "echoes_secret": "A result or an error never echoes a secret-looking argument value back (it lands in "
-                     "transcripts and logs).",
+    "echoes_secret": "An error never echoes a secret-looking argument value back (it lands in transcripts "
+                     "and logs); a validation error that repeats every argument is no exception.",
     "result_has_secret": "A result never carries a secret (a key, a token, a password): what a tool returns is "
                          "read by a model and kept in transcripts.",
     "dumps_environment": "A result never dumps the server's environment: it holds the server's credentials.",
