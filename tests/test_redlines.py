@@ -704,3 +704,72 @@ async def test_a_state_does_not_carry_answers_to_questions_it_did_not_ask(app: A
     # and a volunteered yes without any state is no yes at all
     final = await modern_call(engine, "wipe", caps, responses={CONFIRM_KEY: yes})
     assert final["resultType"] == "input_required" and app.deleted == []
+
+
+# =================================================================================================
+# What was seen (issue 24): the credential lint's misses and false positives, and adversarial
+# spellings — every one decided by the judge now (truecall.judge.credential_ask)
+# =================================================================================================
+
+SEEN_ASKS = {
+    "credit_card": ("Enter your credit card to complete the order.", form(credit_card={"type": "string"})),
+    "creditCard": ("Checkout", form(creditCard={"type": "string"})),
+    "pan": ("Checkout", form(pan={"type": "string"})),
+    "routing_number": ("Set up direct deposit", form(routing_number={"type": "string"})),
+    "title Credit card": ("Payment", form(value={"type": "string", "title": "Credit card"})),
+    "title 信用卡": ("完成订单", form(value={"type": "string", "title": "信用卡"})),
+    "seed_phrase": ("Restore wallet", form(seed_phrase={"type": "string"})),
+    "mnemonic": ("Import wallet", form(mnemonic={"type": "string"})),
+    "recovery_phrase": ("Recover", form(recovery_phrase={"type": "string"})),
+    "助记词": ("恢复钱包", form(value={"type": "string", "title": "助记词"})),
+    "安全问题答案": ("验证身份", form(value={"type": "string", "title": "安全问题答案"})),
+    "typo pasword": ("Sign in", form(pasword={"type": "string"})),
+    "typo passowrd": ("Sign in", form(passowrd={"type": "string"})),
+    "db_pass": ("Database", form(db_pass={"type": "string"})),
+    "card expiry": ("Payment", form(card_expiry={"type": "string", "description": "MM/YY"})),
+    "security answer": ("Verify", form(answer={"type": "string", "title": "Answer to your security question"})),
+    "mother's maiden name": ("Verify", form(value={"type": "string", "title": "Mother's maiden name"})),
+    "Wi-Fi key": ("Connect the printer", form(wifi_key={"type": "string"})),
+    "passport number": ("Booking", form(passport_number={"type": "string"})),
+    "only in the form's title": ("Account", {**form(value={"type": "string"}), "title": "Your bank passcode"}),
+    "only in the form's description": ("Account", {**form(value={"type": "string"}),
+                                                   "description": "Type the password of the admin account"}),
+    "Japanese パスワード": ("ログイン", form(value={"type": "string", "title": "パスワード"})),
+    "Spanish contraseña": ("Acceso", form(value={"type": "string", "title": "Contraseña"})),
+    "German Passwort": ("Anmelden", form(passwort={"type": "string"})),
+    "French mot de passe": ("Connexion", form(value={"type": "string", "title": "Mot de passe"})),
+    # adversarial spellings
+    "Cyrillic а": ("Sign in", form(**{"p\u0430ssword": {"type": "string"}})),
+    "fullwidth": ("Sign in", form(value={"type": "string", "title": "\uff30\uff41\uff53\uff53\uff57\uff4f\uff52\uff44"})),
+    "zero-width space": ("Sign in", form(**{"pas\u200bsword": {"type": "string"}})),
+    "dotted letters": ("Sign in", form(value={"type": "string", "title": "\u1e56a\u1e61\u1e61word"})),
+    "oneOf title": ("One more thing", form(answer={"type": "string", "oneOf": [
+        {"type": "string", "title": "Your online banking password"}]})),
+}
+
+
+@pytest.mark.parametrize("case", list(SEEN_ASKS))
+def test_what_the_lint_missed_is_refused(case: str) -> None:
+    message, schema = SEEN_ASKS[case]
+    with pytest.raises(FormError) as info:
+        check_form(message, schema)
+    assert info.value.rule == "credential" and "URL mode" in str(info.value)
+
+
+SEEN_INNOCENT = {
+    "password policy accepted?": ("Password policy accepted?", form(accepted={"type": "boolean"})),
+    "token count": ("How many tokens?", form(token_count={"type": "integer"})),
+    "analytics cookies?": ("Allow analytics cookies?", form(analytics_cookies={"type": "boolean"})),
+    "OTP channel": ("Which OTP channel?", form(otp_channel={"type": "string", "enum": ["sms", "email"]})),
+    "API key label": ("Name this API key", form(api_key_label={"type": "string"})),
+    "send reset email?": ("Send password reset email?", form(send_password_reset={"type": "boolean"})),
+    "2FA enabled?": ("2FA enabled?", form(enabled={"type": "boolean"})),
+    "Secret Santa?": ("Join Secret Santa?", form(join={"type": "boolean"})),
+    "do not give us your pin": ("Tell us about yourself. Do *not* give us your password, card number or pin.",
+                                form(name={"type": "string"}, age={"type": "integer"})),
+}
+
+
+@pytest.mark.parametrize("case", list(SEEN_INNOCENT))
+def test_what_the_lint_refused_wrongly_may_be_shown(case: str) -> None:
+    check_form(*SEEN_INNOCENT[case])

@@ -82,24 +82,14 @@ _ASKS_FOR = {
 def _credential_error(ask: judge.CredentialAsk) -> FormError:
     what = _ASKS_FOR.get(ask.category, "a credential")
     if ask.field is not None:
-        return FormError(f"form field '{ask.field}' asks for a credential ({what}: {ask.reason}); forms must never "
-                         "collect passwords, tokens, keys, payment data, recovery phrases or identity secrets — send "
-                         "the user to a trusted page with URL mode (ctx.elicit(message, url=...)) or get it from "
-                         "authorization", "credential")
-    return FormError(f"the form's {ask.where} asks for a credential ({what}: {ask.reason}); use URL mode or "
-                     "authorization instead", "credential")
+        return FormError(f"form field '{ask.field}' asks for a credential; forms must never collect passwords, tokens, "
+                         "keys, payment data, recovery phrases or identity secrets — send the user to a trusted page "
+                         f"with URL mode (ctx.elicit(message, url=...)) or get it from authorization ({what}: "
+                         f"{ask.reason})", "credential")
+    return FormError(f"the form's {ask.where} asks for a credential; use URL mode or authorization instead ({what}: "
+                     f"{ask.reason})", "credential")
 
 
-_PASTE_ANYTHING = re.compile(
-    r"\bpaste\b|\bhtml\b|page\s+source|entire\s+(page|file|document)|full\s+(page|file|document)|"
-    r"粘贴|完整.{0,4}(html|页面|网页|文件)|页面源码|网页源码",
-    re.IGNORECASE,
-)
-_DESTRUCTIVE = re.compile(
-    r"\bdelete\b|\bdestroy\b|\bdrop\b|\bwipe\b|\berase\b|\bpurge\b|remove\s+all|"
-    r"删除|销毁|清空|抹掉|格式化",
-    re.IGNORECASE,
-)
 _PRIMITIVE_KEYS = {
     "string": {"type", "title", "description", "minLength", "maxLength", "format", "default", "enum", "enumNames",
                "oneOf"},
@@ -113,13 +103,6 @@ _FORMATS = {"email", "uri", "date", "date-time"}
 
 def _text_of(name: str, spec: dict[str, Any]) -> str:
     return " ".join(str(x) for x in (name, spec.get("title", ""), spec.get("description", "")))
-
-
-def _words(text: str) -> str:
-    """``text`` plus a copy where ``card_cvv``, ``cvvCode`` or ``page-html`` are separate words,
-    so that the ``\\b`` in the patterns also sees names written the way code writes them."""
-    split = re.sub(r"[_\-.]+", " ", re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", text))
-    return text if split == text else f"{text} {split}"
 
 
 def check_form(message: str, schema: Any) -> None:
@@ -149,13 +132,13 @@ def check_form(message: str, schema: Any) -> None:
             items = spec.get("items")
             if not isinstance(items, dict) or not (("enum" in items) or ("anyOf" in items)):
                 raise FormError(f"form field '{name}': arrays are multi-selects of fixed options only")
-        if _PASTE_ANYTHING.search(_words(_text_of(name, spec))):
+        if judge.asks_to_paste(_text_of(name, spec)):
             raise FormError(f"form field '{name}' invites pasting arbitrary content; ask for the specific "
                             "parameters the task needs", "paste")
-    if _PASTE_ANYTHING.search(_words(message)):
+    if judge.asks_to_paste(message):
         raise FormError("the form's message invites pasting arbitrary content; ask for specific parameters", "paste")
-    destructive = _DESTRUCTIVE.search(message) or any(
-        _DESTRUCTIVE.search(_text_of(name, spec)) for name, spec in props.items())
+    destructive = judge.names_destructive(message) or any(
+        judge.names_destructive(_text_of(name, spec)) for name, spec in props.items())
     if destructive and not _is_boolean_confirmation(props, schema):
         raise FormError("a destructive action is confirmed with ctx.confirm() (a single boolean that only "
                         "'accept' with true satisfies), not with text a prompt injection could imitate", "confirmation")

@@ -164,3 +164,49 @@ def test_secret_shapes() -> None:
     assert not looks_secret("hunter2", key="nickname")
     assert looks_secret("x9F2kQ7vLp3mZ8rT1wYb6NcJ4hGd")
     assert not looks_secret("the quick brown fox jumps over")
+
+
+# -- the anchors are only a shortcut --------------------------------------------------------------------
+
+
+def test_anchored_judgment_equals_the_full_one() -> None:
+    """Running only the terms whose anchor words a text holds decides every corpus text as running
+    every term does (the anchors are a shortcut for speed, never a second rule)."""
+    from _corpus import load
+
+    from truecall.judge._claims import _judge
+
+    texts = [c["text"] for name in ("claims.jsonl", "claims_heldout.jsonl") for c in load(name)]
+    differ = [t for t in texts if _judge(t) != _judge(t, anchored=False)]
+    assert not differ
+
+
+# -- what the probe's word lists missed and misread (issue 24) -----------------------------------------
+
+
+@pytest.mark.parametrize("text,kind", [
+    ("Accepted: the task will run later", "accepted"), ("Your ticket has been created.", "accepted"),
+    ("正在处理", "accepted"), ("已加入队列", "accepted"), ("Request received", "accepted"), ("pending", "accepted"),
+    ("upstream timed out", "failed"), ("请求超时", "failed"), ("Internal server error", "failed"),
+])
+def test_what_the_probe_missed_is_a_claim(text: str, kind: str) -> None:
+    claim = claim_in_text(text)
+    assert claim is not None and claim.kind == kind
+
+
+@pytest.mark.parametrize("text", [
+    # server-memory read_graph after entities were stored
+    '{\n  "entities": [\n    {\n      "type": "entity",\n      "name": "build-42",\n      "entityType": "job",\n'
+    '      "observations": [\n        "queued at 10:00",\n        "failed once, retried"\n      ]\n    }\n  ],\n'
+    '  "relations": []\n}',
+    # a server-filesystem file whose text says "queued"
+    "Shopping list\n- milk\n- eggs (queued behind the bread order)\n",
+])
+def test_what_the_probe_misread_is_data(text: str) -> None:
+    assert claim_in_text(text) is None
+    assert claim_in_result({"content": [{"type": "text", "text": text}], "isError": False}) is None
+
+
+def test_the_form_that_says_do_not_give_us_your_pin_is_no_ask() -> None:
+    message = "Please provide some information (do *not* give us your password, card number or PIN)."
+    assert credential_ask(message, form(name={"type": "string"}, color={"type": "string", "enum": ["red"]})) is None

@@ -11,9 +11,9 @@ Nothing of it runs on the server's per-call path except :func:`names_credential`
 from __future__ import annotations
 
 from ._claims import Claim, claim_in_result, claim_in_text
-from ._forms import CredentialAsk, credential_ask, names_credential
+from ._forms import CredentialAsk, asks_to_paste, credential_ask, names_credential, names_destructive
 from ._normalise import normalise
 from ._secrets import looks_secret, secret_spans
 
 __all__ = ["Claim", "claim_in_text", "claim_in_result", "CredentialAsk", "credential_ask", "names_credential",
-           "looks_secret", "secret_spans", "normalise"]
+           "looks_secret", "secret_spans", "normalise", "asks_to_paste", "names_destructive"]

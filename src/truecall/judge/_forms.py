@@ -17,10 +17,10 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ._normalise import irregular_case, normalise, normalise_name
-from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ASK_STARTS, CREDENTIAL_FORMATS, FORMS, NEGATIONS,
-                          PASSWORD_SPELLINGS, QUESTION_STARTS, Term)
+from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ASK_STARTS, CREDENTIAL_FORMATS, DESTRUCTIVE, FORMS, NEGATIONS,
+                          PASSWORD_SPELLINGS, PASTE, QUESTION_STARTS, Term)
 
-__all__ = ["CredentialAsk", "credential_ask", "names_credential"]
+__all__ = ["CredentialAsk", "credential_ask", "names_credential", "asks_to_paste", "names_destructive"]
 
 Category = Literal["credential", "payment", "recovery", "identity"]
 
@@ -113,37 +113,65 @@ def _negated(norm: str, start: int, end: int) -> bool:
         r"\b(nicht vergessen|n oubliez pas)\b", clause)
 
 
+_CJK_YES_NO = re.compile(r"吗|是否|有没有|要不要|能否|可否|ますか|ですか|でしょうか")
+_WH = re.compile(r"(?<![a-z])(what|which|who|whose|where|when|how|cual|que|quel|quelle|welche[rsmn]?|was|wie|"
+                 r"wo)(?![a-z])|什么|多少|哪|几|何|どの|いくつ|どれ")
+
+
 def _yes_no_question(norm: str) -> bool:
-    """A yes/no question (about a credential, not asking for it): it ends with a question mark and
-    does not start as an ask for a value ("What is your PIN?" asks; "2FA enabled?" does not)."""
+    """A yes/no question (about a credential, not asking for it): its last sentence ends with a
+    question mark and neither starts as an ask for a value nor asks "what/which/how" ("What is your
+    PIN?" and "Security question: what was your first pet's name?" ask; "2FA enabled?" does not).
+    Chinese and Japanese say yes/no with their own particles (吗, 是否, ですか)."""
     text = norm.strip()
-    if not text.endswith(("?", "？")) and not re.search(r"(吗|么|ですか|ますか)[?？]?$", text):
+    if not text.endswith(("?", "？")) and not _CJK_YES_NO.search(text[-6:]):
         return False
-    sentence = re.split(r"[.!。！\n]\s*", text.rstrip("?？"))[-1].lstrip("¿ ")
-    if sentence.startswith(ASK_STARTS) or any(w in sentence for w in ("什么", "多少", "哪个", "何", "どの")):
-        return False
-    return True
+    sentence = re.split(r"[.!:;。！：；\n]\s*", text.rstrip("?？ "))[-1].lstrip("¿ ")
+    if _CJK.search(sentence):
+        return bool(_CJK_YES_NO.search(sentence)) and not _WH.search(sentence)
+    return not sentence.startswith(ASK_STARTS) and not _WH.search(sentence)
+
+
+#: When a text names several things, the most specific is reported ("secret recovery phrase" is a
+#: recovery phrase, not a secret).
+_SPECIFIC = {"recovery": 0, "identity": 1, "payment": 2, "credential": 3}
+_SPACED = re.compile(r"(?<![a-z0-9])(?:[a-z] ){3,}[a-z](?![a-z0-9])")
+
+
+def _most_specific(hits: list[_Hit | None]) -> _Hit | None:
+    found = [h for h in hits if h is not None]
+    return min(found, key=lambda h: _SPECIFIC[h.term.kind]) if found else None
 
 
 def _find(norm: str, *, field_name: bool, sentence: bool) -> _Hit | None:
-    """The first credential term in ``norm`` that is not a topic ("token count"), not negated and (for
-    sentences) not in a yes/no question."""
+    """The most specific credential term in ``norm`` that is not a topic ("token count"), not negated
+    and (for sentences) not in a yes/no question; letters spaced out ("p a s s w o r d") are read
+    joined."""
     if sentence and _yes_no_question(norm):
         return None
+    hits = [_find_terms(norm, field_name=field_name, sentence=sentence)]
+    if _SPACED.search(norm):
+        hits.append(_find_terms(_SPACED.sub(lambda m: m.group().replace(" ", ""), norm), field_name=field_name,
+                                sentence=sentence))
+    return _most_specific(hits)
+
+
+def _find_terms(norm: str, *, field_name: bool, sentence: bool) -> _Hit | None:
+    found: list[_Hit | None] = []
     patterns = (_ANY_RE, _NAME_RE) if field_name else (_ANY_RE,)
     for pattern in patterns:
         for m in pattern.finditer(norm):
             term = _TERMS[m.lastgroup or ""]
             start, end = m.span()
-            if term.compound and _about(norm, start, end):
-                continue
             if _about(norm, start, end):
                 continue
             if sentence and _negated(norm, start, end):
                 continue
             if term.scope == "name" and (end != len(norm) or len(norm.split()) > 3):
                 continue  # the name's last word ("db pwd", not "session date"), not a phrase holding it
-            return _Hit(term, m.group())
+            found.append(_Hit(term, m.group()))
+    if found:
+        return _most_specific(found)
     for m in _WORD.finditer(norm):
         word = m.group()
         if 7 <= len(word) <= 11 and word not in PASSWORD_SPELLINGS and \
@@ -222,13 +250,18 @@ def _field_ask(name: str, spec: dict[str, Any]) -> CredentialAsk | None:
                               False, True))
     if isinstance(fmt, str):
         texts.append((fmt, "format", False, False))
+    best: tuple[_Hit, str] | None = None
     for text, where, as_name, sentence in texts:
         hit = _names(text, as_name, sentence)
         if hit is None or (numeric and not hit.term.numeric):
             continue
-        return CredentialAsk(hit.term.kind, name if where == name else where, name,  # type: ignore[arg-type]
-                             _reason(hit))
-    return None
+        if best is None or _SPECIFIC[hit.term.kind] < _SPECIFIC[best[0].term.kind]:
+            best = (hit, where)
+    if best is None:
+        return None
+    hit, where = best
+    return CredentialAsk(hit.term.kind, name if where == name else where, name,  # type: ignore[arg-type]
+                         _reason(hit))
 
 
 def _can_carry(spec: Any) -> bool:
@@ -251,11 +284,27 @@ def credential_ask(message: str, requested_schema: Any) -> CredentialAsk | None:
             ask = _field_ask(str(name), spec)
             if ask is not None:
                 return ask
-    if not any(_can_carry(spec) for spec in props.values()):
+    carriers = [spec for spec in props.values() if _can_carry(spec)]
+    if not carriers:
         return None
+    numbers_only = all(spec.get("type") in ("number", "integer") for spec in carriers)
     for where, text in (("message", message), ("title", schema.get("title")), ("description", schema.get("description"))):
         if isinstance(text, str) and text:
             hit = _names(text, False, True)
-            if hit is not None:
+            if hit is not None and (hit.term.numeric or not numbers_only):  # a number field carries no password
                 return CredentialAsk(hit.term.kind, where, None, _reason(hit))  # type: ignore[arg-type]
     return None
+
+
+_PASTE_RE = re.compile("|".join(f"(?:{t.pattern})" for t in PASTE))
+_DESTRUCTIVE_RE = re.compile("|".join(f"(?:{t.pattern})" for t in DESTRUCTIVE))
+
+
+def asks_to_paste(text: str) -> bool:
+    """Whether a form's text invites pasting arbitrary content ("paste the page's HTML")."""
+    return bool(_PASTE_RE.search(normalise(text)))
+
+
+def names_destructive(text: str) -> bool:
+    """Whether a form's text names an action that cannot be undone (delete, drop, wipe, 删除 …)."""
+    return bool(_DESTRUCTIVE_RE.search(normalise(text, split_names=False)))

@@ -5,7 +5,8 @@ accents and dots removed, ``camelCase``/``snake_case`` split into words), so the
 lower case without accents (``recu``, not ``reçu``; ``schlussel``, not ``Schlüssel``).  A pattern of
 Latin letters matches whole words (an optional plural ``s`` allowed); Chinese and Japanese ones match
 where they stand.  ``compound`` entries also match at the end of a word written together (German compounds,
-``accesstoken``, ``clientsecret``; not ``secretary`` or ``tokenizer``).  Nothing else in truecall keeps a word list: the rules in ``_claims`` and ``_forms``
+``accesstoken``, ``clientsecret``; not ``secretary`` or ``tokenizer``).  ``PASTE`` and ``DESTRUCTIVE`` (the form lint's
+other red lines) are plain patterns that say their own word boundaries.  Nothing else in truecall keeps a word list: the rules in ``_claims`` and ``_forms``
 read these tables.
 """
 
@@ -14,7 +15,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 __all__ = ["Term", "CLAIMS", "FORMS", "NEGATIONS", "QUESTION_STARTS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
-           "CLAIM_ABOUT_AFTER", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS"]
+           "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH",
+           "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS"]
 
 
 class Term(NamedTuple):
@@ -33,6 +35,10 @@ def _t(pattern: str, kind: str, language: str, reason: str, **flags: bool | str)
 
 A, C, F = "accepted", "completed", "failed"
 
+#: "failed requests", "queued invoices", "pending ones": a participle used as an adjective before a
+#: plural noun names things, it does not report the work.
+_NOT_ATTRIBUTIVE = r"(?! (?!this |its |his |was |is |has |as |us |yes |process |access |success )[a-z]+s\b)"
+
 # =================================================================================================
 # Claims a tool result's narrative makes about the work it was asked to do
 # =================================================================================================
@@ -40,9 +46,9 @@ A, C, F = "accepted", "completed", "failed"
 CLAIMS: tuple[Term, ...] = (
     # -- English: accepted (taken on, nothing says it ran) ------------------------------------------
     _t(r"accepted", A, "en", "accepted: the server took the work on; nothing says it ran"),
-    _t(r"(en)?queued|in (the )?queue|added to (the )?queue|placed in (the )?queue", A, "en",
-       "queued: waiting to run"),
-    _t(r"pending|awaiting (approval|review|processing|confirmation|execution)", A, "en", "pending: not done yet"),
+    _t(r"(queued|enqueued)" + _NOT_ATTRIBUTIVE + r"|in (the )?queue|added (\w+ )?to (the )?queue|placed in (the )?queue",
+       A, "en", "queued: waiting to run"),
+    _t(r"pending" + _NOT_ATTRIBUTIVE + r"|awaiting (approval|review|processing|confirmation|execution)", A, "en", "pending: not done yet"),
     _t(r"(request|order|submission|message|payment|job|task|application|report|instruction|it) "
        r"(has been |have been |was |is )?received|received (your|the|it|this)|we (have |ve )?received",
        A, "en", "received: it arrived, nothing says it ran"),
@@ -61,7 +67,7 @@ CLAIMS: tuple[Term, ...] = (
        "started: the work began, nothing says it ended"),
     # -- English: completed -----------------------------------------------------------------------
     _t(r"done|completed|complete(?! (the|your|this|a|an|all|following)\b)|finished|succeeded|"
-       r"successful(ly)?|success", C, "en", "says the work is done"),
+       r"successful|successfully|success", C, "en", "says the work is done"),
     _t(r"(has been|have been|was|were|is now|are now) (created|saved|sent|deleted|updated|added|written|stored|"
        r"published|applied|uploaded|deployed|merged|renamed|moved|copied|removed|cancell?ed|booked|placed|paid|"
        r"charged|refunded|archived|restored|installed|committed|pushed|closed|resolved|approved|registered|"
@@ -73,72 +79,93 @@ CLAIMS: tuple[Term, ...] = (
        C, "en", "a sentence that starts with the participle reports the effect"),
     _t(r"(created|saved|sent|deleted|updated|added|written|stored|uploaded|deployed|merged|removed|booked|placed|"
        r"paid|charged|refunded|archived|installed|committed|pushed|closed|resolved|approved|registered|imported|"
-       r"exported|executed|processed|delivered|confirmed|transferred)(?= ?([.!:]|$| successfully))",
+       r"exported|executed|processed|delivered|confirmed|transferred|passed)(?= ?([.!:]|$| successfully))",
        C, "en", "'X created.' reports the effect"),
     _t(r"all set|good to go", C, "en", "idiom for done"),
+    _t(r"^(\w+ ){1,3}(sent|cloned|passed|pushed|booked|published|uploaded|deployed|created|saved|deleted|removed|"
+       r"updated|added|archived|merged|installed|renamed|moved|copied|imported|exported|scheduled)(?= (to|into|for|on|"
+       r"in|at|from|with|by)\b)|^(\w+ ){1,3}set (for|to)", C, "en",
+       "'Email sent to …', 'Repository cloned into …': a short report of the effect"),
     # -- English: failed --------------------------------------------------------------------------
-    _t(r"failed|failure|fails|failing", F, "en", "says the work failed"),
+    _t(r"failed" + _NOT_ATTRIBUTIVE + r"|failure|fails|failing|^fatal", F, "en", "says the work failed"),
     _t(r"error|errors|exception|traceback|panic", F, "en", "an error report"),
-    _t(r"timed out|time ?out(?! (of|is|set|after|value|in|=|:))|timeout (error|exceeded|expired)|deadline exceeded",
+    _t(r"timed out|(timeout|time out)(?! (of|is|set|after|value|in|=|:))|timeout (error|exceeded|expired)|deadline exceeded",
        F, "en", "a timeout: the caller does not know the work was done"),
     _t(r"could not|couldn t|unable to|cannot|can t|not able to|did not (complete|succeed|finish|run|work)|"
        r"(was|were|has|have|is|are) not (been )?(accepted|completed|processed|saved|created|sent|delivered|"
        r"applied|executed|found|possible|allowed)|not completed", F, "en", "says the work did not happen"),
     _t(r"denied|refused|rejected|forbidden|unauthori[sz]ed|not found|no such|does not exist|unavailable|"
-       r"aborted|crashed|went wrong|bad gateway|bad request|invalid|http 5\d\d|status 5\d\d|5\d\d (error|bad)",
+       r"aborted|crashed|declined|went wrong|bad gateway|bad request|invalid|http 5\d\d|status 5\d\d|5\d\d (error|bad)",
        F, "en", "a refusal or fault"),
     # -- Chinese ----------------------------------------------------------------------------------
     _t(r"已受理|受理|已提交|提交成功|已接收|已收到|收到(您|你)的|排队|队列中|加入队列|稍后(处理|执行|完成)|正在(处理|执行|进行)|处理中|"
-       r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记",
+       r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记|已开始|开始(执行|处理)",
        A, "zh", "受理/排队/处理中: the work was taken on, not done"),
     _t(r"已完成|完成了|办结|已办理|成功|已创建|已保存|已发送|已删除|已更新|已添加|已写入|已上传|已部署|已取消|已支付|已退款|已关闭|"
-       r"已解决|完毕|搞定|已生效|已执行", C, "zh", "已…/成功: the effect is said to exist"),
+       r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[。！!.]|$)", C, "zh", "已…/成功: the effect is said to exist"),
     _t(r"失败|错误|出错|报错|超时|异常|无法|不能|未能|未成功|没有成功|未完成|被拒绝|拒绝|不可用|找不到|未找到|不存在|崩溃",
        F, "zh", "失败/错误/超时: the work failed"),
     # -- Japanese ---------------------------------------------------------------------------------
     _t(r"受け付け|受付|受理|キューに(追加|登録|入|投入)|処理中|保留中|待機中|処理待ち|順番待ち|後ほど|実行予定|審査中|処理されます|"
-       r"実行されます|進行中|対応中|送信されます", A, "ja", "受付/処理中/保留中: taken on, not done"),
+       r"実行されます|進行中|対応中|送信されます|開始しました|スケジュール|チケット(を|が)?(作成|発行)", A, "ja", "受付/処理中/保留中: taken on, not done"),
     _t(r"完了|成功|作成しました|保存しました|送信しました|削除しました|更新しました|登録しました|追加しました|終了しました|"
-       r"書き込みました|実行しました", C, "ja", "完了/成功/…しました: the effect is said to exist"),
-    _t(r"失敗|エラー|タイムアウト|できませんでした|できません|例外|拒否|見つかりません|利用できません|異常|中断されました",
+       r"書き込みました|実行しました|予約しました|(作成|保存|送信|削除|更新|登録|追加|予約)されました", C, "ja", "完了/成功/…しました: the effect is said to exist"),
+    _t(r"失敗|エラー|タイムアウト|できませんでした|できません|例外|拒否|見つかりません|利用できません|異常|中断されました|権限がありません|めません",
        F, "ja", "失敗/エラー/タイムアウト: the work failed"),
     # -- Spanish ----------------------------------------------------------------------------------
     _t(r"aceptad[oa]|recibid[oa]|en cola|encolad[oa]|pendiente|se procesara|sera (procesad[oa]|enviad[oa]|"
-       r"ejecutad[oa]|revisad[oa])|en proceso|procesando|programad[oa]|en tramite|en espera", A, "es",
+       r"ejecutad[oa]|revisad[oa])|en proceso|procesando|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)", A, "es",
        "aceptado/en cola/pendiente: taken on, not done"),
     _t(r"completad[oa]|terminad[oa]|finalizad[oa]|con exito|exitosamente|correctamente|hecho|listo|"
-       r"(ha sido|fue|han sido|fueron) (cread|guardad|enviad|eliminad|actualizad|borrad|registrad|pagad|"
-       r"procesad|aplicad)[oa]s?|(cread|guardad|enviad|eliminad|actualizad)[oa](?= ?([.!]|$))",
+       r"(ha sido|fue|han sido|fueron) (cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|borrad[oa]|"
+       r"registrad[oa]|pagad[oa]|procesad[oa]|aplicad[oa]|reservad[oa])s?|"
+       r"(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])(?= ?([.!]|$))|"
+       r"^(\w+ ){1,3}(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])s? (a|en|para|de)\b|"
+       r"se (actualizo|actualizaron|guardo|guardaron|elimino|eliminaron|envio|enviaron|creo|crearon|completo|"
+       r"completaron|registro|registraron)",
        C, "es", "completado/con éxito: the effect is said to exist"),
     _t(r"error|errores|fallo|fallid[oa]|ha fallado|fallo al|no se pudo|no fue posible|no es posible|"
        r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
        r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
     # -- German -----------------------------------------------------------------------------------
     _t(r"angenommen|entgegengenommen|eingegangen|erhalten|in der warteschlange|eingereiht|ausstehend|"
-       r"wird (\w+ ){0,3}(bearbeitet|verarbeitet|ausgefuhrt|gepruft|gesendet)|in bearbeitung|geplant|vorgemerkt",
+       r"wird (\w+ ){0,3}(bearbeitet|verarbeitet|ausgefuhrt|gepruft|gesendet)|in bearbeitung|geplant|vorgemerkt|"
+       r"lauft|im hintergrund|ticket (erstellt|angelegt|eroffnet)",
        A, "de", "angenommen/in der Warteschlange: taken on, not done"),
     _t(r"abgeschlossen|erledigt|erfolgreich|fertig|(wurde|wurden|ist|sind) (\w+ ){0,3}(erstellt|gespeichert|"
-       r"gesendet|geloscht|aktualisiert|durchgefuhrt|ausgefuhrt|angelegt|hinzugefugt|bezahlt|storniert)",
+       r"gesendet|geloscht|aktualisiert|durchgefuhrt|ausgefuhrt|angelegt|hinzugefugt|bezahlt|storniert|gebucht|"
+       r"reserviert|bestatigt|versendet|verschickt|hochgeladen|ubertragen)|(gesendet|geloscht|aktualisiert|"
+       r"gespeichert|erstellt|gebucht|angelegt|hinzugefugt|hochgeladen|versendet|verschickt)(?= ?([.!]|$))",
        C, "de", "abgeschlossen/erfolgreich: the effect is said to exist"),
     _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnte (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
        "fehlgeschlagen/Fehler: the work failed", compound=True),
     # -- French -----------------------------------------------------------------------------------
     _t(r"acceptee?s?|recue?s?|en file d attente|en attente|mise? en file|sera (traitee?|executee?|envoyee?)|"
-       r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)", A, "fr",
+       r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)",
+       A, "fr",
        "acceptée/en file d'attente: taken on, not done"),
-    _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|(a ete|ont ete|est|sont) (creee?|enregistree?|envoyee?|"
-       r"supprimee?|mise? a jour|payee?|annulee?)s?|(creee?|enregistree?|envoyee?|supprimee?)(?= ?([.!]|$))",
+    _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
+       r"envoyee?|supprimee?|mise? a jour|payee?|annulee?|reservee?)s?|(creee?|enregistree?|envoyee?|supprimee?|"
+       r"reservee?)s?(?= ?([.!]|$))|mise?s? a jour|^(\w+ ){1,3}(creee?|enregistree?|envoyee?|supprimee?)s? (a|dans|pour|en)\b",
        C, "fr", "terminée/avec succès: the effect is said to exist"),
     _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
 )
 
-#: After a claim word, a word that makes it a topic, not a claim ("error rate: 0.1%").
+#: After a claim word, a word that makes it a topic, not a claim ("error rate: 0.1%"); whole words
+#: (Chinese and Japanese ones right after it).
 CLAIM_ABOUT_AFTER: tuple[str, ...] = (
     "rate", "rates", "budget", "count", "counts", "handling", "handler", "handlers", "threshold", "thresholds",
     "metric", "metrics", "tracking", "page", "pages", "codes", "message template", "policy", "queue length",
     "column", "field", "state machine", "states", "list", "lists", "criteria", "date", "time",
+    "率", "次数", "数量", "统计", "日志", "件数", "ログ",
+)
+
+#: What reports someone else's words: a claim after it is what they said, not what the server did.
+REPORTED_SPEECH: tuple[str, ...] = (
+    "says", "said", "say", "reports", "reported", "claims", "claimed", "wrote", "writes", "according to", "mentioned",
+    "说", "表示", "称", "据说", "根据", "と言って", "によると", "dice", "dijo", "segun", "sagt", "sagte", "laut", "dit", "selon",
 )
 
 # =================================================================================================
@@ -187,7 +214,7 @@ FORMS: tuple[Term, ...] = (
     _t(r"cvv2?|cvc2?|csc|cid|card (security|verification) (code|value)|security digits", PA, "en",
        "a card's security code", numeric=True),
     _t(r"(card|cc) (expiry|expiration|exp)( (date|month|year))?|expiry (date )?\(?mm ?/? ?yy|"
-       r"(expiry|expiration) (date|month|year) (of|on) (your|the) card|exp (month|year)", PA, "en",
+       r"(expiry|expiration) (date|month|year) \(?(of|on) (your|the) card|exp (month|year)", PA, "en",
        "a card's expiry date", numeric=True),
     _t(r"iban|routing (number|no|num)|aba (number|routing)|sort code|bsb|(bank )?account (number|no|num|nr)|"
        r"bank account|swift code|bic", PA, "en", "bank account details", numeric=True),
@@ -222,12 +249,12 @@ FORMS: tuple[Term, ...] = (
     _t(r"パスポート番号|旅券番号|マイナンバー|個人番号|秘密の質問|母親の旧姓|社会保障番号|運転免許証番号", ID, "ja",
        "パスポート番号/秘密の質問: an identity secret", numeric=True),
     # -- Spanish ----------------------------------------------------------------------------------
-    _t(r"contrasena|clave de (acceso|api|seguridad|wifi|red|usuario)|(su|tu) clave|codigo (de )?(verificacion|"
+    _t(r"contrasena|clave de (la )?(acceso|api|seguridad|wifi|wi fi|red|usuario)|(su|tu) clave|codigo (de )?(verificacion|"
        r"seguridad|acceso|confirmacion|autenticacion|un solo uso)|codigo pin|token de (acceso|api)|credenciales|"
        r"clave secreta|clave privada|llave privada", CR, "es", "contraseña/código de verificación: a credential",
        numeric=True),
     _t(r"clave", CR, "es", "as a field's own name: a password", scope="name"),
-    _t(r"numero de (la )?tarjeta|tarjeta de (credito|debito)|(fecha de )?(caducidad|vencimiento|expiracion) de "
+    _t(r"numero (de )?(la )?tarjeta|tarjeta de (credito|debito)|(fecha de )?(caducidad|vencimiento|expiracion) de "
        r"(la |su |tu )?tarjeta|codigo de seguridad de (la |su |tu )?tarjeta|numero de cuenta( bancaria)?|"
        r"cuenta bancaria|clabe|numero de ruta", PA, "es", "tarjeta/cuenta: payment data", numeric=True),
     _t(r"frase (semilla|de recuperacion|secreta)|semilla|palabras de recuperacion|mnemonica", RE, "es",
@@ -252,7 +279,7 @@ FORMS: tuple[Term, ...] = (
     _t(r"mot de passe|mdp|code (pin|secret|de verification|de confirmation|de securite|d acces|confidentiel|"
        r"a usage unique)|cle (api|privee|secrete|d acces|wifi|wi fi|de securite)|jeton( d acces)?|identifiants",
        CR, "fr", "mot de passe/code de vérification: a credential", numeric=True),
-    _t(r"numero de (la |votre )?carte|carte (bancaire|de credit|de paiement)|cryptogramme|date d expiration de "
+    _t(r"numero (de )?(la |votre )?carte|carte (bancaire|de credit|de paiement)|cryptogramme|date d expiration de "
        r"(la |votre )?carte|rib|numero de compte|coordonnees bancaires", PA, "fr",
        "carte bancaire/cryptogramme: payment data", numeric=True),
     _t(r"phrase (de recuperation|secrete|mnemonique)|mnemonique|phrase de recuperation", RE, "fr",
@@ -284,7 +311,9 @@ ABOUT_AFTER: tuple[str, ...] = (
     "network", "last four", "last 4", "ending", "hint", "status", "lifetime", "ttl", "timeout", "duration",
     "window", "size", "storage", "support", "login", "option", "options", "recovery email", "reminder",
     "reuse", "sharing", "training", "audit", "revocation", "revoked", "issued", "created", "updated",
+    "attempts", "attempt", "be named", "be called", "named",
     "策略", "规则", "强度", "长度", "数量", "设置", "渠道", "方式", "提示", "过期", "有效期", "是否", "已启用", "开启",
+    "命名", "名称", "账单",
     "ポリシー", "設定", "の長さ", "有効", "方法", "数", "の変更",
     "richtlinie", "lange", "regeln", "anforderungen", "anzahl", "anderung",
 )
@@ -292,7 +321,8 @@ ABOUT_AFTER: tuple[str, ...] = (
 ABOUT_BEFORE: tuple[str, ...] = (
     "number of", "analytics", "marketing", "tracking", "advertising", "third party", "functional", "performance",
     "how many", "max", "maximum", "min", "minimum", "secret santa", "forgot", "forgotten", "reset", "strong",
-    "weak", "accept", "allow", "block", "essential", "necessary", "preference",
+    "weak", "accept", "allow", "block", "essential", "necessary", "preference", "name this", "name the",
+    "name your", "rename", "rename the", "rename this",
     "politica de", "requisitos de", "longitud de", "cantidad de", "numero de tokens",
     "politique de", "longueur du", "longueur de", "nombre de", "exigences de",
     "anzahl der", "lange des", "lange der",
@@ -335,5 +365,23 @@ DATA_INTROS: tuple[str, ...] = (
     "contents of", "content of", "content", "contents", "here is", "here are", "observations", "observation",
     "entities", "relations", "file", "notes", "found", "search results", "matches", "stdout", "stderr", "log",
     "logs", "body", "response body", "page", "excerpt", "quote", "text of", "stored", "memory", "graph",
+    "echo", "usage",
     "内容", "文件内容", "笔记", "ファイルの内容", "メモ", "contenido", "inhalt", "notiz", "contenu",
+)
+
+# =================================================================================================
+# The form lint's other red lines: an invitation to paste anything, a destructive action
+# =================================================================================================
+
+PASTE: tuple[Term, ...] = (
+    _t(r"\bpaste\b|\bhtml\b|page\s+source|entire\s+(page|file|document)|full\s+(page|file|document)", "paste", "en",
+       "a form asks for the parameters a task needs, never for a whole page or file pasted in"),
+    _t(r"粘贴|完整.{0,4}(html|页面|网页|文件)|页面源码|网页源码", "paste", "zh", "粘贴/完整页面: paste-anything"),
+)
+
+#: Matched on text case folded but not split (``dropOffPoint`` is no "drop"), as the lint always did.
+DESTRUCTIVE: tuple[Term, ...] = (
+    _t(r"\bdelete\b|\bdestroy\b|\bdrop\b|\bwipe\b|\berase\b|\bpurge\b|remove\s+all", "destructive", "en",
+       "an action that cannot be undone is confirmed with ctx.confirm(), not typed text"),
+    _t(r"删除|销毁|清空|抹掉|格式化", "destructive", "zh", "删除/清空: an action that cannot be undone"),
 )

@@ -1,0 +1,101 @@
+"""The judge's cost: ``claim_in_result`` on a 200-character result, ``credential_ask`` per form,
+``names_credential`` as redaction asks it (cached, by argument name).
+
+    python bench/judge_cost.py [--rounds 5] [--number 20000]
+
+Not a test.  Each figure is the best of ``--rounds`` timings of ``--number`` calls (``timeit``),
+per call.  ``claim_in_result`` is timed three ways: on results never seen before (distinct texts:
+the judge's own small cache misses, the cost a client pays for a new result) that hold no claim
+word (most results: the anchor check alone) or that claim acceptance (the full judgment), and on
+the same result again (the cache hits).  The cost of making each new result is measured and taken
+off.  The goal for the client's check is 5 µs per 200-character result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import timeit
+
+from truecall.judge import claim_in_result, credential_ask, names_credential
+from truecall.judge._claims import _claim_cached
+
+TEXT_CLAIM = ("Your request has been received and will be processed shortly. We will email you when the export "
+              "is ready; reference REQ-20931. Thank you for your patience, the team at Example Corp (customer support).")
+TEXT_PLAIN = ("Current conditions in Oslo: light snow, -3 degrees, wind from the north at 12 km/h. Sunrise at  "
+              "09:03, sunset at 15:14. Tomorrow: overcast with a high of -1 and a low of -6 degrees later on overnight!")
+FORM = ("Enter your credit card to complete the order.",
+        {"type": "object", "properties": {"name": {"type": "string", "title": "Name on the order"},
+                                          "credit_card": {"type": "string"},
+                                          "express": {"type": "boolean", "title": "Express delivery?"}}})
+
+
+def _per_call(fn: object, number: int, rounds: int) -> float:
+    return min(timeit.repeat(fn, number=number, repeat=rounds)) / number  # type: ignore[arg-type]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--number", type=int, default=20000)
+    args = parser.parse_args()
+    n, r = args.number, args.rounds
+    assert len(TEXT_CLAIM) == 200 and len(TEXT_PLAIN) == 200, (len(TEXT_CLAIM), len(TEXT_PLAIN))
+
+    # Distinct results: a counter at the end of the text (still 200 characters) defeats the cache.
+    fresh = ({"content": [{"type": "text", "text": TEXT_CLAIM[:-6] + f"{i % 1000000:06d}"}], "isError": False}
+             for i in itertools.count())
+    fresh_plain = ({"content": [{"type": "text", "text": TEXT_PLAIN[:-6] + f"{i % 1000000:06d}"}], "isError": False}
+                   for i in itertools.count())
+    same = {"content": [{"type": "text", "text": TEXT_CLAIM}], "isError": False}
+
+    def new_claim() -> object:
+        _claim_cached.cache_clear() if _claim_cached.cache_info().currsize > 1500 else None
+        return claim_in_result(next(fresh))
+
+    def new_plain() -> object:
+        _claim_cached.cache_clear() if _claim_cached.cache_info().currsize > 1500 else None
+        return claim_in_result(next(fresh_plain))
+
+    def make_plain() -> object:  # what new_plain spends on making its result, taken off its figure
+        _claim_cached.cache_info()
+        return next(fresh_plain)
+
+    overhead = _per_call(make_plain, n, r)
+    figures = {
+        "(scale) str.split() of the 200-char text": _per_call(TEXT_PLAIN.split, n, r),
+        "claim_in_result, new 200-char result without a claim word": _per_call(new_plain, n, r) - overhead,
+        "claim_in_result, new 200-char result that claims acceptance": _per_call(new_claim, n, r) - overhead,
+        "claim_in_result, the same result again (cached)": _per_call(lambda: claim_in_result(same), n, r),
+    }
+    names = ["service", "password", "incident_id", "api_key", "limit"]
+    cycle = itertools.cycle(names)
+    figures["names_credential(name, field_name=True), cached"] = _per_call(
+        lambda: names_credential(next(cycle), field_name=True), n, r)
+
+    from truecall.judge import _forms
+
+    fresh_names = (f"field_{i}_name" for i in itertools.count())
+
+    def new_name() -> object:
+        _forms._names.cache_clear() if _forms._names.cache_info().currsize > 4000 else None
+        return names_credential(next(fresh_names), field_name=True)
+
+    figures["names_credential, a name never seen (the cache misses)"] = _per_call(new_name, max(n // 10, 100), r)
+
+    def new_form() -> object:
+        _forms._names.cache_clear()
+        return credential_ask(*FORM)
+
+    figures["credential_ask, a 3-field form (uncached)"] = _per_call(new_form, max(n // 10, 100), r)
+    figures["credential_ask, the same form again"] = _per_call(lambda: credential_ask(*FORM), n, r)
+    width = max(map(len, figures))
+    for name, seconds in figures.items():
+        print(f"{name:<{width}}  {seconds * 1e6:8.2f} µs")
+    print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: the figures scale with it; the "
+          "str.split line is a yardstick)")
+
+
+if __name__ == "__main__":
+    main()
