@@ -227,10 +227,15 @@ def test_everything_env_dump_and_planted_key(published: dict[str, Report]) -> No
 
 
 def test_everything_no_false_failure(published: dict[str, Report]) -> None:
-    """Its form says "do *not* give us your … pin": not a credential ask. Its echo tool echoes (a warning)."""
+    """Its form says "do *not* give us your … pin": not a credential ask. Its echo tool gives the caller
+    back the caller's own value (the planted secret too): a success that repeats what was sent is no finding."""
     report = published["everything"]
     assert failures(report) == {("unknown_tool_as_result", None), ("dumps_environment", "get-env"),
                                 ("result_has_secret", "get-env")}, shown(report)
-    assert {("echoes_secret", "echo")} <= codes(report)
+    assert ("echoes_secret", "echo") not in codes(report)
+    assert not [f for f in report.findings if f.code == "credential_form"]
+    # The form was asked (and declined by the probe): it was read, and is not a credential ask.
+    assert any(o.tool == "trigger-elicitation-request" and "decline" in o.describe for o in report.observations), \
+        [o.describe for o in report.observations if o.tool == "trigger-elicitation-request"]
     assert "trigger-elicitation-request" in report.probed
     assert all(outcome == {"done"} for outcome in done(report).values()), done(report)
