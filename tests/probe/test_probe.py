@@ -355,6 +355,11 @@ def test_a_success_that_dumps_the_environment_or_carries_a_secret(plain: Report)
     assert not [f for f in plain.findings if f.tool == "note" and f.code == "echoes_secret"]
 
 
+def test_internals_in_a_success_are_seen(plain: Report) -> None:
+    [leak] = only(plain, "leaks_internals", "stack")
+    assert "Traceback" in leak.answer and leak.summary == "a result shows the server's internals"
+
+
 def test_the_secret_is_also_sent_in_a_call_that_fails_validation(plain: Report) -> None:
     """``strict`` repeats every argument only when they fail its validation."""
     [echo] = only(plain, "echoes_secret", "strict")

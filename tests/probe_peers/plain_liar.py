@@ -20,6 +20,7 @@
   (pydantic's ``input_value={...}``); a valid call is answered cleanly;
 - ``crash`` / ``crash_attr``: valid arguments answered with -32603, or with code 0 and a Python
   ``AttributeError``'s words;
+- ``stack``: a success whose text is a traceback (internals in a success, not only in errors);
 - ``long_form`` (2026-07-28): a form whose credential field comes after a long message and eight others.
 """
 
@@ -64,6 +65,7 @@ TOOLS += [
     {"name": "crash", "annotations": RO, "inputSchema": {"type": "object"}},
     {"name": "crash_attr", "annotations": RO, "inputSchema": {"type": "object"}},
     {"name": "long_form", "annotations": RO, "inputSchema": {"type": "object"}},
+    {"name": "stack", "annotations": RO, "inputSchema": {"type": "object"}},
 ]
 LONG_FORM = {"type": "object", "properties": {
     **{f"preference_{i}": {"type": "string", "description": "How you would like us to reach you about the order, "
@@ -127,6 +129,8 @@ def main():
                          f"input_value={arguments!r}, input_type=dict]", True)
                 else:
                     text(f"{arguments['service']}: 0 results")
+            elif name == "stack":
+                text("Report unavailable\n" + TRACE)
             elif name == "crash":
                 send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "Internal error"}})
             elif name == "crash_attr":

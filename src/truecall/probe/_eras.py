@@ -321,8 +321,10 @@ async def _one_era(report: Report, target: Any, requested: str, *, token: str | 
                                                            "requestedSchema": request.schema}})
         return Decline()
 
+    # The whole call bound for server/discover: a server still starting (a cold interpreter on a busy machine)
+    # is not taken for one that ignores it, which would be probed in the handshake era only.
     client = Client(target, token=token, version=requested, elicitation=on_elicit, allow_credential_forms=True,
-                    timeout=timeout, discover_timeout=min(timeout, 10.0), env=env)
+                    timeout=timeout, discover_timeout=timeout, env=env)
     try:
         await asyncio.wait_for(client.open(), timeout * 2)
     except (ProtocolError, TimeoutError, OSError, ConnectionError, Exception) as exc:
