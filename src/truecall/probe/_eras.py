@@ -10,14 +10,10 @@ import orjson
 
 from ..errors import ProtocolError
 from ._arguments import Seen, _of, _wrong, example
-from ._report import EraReport, Finding, Observation, Report, scrub
+from ._report import PLANTED_PREFIX, EraReport, Finding, Observation, Report, scrub
 from ._rules import (INVALID_PARAMS, accepted_without_handle, all_text, crash, environment_dump, excerpt, leak,
                      says_failed, secret_in)
 
-#: A secret-looking value sent in two calls, one the tool may serve and one that fails its validation
-#: (a validation error that repeats every argument is where secrets are echoed most): a result or an
-#: error that repeats it echoes secrets.  The report never shows it (``scrub``).
-_SECRET_PREFIX = "sk_live_truecallprobe"
 #: Protocol error codes that say a handler broke, not that the request was wrong (0: no code at all).
 _CRASH_CODES = (-32603, 0)
 
@@ -141,7 +137,7 @@ class _Era:
         strings = [k for k, s in props.items() if isinstance(s, dict) and s.get("type") == "string"
                    and "enum" not in s and "format" not in s]
         if strings:
-            secret = f"{_SECRET_PREFIX}{secrets.token_hex(8)}"
+            secret = f"{PLANTED_PREFIX}{secrets.token_hex(8)}"
             await self._probe_call(name, tool, {**arguments, strings[0]: secret}, "secret_value", secret=secret)
             invalid = _failing_with(arguments, required, strings[0], secret)
             if invalid is not None:
@@ -298,6 +294,7 @@ class _Era:
         if found is not None:
             self.find("failure", "red line", "result_has_secret", name,
                       f"{kind} carries a secret ({found[0]})", request, found[1])
+
 
 def _describe_raw(name: str, result: Any) -> str:
     from ..client._outcomes import judge

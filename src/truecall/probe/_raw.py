@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any, Sequence
 
 import orjson
 
-from ._report import Finding, Report
+from ._report import Finding, Report, scrub
 from ._rules import excerpt
 
 
@@ -83,6 +84,13 @@ class _RawStdio:
                 return message
 
 
+def _find(report: Report, severity: str, code: str, summary: str, sent: Any, answer: Any,
+          era: str = "json-rpc") -> None:
+    """A raw check's finding: what was sent as is, the answer as evidence."""
+    report.findings.append(Finding(severity, "protocol", code, era, None, summary, {"sent": sent},
+                                   scrub(excerpt(answer))))
+
+
 def _error_code(message: Any) -> Any:
     error = message.get("error") if isinstance(message, dict) else None
     return error.get("code") if isinstance(error, dict) else None
@@ -96,9 +104,7 @@ async def _raw_checks(report: Report, command: Sequence[str], *, modern: bool, e
     wait = min(timeout, 3.0)
     client_info = {"name": "truecall-probe", "version": "1"}
 
-    def find(severity: str, code: str, summary: str, sent: Any, answer: Any, era: str = "json-rpc") -> None:
-        report.findings.append(Finding(severity, "protocol", code, era, None, summary, {"sent": sent},
-                                       excerpt(answer)))
+    find = functools.partial(_find, report)
 
     try:
         async with _RawStdio(command, env, timeout) as raw:
@@ -165,9 +171,7 @@ async def _raw_http(report: Report, url: str, *, token: str | None, timeout: flo
         base["authorization"] = f"Bearer {token}"
     meta = {META_VERSION: "2026-07-28", META_CAPS: {}, META_CLIENT: {"name": "truecall-probe", "version": "1"}}
 
-    def find(severity: str, code: str, summary: str, sent: Any, answer: Any, era: str = "json-rpc") -> None:
-        report.findings.append(Finding(severity, "protocol", code, era, None, summary, {"sent": sent},
-                                       excerpt(answer)))
+    find = functools.partial(_find, report)
 
     async def post(http: Any, body: bytes, headers: dict[str, str]) -> Any:
         response = await http.post(url, content=body, headers={**base, **headers})

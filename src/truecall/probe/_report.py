@@ -12,7 +12,11 @@ from ._rules import RULES, excerpt
 #: The exit status of a run that reached the server but called none of its tools (none is read-only,
 #: or --tool named none it lists): not a pass, since nothing of the tools was checked.
 NOTHING_PROBED = 3
-#: The probe's planted secret, whole or as the tail a server's cut echo leaves ("…lprobe0bb5612ae9b5'").
+#: A secret-looking value the probe sends in two calls, one the tool may serve and one that fails its
+#: validation (a validation error that repeats every argument is where secrets are echoed most): an
+#: error that repeats it echoes secrets.  The report never shows it, whole or as the tail a server's cut
+#: echo leaves ("…lprobe0bb5612ae9b5'").
+PLANTED_PREFIX = "sk_live_truecallprobe"
 _PLANTED = re.compile(r"(?:sk_live_truecall)?\w{0,5}probe[0-9a-f]{8,16}\b")
 
 
