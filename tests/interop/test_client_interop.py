@@ -164,7 +164,7 @@ ELICIT_ACCEPT = Accept({"name": "Ada", "check": True, "email": "ada@example.com"
 
 async def _exercise_everything(target: Any) -> None:
     options: dict[str, Any] = {"stderr": subprocess.DEVNULL} if isinstance(target, list) else {}
-    guarded = answers()
+    guarded = answers(Decline())
     async with Client(target, elicitation=guarded, **options) as client:
         assert client.era == "legacy" and client.version == "2025-11-25"  # it has no 2026-07-28
         tools = {t["name"]: t for t in await client.list_tools()}
@@ -183,10 +183,11 @@ async def _exercise_everything(target: Any) -> None:
         with pytest.raises(UnknownTool):
             await client.call("no-such-tool", {})
 
-        # Its form mentions a PIN ("do not give us your ... pin"): by default the client declines it
-        # unseen — the caller's red line is conservative.
+        # Its form mentions a PIN only to say "do not give us your phone number, pin, or other
+        # sensitive info" (a number field, and a negation): no credential ask (issue 24), so the
+        # handler is shown it, here to decline it.
         refused = await client.call("trigger-elicitation-request", {})
-        assert isinstance(refused, Done) and "declined" in refused.text and guarded.shown == []
+        assert isinstance(refused, Done) and "declined" in refused.text and len(guarded.shown) == 1
 
     handler = answers(ELICIT_ACCEPT, Decline(), Cancel())
     async with Client(target, elicitation=handler, allow_credential_forms=True, **options) as client:

@@ -56,20 +56,27 @@ def test_every_adversarial_spelling_is_caught(case: dict) -> None:
 # 85 % floor set before the first measurement was not met (claims' accepted and completed recall),
 # so the floors are that first measurement, a ratchet: a change to the rules may not make them worse.
 
-#: (precision, recall) per class as first measured (commit message of the held-out batch).
+#
+# The claims vocabulary was then broadened (participle tables, progressive and future forms in every
+# language) knowing the first batch's claim misses, so that batch no longer measures unseen text; a
+# second claims batch (claims_heldout2.jsonl) was written after that change, without looking at the
+# rules' output, and is held the same way.  The forms rules did not change after the first batch.
+
+#: (precision, recall) per class as first measured (the commit messages of each batch).
 HELD_OUT_FIRST = {
     "claims": {"accepted": (0.929, 0.650), "completed": (1.0, 0.786), "failed": (0.947, 0.947)},
+    "claims2": {"accepted": (1.0, 0.850), "completed": (1.0, 0.467), "failed": (0.824, 0.933)},
     "forms": {"credential": (1.0, 0.923), "payment": (1.0, 1.0), "recovery": (1.0, 1.0), "identity": (1.0, 1.0)},
 }
-CLAIMS_HELD_OUT = load("claims_heldout.jsonl")
-FORMS_HELD_OUT = load("forms_heldout.jsonl")
+HELD_OUT = {"claims": load("claims_heldout.jsonl"), "claims2": load("claims_heldout2.jsonl"),
+            "forms": load("forms_heldout.jsonl")}
 
 
-@pytest.mark.parametrize("corpus", ["claims", "forms"])
+@pytest.mark.parametrize("corpus", ["claims", "claims2", "forms"])
 def test_held_out_batch(corpus: str) -> None:
-    cases, judge, show = ((CLAIMS_HELD_OUT, claim_label, _show_claim) if corpus == "claims"
-                          else (FORMS_HELD_OUT, form_label, _show_form))
-    assert len(cases) >= (60 if corpus == "claims" else 40)
+    cases = HELD_OUT[corpus]
+    judge, show = (form_label, _show_form) if corpus == "forms" else (claim_label, _show_claim)
+    assert len(cases) >= (40 if corpus == "forms" else 60)
     overall, by_language = measure(cases, judge, show)
     text = report(f"held-out {corpus}: {len(cases)} cases", overall, by_language)
     print(text)

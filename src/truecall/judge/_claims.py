@@ -20,7 +20,8 @@ from typing import Any, Literal, Mapping
 import orjson
 
 from ._normalise import normalise
-from ._vocabulary import CLAIM_ABOUT_AFTER, CLAIMS, DATA_INTROS, NEGATIONS, REPORTED_SPEECH, Term
+from ._vocabulary import (AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONTRASTS, DATA_INTROS, NEGATIONS, NONE_COUNTS,
+                          REPORTED_SPEECH, YES_NO_MARKS, Term, every)
 
 __all__ = ["Claim", "claim_in_text", "claim_in_result"]
 
@@ -38,25 +39,8 @@ class Claim:
 
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
-_SENTENCE_START = r"(?:^|(?<=[.!?;:\n。！？；：] )|(?<=[.!?;:\n。！？；：]))"
 
 
-def _compile(terms: tuple[Term, ...]) -> re.Pattern[str]:
-    parts = []
-    for i, term in enumerate(terms):
-        pattern = term.pattern
-        pattern = pattern.replace("^", _SENTENCE_START)  # claims' patterns use ^ only for "a sentence starts"
-        if _CJK.search(term.pattern):
-            parts.append(f"(?P<t{i}>{pattern})")
-        elif term.compound:  # also the end of a word written together ("Verbindungsfehler")
-            parts.append(f"(?P<t{i}>(?:{pattern})(?:s|n|en|e)?(?![a-z0-9]))")
-        else:
-            parts.append(f"(?P<t{i}>(?<![a-z0-9])(?:{pattern})(?![a-z0-9]))")
-    return re.compile("|".join(parts), re.M)
-
-
-_CLAIMS_RE = _compile(CLAIMS)
-_TERMS = {f"t{i}": term for i, term in enumerate(CLAIMS)}
 _RANK = {"failed": 0, "accepted": 1, "completed": 2}
 
 # -- anchors: which terms a text could hold, found with a few C-level string operations ------------
@@ -70,7 +54,7 @@ _RANK = {"failed": 0, "accepted": 1, "completed": 2}
 
 #: Words too common to tell anything (a pattern never matches on them alone).
 _STOP = frozenset(
-    "is are was were has have had been be being the a an your you we it its this that to for of on in at by and or "
+    "is are was were has have had been be the a an your you we it its this that to for of on in at by and or "
     "with from into now still just will ll ve de la le les el los las su tu se der die das den des ist sind wurde "
     "wurden est sont ete en et y un une del al ha han sido fue fueron mise mis".split())
 #: ... and words that rarely stand alone in a phrase: anchors only where the phrase has no other.
@@ -124,7 +108,7 @@ def _anchors(term: Term) -> tuple[set[str], set[str]]:
 
 
 #: Endings a group after the word may add (``(creee?|envoyee?)s?``): the anchors hold those forms too.
-_ENDINGS = ("", "s", "e", "es", "n", "en")
+_ENDINGS = ("", "s", "e", "es", "n", "en", "o", "a", "os", "as")
 _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]+")
 
 
@@ -170,9 +154,9 @@ _CHARS = frozenset(_BY_CHAR)
 
 def _piece_regex(piece: Term) -> tuple[re.Pattern[str], bool, bool]:
     """A piece compiled to start with its own first characters (a look-behind first would make the
-    engine try every position: 15 µs where a literal start takes 1), with what the look-behinds of
-    :func:`_compile` said checked after a match instead: (regex, needs a word start, needs a sentence
-    start)."""
+    engine try every position: 15 µs where a literal start takes 1); that it starts a word (Latin
+    terms) or a sentence (a pattern that starts with ``^``) is checked after a match: (regex, needs a
+    word start, needs a sentence start)."""
     pattern, at_sentence = piece.pattern, piece.pattern.startswith("^")
     assert "^" not in pattern[1:], f"'^' inside a claim pattern's alternative: {pattern}"
     pattern = pattern.lstrip("^")
@@ -184,6 +168,7 @@ def _piece_regex(piece: Term) -> tuple[re.Pattern[str], bool, bool]:
 
 
 _SINGLE = [_piece_regex(piece) for _, piece in _PIECES]
+_EVERY = list(range(len(_PIECES)))
 _ENDS = frozenset(".!?;:\n。！？；：")
 
 
@@ -265,9 +250,8 @@ def _unquote(match: re.Match[str]) -> str:
                            or match.end() < len(match.string) and match.string[match.end()].isalnum()):
         return text  # an apostrophe ("don't ... it's"), not a quotation
     return " \u2026 "
-_INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in DATA_INTROS) +
+_INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in every(DATA_INTROS)) +
                     r")(?!\w)[^:：\n]{0,60}[:：]", re.I)
-_NEG_EN = NEGATIONS
 
 
 def _is_json(text: str) -> bool:
@@ -306,15 +290,22 @@ def _head(text: str) -> str:
 
 # -- reading a match ----------------------------------------------------------------------------
 
-_CLAUSE_END = re.compile(r"[.!?;\n。！？；,，、]| but | however | aber | pero | mais |但|が、")
+
+def _alternation(words: tuple[str, ...]) -> str:
+    """Latin words as whole words, Chinese and Japanese ones as they stand."""
+    return "|".join(re.escape(w) if _CJK.search(w) else f"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])" for w in words)
+
+
+_CLAUSE_END = re.compile(r"[.!?;\n。！？；,，、]|" + _alternation(every(CONTRASTS)))
 _SENTENCE_END = re.compile(r"[.!?\n。！？]")
 _WORD = re.compile(r"[a-z0-9]+")
-_ABOUT_AFTER = re.compile(r"(?: (?:" + "|".join(re.escape(w) for w in CLAIM_ABOUT_AFTER if not _CJK.search(w)) +
-                          r")(?![a-z0-9])|(?:" + "|".join(w for w in CLAIM_ABOUT_AFTER if _CJK.search(w)) + "))")
-_REPORTED = re.compile(r"(?<![a-z0-9])(?:" + "|".join(re.escape(w) for w in REPORTED_SPEECH) + r")(?![a-z0-9])")
+_ABOUT_AFTER = re.compile(r"(?: (?:" + "|".join(re.escape(w) for w in every(CLAIM_ABOUT_AFTER) if not _CJK.search(w)) +
+                          r")(?![a-z0-9])|(?:" + "|".join(w for w in every(CLAIM_ABOUT_AFTER) if _CJK.search(w)) + "))")
+_REPORTED = re.compile(r"(?<![a-z0-9])(?:" + "|".join(re.escape(w) for w in every(REPORTED_SPEECH)) + r")(?![a-z0-9])")
 _NEG_ZH = re.compile("(?:" + "|".join(NEGATIONS["zh"]) + r")\s?$")
-_NEG_JA_AFTER = re.compile(r"^.{0,5}?(?:ありません|ないです|ない|なし|ません)")
-_NEG_AFTER = re.compile(r"\s?[:=]\s?(?:0|none|no|keine|aucune?|ninguno|无|なし)\b")
+_NEG_JA_AFTER = re.compile(r"^.{0,5}?(?:" + "|".join(AFTER_NEGATIONS["ja"]) + ")")
+_NEG_AFTER = re.compile(r"\s?[:=]\s?(?:" + _alternation(every(NONE_COUNTS)) + ")")
+_YES_NO = re.compile(_alternation(every(YES_NO_MARKS)))
 _LATIN_NEG = {lang: frozenset(cues) for lang, cues in NEGATIONS.items() if lang not in ("zh", "ja")}
 _ALL_LATIN_NEG = frozenset().union(*_LATIN_NEG.values())
 
@@ -346,7 +337,7 @@ def _question(norm: str, start: int, end: int) -> bool:
     sentence = norm[sentence_start:stop]
     if mark in ("?", "？") or "¿" in sentence:
         return True
-    return bool(re.search(r"吗|是否|有没有|ですか|ますか", sentence))
+    return bool(_YES_NO.search(sentence))
 
 
 def _reported(norm: str, start: int) -> bool:
@@ -372,22 +363,17 @@ def _valid(norm: str, term: Term, m: re.Match[str]) -> bool:
 
 def _claim(head: str, candidates: list[int] | None = None) -> Claim | None:
     """The claim of the head: the first valid match of the highest-ranked kind (failed, then accepted,
-    then completed).  With ``candidates`` only those pieces run, a kind at a time, stopping at the
-    first kind that has a valid match; without, every term runs at once (the reference)."""
+    then completed), a kind at a time, stopping at the first kind that has a valid match.  Only the
+    ``candidates`` pieces run; without them, every piece (the reference the anchors are tested
+    against)."""
     norm = normalise(head)
     found: tuple[Term, re.Match[str]] | None = None
-    if candidates is None:
-        for m in _CLAIMS_RE.finditer(norm):
-            term = _TERMS[m.lastgroup or ""]
-            if _valid(norm, term, m) and (found is None or _RANK[term.kind] < _RANK[found[0].kind]):
-                found = (term, m)
-    else:
-        for kind in ("failed", "accepted", "completed"):
-            matches = sorted(((CLAIMS[_PIECES[i][0]], m) for i in candidates if _PIECES[i][1].kind == kind
-                              for m in _piece_matches(norm, i)), key=lambda tm: tm[1].start())
-            found = next(((term, m) for term, m in matches if _valid(norm, term, m)), None)
-            if found is not None:
-                break
+    for kind in ("failed", "accepted", "completed"):
+        matches = sorted(((CLAIMS[_PIECES[i][0]], m) for i in candidates or _EVERY if _PIECES[i][1].kind == kind
+                          for m in _piece_matches(norm, i)), key=lambda tm: tm[1].start())
+        found = next(((term, m) for term, m in matches if _valid(norm, term, m)), None)
+        if found is not None:
+            break
     if found is None:
         return None
     term, m = found

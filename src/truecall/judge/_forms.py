@@ -17,8 +17,10 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from ._normalise import irregular_case, normalise, normalise_name
-from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ASK_STARTS, CREDENTIAL_FORMATS, DESTRUCTIVE, FORMS, NEGATIONS,
-                          PASSWORD_SPELLINGS, PASTE, QUESTION_STARTS, Term)
+from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ABOUT_EXCEPTIONS, ASK_NEGATION_IDIOMS, ASK_NEGATIONS_AFTER,
+                          ASK_NEGATIONS_BEFORE, ASK_NEGATIONS_IN_CLAUSE, ASK_STARTS, CONTRASTS, CREDENTIAL_FORMATS,
+                          DESTRUCTIVE, FORMS, NEGATIONS, PASSWORD_SPELLINGS, PASTE, WH_WORDS, YES_NO_MARKS, Term,
+                          every)
 
 __all__ = ["CredentialAsk", "credential_ask", "names_credential", "asks_to_paste", "names_destructive"]
 
@@ -58,14 +60,25 @@ _NAME_RE = _compile([(i, t) for i, t in _INDEXED if t.scope == "name"])
 _TERMS = {f"t{i}": t for i, t in _INDEXED}
 #: Compound terms anywhere in a squashed name (a name written in no case convention: ``SeCrEtAbC1``).
 _SQUASHED_RE = re.compile("|".join(f"(?P<t{i}>{t.pattern})" for i, t in _INDEXED if t.compound))
-_ABOUT_AFTER = tuple(ABOUT_AFTER)
-_ABOUT_BEFORE = tuple(ABOUT_BEFORE)
+_ABOUT_AFTER = every(ABOUT_AFTER)
+_ABOUT_BEFORE = every(ABOUT_BEFORE)
+_ASK_STARTS = every(ASK_STARTS)
 _WORD = re.compile(r"[a-z0-9]+")
 _LATIN_NEG = frozenset(c for lang, cues in NEGATIONS.items() if lang not in ("zh", "ja") for c in cues
                        if " " not in c and c not in ("0", "n"))
-_NEG_CJK_BEFORE = re.compile("(?:不要|请勿|切勿|勿|别|绝不|从不|不会|无需|不必|決して)")
-_NEG_JA_AFTER = re.compile(r"(?:しないで|入力しないで|教えないで|伝えないで|不要|ません|ないでください)")
-_CLAUSE_END = re.compile(r"[.!;\n。！；]| but | however | aber | pero | mais |但|が、")
+
+
+def _alternation(words: tuple[str, ...]) -> str:
+    """Latin words as whole words, Chinese and Japanese ones as they stand."""
+    return "|".join(re.escape(w) if _CJK.search(w) else f"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])" for w in words)
+
+
+_NEG_CJK_BEFORE = re.compile(_alternation(every(ASK_NEGATIONS_BEFORE)))
+_NEG_JA_AFTER = re.compile(_alternation(every(ASK_NEGATIONS_AFTER)))
+_NEG_LATIN_CLAUSE = re.compile(_alternation(every(ASK_NEGATIONS_IN_CLAUSE)))
+_NEG_IDIOMS = re.compile(_alternation(every(ASK_NEGATION_IDIOMS)))
+_CLAUSE_END = re.compile(r"[.!;\n。！；]|" + _alternation(every(CONTRASTS)))
+_ABOUT_EXCEPTIONS = every(ABOUT_EXCEPTIONS)
 
 
 @dataclass(frozen=True)
@@ -92,7 +105,7 @@ _TYPO = Term("password (one letter off)", "credential", "en", "a misspelt passwo
 def _about(norm: str, start: int, end: int) -> bool:
     after = norm[end:end + 24].lstrip(" ")
     before = norm[max(0, start - 24):start].rstrip(" ")
-    return after.startswith(_ABOUT_AFTER) and not after.startswith(("name of your", "names of")) or \
+    return after.startswith(_ABOUT_AFTER) and not after.startswith(_ABOUT_EXCEPTIONS) or \
         before.endswith(_ABOUT_BEFORE)
 
 
@@ -109,13 +122,11 @@ def _negated(norm: str, start: int, end: int) -> bool:
     if _NEG_JA_AFTER.search(after):
         return True
     # German and French put the negation after the verb: "geben Sie Ihre PIN nicht ein", "ne ... pas"
-    return bool(re.search(r"\b(nicht|niemals|nie|jamais|pas)\b", clause)) and not re.search(
-        r"\b(nicht vergessen|n oubliez pas)\b", clause)
+    return bool(_NEG_LATIN_CLAUSE.search(clause)) and not _NEG_IDIOMS.search(clause)
 
 
-_CJK_YES_NO = re.compile(r"吗|是否|有没有|要不要|能否|可否|ますか|ですか|でしょうか")
-_WH = re.compile(r"(?<![a-z])(what|which|who|whose|where|when|how|cual|que|quel|quelle|welche[rsmn]?|was|wie|"
-                 r"wo)(?![a-z])|什么|多少|哪|几|何|どの|いくつ|どれ")
+_CJK_YES_NO = re.compile(_alternation(every(YES_NO_MARKS)))
+_WH = re.compile(_alternation(every(WH_WORDS)))
 
 
 def _yes_no_question(norm: str) -> bool:
@@ -129,7 +140,7 @@ def _yes_no_question(norm: str) -> bool:
     sentence = re.split(r"[.!:;。！：；\n]\s*", text.rstrip("?？ "))[-1].lstrip("¿ ")
     if _CJK.search(sentence):
         return bool(_CJK_YES_NO.search(sentence)) and not _WH.search(sentence)
-    return not sentence.startswith(ASK_STARTS) and not _WH.search(sentence)
+    return not sentence.startswith(_ASK_STARTS) and not _WH.search(sentence)
 
 
 #: When a text names several things, the most specific is reported ("secret recovery phrase" is a

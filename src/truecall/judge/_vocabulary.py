@@ -7,16 +7,24 @@ Latin letters matches whole words (an optional plural ``s`` allowed); Chinese an
 where they stand.  ``compound`` entries also match at the end of a word written together (German compounds,
 ``accesstoken``, ``clientsecret``; not ``secretary`` or ``tokenizer``).  ``PASTE`` and ``DESTRUCTIVE`` (the form lint's
 other red lines) are plain patterns that say their own word boundaries.  Nothing else in truecall keeps a word list: the rules in ``_claims`` and ``_forms``
-read these tables.
+read these tables.  The terms (``CLAIMS``, ``FORMS``, ``PASTE``, ``DESTRUCTIVE``) say their language
+and reason one by one; the cue tables (negation, topic words, reported speech, data intros, how an
+ask begins) are kept by language, their reason said once above each table.
 """
 
 from __future__ import annotations
 
 from typing import NamedTuple
 
-__all__ = ["Term", "CLAIMS", "FORMS", "NEGATIONS", "QUESTION_STARTS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
-           "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH",
+__all__ = ["Term", "every", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
+           "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH", "CONTRASTS", "NONE_COUNTS", "AFTER_NEGATIONS", "ASK_NEGATIONS_BEFORE",
+           "ASK_NEGATIONS_AFTER", "ASK_NEGATIONS_IN_CLAUSE", "ASK_NEGATION_IDIOMS", "WH_WORDS", "YES_NO_MARKS", "ABOUT_EXCEPTIONS",
            "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS"]
+
+
+def every(table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The words of a table kept by language, all languages together (a word once)."""
+    return tuple(dict.fromkeys(word for words in table.values() for word in words))
 
 
 class Term(NamedTuple):
@@ -34,6 +42,39 @@ def _t(pattern: str, kind: str, language: str, reason: str, **flags: bool | str)
 
 
 A, C, F = "accepted", "completed", "failed"
+
+#: Participles that report an effect (English, regular and irregular; those of acceptance — queued,
+#: submitted, scheduled, started — are acceptance's own terms, and failure's are failure's).
+_EN_DONE = (
+    "created|saved|sent|deleted|updated|added|written|wrote|stored|uploaded|downloaded|deployed|merged|renamed|moved|"
+    "copied|removed|booked|placed|paid|charged|refunded|archived|unarchived|restored|installed|uninstalled|"
+    "committed|pushed|closed|reopened|resolved|approved|registered|imported|exported|generated|executed|processed|"
+    "delivered|confirmed|transferred|published|unpublished|cleared|shipped|cancell?ed|enabled|disabled|activated|"
+    "deactivated|configured|connected|disconnected|synced|synchroni[sz]ed|restarted|stopped|paused|resumed|"
+    "verified|validated|assigned|unassigned|invited|joined|linked|unlinked|attached|detached|tagged|label?led|"
+    "posted|replied|forwarded|fetched|retrieved|loaded|rebuilt|built|compiled|released|reverted|migrated|backed up|"
+    "subscribed|unsubscribed|renewed|extended|upgraded|downgraded|granted|revoked|rotated|issued|indexed|purged|"
+    "emptied|flushed|truncated|printed|shared|marked|starred|pinned|unpinned|muted|acknowledged|dismissed|"
+    "snoozed|cloned|passed|applied|changed|set up|signed out|logged out|reset|recorded|noted|logged|added")
+_ES_DONE = (
+    "anadid|agregad|subid|descargad|importad|exportad|publicad|modificad|actualizad|validad|confirmad|cancelad|"
+    "vaciad|borrad|copiad|movid|renombrad|archivad|restaurad|instalad|desplegad|pagad|reembolsad|reservad|"
+    "registrad|generad|cread|eliminad|enviad|guardad|completad|aplicad|asignad|activad|desactivad|configurad|"
+    "conectad|sincronizad|compartid|aprobad|verificad|cerrad|resuelt|escrit|hech")
+_DE_DONE = (
+    "hinzugefugt|hochgeladen|heruntergeladen|importiert|exportiert|veroffentlicht|geandert|aktualisiert|bestatigt|"
+    "storniert|geleert|kopiert|verschoben|umbenannt|archiviert|wiederhergestellt|installiert|bereitgestellt|"
+    "zusammengefuhrt|bezahlt|erstattet|gebucht|reserviert|registriert|generiert|erstellt|geloscht|gesendet|"
+    "verschickt|versendet|gespeichert|angelegt|aktiviert|deaktiviert|konfiguriert|verbunden|synchronisiert|"
+    "freigegeben|geteilt|zugewiesen|eingeladen|genehmigt|verifiziert|entfernt|geschlossen|erledigt|ubertragen|"
+    "durchgefuhrt|ausgefuhrt|angewendet|eingetragen|hinterlegt|abgeschickt")
+_FR_DONE = (
+    "ajoutee?s?|televersee?s?|telechargee?s?|importee?s?|exportee?s?|publiee?s?|modifiee?s?|mise?s? a jour|"
+    "validee?s?|confirmee?s?|annulee?s?|traitee?s?|videe?s?|effacee?s?|copiee?s?|deplacee?s?|renommee?s?|"
+    "archivee?s?|restauree?s?|installee?s?|deployee?s?|fusionnee?s?|payee?s?|remboursee?s?|reservee?s?|"
+    "enregistree?s?|sauvegardee?s?|generee?s?|creee?s?|supprimee?s?|envoyee?s?|terminee?s?|activee?s?|"
+    "desactivee?s?|configuree?s?|connectee?s?|synchronisee?s?|partagee?s?|attribuee?s?|approuvee?s?|"
+    "verifiee?s?|fermee?s?|resolue?s?|ecrite?s?|faite?s?")
 
 #: "failed requests", "queued invoices", "pending ones": a participle used as an adjective before a
 #: plural noun names things, it does not report the work.
@@ -65,14 +106,21 @@ CLAIMS: tuple[Term, ...] = (
        r"(you will|you ll|you'll) (be notified|receive|get) ", A, "en", "a promise of later work"),
     _t(r"(started|initiated|kicked off|triggered|dispatched)", A, "en",
        "started: the work began, nothing says it ended"),
+    _t(r"(is|are) (now )?being \w+ed|being (prepared|built|shipped|reviewed|sent|generated|created|handled|"
+       r"processed|checked|investigated|uploaded|copied|indexed)|on hold|queued up|in the works|"
+       r"waiting (for|on) (approval|review|confirmation|a reviewer|an operator|the operator|processing)",
+       A, "en", "in progress: being done, not done"),
+    _t(r"(we ve|we have|we) got your|got your (request|message|order|report)|"
+       r"(may|can|might|could) take (up to |about |around )?\d|should (be (ready|done|complete|completed|processed)|"
+       r"arrive|complete|finish)|expected to (complete|finish|arrive|be ready)|will (notify|email|contact|update) you|"
+       r"(will|ll) (review|process|handle|look at|get to) (it|this|your)", A, "en",
+       "a promise about later: the work is not done yet"),
     # -- English: completed -----------------------------------------------------------------------
     _t(r"done|completed|complete(?! (the|your|this|a|an|all|following)\b)|finished|succeeded|"
        r"successful|successfully|success", C, "en", "says the work is done"),
-    _t(r"(has been|have been|was|were|is now|are now) (created|saved|sent|deleted|updated|added|written|stored|"
-       r"published|applied|uploaded|deployed|merged|renamed|moved|copied|removed|cancell?ed|booked|placed|paid|"
-       r"charged|refunded|archived|restored|installed|committed|pushed|closed|resolved|approved|registered|"
-       r"imported|exported|generated|executed|processed|delivered|confirmed|transferred|reset|changed|set)",
-       C, "en", "a passive perfect: the effect is said to exist"),
+    _t(r"(has been|have been|was|were|is now|are now|has|have|successfully) (" + _EN_DONE + r"|set)",
+       C, "en", "a perfect or passive: the effect is said to exist"),
+    _t(r"^(\w+ ){1,3}(" + _EN_DONE + r")(?= ?([.!]|$))", C, "en", "'Cache cleared.': a short report of the effect"),
     _t(r"^(created|saved|sent|deleted|updated|added|wrote|written|stored|uploaded|deployed|merged|renamed|moved|"
        r"copied|removed|booked|placed|paid|charged|refunded|archived|installed|committed|pushed|closed|resolved|"
        r"approved|registered|imported|exported|generated|executed|processed|delivered|confirmed|transferred)\b",
@@ -82,9 +130,8 @@ CLAIMS: tuple[Term, ...] = (
        r"exported|executed|processed|delivered|confirmed|transferred|passed)(?= ?([.!:]|$| successfully))",
        C, "en", "'X created.' reports the effect"),
     _t(r"all set|good to go", C, "en", "idiom for done"),
-    _t(r"^(\w+ ){1,3}(sent|cloned|passed|pushed|booked|published|uploaded|deployed|created|saved|deleted|removed|"
-       r"updated|added|archived|merged|installed|renamed|moved|copied|imported|exported|scheduled)(?= (to|into|for|on|"
-       r"in|at|from|with|by)\b)|^(\w+ ){1,3}set (for|to)", C, "en",
+    _t(r"^(\w+ ){1,3}(" + _EN_DONE + r")(?= (to|into|for|on|in|at|from|with|by|as|under|successfully)\b)|"
+       r"^(\w+ ){1,3}set (for|to)", C, "en",
        "'Email sent to …', 'Repository cloned into …': a short report of the effect"),
     # -- English: failed --------------------------------------------------------------------------
     _t(r"failed" + _NOT_ATTRIBUTIVE + r"|failure|fails|failing|^fatal", F, "en", "says the work failed"),
@@ -99,22 +146,29 @@ CLAIMS: tuple[Term, ...] = (
        F, "en", "a refusal or fault"),
     # -- Chinese ----------------------------------------------------------------------------------
     _t(r"已受理|受理|已提交|提交成功|已接收|已收到|收到(您|你)的|排队|队列中|加入队列|稍后(处理|执行|完成)|正在(处理|执行|进行)|处理中|"
-       r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记|已开始|开始(执行|处理)",
+       r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记|已开始|开始(执行|处理)|正在|进入队列|将在|将于|"
+       r"请耐心等待|预计|稍后|[一-龥]{2}中(?=[，。！,.!…]|$)",
        A, "zh", "受理/排队/处理中: the work was taken on, not done"),
     _t(r"已完成|完成了|办结|已办理|成功|已创建|已保存|已发送|已删除|已更新|已添加|已写入|已上传|已部署|已取消|已支付|已退款|已关闭|"
-       r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[。！!.]|$)", C, "zh", "已…/成功: the effect is said to exist"),
-    _t(r"失败|错误|出错|报错|超时|异常|无法|不能|未能|未成功|没有成功|未完成|被拒绝|拒绝|不可用|找不到|未找到|不存在|崩溃",
+       r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[。！!.]|$)|已[一-龥]|已经[一-龥]",
+       C, "zh", "已…/成功: the effect is said to exist"),
+    _t(r"失败|错误|出错|报错|超时|异常|无法|不能|未能|未成功|没有成功|未完成|被拒绝|拒绝|不可用|找不到|未找到|不存在|崩溃|已过期|已失效",
        F, "zh", "失败/错误/超时: the work failed"),
     # -- Japanese ---------------------------------------------------------------------------------
     _t(r"受け付け|受付|受理|キューに(追加|登録|入|投入)|処理中|保留中|待機中|処理待ち|順番待ち|後ほど|実行予定|審査中|処理されます|"
-       r"実行されます|進行中|対応中|送信されます|開始しました|スケジュール|チケット(を|が)?(作成|発行)", A, "ja", "受付/処理中/保留中: taken on, not done"),
+       r"実行されます|進行中|対応中|送信されます|開始しました|スケジュール|チケット(を|が)?(作成|発行)|しています|しております|"
+       r"[一-龥]{2}中です|準備中|確認中|予定です|お待ちください|順次", A, "ja", "受付/処理中/保留中: taken on, not done"),
     _t(r"完了|成功|作成しました|保存しました|送信しました|削除しました|更新しました|登録しました|追加しました|終了しました|"
-       r"書き込みました|実行しました|予約しました|(作成|保存|送信|削除|更新|登録|追加|予約)されました", C, "ja", "完了/成功/…しました: the effect is said to exist"),
+       r"書き込みました|実行しました|予約しました|(作成|保存|送信|削除|更新|登録|追加|予約)されました|しました|"
+       r"されました", C, "ja", "完了/成功/…しました: the effect is said to exist"),
     _t(r"失敗|エラー|タイムアウト|できませんでした|できません|例外|拒否|見つかりません|利用できません|異常|中断されました|権限がありません|めません",
        F, "ja", "失敗/エラー/タイムアウト: the work failed"),
     # -- Spanish ----------------------------------------------------------------------------------
     _t(r"aceptad[oa]|recibid[oa]|en cola|encolad[oa]|pendiente|se procesara|sera (procesad[oa]|enviad[oa]|"
-       r"ejecutad[oa]|revisad[oa])|en proceso|procesando|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)", A, "es",
+       r"ejecutad[oa]|revisad[oa])|en proceso|procesando|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)|"
+       r"(estamos|estan|esta) (\w+ )?\w+(ando|iendo)|sera (\w+ )?\w+(ad|id)[oa]s?|se (enviara|procesara|realizara|"
+       r"ejecutara|completara|publicara|entregara|revisara|aplicara|actualizara|enviaran|procesaran)|"
+       r"en (breve|cuanto)", A, "es",
        "aceptado/en cola/pendiente: taken on, not done"),
     _t(r"completad[oa]|terminad[oa]|finalizad[oa]|con exito|exitosamente|correctamente|hecho|listo|"
        r"(ha sido|fue|han sido|fueron) (cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|borrad[oa]|"
@@ -122,32 +176,39 @@ CLAIMS: tuple[Term, ...] = (
        r"(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])(?= ?([.!]|$))|"
        r"^(\w+ ){1,3}(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])s? (a|en|para|de)\b|"
        r"se (actualizo|actualizaron|guardo|guardaron|elimino|eliminaron|envio|enviaron|creo|crearon|completo|"
-       r"completaron|registro|registraron)",
+       r"completaron|registro|registraron)|(ha sido|han sido|fue|fueron|se ha|se han) (" + _ES_DONE + r")[oa]s?|"
+       r"^(\w+ ){1,3}(" + _ES_DONE + r")[oa]s?(?= ?([.!]|$)| (a|al|en|de|para|con|correctamente)\b)",
        C, "es", "completado/con éxito: the effect is said to exist"),
     _t(r"error|errores|fallo|fallid[oa]|ha fallado|fallo al|no se pudo|no fue posible|no es posible|"
        r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
+       r"no se (encontro|pudieron|puede|ha podido)|error al|"
        r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
     # -- German -----------------------------------------------------------------------------------
     _t(r"angenommen|entgegengenommen|eingegangen|erhalten|in der warteschlange|eingereiht|ausstehend|"
        r"wird (\w+ ){0,3}(bearbeitet|verarbeitet|ausgefuhrt|gepruft|gesendet)|in bearbeitung|geplant|vorgemerkt|"
-       r"lauft|im hintergrund|ticket (erstellt|angelegt|eroffnet)",
+       r"lauft|im hintergrund|ticket (erstellt|angelegt|eroffnet)|wird (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|"
+       r"werden (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|(wurde|wurden|ist|sind) (\w+ ){0,3}(veranlasst|eingeleitet|"
+       r"angestossen|gestartet|beauftragt|eingereicht|ubermittelt|eingegangen)",
        A, "de", "angenommen/in der Warteschlange: taken on, not done"),
     _t(r"abgeschlossen|erledigt|erfolgreich|fertig|(wurde|wurden|ist|sind) (\w+ ){0,3}(erstellt|gespeichert|"
        r"gesendet|geloscht|aktualisiert|durchgefuhrt|ausgefuhrt|angelegt|hinzugefugt|bezahlt|storniert|gebucht|"
-       r"reserviert|bestatigt|versendet|verschickt|hochgeladen|ubertragen)|(gesendet|geloscht|aktualisiert|"
-       r"gespeichert|erstellt|gebucht|angelegt|hinzugefugt|hochgeladen|versendet|verschickt)(?= ?([.!]|$))",
+       r"reserviert|bestatigt|versendet|verschickt|hochgeladen|ubertragen)|(wurde|wurden|ist|sind|wurde erfolgreich) "
+       r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!]|$))",
        C, "de", "abgeschlossen/erfolgreich: the effect is said to exist"),
     _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnte (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
        "fehlgeschlagen/Fehler: the work failed", compound=True),
     # -- French -----------------------------------------------------------------------------------
     _t(r"acceptee?s?|recue?s?|en file d attente|en attente|mise? en file|sera (traitee?|executee?|envoyee?)|"
-       r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)",
+       r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)|"
+       r"sera (bien |rapidement )?\w+ee?s?|seront (bien )?\w+ee?s?",
        A, "fr",
        "acceptée/en file d'attente: taken on, not done"),
     _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
        r"envoyee?|supprimee?|mise? a jour|payee?|annulee?|reservee?)s?|(creee?|enregistree?|envoyee?|supprimee?|"
-       r"reservee?)s?(?= ?([.!]|$))|mise?s? a jour|^(\w+ ){1,3}(creee?|enregistree?|envoyee?|supprimee?)s? (a|dans|pour|en)\b",
+       r"reservee?)s?(?= ?([.!]|$))|mise?s? a jour|^(\w+ ){1,3}(creee?|enregistree?|envoyee?|supprimee?)s? (a|dans|pour|en)\b|"
+       r"(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|^(\w+ ){1,3}(" + _FR_DONE + r")(?= ?([.!]|$)| (a|au|aux|dans|avec|"
+       r"pour|en|sur|de)\b)",
        C, "fr", "terminée/avec succès: the effect is said to exist"),
     _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
@@ -155,18 +216,24 @@ CLAIMS: tuple[Term, ...] = (
 
 #: After a claim word, a word that makes it a topic, not a claim ("error rate: 0.1%"); whole words
 #: (Chinese and Japanese ones right after it).
-CLAIM_ABOUT_AFTER: tuple[str, ...] = (
-    "rate", "rates", "budget", "count", "counts", "handling", "handler", "handlers", "threshold", "thresholds",
-    "metric", "metrics", "tracking", "page", "pages", "codes", "message template", "policy", "queue length",
-    "column", "field", "state machine", "states", "list", "lists", "criteria", "date", "time",
-    "率", "次数", "数量", "统计", "日志", "件数", "ログ",
-)
+CLAIM_ABOUT_AFTER: dict[str, tuple[str, ...]] = {
+    "en": ("rate", "rates", "budget", "count", "counts", "handling", "handler", "handlers", "threshold", "thresholds",
+           "metric", "metrics", "tracking", "page", "pages", "codes", "message template", "policy", "queue length",
+           "column", "field", "state machine", "states", "list", "lists", "criteria", "date", "time"),
+    "zh": ("率", "次数", "数量", "统计", "日志"),
+    "ja": ("率", "件数", "ログ"),
+}
 
 #: What reports someone else's words: a claim after it is what they said, not what the server did.
-REPORTED_SPEECH: tuple[str, ...] = (
-    "says", "said", "say", "reports", "reported", "claims", "claimed", "wrote", "writes", "according to", "mentioned",
-    "说", "表示", "称", "据说", "根据", "と言って", "によると", "dice", "dijo", "segun", "sagt", "sagte", "laut", "dit", "selon",
-)
+REPORTED_SPEECH: dict[str, tuple[str, ...]] = {
+    "en": ("says", "said", "say", "reports", "reported", "claims", "claimed", "wrote", "writes", "according to",
+           "mentioned"),
+    "zh": ("说", "表示", "称", "据说", "根据"),
+    "ja": ("と言って", "によると"),
+    "es": ("dice", "dijo", "segun"),
+    "de": ("sagt", "sagte", "laut"),
+    "fr": ("dit", "selon"),
+}
 
 # =================================================================================================
 # What a form may not ask for
@@ -301,32 +368,32 @@ CREDENTIAL_FORMATS: dict[str, str] = {
 
 #: After a credential word, a word that makes the text *about* the credential, not an ask for it
 #: ("password policy", "token count", "API key label", "OTP channel", "Secret Santa").
-ABOUT_AFTER: tuple[str, ...] = (
-    "policy", "policies", "rules", "rule", "requirements", "requirement", "strength", "length", "complexity",
-    "reset", "resets", "change", "rotation", "expiry", "expiration", "expires", "age", "history", "manager",
-    "count", "counts", "limit", "limits", "usage", "budget", "label", "labels", "name", "names", "nickname",
-    "description", "type", "types", "format", "channel", "channels", "method", "methods", "provider", "providers",
-    "enabled", "disabled", "enforcement", "settings", "setting", "preference", "preferences", "consent", "banner",
-    "santa", "field", "prompt", "scope", "scopes", "permissions", "owner", "holder", "holders", "issuer", "brand",
-    "network", "last four", "last 4", "ending", "hint", "status", "lifetime", "ttl", "timeout", "duration",
-    "window", "size", "storage", "support", "login", "option", "options", "recovery email", "reminder",
-    "reuse", "sharing", "training", "audit", "revocation", "revoked", "issued", "created", "updated",
-    "attempts", "attempt", "be named", "be called", "named",
-    "策略", "规则", "强度", "长度", "数量", "设置", "渠道", "方式", "提示", "过期", "有效期", "是否", "已启用", "开启",
-    "命名", "名称", "账单",
-    "ポリシー", "設定", "の長さ", "有効", "方法", "数", "の変更",
-    "richtlinie", "lange", "regeln", "anforderungen", "anzahl", "anderung",
-)
+ABOUT_AFTER: dict[str, tuple[str, ...]] = {
+    "en": ("policy", "policies", "rules", "rule", "requirements", "requirement", "strength", "length", "complexity",
+           "reset", "resets", "change", "rotation", "expiry", "expiration", "expires", "age", "history", "manager",
+           "count", "counts", "limit", "limits", "usage", "budget", "label", "labels", "name", "names", "nickname",
+           "description", "type", "types", "format", "channel", "channels", "method", "methods", "provider",
+           "providers", "enabled", "disabled", "enforcement", "settings", "setting", "preference", "preferences",
+           "consent", "banner", "santa", "field", "prompt", "scope", "scopes", "permissions", "owner", "holder",
+           "holders", "issuer", "brand", "network", "last four", "last 4", "ending", "hint", "status", "lifetime",
+           "ttl", "timeout", "duration", "window", "size", "storage", "support", "login", "option", "options",
+           "recovery email", "reminder", "reuse", "sharing", "training", "audit", "revocation", "revoked", "issued",
+           "created", "updated", "attempts", "attempt", "be named", "be called", "named"),
+    "zh": ("策略", "规则", "强度", "长度", "数量", "设置", "渠道", "方式", "提示", "过期", "有效期", "是否", "已启用", "开启",
+           "命名", "名称", "账单"),
+    "ja": ("ポリシー", "設定", "の長さ", "有効", "方法", "数", "の変更"),
+    "de": ("richtlinie", "lange", "regeln", "anforderungen", "anzahl", "anderung"),
+}
 #: Before a credential word, words that make it a topic ("number of tokens", "analytics cookies").
-ABOUT_BEFORE: tuple[str, ...] = (
-    "number of", "analytics", "marketing", "tracking", "advertising", "third party", "functional", "performance",
-    "how many", "max", "maximum", "min", "minimum", "secret santa", "forgot", "forgotten", "reset", "strong",
-    "weak", "accept", "allow", "block", "essential", "necessary", "preference", "name this", "name the",
-    "name your", "rename", "rename the", "rename this",
-    "politica de", "requisitos de", "longitud de", "cantidad de", "numero de tokens",
-    "politique de", "longueur du", "longueur de", "nombre de", "exigences de",
-    "anzahl der", "lange des", "lange der",
-)
+ABOUT_BEFORE: dict[str, tuple[str, ...]] = {
+    "en": ("number of", "analytics", "marketing", "tracking", "advertising", "third party", "functional",
+           "performance", "how many", "max", "maximum", "min", "minimum", "secret santa", "forgot", "forgotten",
+           "reset", "strong", "weak", "accept", "allow", "block", "essential", "necessary", "preference", "name this",
+           "name the", "name your", "rename", "rename the", "rename this"),
+    "es": ("politica de", "requisitos de", "longitud de", "cantidad de", "numero de tokens"),
+    "fr": ("politique de", "longueur du", "longueur de", "nombre de", "exigences de"),
+    "de": ("anzahl der", "lange des", "lange der"),
+}
 
 #: Negation cues, by language; ``before``: within the clause before the word; ``after``: just after
 #: it (Japanese and the German ``nicht`` that ends a clause).
@@ -342,32 +409,74 @@ NEGATIONS: dict[str, tuple[str, ...]] = {
 }
 
 #: How a sentence that asks for a value begins (an ask, even with a question mark: "What is your PIN?").
-ASK_STARTS: tuple[str, ...] = (
-    "what", "which", "enter", "type", "provide", "please", "give", "tell", "share", "send", "input", "paste",
-    "fill", "supply", "submit", "confirm your", "could you", "can you", "would you", "may we", "may i", "we need",
-    "i need", "your", "add", "insert",
-    "请输入", "请提供", "请填写", "输入", "提供", "填写", "请告诉", "请问", "什么", "多少", "请",
-    "入力", "教えて", "ご入力", "ください", "何",
-    "introduzca", "introduce", "ingrese", "ingresa", "escriba", "escribe", "proporcione", "indique", "cual", "cual es",
-    "geben sie", "gib", "bitte", "wie lautet", "welche", "welches", "was ist", "tragen sie",
-    "entrez", "saisissez", "saisir", "indiquez", "fournissez", "quel", "quelle", "veuillez",
-)
-#: How a yes/no question begins ("2FA enabled?" has no such start, and is one by its '?').
-QUESTION_STARTS: tuple[str, ...] = (
-    "is", "are", "was", "were", "do", "does", "did", "has", "have", "had", "should", "shall", "will", "can",
-    "may", "must", "would", "could", "enable", "disable", "allow", "use", "send", "accept", "keep", "remember",
-    "ist", "sind", "soll", "sollen", "hat", "haben", "mochten", "wollen", "est ce", "voulez vous", "souhaitez vous",
-    "desea", "quiere", "esta", "es",
-)
+ASK_STARTS: dict[str, tuple[str, ...]] = {
+    "en": ("what", "which", "enter", "type", "provide", "please", "give", "tell", "share", "send", "input", "paste",
+           "fill", "supply", "submit", "confirm your", "could you", "can you", "would you", "may we", "may i",
+           "we need", "i need", "your", "add", "insert"),
+    "zh": ("请输入", "请提供", "请填写", "输入", "提供", "填写", "请告诉", "请问", "什么", "多少", "请"),
+    "ja": ("入力", "教えて", "ご入力", "ください", "何"),
+    "es": ("introduzca", "introduce", "ingrese", "ingresa", "escriba", "escribe", "proporcione", "indique", "cual",
+           "cual es"),
+    "de": ("geben sie", "gib", "bitte", "wie lautet", "welche", "welches", "was ist", "tragen sie"),
+    "fr": ("entrez", "saisissez", "saisir", "indiquez", "fournissez", "quel", "quelle", "veuillez"),
+}
+#: Words that end a clause: a negation or a claim before them does not reach past them.
+CONTRASTS: dict[str, tuple[str, ...]] = {
+    "en": ("but", "however"), "es": ("pero",), "de": ("aber",), "fr": ("mais",), "zh": ("但",), "ja": ("が、",),
+}
+#: After a word, what says there were none of it ("errors: 0"): a count, not a claim.
+NONE_COUNTS: dict[str, tuple[str, ...]] = {
+    "en": ("0", "none", "no"), "de": ("keine",), "fr": ("aucun", "aucune"), "es": ("ninguno",), "zh": ("无",),
+    "ja": ("なし",),
+}
+#: Japanese negation follows the word it negates ("エラーはありません"); these, within a few characters
+#: after a claim word, negate it.
+AFTER_NEGATIONS: dict[str, tuple[str, ...]] = {
+    "ja": ("ありません", "ないです", "ない", "なし", "ません"),
+}
+#: What tells the user *not* to give something ("do not give us your PIN", "请勿输入密码",
+#: "パスワードは入力しないで", "geben Sie Ihre PIN nicht ein", "ne saisissez jamais"): before the
+#: credential word in its clause, after it, or anywhere in the clause (German and French put it after
+#: the verb).  Latin-script cues before the word are the NEGATIONS words.
+ASK_NEGATIONS_BEFORE: dict[str, tuple[str, ...]] = {
+    "zh": ("不要", "请勿", "切勿", "勿", "别", "绝不", "从不", "不会", "无需", "不必"), "ja": ("決して",),
+}
+ASK_NEGATIONS_AFTER: dict[str, tuple[str, ...]] = {
+    "ja": ("しないで", "入力しないで", "教えないで", "伝えないで", "不要", "ません", "ないでください"),
+}
+ASK_NEGATIONS_IN_CLAUSE: dict[str, tuple[str, ...]] = {"de": ("nicht", "niemals", "nie"), "fr": ("jamais", "pas")}
+#: ... except where the negation is an idiom that asks ("n'oubliez pas votre PIN": don't forget it).
+ASK_NEGATION_IDIOMS: dict[str, tuple[str, ...]] = {
+    "de": ("nicht vergessen",), "fr": ("n oubliez pas",), "en": ("don t forget", "do not forget"),
+}
+#: Question words: a question that holds one asks for a value ("What is your PIN?"), it is no yes/no
+#: question about a credential.
+WH_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("what", "which", "who", "whose", "where", "when", "how"),
+    "es": ("cual", "que"), "fr": ("quel", "quelle"), "de": ("welche", "welcher", "welches", "welchem", "welchen",
+                                                          "was", "wie", "wo"),
+    "zh": ("什么", "多少", "哪", "几"), "ja": ("何", "どの", "いくつ", "どれ"),
+}
+#: How Chinese and Japanese mark a yes/no question (a question mark alone does not).
+YES_NO_MARKS: dict[str, tuple[str, ...]] = {
+    "zh": ("吗", "是否", "有没有", "要不要", "能否", "可否"), "ja": ("ますか", "ですか", "でしょうか"),
+}
+#: After a topic word, phrases that make it an ask again ("name of your first pet" is a security
+#: question, though "name" after a credential word is a topic).
+ABOUT_EXCEPTIONS: dict[str, tuple[str, ...]] = {"en": ("name of your", "names of")}
 
 #: What introduces data rather than a claim ("Contents of notes.txt:", "Observations:").
-DATA_INTROS: tuple[str, ...] = (
-    "contents of", "content of", "content", "contents", "here is", "here are", "observations", "observation",
-    "entities", "relations", "file", "notes", "found", "search results", "matches", "stdout", "stderr", "log",
-    "logs", "body", "response body", "page", "excerpt", "quote", "text of", "stored", "memory", "graph",
-    "echo", "usage",
-    "内容", "文件内容", "笔记", "ファイルの内容", "メモ", "contenido", "inhalt", "notiz", "contenu",
-)
+DATA_INTROS: dict[str, tuple[str, ...]] = {
+    "en": ("contents of", "content of", "content", "contents", "here is", "here are", "observations", "observation",
+           "entities", "relations", "file", "notes", "found", "search results", "matches", "stdout", "stderr", "log",
+           "logs", "body", "response body", "page", "excerpt", "quote", "text of", "stored", "memory", "graph",
+           "echo", "usage"),
+    "zh": ("内容", "文件内容", "笔记"),
+    "ja": ("ファイルの内容", "内容", "メモ"),
+    "es": ("contenido",),
+    "de": ("inhalt", "notiz"),
+    "fr": ("contenu",),
+}
 
 # =================================================================================================
 # The form lint's other red lines: an invitation to paste anything, a destructive action
