@@ -325,7 +325,7 @@ async def _one_era(report: Report, target: Any, requested: str, *, token: str | 
     try:
         await asyncio.wait_for(client.open(), timeout * 2)
     except (ProtocolError, TimeoutError, OSError, ConnectionError, Exception) as exc:
-        era.error = f"{type(exc).__name__}: {str(exc)[:200]}"
+        era.error = scrub(f"{type(exc).__name__}: {str(exc)[:200]}")
         return
     try:
         era.version = client.version
@@ -339,7 +339,7 @@ async def _one_era(report: Report, target: Any, requested: str, *, token: str | 
         try:
             await runner.run()
         except Exception as exc:  # whatever the server did, the report says how far it got
-            era.error = f"stopped: {type(exc).__name__}: {str(exc)[:200]}"
+            era.error = scrub(f"stopped: {type(exc).__name__}: {str(exc)[:200]}")
         for form in forms:
             _form(runner, form)
     finally:
