@@ -154,7 +154,7 @@ def _seed_of(item: pytest.Item) -> int | None:
 #: deadline on purpose, or load the machine themselves (the load and fuzz runs).  Everything else runs
 #: in parallel first (pytest-xdist, one worker per file).
 SERIAL = ("tests/reliability/", "tests/desk/test_desk_kill.py", "tests/desk/test_desk_faults.py",
-          "tests/test_probe.py", "tests/cli/test_misuse.py", "tests/security/test_secrets_at_rest.py")
+          "tests/probe/", "tests/cli/test_misuse.py", "tests/security/test_secrets_at_rest.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -452,10 +452,13 @@ def probe_server(
                                                                     "readOnlyHint: true"),
     as_json: bool = typer.Option(False, "--json", help="The report as one JSON object"),
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds each call may take"),
+    value: list[str] = typer.Option([], "--value", help="NAME=VALUE: the value of every argument called NAME "
+                                                        "(repeatable; VALUE is JSON, or else a string)"),
 ) -> None:
     """Tell whether a server's results can be trusted: the findings per era and per tool, with the
     evidence and the rule. Calls only read-only tools unless --tool or --allow-writes. Exit status:
-    0 nothing found, 1 warnings, 2 failures (or the server could not be reached)."""
+    0 nothing found, 1 warnings, 2 failures (or the server could not be reached), 3 no tool probed
+    (none is read-only, or --tool named none the server lists): nothing of the tools was checked."""
     import asyncio
 
     from .client._cli import server_target
@@ -466,7 +469,19 @@ def probe_server(
         raise typer.Exit(2)
     if timeout <= 0:
         raise typer.BadParameter("--timeout must be positive")
-    report = asyncio.run(probe(target, token=token, tools=tool, allow_writes=allow_writes, timeout=timeout))
+    values: dict[str, object] = {}
+    for given in value:
+        name, sep, raw = given.partition("=")
+        if not sep or not name:
+            raise typer.BadParameter(f"--value {given!r}: expected NAME=VALUE")
+        import orjson
+
+        try:
+            values[name] = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            values[name] = raw
+    report = asyncio.run(probe(target, token=token, tools=tool, allow_writes=allow_writes, timeout=timeout,
+                               values=values))
     if as_json:
         import orjson
 

@@ -23,7 +23,7 @@ import pytest
 
 from truecall import Principal, Server, tool_error
 from truecall.incidents import build_desk
-from truecall.probe import Report, probe, render
+from truecall.probe import NOTHING_PROBED, Report, probe, render
 
 from _paths import TESTS
 from http_support import OPERATOR, free_port, served
@@ -43,9 +43,10 @@ def findings(report: Report, code: str) -> list[Any]:
 
 
 def only(report: Report, code: str, tool: str | None, eras: set[str] = ERAS) -> list[Any]:
-    """The findings of ``code`` on ``tool``: one per era in ``eras``, each with a request and an answer."""
+    """The finding of ``code`` on ``tool``: one (one cause is one finding, whatever the eras that show it),
+    naming the eras in ``eras``, with a request and an answer."""
     got = [f for f in findings(report, code) if f.tool == tool]
-    assert {f.era for f in got} == eras, (code, tool, [f.to_dict() for f in report.findings])
+    assert len(got) == 1 and set(got[0].eras) == eras, (code, tool, [f.to_dict() for f in report.findings])
     for f in got:
         assert f.rule and f.request["method"] == "tools/call" and f.answer is not None
         if tool is not None:
@@ -122,6 +123,8 @@ def test_truecall_liar_findings() -> None:
     assert all(f.severity == "failure" and "已受理" in f.answer["content"] for f in accepted)
     leaks = only(report, "leaks_internals", "explode")
     assert all("Traceback" in f.answer and f.layer == "red line" for f in leaks)
+    # Its traceback answers arguments made from its schema: a crash, told as text.
+    assert "Traceback" in only(report, "crashes_on_valid_arguments", "explode")[0].answer
     # What truecall itself answers is clean: an unknown tool is -32602, an exception shows nothing,
     # a queued result with a ticket is not "accepted without a handle".
     assert {f.tool for f in report.findings} == {"upstream", "file_report", "explode"}
@@ -131,7 +134,9 @@ def test_truecall_liar_findings() -> None:
     assert report.exit_status == 2
     text = render(report)
     assert text.splitlines()[-1] == f"summary: {report.summary()}"
-    assert "4 failures, 2 warnings" in report.summary()
+    # One cause, one finding: the two eras are named on it, not counted twice.
+    assert "3 failures, 1 warning;" in report.summary()
+    assert "says_failed [2026-07-28, 2025-11-25] upstream" in text
     # The user layer: what describe() would tell a user about each observed result.
     told = {(o.era, o.tool, o.purpose): o for o in report.observations}
     # was: the server's "已受理" repeated as the user's sentence (issue #24): now the client's Unconfirmed
@@ -179,7 +184,8 @@ def test_fastmcp_liar_and_clean(tmp_path: Path) -> None:
         got.setdefault((f["code"], f["tool"]), []).append(f)
 
     def eras(code: str, tool: str | None) -> set[str]:
-        return {f["era"] for f in got.get((code, tool), [])}
+        [finding] = got.get((code, tool), [{"eras": []}])  # one finding per cause
+        return set(finding["eras"])
 
     assert eras("unknown_tool_as_result", None) == ERAS  # FastMCP folds an unknown tool into isError: true
     assert all(f["evidence"]["answer"]["isError"] is True for f in got[("unknown_tool_as_result", None)])
@@ -194,9 +200,10 @@ def test_fastmcp_liar_and_clean(tmp_path: Path) -> None:
     assert eras("leaks_internals", "explode") == ERAS
     assert all("Traceback" in f["evidence"]["answer"] for f in got[("leaks_internals", "explode")])
     assert eras("echoes_secret", "find") == ERAS
-    for f in got[("echoes_secret", "find")]:
-        secret = f["evidence"]["request"]["params"]["arguments"]["service"]
-        assert secret.startswith("sk_live_") and secret in f["evidence"]["answer"]
+    for f in got[("echoes_secret", "find")]:  # shown, and the secret itself not repeated
+        assert f["evidence"]["request"]["params"]["arguments"]["service"] == "[REDACTED:planted]"
+        assert "[REDACTED:planted]" in f["evidence"]["answer"]
+    assert b"truecallprobe" not in proc.stdout
     # FastMCP has no elicitation on 2026-07-28 connections: the form is only asked in the handshake era.
     assert eras("credential_form", "sign_in") == {"2025-11-25"}
     form = got[("credential_form", "sign_in")][0]["evidence"]["answer"]
@@ -205,15 +212,27 @@ def test_fastmcp_liar_and_clean(tmp_path: Path) -> None:
 
     # A clean FastMCP server: the only finding is FastMCP's own unknown-tool fold (a real one, checked
     # above); its write tool was not called and its tool error is not read as anything else.
-    assert {(f.code, f.tool) for f in clean.findings} == {("unknown_tool_as_result", None)}
+    # FastMCP's own validation error repeats every argument (pydantic's input_value={...}): the planted
+    # secret, sent in a call that fails validation, comes back — a real finding, unseen while the
+    # secret was only sent in valid calls.
+    assert {(f.code, f.tool) for f in clean.findings} == {("unknown_tool_as_result", None), ("echoes_secret", "search")}
+    [echo] = findings(clean, "echoes_secret")
+    assert echo.request["params"]["arguments"] == {"note": "[REDACTED:planted]"}
+    assert "input_value" in echo.answer and "[REDACTED:planted]" in echo.answer
     assert all(e.probed == ["down", "search"] and "escalate" in e.skipped for e in clean.eras)
 
 
 # -- a plain loop: the protocol-layer lies -----------------------------------------------------------------------
 
 
-def test_plain_liar_protocol_findings() -> None:
-    report = run(probe([sys.executable, str(PEERS / "plain_liar.py")], timeout=10))
+@pytest.fixture(scope="module")
+def plain() -> Report:
+    """The plain liar probed once (both eras and the raw checks), shared by the tests below."""
+    return run(probe([sys.executable, str(PEERS / "plain_liar.py")], timeout=10))
+
+
+def test_plain_liar_protocol_findings(plain: Report) -> None:
+    report = plain
     assert {e.version for e in report.eras} == ERAS
     unknown = only(report, "unknown_tool_as_result", None)
     assert all(f.answer == {"content": [{"type": "text", "text": "ok"}]} for f in unknown)
@@ -227,9 +246,10 @@ def test_plain_liar_protocol_findings() -> None:
     assert all(f.answer == {"structuredContent": {"n": "not-a-int"}}
                for f in only(report, "schema_broken", "echo_count"))
     # 2026-07-28: the form arrives in an input_required result; the probe declines it and says so.
-    form = findings(report, "credential_form")
-    assert [(f.era, f.tool) for f in form] == [("2026-07-28", "sign_in")]
+    form = [f for f in findings(report, "credential_form") if f.tool == "sign_in"]
+    assert [(f.eras, f.tool) for f in form] == [(["2026-07-28"], "sign_in")]
     assert "password" in form[0].answer["params"]["requestedSchema"]["properties"]
+    assert form[0].answer["trigger"]["field"] == "password" and "field 'password'" in form[0].summary
     assert ("2026-07-28", "sign_in", "sign-in decline") in {(o.era, o.tool, o.describe) for o in report.observations}
     leaks = only(report, "leaks_internals", "leaky")
     assert all(f.answer["code"] == -32603 and "Traceback" in f.answer["message"] for f in leaks)
@@ -273,7 +293,7 @@ def test_http_raw_checks_report_what_they_see() -> None:
     """The raw checks over HTTP against a server that answers every body 200 with a success."""
     import httpx
 
-    from truecall.probe import _raw_http
+    from truecall.probe._raw import _raw_http
 
     def lenient(request: httpx.Request) -> httpx.Response:
         return httpx.Response(200, json={"jsonrpc": "2.0", "id": None, "result": {"tools": []}})
@@ -305,3 +325,105 @@ def test_unreachable_server_is_exit_2(tmp_path: Path) -> None:
     assert not report.reached and report.exit_status == 2
     assert all(e.error for e in report.eras)
     assert "not reached" in render(report)
+
+
+# -- issue 24: what the probe missed, and what it repeated ---------------------------------------------------
+
+sys.path.insert(0, str(PEERS))
+from plain_liar import ENVIRONMENT, PLANTED, SAYS  # noqa: E402  (the liar's own words, not a copy)
+
+ACCEPTED = ("accepted_later", "ticket_created", "processing_zh", "queued_zh", "received", "pending")
+FAILED = ("upstream_timeout", "timeout_zh", "internal_error")
+
+
+@pytest.mark.parametrize("tool", ACCEPTED)
+def test_acceptance_without_a_handle_is_seen(plain: Report, tool: str) -> None:
+    [finding] = only(plain, "accepted_without_handle", tool)
+    assert finding.severity == "failure" and finding.answer["claim"] in SAYS[tool]
+
+
+@pytest.mark.parametrize("tool", FAILED)
+def test_failure_told_as_success_is_seen(plain: Report, tool: str) -> None:
+    [finding] = only(plain, "says_failed", tool)
+    assert finding.answer["claim"] in SAYS[tool]
+
+
+def test_a_success_that_dumps_the_environment_or_carries_a_secret(plain: Report) -> None:
+    only(plain, "dumps_environment", "environment")
+    only(plain, "result_has_secret", "environment")
+    [key] = only(plain, "result_has_secret", "key_info")
+    assert "[REDACTED:" in key.answer and "ghp_" not in key.answer
+    # A success that repeats what the caller sent (a note, a search term) gives the caller its own value.
+    assert not [f for f in plain.findings if f.tool == "note" and f.code == "echoes_secret"]
+
+
+def test_internals_in_a_success_are_seen(plain: Report) -> None:
+    [leak] = only(plain, "leaks_internals", "stack")
+    assert "Traceback" in leak.answer and leak.summary == "a result shows the server's internals"
+
+
+def test_the_secret_is_also_sent_in_a_call_that_fails_validation(plain: Report) -> None:
+    """``strict`` repeats every argument only when they fail its validation."""
+    [echo] = only(plain, "echoes_secret", "strict")
+    arguments = echo.request["params"]["arguments"]
+    assert "service" not in arguments and "[REDACTED:planted]" in arguments.values()
+    assert "input_value" in echo.answer and "[REDACTED:planted]" in echo.answer
+
+
+@pytest.mark.parametrize(("tool", "code"), [("crash", -32603), ("crash_attr", 0)])
+def test_a_crash_on_valid_arguments_is_seen(plain: Report, tool: str, code: int) -> None:
+    [crash] = only(plain, "crashes_on_valid_arguments", tool)
+    assert crash.answer["code"] == code and crash.request["params"]["arguments"] == {}
+
+
+def test_a_form_finding_shows_the_field_that_triggered_it(plain: Report) -> None:
+    [form] = only(plain, "credential_form", "long_form", {"2026-07-28"})
+    assert "field 'card_pin'" in form.summary
+    # The evidence is long, so cut at 600 characters: what triggered it comes first, before the cut.
+    assert isinstance(form.answer, str) and form.answer.endswith("…")
+    assert form.answer.startswith('{"trigger":{"where":"card_pin","field":"card_pin","reason":"format: password"}')
+    assert any(line.startswith('    answer:  {"trigger":{"where":"card_pin"') for line in render(plain).splitlines())
+
+
+def test_the_report_never_repeats_a_secret(plain: Report) -> None:
+    shown = render(plain) + orjson.dumps(plain.to_dict()).decode()
+    assert PLANTED in ENVIRONMENT.values()
+    for secret in (PLANTED, "ghp_A1b2C3d4", "sk_live_truecallprobe", "truecallprobe"):
+        assert secret not in shown, secret
+
+
+def test_one_cause_is_one_finding_across_eras(plain: Report) -> None:
+    causes = [(f.code, f.tool) for f in plain.findings]
+    assert len(causes) == len(set(causes))
+    assert only(plain, "crashes_on_valid_arguments", "crash")[0].eras == ["2026-07-28", "2025-11-25"]
+
+
+def test_no_tool_probed_is_not_a_pass() -> None:
+    """A server with no read-only tool: the probe says it checked no tool and exits 3, never 0."""
+    server = Server("writes-only")
+    server.local_principal = Principal("probe@test", "local", frozenset())
+
+    @server.tool()
+    def delete_everything(confirm: str) -> str:
+        """A write: a read-only probe never calls it."""
+        raise AssertionError("a write tool was called by a read-only probe")
+
+    report = run(probe(server, timeout=10))
+    assert report.reached and report.probed == [] and report.findings == []
+    assert report.exit_status == NOTHING_PROBED == 3
+    assert "no tool probed" in report.summary() and report.summary().endswith("exit 3")
+
+
+def test_the_quickstart_server_exits_3(tmp_path: Path) -> None:
+    """The quickstart's server (docs/quickstart.md: no tool is annotated read-only) over the command line."""
+    import re
+
+    from _paths import ROOT
+
+    [code] = re.findall(r'```python title="server.py"\n(.*?)```', (ROOT / "docs" / "quickstart.md").read_text(), re.S)
+    (tmp_path / "server.py").write_text(code)
+    proc = subprocess.run([sys.executable, "-m", "truecall.cli", "probe", "--", sys.executable, "-m", "truecall",
+                           "serve", "server.py:server"], capture_output=True, timeout=120, cwd=tmp_path)
+    summary = proc.stdout.decode().splitlines()[-1]
+    assert proc.returncode == 3, proc.stdout.decode()[-2000:] + proc.stderr.decode()[-2000:]
+    assert "no tool probed" in summary and summary.endswith("exit 3")
