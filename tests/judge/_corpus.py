@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 import orjson
 
+from _paths import TESTS
 from truecall.judge import claim_in_result, credential_ask
 
-CORPUS = Path(__file__).parent / "corpus"
+CORPUS = TESTS / "judge" / "corpus"
 NONE = "none"
 
 
