@@ -230,34 +230,48 @@ class TaskRuntime:
         epoch = self.epochs.pop(task_id, None)
         lost = task_id in self.lost
         self.lost.discard(task_id)
-        try:
-            if lost or (not work.cancelled() and isinstance(work.exception(), LeaseLost)):
-                raise LeaseLost(task_id)
-            if work.cancelled():
-                self._finish(task_id, "cancel", None, epoch)
-                audit("task.cancelled", {"taskId": task_id, "outcome": "cancelled"})
-                return
+        if lost or (not work.cancelled() and isinstance(work.exception(), LeaseLost)):
+            audit("task.lease_lost", {"taskId": task_id, "outcome": "fenced", "runner": self.runner_id})
+            return
+        if work.cancelled():
+            how, payload, kind, fields = "cancel", None, "task.cancelled", {"outcome": "cancelled"}
+        elif isinstance(work.exception(), ProtocolError):
             exc = work.exception()
-            if isinstance(exc, ProtocolError):
-                self._finish(task_id, "fail", exc.to_error(), epoch)
-                audit("task.failed", {"taskId": task_id, "outcome": str(exc.code)})
-                return
-            if exc is not None:
-                self._finish(task_id, "fail", {"code": -32603, "message": "Internal error"}, epoch)
-                audit("task.failed", {"taskId": task_id, "outcome": "-32603"})
-                return
+            assert isinstance(exc, ProtocolError)
+            how, payload, kind, fields = "fail", exc.to_error(), "task.failed", {"outcome": str(exc.code)}
+        elif work.exception() is not None:
+            how, payload = "fail", {"code": -32603, "message": "Internal error"}
+            kind, fields = "task.failed", {"outcome": "-32603"}
+        else:
             result = work.result()
             payload = result.to_dict() if isinstance(result, ToolResult) else result
-            self._finish(task_id, "complete", payload, epoch)
             err = result.error if isinstance(result, ToolResult) else None
-            audit("task.completed", {"taskId": task_id,
-                                     "outcome": (err or {}).get("kind", "error") if payload.get("isError") else "ok"})
-        except LeaseLost:  # another process settled it: this one's outcome is not written, and says so
-            audit("task.lease_lost", {"taskId": task_id, "outcome": "fenced", "runner": self.runner_id})
-        except Exception:  # the store itself failed: the lease will expire and recovery settles it
-            audit("task.settle_failed", {"taskId": task_id, "outcome": "unknown"})
+            how, kind = "complete", "task.completed"
+            fields = {"outcome": (err or {}).get("kind", "error") if payload.get("isError") else "ok"}
 
-    def _finish(self, task_id: str, how: str, payload: Any, epoch: int | None = None) -> None:
+        def written(exc: BaseException | None, changed: bool) -> None:
+            if isinstance(exc, LeaseLost):  # another process settled it: this one's outcome is not written, and says so
+                audit("task.lease_lost", {"taskId": task_id, "outcome": "fenced", "runner": self.runner_id})
+            elif exc is not None:  # the store itself failed: the lease will expire and recovery settles it
+                audit("task.settle_failed", {"taskId": task_id, "outcome": "unknown"})
+            else:
+                if changed:
+                    self._changed(task_id)
+                audit(kind, {"taskId": task_id, **fields})
+
+        if self.store.db.pooled:  # the outcome is written off the loop: a database that stops answering stops no one else
+            writing = asyncio.get_running_loop().run_in_executor(None, self._write_outcome, task_id, how, payload, epoch)
+            writing.add_done_callback(lambda w: written(w.exception(), not w.exception() and w.result()))
+            return
+        try:
+            changed = self._write_outcome(task_id, how, payload, epoch)
+        except Exception as exc:
+            written(exc, False)
+            return
+        written(None, changed)
+
+    def _write_outcome(self, task_id: str, how: str, payload: Any, epoch: int | None) -> bool:
+        """Write a task's outcome; ``False`` when another outcome stood already."""
         try:
             if how == "complete":
                 self.store.complete(task_id, payload, epoch=epoch)
@@ -266,8 +280,8 @@ class TaskRuntime:
             else:
                 self.store.cancel(task_id, epoch=epoch)
         except (InvalidTransition, TaskNotFound):
-            return  # already terminal (cancelled meanwhile) or expired: the first outcome stands
-        self._changed(task_id)
+            return False  # already terminal (cancelled meanwhile) or expired: the first outcome stands
+        return True
 
     # -- input while running ----------------------------------------------------------
 

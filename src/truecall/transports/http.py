@@ -38,6 +38,7 @@ from ..protocol.engine import Engine
 from ..protocol.jsonrpc import DEFAULT_LIMITS, Limits, MessageError
 from ..protocol._sessions import SessionStore
 from ..protocol.versions import HANDSHAKE_VERSIONS, META_VERSION
+from ..storage import off_loop
 from ._http_answers import Answers
 from ._http_gate import LOOPBACK_HOSTS, Gate
 from ._http_headers import HeaderChecks
@@ -169,9 +170,9 @@ class HttpTransport:
         if path == "/healthz":
             await respond(send, 200, b'{"status":"ok"}')
             return
-        if path == "/readyz":  # ready = the database answers
+        if path == "/readyz":  # ready = the database answers (asked off the loop: /healthz answers meanwhile)
             try:
-                self.server.db.fetchone("SELECT 1")
+                await off_loop(self.server.db, self.server.db.fetchone, "SELECT 1")
             except Exception:
                 await respond(send, 503, b'{"status":"database unavailable"}')
                 return
