@@ -179,6 +179,10 @@ class HttpTransport:
             await respond(send, 200, b'{"status":"ready"}')
             return
         if path == "/metrics" and self.metrics is not None:
+            try:
+                await off_loop(self.server.db, self.metrics.read)
+            except Exception:  # the task gauges are left out; what the process counts itself is still served
+                pass
             await respond(send, 200, self.metrics.render(), [(b"content-type", b"text/plain; version=0.0.4")])
             return
         if path.startswith("/.well-known/oauth-protected-resource"):
