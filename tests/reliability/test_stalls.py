@@ -81,6 +81,46 @@ def test_a_request_written_during_a_pause_is_answered_after_it(tmp_path: Path) -
 
 # -- a database connection that stalls --------------------------------------------------------------------
 
+
+@pytest.mark.parametrize("mode", ["hold", "drop"])
+def test_a_statement_whose_answer_never_comes_fails_within_the_bound(mode: str) -> None:
+    """``statement_timeout`` is the server's: with the answer held (or dropped) on the way, nothing ended the
+    wait on the client's side.  Now the connection is cut after the bound (plus a grace for the server's own
+    refusal), the statement fails as an outage, and the database serves again once the network does."""
+    import psycopg
+
+    from truecall.storage import PostgresDatabase, unavailable
+
+    parts = urlsplit(PG_URL)
+    with pg_schema() as schema:
+        proxy = TcpProxy((parts.hostname or HOST, parts.port or 5432))
+        db = PostgresDatabase(_with_schema(_via(PG_URL, proxy.port), schema.name))
+        rescue = threading.Timer(10, proxy.release)  # (the old code waited for this: the test still ends)
+        try:
+            db.bound_waits(500)
+            db.execute("CREATE TABLE t (x BIGINT)")
+            proxy.stall_at(b"INSERT INTO t", on_answer=True, mode=mode)
+            rescue.start()
+            began = time.monotonic()
+            with pytest.raises(psycopg.OperationalError) as caught:
+                db.execute("INSERT INTO t VALUES (1)")
+            assert time.monotonic() - began < 0.5 + 0.25 + 0.5, time.monotonic() - began  # bound, grace, slack
+            assert unavailable(caught.value) is not None
+            proxy.release()
+            wait_until(lambda: _answers(db), 10, "the database to answer again")
+        finally:
+            rescue.cancel()
+            db.close()
+            proxy.close()
+
+
+def _answers(db: Any) -> bool:
+    try:
+        db.execute("SELECT 1")
+    except Exception:  # noqa: BLE001 - not yet
+        return False
+    return True
+
 #: Where A's connection stalls: the patterns its requests show, in order, and whether the last statement
 #: still reaches the server (its *answer* is what stalls).
 STALLS = {

@@ -9,12 +9,32 @@ serialises every statement of the process anyway, so there the work runs inline.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 from ._interface import Storage
 
-__all__ = ["off_loop"]
+__all__ = ["off_loop", "in_thread"]
+
+#: How many threads wait on one database at most: as many as its pool has connections (more would only
+#: queue for a connection), and never the loop's default executor, which others need meanwhile.
+DEFAULT_THREADS = 10
+
+_executors: "weakref.WeakKeyDictionary[Any, ThreadPoolExecutor]" = weakref.WeakKeyDictionary()
+
+
+def in_thread(db: Storage, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> "asyncio.Future[Any]":
+    """``fn(*args, **kwargs)`` in one of ``db``'s worker threads (a bounded pool of its own), in the
+    caller's context (as ``asyncio.to_thread``): a future of the running loop."""
+    executor = _executors.get(db)
+    if executor is None:
+        threads = getattr(db, "max_connections", DEFAULT_THREADS)
+        executor = _executors[db] = ThreadPoolExecutor(threads, thread_name_prefix="truecall-db")
+    call = functools.partial(contextvars.copy_context().run, fn, *args, **kwargs)
+    return asyncio.get_running_loop().run_in_executor(executor, call)
 
 
 async def off_loop(db: Storage, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, bool]:
@@ -29,7 +49,7 @@ async def off_loop(db: Storage, fn: Callable[..., Any], *args: Any, **kwargs: An
     """
     if not db.pooled:
         return fn(*args, **kwargs), False
-    work = asyncio.ensure_future(asyncio.to_thread(functools.partial(fn, *args, **kwargs)))
+    work = in_thread(db, fn, *args, **kwargs)
     cancelled = False
     while not work.done():
         try:

@@ -235,6 +235,8 @@ class PostgresDatabase:
         self.busy_timeout_ms = busy_ms(busy_timeout_ms)
         _reach(url, given)
         self._max_size = max_size
+        #: How many threads may wait on this database at once (``storage.in_thread``'s pool): one per connection.
+        self.max_connections = max_size
         #: The last statement found no connection in time: the next ones wait only briefly (see _connection).
         self._unreachable = False
         #: Cuts a connection whose server's answer is overdue (see _deadline).
@@ -296,9 +298,7 @@ class PostgresDatabase:
         starting together queue behind one another instead of failing on the serving bound."""
         conn.execute("SET LOCAL statement_timeout = 0")
         conn.execute("SET LOCAL lock_timeout = 0")
-        watch = getattr(self._local, "watch", None)
-        if watch is not None:
-            self._deadlines.done(watch)
+        self._deadlines.done(conn._truecall_watch)
 
     @property
     def _answer_s(self) -> float:
@@ -306,7 +306,7 @@ class PostgresDatabase:
         return self.statement_timeout_ms / 1000 + ANSWER_GRACE_S
 
     def _run(self, conn: Any, sql: str, params: Sequence[Any]) -> _Cursor:
-        self._deadlines.extend(self._local.watch, self._answer_s)
+        self._deadlines.extend(conn._truecall_watch, self._answer_s)
         cur = conn.execute(to_postgres(sql), [bytes(p) if isinstance(p, (bytearray, memoryview)) else p
                                                for p in params])
         rows = cur.fetchall() if cur.description is not None else []
@@ -343,7 +343,7 @@ class PostgresDatabase:
         self._unreachable = False
         # Every answer this checkout waits for is bounded here too (see _deadline): a server that
         # stops answering ends as a lost connection, which the pool then discards.
-        watch = self._local.watch = self._deadlines.watch(lambda: conn.pgconn.socket, self._answer_s)
+        watch = conn._truecall_watch = self._deadlines.watch(lambda: conn.pgconn.socket, self._answer_s)
         try:
             if getattr(conn, "_truecall_bound", None) != self._bound_gen:
                 self._apply_bound(conn)
@@ -351,7 +351,6 @@ class PostgresDatabase:
                 yield conn
         finally:
             self._deadlines.done(watch)
-            self._local.watch = None
             pool.putconn(conn)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> _Cursor:
@@ -380,7 +379,7 @@ class PostgresDatabase:
                     try:
                         yield conn
                     finally:  # the COMMIT's (or ROLLBACK's) answer is waited for like a statement's
-                        self._deadlines.extend(self._local.watch, self._answer_s)
+                        self._deadlines.extend(conn._truecall_watch, self._answer_s)
             finally:
                 self._local.conn = None
 

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
 from ..context import ElicitationUnavailable
 from ..errors import ProtocolError
 from ..results import ErrorKind, ToolResult, tool_error
+from ..storage import in_thread
 from ._state import InvalidTransition, TaskStatus
 from .store import LeaseLost, Task, TaskNotFound, TaskStore
 
@@ -150,6 +151,8 @@ class TaskRuntime:
         #: at start-up only tasks whose lease ran out are orphans, never merely "another runner's".
         self.shared = store.db.shared
         self.running: dict[str, asyncio.Task[Any]] = {}
+        #: Outcomes being written off the loop (a server database), by task id: see _settle.
+        self.settling: dict[str, "asyncio.Future[bool]"] = {}
         #: The lease epoch (fencing token) this process holds for each task it runs.
         self.epochs: dict[str, int] = {}
         #: Running tasks whose lease another process took over: their work is being stopped.
@@ -260,8 +263,15 @@ class TaskRuntime:
                 audit(kind, {"taskId": task_id, **fields})
 
         if self.store.db.pooled:  # the outcome is written off the loop: a database that stops answering stops no one else
-            writing = asyncio.get_running_loop().run_in_executor(None, self._write_outcome, task_id, how, payload, epoch)
-            writing.add_done_callback(lambda w: written(w.exception(), not w.exception() and w.result()))
+            writing = in_thread(self.store.db, self._write_outcome, task_id, how, payload, epoch)
+            self.settling[task_id] = writing
+
+            def done(w: "asyncio.Future[bool]") -> None:
+                if self.settling.get(task_id) is w:
+                    del self.settling[task_id]
+                written(w.exception(), not w.exception() and w.result())
+
+            writing.add_done_callback(done)
             return
         try:
             changed = self._write_outcome(task_id, how, payload, epoch)
@@ -354,6 +364,9 @@ class TaskRuntime:
         if work is not None:
             await asyncio.wait({work}, timeout=timeout)
             await asyncio.sleep(0)
+        writing = self.settling.get(task_id)
+        if writing is not None:  # its outcome is being written (off the loop)
+            await asyncio.wait({writing}, timeout=timeout)
         return self.store.get(task_id)
 
     # -- leases and recovery ------------------------------------------------------------
