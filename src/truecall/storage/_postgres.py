@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any, Iterator, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from ._deadline import Deadlines, Watch
+from ._deadline import Deadlines
 from ._faults import postgres_unavailable
 from ._interface import Migration, Row
 from ._settings import FAST_FAIL_MS, busy_ms, statement_ms

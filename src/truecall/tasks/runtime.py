@@ -236,21 +236,11 @@ class TaskRuntime:
         if lost or (not work.cancelled() and isinstance(work.exception(), LeaseLost)):
             audit("task.lease_lost", {"taskId": task_id, "outcome": "fenced", "runner": self.runner_id})
             return
-        if work.cancelled():
-            how, payload, kind, fields = "cancel", None, "task.cancelled", {"outcome": "cancelled"}
-        elif isinstance(work.exception(), ProtocolError):
-            exc = work.exception()
-            assert isinstance(exc, ProtocolError)
-            how, payload, kind, fields = "fail", exc.to_error(), "task.failed", {"outcome": str(exc.code)}
-        elif work.exception() is not None:
-            how, payload = "fail", {"code": -32603, "message": "Internal error"}
-            kind, fields = "task.failed", {"outcome": "-32603"}
-        else:
-            result = work.result()
-            payload = result.to_dict() if isinstance(result, ToolResult) else result
-            err = result.error if isinstance(result, ToolResult) else None
-            how, kind = "complete", "task.completed"
-            fields = {"outcome": (err or {}).get("kind", "error") if payload.get("isError") else "ok"}
+        try:
+            how, payload, kind, fields = self._outcome(work)
+        except Exception:  # (a result that cannot be stored): the lease will expire and recovery settles it
+            audit("task.settle_failed", {"taskId": task_id, "outcome": "unknown"})
+            return
 
         def written(exc: BaseException | None, changed: bool) -> None:
             if isinstance(exc, LeaseLost):  # another process settled it: this one's outcome is not written, and says so
@@ -279,6 +269,22 @@ class TaskRuntime:
             written(exc, False)
             return
         written(None, changed)
+
+    @staticmethod
+    def _outcome(work: "asyncio.Task[Any]") -> tuple[str, Any, str, dict[str, Any]]:
+        """What ended work says: (how the task ends, its payload, the audit record's kind and fields)."""
+        if work.cancelled():
+            return "cancel", None, "task.cancelled", {"outcome": "cancelled"}
+        exc = work.exception()
+        if isinstance(exc, ProtocolError):
+            return "fail", exc.to_error(), "task.failed", {"outcome": str(exc.code)}
+        if exc is not None:
+            return "fail", {"code": -32603, "message": "Internal error"}, "task.failed", {"outcome": "-32603"}
+        result = work.result()
+        payload = result.to_dict() if isinstance(result, ToolResult) else result
+        err = result.error if isinstance(result, ToolResult) else None
+        return "complete", payload, "task.completed", {
+            "outcome": (err or {}).get("kind", "error") if payload.get("isError") else "ok"}
 
     def _write_outcome(self, task_id: str, how: str, payload: Any, epoch: int | None) -> bool:
         """Write a task's outcome; ``False`` when another outcome stood already."""
