@@ -14,20 +14,21 @@ proxy is ``stress/dependency_faults.py``'s :class:`TcpProxy` taught to stall.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from http_support import HOST, served
-from pg_support import PG_URL, PgSchema, pg_schema, wait_until
+from pg_support import PG_URL, PgSchema, admin, pg_schema, wait_until
 
 from stress.dependency_faults import TcpProxy, _via, _with_schema
 
@@ -112,6 +113,72 @@ def test_a_statement_whose_answer_never_comes_fails_within_the_bound(mode: str) 
             rescue.cancel()
             db.close()
             proxy.close()
+
+
+def test_an_audit_commit_that_waits_on_postgresql_leaves_the_loop_turning() -> None:
+    """The audit trail's commit (the record behind an answer) ran on the event loop: while PostgreSQL kept it
+    waiting, nothing else of the process ran.  Now it waits in the audit's writer thread: the loop turns, the
+    answer behind the record is refused when the wait ends (bounded), and the record is written once it can."""
+    import asyncio
+
+    from truecall.audit import AuditLog
+    from truecall.storage import PostgresDatabase
+
+    with pg_schema() as schema:
+        db = PostgresDatabase(schema.url)
+        db.bound_waits(600)
+        log = AuditLog(db, key=b"k" * 32)
+        turns = 0
+
+        async def ticker(stop: asyncio.Event) -> None:
+            nonlocal turns
+            while not stop.is_set():
+                turns += 1
+                await asyncio.sleep(0.01)
+
+        async def scenario() -> None:
+            log.defer(asyncio.get_running_loop())
+            stop = asyncio.Event()
+            ticking = asyncio.create_task(ticker(stop))
+            with admin_lock(schema, "audit_events"):
+                log.begin()
+                log.record("tool.called", tool="t", outcome="ok", requestId="r1")
+                began = time.monotonic()
+                with pytest.raises(Exception) as refused:
+                    await log.durable()
+                waited = time.monotonic() - began
+            stop.set()
+            await ticking
+            assert db.unavailable(refused.value) is not None, refused.value
+            assert 0.5 < waited < 0.6 + 0.25 + 1.0, waited  # the lock wait's bound (and the grace)
+            assert turns >= 20, turns  # ~one a 10 ms while the commit waited (none when it blocked the loop)
+
+            async def next_request() -> None:  # (its own task, as the engine runs each request)
+                log.begin()
+                log.record("tool.called", tool="t", outcome="ok", requestId="r2")
+                await log.durable()
+
+            await asyncio.create_task(next_request())
+
+        try:
+            asyncio.run(scenario())
+            assert sorted(r.fields["requestId"] for r in log.query(kind="tool.called")) == ["r1", "r2"]
+        finally:
+            log.flush()
+            db.close()
+
+
+@contextlib.contextmanager
+def admin_lock(schema: PgSchema, table: str) -> Iterator[None]:
+    """Another session holds ``LOCK TABLE … IN EXCLUSIVE MODE`` on the schema's table until the block ends."""
+    conn = admin()
+    try:
+        conn.execute("BEGIN")
+        conn.execute(f'LOCK TABLE "{schema.name}".{table} IN EXCLUSIVE MODE')
+        yield
+    finally:
+        conn.execute("ROLLBACK")
+        conn.close()
 
 
 def _answers(db: Any) -> bool:
