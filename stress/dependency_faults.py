@@ -73,7 +73,8 @@ HONEST = frozenset({"ok", "task", "dependency_unavailable", "outcome_unknown", "
 
 
 class TcpProxy:
-    """127.0.0.1:<port> → ``target``; :meth:`down` cuts every connection and refuses new ones."""
+    """127.0.0.1:<port> → ``target``; :meth:`down` cuts every connection and refuses new ones;
+    :meth:`stall_at` stalls them all (bytes held or dropped, nothing closed) at a chosen statement."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
