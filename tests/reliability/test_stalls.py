@@ -257,6 +257,17 @@ def test_a_stalled_database_connection_never_stops_the_replica(at: str, mode: st
                 assert stalled_at is not None
                 health.start()
                 ready.start()
+                listing: dict[str, Any] = {}
+
+                def list_tasks() -> None:  # a protocol request that needs the database, in the middle of the stall
+                    time.sleep(0.5)
+                    with httpx.Client(timeout=30) as own:
+                        began = time.monotonic()
+                        listing.update(rpc(own, a.url, token, "tasks/get", {"taskId": "no-such-task"}))
+                        listing["took"] = time.monotonic() - began
+
+                lister = threading.Thread(target=list_tasks, daemon=True)
+                lister.start()
                 try:
                     time.sleep(STALL_S)
                 finally:
@@ -265,6 +276,7 @@ def test_a_stalled_database_connection_never_stops_the_replica(at: str, mode: st
                     ready.stop.set()
                 health.join(20)
                 ready.join(20)
+                lister.join(20)
                 caller.join(LEASE_S * 2)
                 assert not caller.is_alive(), "A's answer to the call never came"
                 waits = [taken for _, taken, _ in health.samples]
@@ -275,6 +287,9 @@ def test_a_stalled_database_connection_never_stops_the_replica(at: str, mode: st
                 assert all(status == 200 for _, _, status in health.samples)
                 assert max(waits) < HEALTH_S, waits
                 assert any(status == 503 for _, _, status in ready.samples), ready.samples  # unreachable: said so
+                # the request that needed the database was told of the outage within the bound, as a retry-later
+                assert listing.get("error", {}).get("data") == {"retryable": True}, listing
+                assert listing["took"] < LEASE_S, listing
                 if "error" in answered:  # the answer's audit record could not be committed: an outage, said so
                     error = answered["error"]
                     assert error["code"] == -32603 and error.get("data") == {"retryable": True}, error
