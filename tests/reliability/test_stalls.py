@@ -14,21 +14,20 @@ proxy is ``stress/dependency_faults.py``'s :class:`TcpProxy` taught to stall.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from http_support import HOST, served
-from pg_support import PG_URL, PgSchema, admin, pg_schema, wait_until
+from pg_support import PG_URL, PgSchema, pg_schema, wait_until
 
 from stress.dependency_faults import TcpProxy, _via, _with_schema
 
@@ -140,7 +139,7 @@ def test_an_audit_commit_that_waits_on_postgresql_leaves_the_loop_turning() -> N
             log.defer(asyncio.get_running_loop())
             stop = asyncio.Event()
             ticking = asyncio.create_task(ticker(stop))
-            with admin_lock(schema, "audit_events"):
+            with Truth("postgresql", schema).locked("audit_events"):
                 log.begin()
                 log.record("tool.called", tool="t", outcome="ok", requestId="r1")
                 began = time.monotonic()
@@ -166,19 +165,6 @@ def test_an_audit_commit_that_waits_on_postgresql_leaves_the_loop_turning() -> N
         finally:
             log.flush()
             db.close()
-
-
-@contextlib.contextmanager
-def admin_lock(schema: PgSchema, table: str) -> Iterator[None]:
-    """Another session holds ``LOCK TABLE … IN EXCLUSIVE MODE`` on the schema's table until the block ends."""
-    conn = admin()
-    try:
-        conn.execute("BEGIN")
-        conn.execute(f'LOCK TABLE "{schema.name}".{table} IN EXCLUSIVE MODE')
-        yield
-    finally:
-        conn.execute("ROLLBACK")
-        conn.close()
 
 
 def _answers(db: Any) -> bool:
