@@ -73,7 +73,8 @@ HONEST = frozenset({"ok", "task", "dependency_unavailable", "outcome_unknown", "
 
 
 class TcpProxy:
-    """127.0.0.1:<port> → ``target``; :meth:`down` cuts every connection and refuses new ones."""
+    """127.0.0.1:<port> → ``target``; :meth:`down` cuts every connection and refuses new ones;
+    :meth:`stall_at` stalls them all (bytes held or dropped, nothing closed) at a chosen statement."""
 
     def __init__(self, target: tuple[str, int]) -> None:
         self.target = target
@@ -87,6 +88,11 @@ class TcpProxy:
         self.lock = threading.Lock()
         self.live: set[socket.socket] = set()
         self.cuts = 0
+        #: A stall (see :meth:`stall_at`): "hold" keeps every byte until :meth:`release`, "drop" discards them.
+        self.stalled: str | None = None
+        self._trigger: tuple[tuple[bytes, ...], bool, str] | None = None
+        self._held: list[tuple[socket.socket, bytes]] = []
+        self.stalled_at: float | None = None
         self.thread = threading.Thread(target=self._accept, name="pg-proxy", daemon=True)
         self.thread.start()
 
@@ -107,16 +113,38 @@ class TcpProxy:
                 continue
             with self.lock:
                 self.live.update((client, upstream))
-            for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+            for src, dst, outbound in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(target=self._pump, args=(src, dst, outbound), daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def _pump(self, src: socket.socket, dst: socket.socket, outbound: bool = False) -> None:
+        seen = 0  # how many patterns of the trigger this connection's requests have shown, in order
         try:
             while True:
                 data = src.recv(65536)
                 if not data:
                     break
+                after: str | None = None
+                with self.lock:
+                    trigger = self._trigger
+                    if outbound and trigger is not None and self.stalled is None:
+                        patterns, on_answer, mode = trigger
+                        while seen < len(patterns) and patterns[seen] in data:
+                            seen += 1
+                        if seen == len(patterns):
+                            self._trigger = None
+                            if on_answer:  # the statement goes through; its answer is what stalls
+                                after = mode
+                            else:
+                                self._stall(mode)
+                    if self.stalled == "hold":
+                        self._held.append((dst, data))
+                        continue
+                    if self.stalled == "drop":
+                        continue
                 dst.sendall(data)
+                if after is not None:
+                    with self.lock:
+                        self._stall(after)
         except OSError:
             pass
         finally:
@@ -125,6 +153,31 @@ class TcpProxy:
                 self.live.discard(dst)
             _close(src)
             _close(dst)
+
+    def stall_at(self, *patterns: bytes, on_answer: bool = False, mode: str = "hold") -> None:
+        """Stall every connection once one connection's requests have shown ``patterns`` in order
+        (each in one read): before the last one is forwarded, or right after it (``on_answer``: the
+        server gets the statement, its answer stalls).  ``mode``: "hold" keeps every byte both
+        ways (a hung network path: the bytes are acknowledged, nothing arrives), "drop" discards
+        them (a partition).  New connections are accepted and stall the same way."""
+        assert mode in ("hold", "drop")
+        with self.lock:
+            self._trigger = (patterns, on_answer, mode)
+
+    def _stall(self, mode: str) -> None:
+        self.stalled = mode
+        self.stalled_at = time.monotonic()
+
+    def release(self) -> None:
+        """End the stall: held bytes are delivered late, in order (the partition's are gone for good)."""
+        with self.lock:
+            held, self._held = self._held, []
+            self.stalled = None
+            for dst, data in held:
+                try:
+                    dst.sendall(data)
+                except OSError:
+                    pass
 
     def down(self) -> None:
         self.is_up = False

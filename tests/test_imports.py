@@ -163,7 +163,7 @@ def test_the_storage_backends_import_neither_each_other_nor_the_package() -> Non
                 named |= {_nearest(alias.name, known) for alias in node.names}
         inside = {n for n in named if n is not None and n.startswith("truecall.storage")}
         assert inside <= {"truecall.storage._interface", "truecall.storage._settings", "truecall.storage._target",
-                          "truecall.storage._faults"}, (backend, sorted(inside))
+                          "truecall.storage._faults", "truecall.storage._deadline"}, (backend, sorted(inside))
 
 
 # -- the checker itself, on a package written for the purpose -----------------------------------------

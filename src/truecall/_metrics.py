@@ -30,19 +30,34 @@ class _TaskCollector:
 
     def __init__(self, server: "Server") -> None:
         self.server = server
+        #: The rows read ahead by :meth:`read` for the next scrape (taken by it), else read at the scrape;
+        #: ``False``: that read failed, and the scrape goes without these gauges.
+        self._read: tuple[float, list[Any], Any] | None | bool = None
+
+    def read(self) -> None:
+        """The scrape's database reads, done now (off the event loop: see ``Metrics.read``)."""
+        now = time.time()
+        db = self.server.db
+        self._read = False
+        self._read = (now, db.fetchall("SELECT status, COUNT(*) FROM tasks WHERE expires_at > ? GROUP BY status",
+                                       (now,)),
+                      db.fetchone("SELECT MIN(created_at) FROM tasks WHERE status = 'working' AND expires_at > ?",
+                                  (now,)))
 
     def collect(self) -> Iterator[Any]:
+        if self._read is None:
+            self.read()
+        read, self._read = self._read, None
+        if not isinstance(read, tuple):  # the database did not answer the read ahead
+            return
+        now, rows, row = read
         by_status = GaugeMetricFamily("truecall_tasks", "Unexpired tasks by status", labels=["status"])
         counts = {s: 0 for s in ("working", "input_required", "completed", "failed", "cancelled")}
-        now = time.time()
-        for status, count in self.server.db.fetchall(
-                "SELECT status, COUNT(*) FROM tasks WHERE expires_at > ? GROUP BY status", (now,)):
+        for status, count in rows:
             counts[status] = count
         for status, count in counts.items():
             by_status.add_metric([status], count)
         yield by_status
-        row = self.server.db.fetchone(
-            "SELECT MIN(created_at) FROM tasks WHERE status = 'working' AND expires_at > ?", (now,))
         lag = GaugeMetricFamily("truecall_task_oldest_working_seconds",
                                 "Age of the oldest task still working (queue lag)")
         lag.add_metric([], max(0.0, now - row[0]) if row and row[0] else 0.0)
@@ -152,8 +167,15 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._collector = _CallCollector()
         self.registry.register(self._collector)
-        self.registry.register(_TaskCollector(server))
+        self._tasks = _TaskCollector(server)
+        self.registry.register(self._tasks)
         server.observers.append(self.observe)
+
+    def read(self) -> None:
+        """What the next :meth:`render` takes from the database, read now: a transport calls this in a worker
+        thread (``storage.off_loop``), then renders on the loop, so a database that stops answering holds up
+        the scrape, not the process."""
+        self._tasks.read()
 
     def observe(self, tool: str, outcome: str, seconds: float) -> None:
         """One tool call (every call pays this): a dict look-up and three increments."""

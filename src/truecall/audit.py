@@ -162,6 +162,9 @@ class AuditLog:
         self._loop_thread: int | None = None
         self._pending: list[tuple[Any, ...]] = []
         self._flushing: asyncio.Future[None] | None = None
+        #: The batch the writer thread is committing (server databases: see _flush_soon), and that thread.
+        self._writing: asyncio.Future[None] | None = None
+        self._writer: Any = None
         #: Sequence numbers: records made so far, and the newest one whose commit ever failed.
         self._made = 0
         self._last_failed = 0
@@ -239,6 +242,8 @@ class AuditLog:
         """
         if self._flushing is not None:
             await asyncio.shield(self._flushing)
+        if self._writing is not None:  # (a batch handed to the writer thread: see _flush_soon)
+            await asyncio.shield(self._writing)
         mark = _REQUEST_MARK.get()
         if mark is not None and mark[0] == id(self) and self._last_failed > mark[1]:
             raise AuditUnavailable("an audit record made during this request could not be committed")
@@ -249,6 +254,9 @@ class AuditLog:
             self.sweeper.stop()
         if self._pending or self._flushing is not None:
             self._flush()
+        writer, self._writer = self._writer, None
+        if writer is not None:  # the batches handed to the writer thread are committed before this returns
+            writer.shutdown(wait=True)
         if self._journal is not None:
             if self._load_handle is not None:
                 self._load_handle.cancel()
@@ -261,23 +269,67 @@ class AuditLog:
         if journal is not None and journal.pending:
             journal.load(self.db)
 
+    def _flush_soon(self) -> None:
+        """The loop turn's batch: on a server database (a connection per thread), written by one
+        writer thread, so a server that stops answering holds up the answers behind these records
+        but never the event loop; elsewhere (SQLite's one connection) written here, as :meth:`_flush`."""
+        if not self.db.pooled or self._journal_dir is not None or self._loop is None:
+            self._flush()
+            return
+        rows, self._pending = self._pending, []
+        seqs, self._pending_seq = self._pending_seq, []
+        future, self._flushing = self._flushing, None
+        dropped, self._dropped = self._dropped, 0
+        if not rows and not dropped:  # (flushed meanwhile, at shutdown)
+            self._written(rows, seqs, dropped, future, None)
+            return
+        if self._writer is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="truecall-audit")  # batches commit in order
+        written = self._writing = self._loop.run_in_executor(self._writer, self._write, self._batch(rows, dropped))
+
+        def done(written: asyncio.Future[None]) -> None:
+            if self._writing is written:
+                self._writing = None
+            self._written(rows, seqs, dropped, future, written.exception())
+
+        written.add_done_callback(done)
+
+    def _batch(self, rows: list[tuple[Any, ...]], dropped: int) -> list[tuple[Any, ...]]:
+        return rows if not dropped else [*rows, self._row("audit.dropped", {"outcome": "error", "count": dropped,
+                                                                            "reason": "commit_failures"})]
+
+    def _write(self, batch: list[tuple[Any, ...]]) -> None:
+        if len(batch) == 1:  # an autocommit insert is one statement instead of three
+            self.db.execute(_INSERT, batch[0])
+        elif batch:
+            with self.db.transaction():
+                for row in batch:
+                    self.db.execute(_INSERT, row)
+
     def _flush(self) -> None:
         rows, self._pending = self._pending, []
         seqs, self._pending_seq = self._pending_seq, []
         future, self._flushing = self._flushing, None
         dropped, self._dropped = self._dropped, 0
-        batch = rows if not dropped else [*rows, self._row("audit.dropped", {"outcome": "error", "count": dropped,
-                                                                             "reason": "commit_failures"})]
+        batch = self._batch(rows, dropped)
         try:
             if self._journal_dir is not None and self._loop is not None:
                 self._append(batch)
-            elif len(batch) == 1:  # an autocommit insert is one statement instead of three
-                self.db.execute(_INSERT, batch[0])
-            elif batch:
-                with self.db.transaction():
-                    for row in batch:
-                        self.db.execute(_INSERT, row)
+            else:
+                self._write(batch)
         except BaseException as exc:  # nothing behind these records may be acknowledged
+            self._written(rows, seqs, dropped, future, exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        self._written(rows, seqs, dropped, future, None)
+
+    def _written(self, rows: list[tuple[Any, ...]], seqs: list[int], dropped: int,
+                 future: asyncio.Future[None] | None, exc: BaseException | None) -> None:
+        """A batch's commit is over: its waiters hear how; refused records are kept for the next one."""
+        if exc is not None:  # nothing behind these records may be acknowledged
             if seqs:
                 self._last_failed = max(self._last_failed, seqs[-1])
             self._retain(rows, seqs, dropped)
@@ -285,8 +337,6 @@ class AuditLog:
             if future is not None and not future.done():
                 future.set_exception(exc)
                 future.exception()  # retrieved here too: a waiter may already be gone
-            if not isinstance(exc, Exception):
-                raise
             return
         if future is not None and not future.done():
             future.set_result(None)
@@ -534,7 +584,7 @@ class AuditLog:
                 return
             if self._flushing is None:
                 self._flushing = loop.create_future()
-                loop.call_soon(self._flush)
+                loop.call_soon(self._flush_soon)
             return
         self.db.execute(_INSERT, row)
 

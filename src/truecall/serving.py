@@ -192,9 +192,33 @@ def serve(
     if worker is not None:
         worker.ready()
     try:
-        uvicorn.Server(config).run(sockets=[listener])
+        _server_class()(config).run(sockets=[listener])
     finally:
         listener.close()
+
+
+def _server_class() -> Any:
+    """uvicorn's ``Server``, except that a SIGTERM it stopped on gracefully is not raised again.
+
+    After its graceful shutdown uvicorn restores the previous handlers and raises the signals it
+    caught, so the process died of its own SIGTERM (status -15) after stopping cleanly.  A
+    service manager reads that as a crash; 0 is the convention for a clean stop.  SIGINT is still
+    raised again (an interactive ^C ends as one).
+    """
+    import signal
+
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    self._captured_signals = [s for s in self._captured_signals if s != signal.SIGTERM]
+
+    return Server
 
 
 def _supervise(count: int, **options: Any) -> None:

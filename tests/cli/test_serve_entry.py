@@ -94,3 +94,16 @@ def test_a_served_process_moves_its_start_up_objects_out_of_the_collectors_way()
     finally:
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_a_plain_sigterm_after_a_graceful_stop_exits_0(tmp_path: Path) -> None:
+    """Issue 28, case 4: uvicorn re-raises the signal it stopped on once the shutdown is done, so the
+    process died of SIGTERM (status -15) after a clean stop; 0 is the convention for a clean shutdown."""
+    import os
+    import signal
+
+    from http_support import served
+
+    with served(tmp_path) as server:
+        os.kill(server.proc.pid, signal.SIGTERM)
+        assert server.proc.wait(timeout=30) == 0, server.stderr()

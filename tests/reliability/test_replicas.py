@@ -45,8 +45,9 @@ def _key() -> str:
 
 @contextlib.contextmanager
 def replicas(root: Path, schema: "PgSchema | str", *, faults_a: dict[str, Any] | None = None,
-             env: dict[str, str] | None = None) -> Iterator[tuple[Any, Any, str]]:
-    """Replicas A and B on one database (a schema, or a SQLite path); yields (A, B, the operator's bearer token)."""
+             env: dict[str, str] | None = None, env_a: dict[str, str] | None = None) -> Iterator[tuple[Any, Any, str]]:
+    """Replicas A and B on one database (a schema, or a SQLite path); yields (A, B, the operator's bearer token).
+    ``env_a``: A's own settings over the shared ones (say, its way to the database through a proxy)."""
     token = "tc_" + _key()
     token_file = root / "tokens.json"
     token_file.write_bytes(orjson.dumps({"tokens": [{
@@ -64,7 +65,7 @@ def replicas(root: Path, schema: "PgSchema | str", *, faults_a: dict[str, Any] |
         **(env or {}),
     }
     args = (APP, "--token-file", str(token_file))
-    env_a = {**shared, "TRUECALL_DESK_FAULTS": orjson.dumps(faults_a).decode() if faults_a else ""}
+    env_a = {**shared, "TRUECALL_DESK_FAULTS": orjson.dumps(faults_a).decode() if faults_a else "", **(env_a or {})}
     with served(root / "a", *args, env=env_a, startup_timeout=30) as a, \
             served(root / "b", *args, env=shared, startup_timeout=30) as b:
         a.extra["env"] = b.extra["env"] = shared

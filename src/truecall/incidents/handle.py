@@ -25,14 +25,13 @@ The ack only decides how long we wait, never what we say.
 from __future__ import annotations
 
 import asyncio
-import functools
 import secrets
 import time
 from typing import Any, Callable
 
 from truecall import ErrorKind, LeaseLost, ToolResult, resource_link, text, tool_error
 from truecall.redact import redact_text
-from truecall.storage import Storage, unavailable
+from truecall.storage import Storage, off_loop, unavailable
 
 from .dispatch_state import DispatchState
 from .tickets import KeyConflict, Ticket, TicketStore
@@ -236,28 +235,6 @@ class Handler:
                                        why_unknown="the task was cancelled after a worker had claimed the job; "
                                                    "cancelling cannot stop it")
         raise asyncio.CancelledError()  # withdrawn (or failed): nothing was written → the task is cancelled
-
-
-async def off_loop(db: Storage, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, bool]:
-    """``fn(*args, **kwargs)`` — one database transaction — in a worker thread: (its result, cancelled?).
-
-    On a server database (its own connection per thread) the event loop keeps serving everything
-    else while the transaction waits (a lock held elsewhere, a slow server).  A cancellation that
-    arrives meanwhile does not abandon it half way: the transaction runs to its end, so what it
-    did is known, and the caller is told it was cancelled along with the result.  SQLite's one
-    connection serialises every statement of the process anyway (and its waits are bounded and
-    then fail fast): there the thread hop would only cost, so it runs inline.
-    """
-    if not db.pooled:
-        return fn(*args, **kwargs), False
-    work = asyncio.ensure_future(asyncio.to_thread(functools.partial(fn, *args, **kwargs)))
-    cancelled = False
-    while not work.done():
-        try:
-            await asyncio.wait({work})
-        except asyncio.CancelledError:
-            cancelled = True
-    return work.result(), cancelled
 
 
 def recover_hook(tickets: TicketStore) -> Callable[[Any], ToolResult]:

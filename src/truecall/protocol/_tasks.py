@@ -13,6 +13,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, MissingCapability, NotFound, ProtocolError
+from ..storage import off_loop
 from ..tasks import Task, TaskStatus
 from ._params import check_cursor
 from ._session import NULL_OUTBOX, ClientError, Outbox, Session
@@ -59,12 +60,20 @@ class TaskMethods:
         # Another tenant's or subject's task answers exactly like an unknown one.
         return self.server.tasks.get(task_id, owner=ctx.principal)
 
+    async def _read(self, read: Any, *args: Any, **kwargs: Any) -> Any:
+        """A read of the task store, off the event loop on a server database (see ``storage.off_loop``):
+        a database that stops answering holds up this request, not the process."""
+        result, cancelled = await off_loop(self.server.tasks.db, read, *args, **kwargs)
+        if cancelled:
+            raise asyncio.CancelledError()
+        return result
+
     async def get(self, ctx: RequestContext) -> dict[str, Any]:
-        task = self._task_for(ctx)
+        task = await self._read(self._task_for, ctx)
         return ext_detailed(task) if ctx.features.tasks == "ext" else core_task(task)
 
     async def update(self, ctx: RequestContext) -> dict[str, Any]:
-        task = self._task_for(ctx)
+        task = await self._read(self._task_for, ctx)
         responses = ctx.params.get("inputResponses")
         if not isinstance(responses, dict):
             raise InvalidParams("inputResponses must be an object")
@@ -79,7 +88,7 @@ class TaskMethods:
         return {}
 
     async def cancel(self, ctx: RequestContext) -> dict[str, Any]:
-        task = self._task_for(ctx)
+        task = await self._read(self._task_for, ctx)
         ext = ctx.features.tasks == "ext"
         if task.terminal:
             if ext:
@@ -91,7 +100,7 @@ class TaskMethods:
         return {} if ext else core_task(task)
 
     async def result(self, ctx: RequestContext) -> dict[str, Any]:
-        task = self._task_for(ctx)
+        task = await self._read(self._task_for, ctx)
         queue = self.server.changes.listen()
         asking: dict[str, asyncio.Task[None]] = {}
         relays = ctx.features.tasks != "ext"
@@ -107,7 +116,7 @@ class TaskMethods:
                                 break
                 except TimeoutError:
                     pass
-                task = self.server.tasks.get(task.task_id, owner=ctx.principal)
+                task = await self._read(self.server.tasks.get, task.task_id, owner=ctx.principal)
         finally:
             self.server.changes.unlisten(queue)
             for asked in asking.values():
@@ -154,7 +163,8 @@ class TaskMethods:
 
     async def list(self, ctx: RequestContext) -> dict[str, Any]:
         check_cursor(ctx.params)
-        return {"tasks": [core_task(t) for t in self.server.tasks.list(owner=ctx.principal, limit=1000)]}
+        listed = await self._read(self.server.tasks.list, owner=ctx.principal, limit=1000)
+        return {"tasks": [core_task(t) for t in listed]}
 
     def finished(self, ctx: RequestContext, tool: str, result: dict[str, Any], ttl_ms: int | None) -> Task:
         """2025-11-25: a call asked for as a task but answered at once (invalid arguments, a rate

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable
 
-from ..audit import TrailUnavailable
+from ..audit import AuditUnavailable, TrailUnavailable
 from ..auth import Principal
 from ..context import InputRequired
 from ..errors import (
@@ -195,11 +195,17 @@ class Engine:
         """
         try:
             await self.server.events.durable()
-        except Exception:
+        except Exception as exc:
             if response is not None and "id" in response:
-                why = self.server.events.unwritable
-                return jsonrpc.error_message(response["id"], ServiceUnavailable.because(
-                    f"the audit trail cannot be written ({why})") if why else InternalError())
+                trail = self.server.events.unwritable
+                if trail:
+                    return jsonrpc.error_message(response["id"], ServiceUnavailable.because(
+                        f"the audit trail cannot be written ({trail})"))
+                # A database that did not take the record (down, stalled, locked) is said as the outage it is:
+                # the caller may retry, and knows the request may or may not have taken effect.
+                why = unavailable(exc) or ("the database did not take this request's audit record"
+                                           if isinstance(exc, AuditUnavailable) else None)
+                return jsonrpc.error_message(response["id"], ServiceUnavailable.because(why) if why else InternalError())
         return response
 
     # -- capabilities -------------------------------------------------------------

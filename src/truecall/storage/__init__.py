@@ -3,7 +3,7 @@
 :class:`Storage` is the interface everything above speaks to; :func:`open_database` picks the
 backend from one setting and returns it.  The backends are private modules that never import
 each other or this package's ``__init__`` (what they share lives in ``_settings``, ``_target``,
-``_faults`` and ``_interface``):
+``_faults``, ``_deadline`` and ``_interface``):
 
 - ``_sqlite``: :class:`Database`, a SQLite file (or memory), the default;
 - ``_postgres``: ``PostgresDatabase``, for replicas sharing one server.  It is imported only when
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._faults import unavailable
 from ._interface import Cursor, Migration, Row, Storage
+from ._offload import in_thread, off_loop
 from ._settings import (DEFAULT_BUSY_MS, DEFAULT_CACHE_KIB, DEFAULT_STATEMENT_MS, ENV_BUSY_MS, ENV_CACHE_KIB,
                         ENV_STATEMENT_MS, FAST_FAIL_MS)
 from ._sqlite import Database
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from ._postgres import PostgresDatabase, split_schema, to_postgres
 
 __all__ = ["Storage", "Cursor", "Row", "Database", "PostgresDatabase", "Migration", "open_database", "unavailable",
+           "off_loop", "in_thread",
            "CannotOpenDatabase", "ENV_DB", "DEFAULT_PATH", "default_path", "shown_target", "ENV_BUSY_MS",
            "DEFAULT_BUSY_MS", "ENV_CACHE_KIB", "DEFAULT_CACHE_KIB", "ENV_STATEMENT_MS", "DEFAULT_STATEMENT_MS",
            "FAST_FAIL_MS", "split_schema", "to_postgres"]

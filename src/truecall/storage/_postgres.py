@@ -10,8 +10,10 @@ advisory lock, so replicas starting together apply each one exactly once.
 
 from __future__ import annotations
 
+import os
 import re
 import select
+import socket
 import threading
 import time
 from contextlib import contextmanager
@@ -19,6 +21,7 @@ from functools import lru_cache
 from typing import Any, Iterator, Sequence
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from ._deadline import Deadlines
 from ._faults import postgres_unavailable
 from ._interface import Migration, Row
 from ._settings import FAST_FAIL_MS, busy_ms, statement_ms
@@ -132,11 +135,38 @@ def _alive(conn: Any) -> bool:
     return True
 
 
-def _unbounded(conn: Any) -> None:
-    """Start-up work (migrations, under their advisory lock) waits as long as it takes: replicas
-    starting together queue behind one another instead of failing on the serving bound."""
-    conn.execute("SET LOCAL statement_timeout = 0")
-    conn.execute("SET LOCAL lock_timeout = 0")
+#: How much longer than the server's own bound (``statement_timeout``) a statement's answer is
+#: waited for on this side before the connection is cut (seconds): the server's refusal, when it
+#: can send one, arrives first and says what happened.
+ANSWER_GRACE_S = 0.25
+
+
+def _wire_settings(bound_ms: int) -> dict[str, Any]:
+    """libpq's settings that bound a connection's waits on the network (``bound_ms``: the statement bound).
+
+    ``connect_timeout`` bounds opening a connection (whole seconds, at least 2); ``tcp_user_timeout``
+    ends one whose sent bytes stay unacknowledged; keepalives end an idle one whose peer is gone
+    (a partition, a host powered off).  What neither can see — the other end acknowledging and
+    never answering — is cut by :class:`~truecall.storage._deadline.Deadlines`.
+    """
+    seconds = max(1, -(-bound_ms // 1000))
+    return {"connect_timeout": max(2, seconds), "tcp_user_timeout": max(1000, bound_ms), "keepalives": 1,
+            "keepalives_idle": seconds, "keepalives_interval": 1, "keepalives_count": 3}
+
+
+def _retune(conn: Any, wire: dict[str, Any]) -> None:
+    """Give an open connection's socket the TCP bounds of ``wire`` (it was opened with older ones)."""
+    try:
+        sock = socket.socket(fileno=os.dup(conn.pgconn.socket))
+    except Exception:  # noqa: BLE001 - closed meanwhile: the pool replaces it
+        return
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, wire["tcp_user_timeout"])
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, wire["keepalives_idle"])
+    except (OSError, AttributeError):  # (a platform without these options keeps libpq's)
+        pass
+    finally:
+        sock.close()
 
 
 class _Cursor:
@@ -205,17 +235,23 @@ class PostgresDatabase:
         self.busy_timeout_ms = busy_ms(busy_timeout_ms)
         _reach(url, given)
         self._max_size = max_size
+        #: How many threads may wait on this database at once (``storage.in_thread``'s pool): one per connection.
+        self.max_connections = max_size
         #: The last statement found no connection in time: the next ones wait only briefly (see _connection).
         self._unreachable = False
+        #: Cuts a connection whose server's answer is overdue (see _deadline).
+        self._deadlines = Deadlines()
+        #: libpq's network bounds for the connections the pool opens from now on (bound_waits lowers them).
+        self._wire = _wire_settings(self.statement_timeout_ms)
         self._pool = _pool_class()(url, min_size=min_size, max_size=max_size, configure=configure, open=True,
-                                   timeout=self.busy_timeout_ms / 1000)
+                                   timeout=self.busy_timeout_ms / 1000, kwargs=self._wire)
         self._local = threading.local()
         self._closed = False
         try:
             # Replicas may start together: CREATE … IF NOT EXISTS is not safe against a concurrent
             # creator (it can fail on a catalog unique index), so creation takes the migration lock.
             with self.transaction() as conn:
-                _unbounded(conn)
+                self._unbounded(conn)
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
                 if schema:
                     conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
@@ -233,11 +269,19 @@ class PostgresDatabase:
         The server bounds every statement below its task lease: a replica stuck longer than
         that in one statement (say, behind ``LOCK TABLE``) would lose its tasks while still
         believing it ran them, and freeze its event loop meanwhile.
+
+        The same bound holds on this side of the network: a connection whose server sends no
+        answer for that long is cut (and discarded), the pool's wait for a connection is no longer,
+        and new connections carry TCP bounds to match (see :func:`_wire_settings`).
         """
         bound = max(1, int(ms))
         if bound < self.statement_timeout_ms:
             self.statement_timeout_ms = bound
             self._bound_gen += 1
+            self._wire.update(_wire_settings(bound))  # (the pool's own dict: connections it opens next)
+        if bound < self.busy_timeout_ms:
+            self.busy_timeout_ms = bound
+            self._pool.timeout = bound / 1000
 
     def _apply_bound(self, conn: Any) -> None:
         ms = int(self.statement_timeout_ms)
@@ -245,9 +289,24 @@ class PostgresDatabase:
         # (a stopped container), so the row locks it holds never stop the others for longer.
         conn.execute(f"SET statement_timeout = {ms}; SET lock_timeout = {ms}; "
                      f"SET idle_in_transaction_session_timeout = {ms}")
+        if self._bound_gen:
+            _retune(conn, self._wire)
         conn._truecall_bound = self._bound_gen
 
+    def _unbounded(self, conn: Any) -> None:
+        """Start-up work (migrations, under their advisory lock) waits as long as it takes: replicas
+        starting together queue behind one another instead of failing on the serving bound."""
+        conn.execute("SET LOCAL statement_timeout = 0")
+        conn.execute("SET LOCAL lock_timeout = 0")
+        self._deadlines.done(conn._truecall_watch)
+
+    @property
+    def _answer_s(self) -> float:
+        """How long one statement's answer is waited for before its connection is cut (seconds)."""
+        return self.statement_timeout_ms / 1000 + ANSWER_GRACE_S
+
     def _run(self, conn: Any, sql: str, params: Sequence[Any]) -> _Cursor:
+        self._deadlines.extend(conn._truecall_watch, self._answer_s)
         cur = conn.execute(to_postgres(sql), [bytes(p) if isinstance(p, (bytearray, memoryview)) else p
                                                for p in params])
         rows = cur.fetchall() if cur.description is not None else []
@@ -282,12 +341,16 @@ class PostgresDatabase:
             self._unreachable = True
             raise
         self._unreachable = False
+        # Every answer this checkout waits for is bounded here too (see _deadline): a server that
+        # stops answering ends as a lost connection, which the pool then discards.
+        watch = conn._truecall_watch = self._deadlines.watch(lambda: conn.pgconn.socket, self._answer_s)
         try:
             if getattr(conn, "_truecall_bound", None) != self._bound_gen:
                 self._apply_bound(conn)
             with conn:  # what pool.connection() does: commit/rollback, keep the connection open
                 yield conn
         finally:
+            self._deadlines.done(watch)
             pool.putconn(conn)
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> _Cursor:
@@ -313,14 +376,17 @@ class PostgresDatabase:
             self._local.conn = conn
             try:
                 with conn.transaction():
-                    yield conn
+                    try:
+                        yield conn
+                    finally:  # the COMMIT's (or ROLLBACK's) answer is waited for like a statement's
+                        self._deadlines.extend(conn._truecall_watch, self._answer_s)
             finally:
                 self._local.conn = None
 
     def migrate(self, migrations: Sequence[Migration]) -> None:
         """Apply missing migrations under an advisory lock (replicas may start together)."""
         with self.transaction() as conn:
-            _unbounded(conn)
+            self._unbounded(conn)
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
             done = {row[0] for row in conn.execute("SELECT name FROM _migrations").fetchall()}
             for name, script in migrations:
@@ -344,3 +410,4 @@ class PostgresDatabase:
         if not self._closed:
             self._closed = True
             self._pool.close()
+            self._deadlines.close()

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
 from ..context import ElicitationUnavailable
 from ..errors import ProtocolError
 from ..results import ErrorKind, ToolResult, tool_error
+from ..storage import in_thread
 from ._state import InvalidTransition, TaskStatus
 from .store import LeaseLost, Task, TaskNotFound, TaskStore
 
@@ -150,6 +151,8 @@ class TaskRuntime:
         #: at start-up only tasks whose lease ran out are orphans, never merely "another runner's".
         self.shared = store.db.shared
         self.running: dict[str, asyncio.Task[Any]] = {}
+        #: Outcomes being written off the loop (a server database), by task id: see _settle.
+        self.settling: dict[str, "asyncio.Future[bool]"] = {}
         #: The lease epoch (fencing token) this process holds for each task it runs.
         self.epochs: dict[str, int] = {}
         #: Running tasks whose lease another process took over: their work is being stopped.
@@ -230,34 +233,61 @@ class TaskRuntime:
         epoch = self.epochs.pop(task_id, None)
         lost = task_id in self.lost
         self.lost.discard(task_id)
-        try:
-            if lost or (not work.cancelled() and isinstance(work.exception(), LeaseLost)):
-                raise LeaseLost(task_id)
-            if work.cancelled():
-                self._finish(task_id, "cancel", None, epoch)
-                audit("task.cancelled", {"taskId": task_id, "outcome": "cancelled"})
-                return
-            exc = work.exception()
-            if isinstance(exc, ProtocolError):
-                self._finish(task_id, "fail", exc.to_error(), epoch)
-                audit("task.failed", {"taskId": task_id, "outcome": str(exc.code)})
-                return
-            if exc is not None:
-                self._finish(task_id, "fail", {"code": -32603, "message": "Internal error"}, epoch)
-                audit("task.failed", {"taskId": task_id, "outcome": "-32603"})
-                return
-            result = work.result()
-            payload = result.to_dict() if isinstance(result, ToolResult) else result
-            self._finish(task_id, "complete", payload, epoch)
-            err = result.error if isinstance(result, ToolResult) else None
-            audit("task.completed", {"taskId": task_id,
-                                     "outcome": (err or {}).get("kind", "error") if payload.get("isError") else "ok"})
-        except LeaseLost:  # another process settled it: this one's outcome is not written, and says so
+        if lost or (not work.cancelled() and isinstance(work.exception(), LeaseLost)):
             audit("task.lease_lost", {"taskId": task_id, "outcome": "fenced", "runner": self.runner_id})
-        except Exception:  # the store itself failed: the lease will expire and recovery settles it
+            return
+        try:
+            how, payload, kind, fields = self._outcome(work)
+        except Exception:  # (a result that cannot be stored): the lease will expire and recovery settles it
             audit("task.settle_failed", {"taskId": task_id, "outcome": "unknown"})
+            return
 
-    def _finish(self, task_id: str, how: str, payload: Any, epoch: int | None = None) -> None:
+        def written(exc: BaseException | None, changed: bool) -> None:
+            if isinstance(exc, LeaseLost):  # another process settled it: this one's outcome is not written, and says so
+                audit("task.lease_lost", {"taskId": task_id, "outcome": "fenced", "runner": self.runner_id})
+            elif exc is not None:  # the store itself failed: the lease will expire and recovery settles it
+                audit("task.settle_failed", {"taskId": task_id, "outcome": "unknown"})
+            else:
+                if changed:
+                    self._changed(task_id)
+                audit(kind, {"taskId": task_id, **fields})
+
+        if self.store.db.pooled:  # the outcome is written off the loop: a database that stops answering stops no one else
+            writing = in_thread(self.store.db, self._write_outcome, task_id, how, payload, epoch)
+            self.settling[task_id] = writing
+
+            def done(w: "asyncio.Future[bool]") -> None:
+                if self.settling.get(task_id) is w:
+                    del self.settling[task_id]
+                written(w.exception(), not w.exception() and w.result())
+
+            writing.add_done_callback(done)
+            return
+        try:
+            changed = self._write_outcome(task_id, how, payload, epoch)
+        except Exception as exc:
+            written(exc, False)
+            return
+        written(None, changed)
+
+    @staticmethod
+    def _outcome(work: "asyncio.Task[Any]") -> tuple[str, Any, str, dict[str, Any]]:
+        """What ended work says: (how the task ends, its payload, the audit record's kind and fields)."""
+        if work.cancelled():
+            return "cancel", None, "task.cancelled", {"outcome": "cancelled"}
+        exc = work.exception()
+        if isinstance(exc, ProtocolError):
+            return "fail", exc.to_error(), "task.failed", {"outcome": str(exc.code)}
+        if exc is not None:
+            return "fail", {"code": -32603, "message": "Internal error"}, "task.failed", {"outcome": "-32603"}
+        result = work.result()
+        payload = result.to_dict() if isinstance(result, ToolResult) else result
+        err = result.error if isinstance(result, ToolResult) else None
+        return "complete", payload, "task.completed", {
+            "outcome": (err or {}).get("kind", "error") if payload.get("isError") else "ok"}
+
+    def _write_outcome(self, task_id: str, how: str, payload: Any, epoch: int | None) -> bool:
+        """Write a task's outcome; ``False`` when another outcome stood already."""
         try:
             if how == "complete":
                 self.store.complete(task_id, payload, epoch=epoch)
@@ -266,8 +296,8 @@ class TaskRuntime:
             else:
                 self.store.cancel(task_id, epoch=epoch)
         except (InvalidTransition, TaskNotFound):
-            return  # already terminal (cancelled meanwhile) or expired: the first outcome stands
-        self._changed(task_id)
+            return False  # already terminal (cancelled meanwhile) or expired: the first outcome stands
+        return True
 
     # -- input while running ----------------------------------------------------------
 
@@ -340,6 +370,9 @@ class TaskRuntime:
         if work is not None:
             await asyncio.wait({work}, timeout=timeout)
             await asyncio.sleep(0)
+        writing = self.settling.get(task_id)
+        if writing is not None:  # its outcome is being written (off the loop)
+            await asyncio.wait({writing}, timeout=timeout)
         return self.store.get(task_id)
 
     # -- leases and recovery ------------------------------------------------------------

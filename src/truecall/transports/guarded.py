@@ -46,6 +46,7 @@ import http
 import logging
 import os
 import re
+import select
 import urllib.parse
 from collections import deque
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, cast
@@ -542,10 +543,19 @@ class GuardedHttpToolsProtocol(asyncio.Protocol):
         if self.loop.time() < deadline - _SLACK_S:  # the deadline moved since the timer was set
             self._arm()
             return
-        self._deadline = None
         if self._idle:  # the keep-alive timeout
+            if _bytes_waiting(self.transport):
+                # The loop runs due timers before it reads: after a pause (a stopped or starved
+                # process) a request written meanwhile is in the socket but not yet read.  It is
+                # served — the connection was not idle — and the keep-alive wait starts again
+                # after its answer (these bytes end it in data_received).
+                self._deadline = self._idle_until = self.loop.time() + self.timeout_keep_alive
+                self._arm()
+                return
+            self._deadline = None
             self.transport.close()
             return
+        self._deadline = None
         # A head still being read after the last answer ended is a new request: it gets its 408 too
         # (the cycle is the previous one's).  While an answer is still going out, no bytes are added.
         if (self._reading_head and self._response_done) or self.cycle is None or not self.cycle.response_started:
@@ -739,6 +749,20 @@ class GuardedHttpToolsProtocol(asyncio.Protocol):
         self._reading_head = True
         self._head_bytes = 0
         self._parsed_head = 0
+
+
+def _bytes_waiting(transport: asyncio.Transport) -> bool:
+    """Whether the connection's socket holds bytes (or its end) not read yet: one ``poll`` of its
+    descriptor, asked only when the keep-alive timer fires."""
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return False
+    try:
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):
+        return False
 
 
 def _address(transport: asyncio.Transport, name: str) -> tuple[str, int | None] | None:

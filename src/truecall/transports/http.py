@@ -38,6 +38,7 @@ from ..protocol.engine import Engine
 from ..protocol.jsonrpc import DEFAULT_LIMITS, Limits, MessageError
 from ..protocol._sessions import SessionStore
 from ..protocol.versions import HANDSHAKE_VERSIONS, META_VERSION
+from ..storage import off_loop
 from ._http_answers import Answers
 from ._http_gate import LOOPBACK_HOSTS, Gate
 from ._http_headers import HeaderChecks
@@ -169,9 +170,9 @@ class HttpTransport:
         if path == "/healthz":
             await respond(send, 200, b'{"status":"ok"}')
             return
-        if path == "/readyz":  # ready = the database answers and the audit trail can be written
+        if path == "/readyz":  # ready = the database answers (asked off the loop: /healthz answers meanwhile) and the audit trail can be written
             try:
-                self.server.db.fetchone("SELECT 1")
+                await off_loop(self.server.db, self.server.db.fetchone, "SELECT 1")
             except Exception:
                 await respond(send, 503, b'{"status":"database unavailable"}')
                 return
@@ -182,6 +183,10 @@ class HttpTransport:
             await respond(send, 200, b'{"status":"ready"}')
             return
         if path == "/metrics" and self.metrics is not None:
+            try:
+                await off_loop(self.server.db, self.metrics.read)
+            except Exception:  # the task gauges are left out; what the process counts itself is still served
+                pass
             await respond(send, 200, self.metrics.render(), [(b"content-type", b"text/plain; version=0.0.4")])
             return
         if path.startswith("/.well-known/oauth-protected-resource"):

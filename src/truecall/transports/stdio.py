@@ -236,8 +236,9 @@ class StdioConnection:
         runtime = self.engine.server.task_runtime
         while True:
             await asyncio.sleep(0)  # held lines replay on their initialize's callback
-            pending = [t for t in self.inflight.values() if not t.done()]
+            pending: list[asyncio.Future[Any]] = [t for t in self.inflight.values() if not t.done()]
             pending += [t for t in runtime.running.values() if not t.done()]
+            pending += [w for w in runtime.settling.values() if not w.done()]  # (outcomes written off the loop)
             left = deadline - loop.time()
             if not pending or left <= 0:
                 if not self._held or left <= 0:
@@ -254,6 +255,9 @@ class StdioConnection:
             task.cancel()
         if stopping:  # let them answer and record their cancellation before the last commit
             await asyncio.wait(stopping, timeout=1.0)
+        writing = [w for w in runtime.settling.values() if not w.done()]
+        if writing:  # their outcomes, written off the loop
+            await asyncio.wait(writing, timeout=1.0)
         for _ in range(3):  # settlements publish changes: the session feed writes their status
             await asyncio.sleep(0)
         for task in self._background:
