@@ -341,8 +341,11 @@ class TaskRuntime:
                 await asyncio.wait_for(asyncio.shield(work), timeout=wait_s)
             except (asyncio.CancelledError, TimeoutError, Exception):
                 pass
+        writing = self.settling.get(task.task_id)
+        if writing is not None:  # its outcome is being written (off the loop): that settles it, not a takeover
+            await asyncio.wait({writing}, timeout=wait_s)
         current = self.store.get(task.task_id)
-        if not current.terminal and task.task_id not in self.running:
+        if not current.terminal and task.task_id not in self.running and task.task_id not in self.settling:
             runner, lease_until = self.store.lease_holder(task.task_id)
             if runner and runner != self.runner_id and lease_until and lease_until > time.time():
                 # Another live process runs it: ask that runner to stop (cooperative, eventual).
