@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, Union, overload
 
 from ._typed import ArgumentError, as_result as _as_result
 from .auth import Principal
-from .context import NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer, ToolContext
+from .context import (NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer,
+                      QuestionChanged, ToolContext)
 from .errors import AccessDenied, InsufficientScope, ProtocolError, TaskRequired, TenantMismatch, UnknownTool
 from .forms import FormError, refused_result
 from .redact import redact_text
@@ -279,6 +280,9 @@ async def run(server: "Server", ctx: ToolContext, arguments: dict[str, Any], cli
         outcome = Refused(exc)
     except InvalidElicitationAnswer as exc:
         outcome = tool_error(ErrorKind.INVALID_INPUT, f"the user's answer was not usable: {exc}")
+    except QuestionChanged as exc:  # a bug in the tool's question (it changes every round): said, not looped
+        log.warning("tool %s: %s", tool.name, exc)
+        outcome = Failed("question_changed", type(exc).__name__)
     except asyncio.CancelledError as exc:
         outcome = Cancelled(exc)
     except Exception as exc:  # a bug in the tool, or a dependency down: safe message out, type in the audit
@@ -394,6 +398,9 @@ def _failure_answer(failed: Failed) -> ToolResult:
                           "that is not known; check before retrying.")
     if failed.reason == "bad_result":
         return tool_error(ErrorKind.INTERNAL, "the tool produced something that is not a result; it was withheld")
+    if failed.reason == "question_changed":
+        return tool_error(ErrorKind.INTERNAL, "the tool asked its question in other words after the user answered "
+                          "it, so the answer could not be used; nothing was done after the question")
     if failed.reason == "output_schema_violation":
         return tool_error(ErrorKind.INTERNAL, "the tool produced a result that breaks its own output "
                           "contract; it was withheld")

@@ -32,6 +32,8 @@ import types
 import typing
 from typing import Any, Callable
 
+import orjson
+
 from .context import ToolContext
 from .results import ToolResult, text
 
@@ -84,6 +86,9 @@ class Signature:
         self.returns: Any = EMPTY
         self.description = ""
         self.param_docs: dict[str, str] = {}
+        #: parameter → its default's maker, for defaults Python cannot apply itself (pydantic's
+        #: ``Field(default=...)`` as the default or inside ``Annotated``): filled in when absent
+        self.fills: dict[str, Callable[[], Any]] = {}
 
     def names(self) -> frozenset[str]:
         return frozenset(p.name for p in self.params)
@@ -147,9 +152,43 @@ def _resolve_hints(fn: Any, sig: inspect.Signature) -> dict[str, Any]:
     return hints
 
 
+def _is_field_info(value: Any) -> bool:
+    """pydantic's ``FieldInfo`` (what ``Field(...)`` makes), without importing pydantic."""
+    cls = type(value)
+    return cls.__name__ == "FieldInfo" and (cls.__module__ or "").startswith("pydantic")
+
+
+def _field_default(hint: Any, default: Any) -> tuple[Any, Any, Callable[[], Any] | None]:
+    """(hint, default, maker) for a parameter written with pydantic's ``Field``: ``x: int =
+    Field(3, description=...)`` or ``x: Annotated[int, Field(default=3)]``.  The ``FieldInfo``
+    moves into the annotation (its description and constraints are read there) and its default
+    becomes the parameter's (shown in the schema, applied when the argument is absent)."""
+    info = default if _is_field_info(default) else None
+    if info is None:
+        infos = [m for m in typing.get_args(hint)[1:] if _is_field_info(m)]
+        if not infos:
+            return hint, default, None
+        info = infos[-1]
+    elif hint is not EMPTY:
+        hint = typing.Annotated[hint, info]
+    else:
+        hint = typing.Annotated[Any, info]
+    value = getattr(info, "default", EMPTY)
+    factory = getattr(info, "default_factory", None)
+    if type(value).__name__ == "PydanticUndefinedType" or value is Ellipsis:
+        if factory is None:
+            return hint, EMPTY, None  # Field(...) / Field(description=...): required
+        return hint, _FACTORY, factory
+    return hint, value, lambda: value
+
+
+#: The default of a parameter whose pydantic Field has a ``default_factory`` (not shown in the schema).
+_FACTORY: Any = type("Factory", (), {"__repr__": lambda self: "<default_factory>"})()
+
+
 def _is_context(hint: Any) -> bool:
     if isinstance(hint, Unresolved):
-        return hint.names("ToolContext")
+        return hint.names("ToolContext") or hint.names("Context")
     return isinstance(hint, type) and issubclass(hint, ToolContext)
 
 
@@ -183,7 +222,12 @@ def read_signature(fn: Any, what: str, name: str | None = None) -> Signature:
             continue
         if p.kind is p.VAR_POSITIONAL:
             raise out.fail("*args cannot receive arguments given by name", p.name)
-        out.params.append(Param(p.name, hint, p.default, p.kind))
+        default = p.default
+        if _is_field_info(default) or (default is EMPTY and typing.get_origin(hint) is typing.Annotated):
+            hint, default, make = _field_default(hint, default)
+            if make is not None:
+                out.fills[p.name] = make
+        out.params.append(Param(p.name, hint, default, p.kind))
     if out.context is None and raw and raw[0].name == LEGACY_CONTEXT_NAME \
             and hints.get(LEGACY_CONTEXT_NAME, EMPTY) in (EMPTY, Any) \
             and raw[0].kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
@@ -286,6 +330,17 @@ def _meta_from(item: Any) -> Any:
     return msgspec.Meta(**kwargs) if kwargs else None
 
 
+@functools.cache
+def _formats() -> dict[Any, str]:
+    """JSON Schema ``format`` of the standard types msgspec writes as strings (loaded when asked)."""
+    import datetime
+    import uuid
+
+    return {datetime.datetime: "date-time", datetime.date: "date", datetime.time: "time",
+            datetime.timedelta: "duration", uuid.UUID: "uuid"}
+
+
+
 def _normalize(hint: Any) -> Any:
     """``hint`` with every ``Annotated`` metadata msgspec does not read turned into ``msgspec.Meta``
     and ``X | Y`` spelled as ``Union`` (which msgspec rebuilds into)."""
@@ -295,6 +350,12 @@ def _normalize(hint: Any) -> Any:
         metas = [m for m in (_meta_from(x) for x in extra) if m is not None]
         base = _normalize(base)
         return typing.Annotated[(base, *metas)] if metas else base
+    fmt = _formats().get(hint) if origin is None and getattr(hint, "__module__", None) in ("datetime", "uuid") \
+        else None
+    if fmt is not None:  # msgspec says only "string"; the format tells a client what the string is
+        import msgspec
+
+        return typing.Annotated[hint, msgspec.Meta(extra_json_schema={"format": fmt})]
     if origin is typing.Union or origin is types.UnionType:
         return typing.Union[tuple(_normalize(a) for a in typing.get_args(hint))]
     if origin is typing.Literal or origin is None:
@@ -509,10 +570,11 @@ class InputPlan:
         self.converters = converters
 
 
-def derive_input(sig: Signature, explicit: dict[str, Any] | None) -> InputPlan:
+def derive_input(sig: Signature, explicit: dict[str, Any] | None, open_input: bool = False) -> InputPlan:
     """``inputSchema`` from the parameters (unless ``explicit`` is given, which wins) and the
     converters the call needs.  A derived schema is closed (``additionalProperties: false``) unless
-    the function takes ``**kwargs``: a misspelt optional argument is a fixable error, not silence."""
+    the function takes ``**kwargs``: a misspelt optional argument is a fixable error, not silence.
+    ``open_input`` (``Server(extra_arguments="ignore")``) leaves it open, as FastMCP does."""
     params = sig.params
     if explicit is None:
         for p in params:
@@ -529,7 +591,7 @@ def derive_input(sig: Signature, explicit: dict[str, Any] | None) -> InputPlan:
                 schema["description"] = doc
             if p.default is EMPTY:
                 required.append(p.name)
-            else:
+            elif p.default is not _FACTORY:
                 ok, value = _json_default(p.default)
                 if ok:
                     schema["default"] = value
@@ -537,7 +599,7 @@ def derive_input(sig: Signature, explicit: dict[str, Any] | None) -> InputPlan:
         schema_out: dict[str, Any] = {"type": "object", "properties": props}
         if required:
             schema_out["required"] = required
-        if not sig.var_keyword:
+        if not sig.var_keyword and not open_input:
             schema_out["additionalProperties"] = False
         if defs:
             schema_out["$defs"] = defs
@@ -591,7 +653,7 @@ def _to_builtins(value: Any) -> Any:
         return value
     dump = getattr(value, "model_dump", None)
     if dump is not None and _pydantic_model(type(value)) is not None:
-        return dump(mode="json")
+        return dump(mode="json", by_alias=True)  # the schema names the fields by their aliases
     import msgspec
 
     return msgspec.to_builtins(value)
@@ -609,9 +671,16 @@ def as_result(out: Any) -> ToolResult:
     if isinstance(out, str):
         return ToolResult([text(out)])
     if isinstance(out, list):
-        return ToolResult(out)
+        from ._foreign import content_blocks
+
+        return ToolResult(content_blocks(out))
     if out is None:
         return ToolResult([])
+    from ._foreign import foreign_result
+
+    found = foreign_result(out)  # CallToolResult, fastmcp's ToolResult, Image, TextContent…
+    if found is not None:
+        return found
     raise TypeError(f"a tool returned {type(out).__name__}; expected ToolResult, dict, str or list")
 
 
@@ -659,11 +728,19 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
     legacy = as_result
     hint = sig.returns
     if isinstance(hint, Unresolved):
-        if hint.names("ToolResult") or explicit is not None:
+        if hint.names("ToolResult") or hint.names("CallToolResult") or explicit is not None:
             return explicit, legacy  # what the style before hints did with it
         raise sig.fail(f"return {hint.error()}")
+    from ._foreign import is_result_type
+
+    declared = _declared_by_result(hint)  # Annotated[CallToolResult, Model]: the SDK's way to give a schema
+    if declared is not None and explicit is None:
+        [schema], defs = _schemas([declared], lambda _i, why: sig.fail(f"return {why}"))
+        if not _is_structured(schema, defs):
+            raise sig.fail(f"return: the model after the result type must describe an object, not {_name(declared)}")
+        return _inline_root(schema, defs), legacy
     members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-    kept = tuple(m for m in members if _strip_annotated(m) is not ToolResult)
+    kept = tuple(m for m in members if not _passes_through(_strip_annotated(m), is_result_type))
     if hint is EMPTY or hint is Any or not kept:
         return explicit, legacy
     hint = kept[0] if len(kept) == 1 else typing.Union[kept]
@@ -671,13 +748,10 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
         def empty(out: Any) -> ToolResult:
             return ToolResult([]) if out is None else legacy(out)
         return explicit, empty
-    if _strip_annotated(hint) is str:
-        def as_text(out: Any) -> ToolResult:
-            return ToolResult([text(out)]) if type(out) is str else legacy(out)
-        return explicit, as_text
     [schema], defs = _schemas([hint], lambda _i, why: sig.fail(f"return {why}"))
     adapter = _with_pydantic(hint) if _pydantic_model(hint) is None else None
-    dump: Callable[[Any], Any] = (lambda out: adapter.dump_python(out, mode="json")) if adapter is not None \
+    dump: Callable[[Any], Any] = (lambda out: adapter.dump_python(out, mode="json", by_alias=True)) \
+        if adapter is not None \
         else _to_builtins
     if _is_structured(schema, defs):
         derived = _inline_root(schema, defs)
@@ -690,6 +764,11 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
                 return ToolResult.structured(out)
             if isinstance(out, ToolResult):
                 return out
+            from ._foreign import foreign_result
+
+            found = foreign_result(out)
+            if found is not None:  # a CallToolResult returned by a tool annotated with its data type
+                return found
             data = dump(out)
             if not isinstance(data, dict):
                 raise TypeError(f"returned {type(out).__name__}, annotated as an object")
@@ -700,10 +779,47 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
         wrapped["$defs"] = defs
 
     def boxed(out: Any) -> ToolResult:
+        """``{"result": value}`` as the facts; the text block is the value itself (``2``, not
+        ``{"result":2}``; a string as it is), as FastMCP and the SDK write it."""
+        kind = type(out)
+        if kind is str:
+            return ToolResult([text(out)], {"result": out})
         if isinstance(out, ToolResult):
             return out
-        return ToolResult.structured({"result": dump(out)})
+        data = out if kind in _PLAIN else dump(out)
+        return ToolResult([text(data if type(data) is str else orjson.dumps(data).decode())], {"result": data})
     return (explicit if explicit is not None else wrapped), boxed
+
+
+def _passes_through(hint: Any, is_result_type: Callable[[Any], bool]) -> bool:
+    """A result type, a content/media type, or a list of them: the value is content, not data."""
+    if is_result_type(hint):
+        return True
+    if typing.get_origin(hint) in (list, collections.abc.Sequence):
+        args = typing.get_args(hint)
+        if args:
+            inner = _strip_annotated(args[0])
+            options = typing.get_args(inner) if typing.get_origin(inner) in (typing.Union, types.UnionType) \
+                else (inner,)
+            return all(o is str or is_result_type(_strip_annotated(o)) for o in options) and \
+                any(o is not str for o in options)
+    return False
+
+
+def _declared_by_result(hint: Any) -> Any:
+    """``Annotated[CallToolResult, Model]`` (the SDK's spelling of "this result's structured content
+    is a Model"): ``Model``; else None."""
+    if typing.get_origin(hint) is not typing.Annotated:
+        return None
+    from ._foreign import is_result_type
+
+    base, *extra = typing.get_args(hint)
+    if not is_result_type(base):
+        return None
+    for item in extra:
+        if isinstance(item, type):
+            return item
+    return None
 
 
 # -- prompts and resources --------------------------------------------------------------------

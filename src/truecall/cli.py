@@ -88,9 +88,12 @@ def serve(
         from ._misuse import ENV_DEBUG
 
         os.environ[ENV_DEBUG] = "1"
-    serving.serve(target, http=http, host=host, port=port, path=path, allowed_host=allowed_host,
-                  token_file=token_file, jwt_issuer=jwt_issuer, jwt_audience=jwt_audience, jwks=jwks,
-                  tenant_claim=tenant_claim, scope_claim=scope_claim, workers=workers)
+    try:
+        serving.serve(target, http=http, host=host, port=port, path=path, allowed_host=allowed_host,
+                      token_file=token_file, jwt_issuer=jwt_issuer, jwt_audience=jwt_audience, jwks=jwks,
+                      tenant_claim=tenant_claim, scope_claim=scope_claim, workers=workers)
+    except KeyboardInterrupt:
+        raise typer.Exit(serving.interrupted("truecall serve")) from None
 
 
 @_command(app, "inspect", "truecall inspect")
