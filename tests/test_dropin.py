@@ -269,12 +269,14 @@ def test_the_context_logs_at_every_level_and_reports_progress() -> None:
         await ctx.log("info", "truecall order")
         await ctx.report_progress(1, 2, "half")
 
+        assert await ctx.get_state("k") is None
+        await ctx.set_state("k", 1)
+        assert await ctx.get_state("k") == 1
+
     asyncio.run(main())
     assert sent == [("debug", "d"), ("info", "i"), ("warning", "w"), ("error", {"msg": "e", "extra": {"n": 1}}),
                     ("notice", "fastmcp order"), ("info", "truecall order"), ("progress", (1, 2, "half"))]
-    assert ctx.session_id is None and ctx.get_state("k") is None
-    ctx.set_state("k", 1)
-    assert ctx.get_state("k") == 1
+    assert ctx.session_id is None and ctx.transport is None
 
 
 def test_elicit_with_a_response_type_answers_action_and_data() -> None:

@@ -92,3 +92,66 @@ def run(server: "Server", transport: str, *, host: str | None, port: int | None,
                                 port=int(port if port is not None else settings.get("port") or 8000), path=path)
     if status:
         raise SystemExit(status)
+
+
+def _plain(value: Any) -> Any:
+    """A pydantic object (the SDK's message types) as JSON data; anything else as it is."""
+    dump = getattr(value, "model_dump", None)
+    if dump is not None:
+        return dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+class SessionCalls:
+    """``ctx.session`` as the SDK's tools use it, on truecall's context: list-changed notices,
+    sampling and log messages.  The answers are the SDK's types when the tool's module has the SDK
+    loaded (it had to, to call these with its message types), else plain data."""
+
+    __slots__ = ("ctx",)
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+
+    async def send_tool_list_changed(self) -> None:
+        self.ctx.server.list_changed("tools")
+
+    async def send_resource_list_changed(self) -> None:
+        self.ctx.server.list_changed("resources")
+
+    async def send_prompt_list_changed(self) -> None:
+        self.ctx.server.list_changed("prompts")
+
+    async def send_log_message(self, level: str, data: Any, logger: str | None = None, **_: Any) -> None:
+        await self.ctx.log(level, data, logger)
+
+    async def create_message(self, messages: Any, *, max_tokens: int, **options: Any) -> Any:
+        """``sampling/createMessage`` through :meth:`~truecall.ToolContext.sample`."""
+        names = {"system_prompt": "systemPrompt", "include_context": "includeContext",
+                 "stop_sequences": "stopSequences", "model_preferences": "modelPreferences"}
+        extra = {names.get(k, k): _plain(v) for k, v in options.items() if v is not None and k != "related_request_id"}
+        result = await self.ctx.sample(_plain(list(messages)), max_tokens, **extra)
+        types = sys.modules.get("mcp.types") or sys.modules.get("mcp_types")
+        model = getattr(types, "CreateMessageResult", None) if types is not None else None
+        return model.model_validate(result) if model is not None else result
+
+
+async def complete_with(handler: Any, ref: dict[str, Any], argument: dict[str, Any],
+                        context: dict[str, Any] | None) -> list[str]:
+    """Ask a ``@server.completion()`` handler, in the SDK's types when its module has them loaded."""
+    import inspect
+
+    types = sys.modules.get("mcp.types") or sys.modules.get("mcp_types")
+
+    def as_type(name: str, data: Any) -> Any:
+        model = getattr(types, name, None) if types is not None else None
+        return model.model_validate(data) if model is not None and data is not None else data
+
+    kind = "PromptReference" if ref.get("type") == "ref/prompt" else "ResourceTemplateReference"
+    out = handler(as_type(kind, ref), as_type("CompletionArgument", argument), as_type("CompletionContext", context))
+    if inspect.isawaitable(out):
+        out = await out
+    values = getattr(out, "values", None) if out is not None and not isinstance(out, dict) else \
+        (out or {}).get("values")
+    return [str(v) for v in (values or [])][:100]

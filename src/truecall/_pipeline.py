@@ -286,6 +286,10 @@ async def run(server: "Server", ctx: ToolContext, arguments: dict[str, Any], cli
     except asyncio.CancelledError as exc:
         outcome = Cancelled(exc)
     except Exception as exc:  # a bug in the tool, or a dependency down: safe message out, type in the audit
+        if type(exc).__name__ == "UrlElicitationRequiredError":  # the SDK's way to say "-32042": its meaning kept
+            from .errors import UrlElicitationRequired
+
+            raise UrlElicitationRequired(str(exc), getattr(exc, "data", None)) from None
         why = unavailable(exc)
         if why is None:
             log_failure(tool.name, exc)

@@ -748,11 +748,25 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
         def empty(out: Any) -> ToolResult:
             return ToolResult([]) if out is None else legacy(out)
         return explicit, empty
+    if _opaque_class(hint):  # a plain class without annotations: no schema; its attributes as JSON text
+        def attributes(out: Any) -> ToolResult:
+            if not isinstance(out, hint):
+                return legacy(out)
+            return ToolResult([text(orjson.dumps(_to_builtins(dict(vars(out)))).decode())])
+        return explicit, attributes
+    shape = _plain_class_shape(hint)
+    if shape is not None:  # a plain class with annotated attributes (the SDK reads these too)
+        hint, fields = shape
+        dump: Callable[[Any], Any] = lambda out: _to_builtins(
+            {k: getattr(out, k) for k in fields if hasattr(out, k)})
     [schema], defs = _schemas([hint], lambda _i, why: sig.fail(f"return {why}"))
     adapter = _with_pydantic(hint) if _pydantic_model(hint) is None else None
-    dump: Callable[[Any], Any] = (lambda out: adapter.dump_python(out, mode="json", by_alias=True)) \
-        if adapter is not None \
-        else _to_builtins
+    if shape is not None:
+        pass
+    elif adapter is not None:
+        dump = lambda out: adapter.dump_python(out, mode="json", by_alias=True)  # noqa: E731
+    else:
+        dump = _to_builtins
     if _is_structured(schema, defs):
         derived = _inline_root(schema, defs)
         base = _strip_annotated(hint)
@@ -789,6 +803,40 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
         data = out if kind in _PLAIN else dump(out)
         return ToolResult([text(data if type(data) is str else orjson.dumps(data).decode())], {"result": data})
     return (explicit if explicit is not None else wrapped), boxed
+
+
+def _user_class(hint: Any) -> bool:
+    """A class of the application's own that no schema library reads (not a dataclass, TypedDict,
+    enum, pydantic model or msgspec Struct, nor a standard type)."""
+    import dataclasses
+
+    return isinstance(hint, type) and hint.__module__ not in ("builtins", "typing", "datetime", "uuid", "decimal",
+                                                            "collections", "pathlib") \
+        and not (dataclasses.is_dataclass(hint) or typing.is_typeddict(hint) or issubclass(hint, enum.Enum)
+                 or _pydantic_model(hint) is not None
+                 or any((c.__module__ or "").startswith("msgspec") for c in hint.__mro__)
+                 or any((c.__module__ or "").startswith(("mcp", "fastmcp")) for c in hint.__mro__))
+
+
+def _opaque_class(hint: Any) -> bool:
+    """A class of the application's own without annotated attributes: nothing to derive a schema from."""
+    return _user_class(hint) and not any(vars(c).get("__annotations__") for c in hint.__mro__[:-1])
+
+
+def _plain_class_shape(hint: Any) -> tuple[Any, list[str]] | None:
+    """A plain class whose attributes are annotated (``class User: name: str; age: int`` with its
+    own ``__init__``): a ``TypedDict`` of those annotations (a class-level default makes one
+    optional) and the attribute names; ``None`` for anything msgspec or pydantic reads itself."""
+    if not _user_class(hint) or hint.__dict__.get("__annotations__") is None:
+        return None
+    try:
+        fields = typing.get_type_hints(hint, include_extras=True)
+    except Exception:
+        return None
+    if not fields:
+        return None
+    shaped = {k: (typing.NotRequired[v] if k in vars(hint) else v) for k, v in fields.items()}
+    return typing.TypedDict(hint.__name__, shaped), list(fields)  # type: ignore[operator]
 
 
 def _passes_through(hint: Any, is_result_type: Callable[[Any], bool]) -> bool:

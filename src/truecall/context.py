@@ -416,17 +416,35 @@ class ToolContext:
             self._own_state = {}
         return self._own_state
 
-    def set_state(self, key: str, value: Any) -> None:
-        """Keep ``value`` for this MCP session (per request where there is no session: 2026-07-28)."""
+    async def set_state(self, key: str, value: Any) -> None:
+        """Keep ``value`` for this MCP session (per request where there is no session: 2026-07-28).
+        Awaited, as in FastMCP."""
         self._state()[key] = value
 
-    def get_state(self, key: str, default: Any = None) -> Any:
+    async def get_state(self, key: str, default: Any = None) -> Any:
         """What :meth:`set_state` kept under ``key`` in this session, or ``default``."""
         return self._state().get(key, default)
 
-    def delete_state(self, key: str) -> None:
+    async def delete_state(self, key: str) -> None:
         """Forget ``key`` in this session's state."""
         self._state().pop(key, None)
+
+    @property
+    def transport(self) -> str | None:
+        """``"stdio"`` or ``"streamable-http"`` for a handshake-era session; ``None`` otherwise."""
+        return getattr(_session_of(self.peer), "transport", None)
+
+    @property
+    def session(self) -> Any:
+        """The SDK's ``ctx.session`` calls this code meets: ``send_*_list_changed()``,
+        ``create_message(...)`` (sampling) and ``send_log_message(...)``."""
+        from ._fastmcp import SessionCalls
+
+        return SessionCalls(self)
+
+    def __class_getitem__(cls, item: Any) -> type:
+        """``Context[AppContext]`` (the SDK's generic spelling) is the context class itself."""
+        return cls
 
     async def read_resource(self, uri: str) -> list[dict[str, Any]]:
         """Read one of this server's resources as the caller (the contents list)."""

@@ -414,8 +414,30 @@ class Server:
                            prompt=name)
         return result
 
-    def complete(self, principal: Principal, ref: dict[str, Any], argument: dict[str, Any]) -> list[str]:
-        """Completion values for a prompt argument (empty when nothing is known)."""
+    def completion(self) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register one completion handler for every prompt argument and template variable
+        (``@mcp.completion()``, the SDK's way): ``fn(ref, argument, context)`` returning a
+        ``Completion`` (or ``None``), with the SDK's types when its module uses them."""
+        def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.completer = fn
+            return fn
+        return decorate
+
+    #: The handler :meth:`completion` registered (``None``: each prompt's ``completions=``).
+    completer: Callable[..., Any] | None = None
+
+    def complete(self, principal: Principal, ref: dict[str, Any], argument: dict[str, Any],
+                 context: dict[str, Any] | None = None) -> "list[str] | Coroutine[Any, Any, list[str]]":
+        """Completion values for a prompt argument (empty when nothing is known); a coroutine of
+        them when a :meth:`completion` handler answers."""
+        if self.completer is not None:
+            from ._fastmcp import complete_with
+
+            if ref.get("type") == "ref/prompt":
+                prompt = self.registry.prompts.get(ref.get("name"))  # type: ignore[arg-type]
+                if prompt is None or not prompt.scopes <= principal.scopes:
+                    raise InvalidParams("Unknown prompt")
+            return complete_with(self.completer, ref, argument, context)
         if ref.get("type") == "ref/prompt":
             prompt = self.registry.prompts.get(ref.get("name"))  # type: ignore[arg-type]
             if prompt is None or not prompt.scopes <= principal.scopes:

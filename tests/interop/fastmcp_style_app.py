@@ -80,16 +80,16 @@ async def pay(ctx: Context) -> str:
 
 
 @mcp.tool
-def remember(key: str, value: str, ctx: Context) -> str:
+async def remember(key: str, value: str, ctx: Context) -> str:
     """Keeps a value in the session's state."""
-    ctx.set_state(key, value)
+    await ctx.set_state(key, value)
     return ctx.session_id or "no session"
 
 
 @mcp.tool
-def recall(key: str, ctx: Context) -> str:
+async def recall(key: str, ctx: Context) -> str:
     """Reads a value back from the session's state."""
-    return str(ctx.get_state(key))
+    return str(await ctx.get_state(key))
 
 
 @mcp.tool
