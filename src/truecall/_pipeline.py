@@ -30,6 +30,7 @@ import time
 from typing import TYPE_CHECKING, Any, NoReturn, Union, overload
 
 from ._typed import ArgumentError, as_result as _as_result
+from ._wire_check import tool_result_problems
 from .auth import Principal
 from .context import (NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer,
                       QuestionChanged, ToolContext)
@@ -307,7 +308,12 @@ async def run(server: "Server", ctx: ToolContext, arguments: dict[str, Any], cli
             outcome = Failed("bad_result", type(exc).__name__)
         else:
             checker = tool.output_validator
-            if checker is not None and not outcome.is_error:
+            malformed = tool_result_problems(outcome, ctx.peer.version)  # the MCP schema of the era
+            if malformed:
+                log.warning("tool %s: a result the MCP schema refuses was withheld: %s", tool.name,
+                            "; ".join(malformed))
+                outcome = Failed("malformed_result", violations=malformed)
+            elif checker is not None and not outcome.is_error:
                 sc = outcome.structured_content
                 if sc is None or not checker.is_valid(sc):
                     problems = ["structuredContent is missing"] if sc is None else \
@@ -402,6 +408,9 @@ def _failure_answer(failed: Failed) -> ToolResult:
                           "that is not known; check before retrying.")
     if failed.reason == "bad_result":
         return tool_error(ErrorKind.INTERNAL, "the tool produced something that is not a result; it was withheld")
+    if failed.reason == "malformed_result":
+        return tool_error(ErrorKind.INTERNAL, "the tool produced a result that is not a valid MCP result; it was "
+                          "withheld")
     if failed.reason == "question_changed":
         return tool_error(ErrorKind.INTERNAL, "the tool asked its question in other words after the user answered "
                           "it, so the answer could not be used; nothing was done after the question")

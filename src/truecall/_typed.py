@@ -908,6 +908,16 @@ def as_messages(out: Any) -> Any:
     if isinstance(out, str):
         return [{"role": "user", "content": {"type": "text", "text": out}}]
     if isinstance(out, list):
-        return [{"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else m for m in out]
+        return [{"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else _message(m)
+                for m in out]
     return out
+
+
+def _message(m: Any) -> Any:
+    """A message written with the SDK's types (``base.UserMessage("...")``, ``PromptMessage``) as data."""
+    dump = getattr(m, "model_dump", None)
+    if dump is None:
+        return m
+    data = dump(mode="json", by_alias=True, exclude_none=True)
+    return {"role": data.get("role"), "content": data.get("content")} if isinstance(data, dict) else data
 

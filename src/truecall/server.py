@@ -18,7 +18,7 @@ import asyncio
 import re
 import types
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Callable, Coroutine, Iterable, TypeVar, overload
+from typing import Any, Callable, Coroutine, Iterable, NoReturn, TypeVar, overload
 
 from ._misuse import SettingError
 from . import _pipeline
@@ -26,7 +26,8 @@ from .audit import AuditLog
 from ._changes import ChangeFeed
 from .auth import Principal, StaticTokens, TokenVerifier
 from .context import NO_PEER, ElicitationUnavailable, Peer, ToolContext
-from .errors import InvalidParams, MissingCapability, NotFound
+from .errors import InternalError, InvalidParams, MissingCapability, NotFound
+from ._wire_check import contents_problems, prompt_problems
 from ._keys import keys_from_env
 from .ratelimit import RateLimit
 from .redact import shown_uri as _shown
@@ -384,6 +385,9 @@ class Server:
                                outcome="not_found", arguments={"uri": uri})  # names nothing: only its keyed hash
             raise NotFound("Resource not found", {"uri": _shown(uri)})
         contents = _as_contents(uri, out, res.mime_type)
+        malformed = contents_problems(contents, peer.version)  # the MCP schema of the era, before it leaves
+        if malformed:
+            _withheld("resource", res.name, malformed)
         self.events.record("resource.read", tenant=principal.tenant, subject=principal.subject, outcome="ok",
                            uri=_shown(uri))
         return contents
@@ -410,6 +414,9 @@ class Server:
         result: dict[str, Any] = {"messages": out} if isinstance(out, list) else dict(out)
         if "description" not in result and prompt.description:
             result["description"] = prompt.description
+        malformed = prompt_problems(result, peer.version)
+        if malformed:
+            _withheld("prompt", prompt.name, malformed)
         self.events.record("prompt.get", tenant=principal.tenant, subject=principal.subject, outcome="ok",
                            prompt=name)
         return result
@@ -472,6 +479,14 @@ def _env_seconds(name: str, default: float) -> float:
 
 
 
+
+
+def _withheld(what: str, name: str, problems: list[str]) -> NoReturn:
+    """A resource or prompt result the MCP schema refuses: logged with why, answered -32603."""
+    from ._wire_check import log
+
+    log.warning("%s %s: a result the MCP schema refuses was withheld: %s", what, name, "; ".join(problems))
+    raise InternalError(f"the {what} produced a result that is not a valid MCP result; it was withheld")
 
 
 def _missing_capability(exc: ElicitationUnavailable) -> MissingCapability:
