@@ -48,7 +48,7 @@ from .texts import LocaleError, current_locale, say
 from .tasks import InvalidTransition, LeaseLost, Task, TaskInputInvalid, TaskNotFound, TaskStatus, TaskStore
 from .tools import Prompt, Resource, ResourceTemplate, Tool
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 #: The names a FastMCP or ``MCPServer`` file imports, so that porting one is changing its import line
 #: (``from truecall import FastMCP, Context``): the same classes as truecall's own.

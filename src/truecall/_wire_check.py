@@ -72,14 +72,24 @@ def _plain_text(block: Any) -> bool:
     return type(block) is dict and len(block) == 2 and block.get("type") == "text" and type(block.get("text")) is str
 
 
+#: No problem found (shared: the hot path allocates nothing).
+_NONE: list[str] = []
+
+
 def tool_result_problems(result: Any, version: str | None) -> list[str]:
     """Why ``result`` (a :class:`~truecall.ToolResult`) is not a ``CallToolResult`` of ``version``;
-    empty when it is."""
+    empty when it is.  (Written as one loop of type checks: it runs on every call.)"""
     content = result.content
-    if type(content) is list and all(_plain_text(b) for b in content) and result.meta is None \
-            and (result.structured_content is None or type(result.structured_content) is dict) \
-            and type(result.is_error) is bool:
-        return []  # the shape truecall's builders make: nothing the schema could refuse
+    if type(content) is list and result.meta is None:
+        for block in content:
+            if type(block) is not dict or len(block) != 2 or block.get("type") != "text" \
+                    or type(block.get("text")) is not str:
+                break
+        else:
+            structured = result.structured_content
+            if (structured is None or type(structured) is dict) and (result.is_error is False
+                                                                      or result.is_error is True):
+                return _NONE  # the shape truecall's builders make: nothing the schema could refuse
     return _problems(result.to_dict(), version, "CallToolResult")
 
 

@@ -342,10 +342,8 @@ def _stdio_principal(server: Any) -> Any:
     if server.local_principal is not None:
         return server.local_principal
     principal = server.local_user()
-    declared = sorted(principal.scopes)
-    print(f"truecall serve: no principal configured: serving stdio as the local user {principal.subject!r} "
-          f"(tenant {LOCAL_TENANT!r}) with every scope the tools declare ({', '.join(declared) or 'none'}); "
-          "TRUECALL_PRINCIPAL=\"subject,tenant,scope1 scope2\" or the app's local_principal chooses another",
+    print(f"truecall serve: no principal configured: serving as the local user {principal.subject!r} "
+          f"(tenant {LOCAL_TENANT!r}, every declared scope); TRUECALL_PRINCIPAL chooses another",
           file=sys.stderr, flush=True)
     return principal
 

@@ -101,3 +101,79 @@ def test_a_port_out_of_range_is_refused_naming_the_option(tmp_path: Path) -> Non
                           env=ENV, capture_output=True, timeout=60)
     assert done.returncode == 2
     assert done.stderr.decode().strip() == "truecall serve: --port must be 0-65535 (0: any free port), not 99999"
+
+
+# -- the rest of the command line a newcomer meets ----------------------------------------------------
+
+def _truecall(*args: str, cwd: Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "truecall", *args], cwd=cwd, env={**ENV, "COLUMNS": "150"},
+                          capture_output=True, text=True, timeout=120, **kwargs)  # type: ignore[call-overload]
+
+
+HELPS = [[], ["serve"], ["inspect"], ["migrate"], ["audit"], ["call"], ["probe"], ["config"], ["reconcile"],
+         ["tasks"], ["tasks", "list"], ["tasks", "show"], ["tasks", "cancel"]]
+
+
+@pytest.mark.parametrize("command", HELPS, ids=lambda c: " ".join(c) or "truecall")
+def test_help_has_one_style_no_raw_markup_and_no_internal_notes(command: list[str], tmp_path: Path) -> None:
+    done = _truecall(*command, "--help", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "``" not in done.stdout and "truecall.serving" not in done.stdout and "describe()" not in done.stdout
+    assert "Usage: truecall" in done.stdout  # typer's, also for serve (it once printed argparse's)
+
+
+def test_serve_help_shows_the_defaults(tmp_path: Path) -> None:
+    out = _truecall("serve", "--help", cwd=tmp_path).stdout
+    assert "[default: 8000]" in out and "[default: 127.0.0.1]" in out and "[default: /mcp]" in out
+
+
+def test_version(tmp_path: Path) -> None:
+    import truecall
+
+    assert _truecall("--version", cwd=tmp_path).stdout == f"truecall {truecall.__version__}\n"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["call", "x", "--args", "{bad", "--", "x"], "--args is not valid JSON"),
+    (["call", "x", "--args", "[1]", "--", "x"], "--args must be a JSON object ({...}), not list"),
+    (["call", "x", "--url", "http://127.0.0.1:9/mcp"], "Could not talk to the server at http://127.0.0.1:9/mcp"),
+    (["call", "x", "--", "no-such-command-xyz"], "started by 'no-such-command-xyz'"),
+    (["migrate", "--db", "/nonexistent/folder/x.db"], "truecall migrate: --db=/nonexistent/folder/x.db"),
+], ids=["bad-json", "not-object", "unreachable-url", "missing-command", "migrate-db"])
+def test_every_error_names_the_setting_url_or_command(args: list[str], says: str, tmp_path: Path) -> None:
+    done = _truecall(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert says in done.stderr, done.stderr
+
+
+def test_the_principal_notice_is_short_and_said_once(tmp_path: Path) -> None:
+    app = tmp_path / "app.py"
+    app.write_text("from truecall import FastMCP\nmcp = FastMCP('a')\n\n@mcp.tool\ndef hi() -> str:\n"
+                   "    '''Hi.'''\n    return 'hi'\n")
+    env = {k: v for k, v in ENV.items() if k != "TRUECALL_PRINCIPAL"}
+    done = subprocess.run([sys.executable, "-m", "truecall", "call", "hi", "--", sys.executable, "-m", "truecall",
+                           "serve", f"{app}:mcp"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stderr.splitlines() if "no principal configured" in line]
+    assert len(notes) == 1 and len(notes[0]) <= 160, notes
+
+
+def test_config_writes_the_mcp_servers_entry_and_keeps_the_others(tmp_path: Path) -> None:
+    config = tmp_path / "claude_desktop_config.json"
+    config.write_text('{"mcpServers": {"other": {"command": "x"}}, "theme": "dark"}')
+    done = _truecall("config", f"{APP}:mcp", "--file", str(config), "--env", "TRUECALL_PRINCIPAL=me,local,",
+                     cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    import json
+
+    written = json.loads(config.read_text())
+    assert written["theme"] == "dark" and written["mcpServers"]["other"] == {"command": "x"}
+    entry = written["mcpServers"]["fastmcp_style_app"]
+    assert entry["args"] == ["serve", f"{APP}:mcp"] and entry["env"] == {"TRUECALL_PRINCIPAL": "me,local,"}
+    assert Path(entry["command"]).name == "truecall"
+    # the entry starts the server as an assistant would, and it answers
+    hello = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+             '"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n')
+    started = subprocess.run([entry["command"], *entry["args"]], input=hello, capture_output=True, text=True,
+                             env={**ENV, **entry["env"]}, cwd=tmp_path, timeout=120)
+    assert '"serverInfo"' in started.stdout, started.stderr

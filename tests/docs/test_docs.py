@@ -535,3 +535,35 @@ def test_every_setting_and_command_the_guide_names_exists():
     commands = set(re.findall(r"`truecall ([a-z]+)\b", guide))
     missing = sorted(c for c in commands if not re.search(rf"^\W*{c}\b", helped.stdout, re.M))
     assert not missing, f"commands the guide names that truecall does not have: {missing}"
+
+
+def _free_names(code: str) -> list[str]:
+    """Names a block uses that it neither defines nor imports (nor are builtins)."""
+    import builtins
+    import symtable
+
+    top = symtable.symtable(code, "<block>", "exec")
+    defined = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    used: set[str] = set()
+    stack = [top]
+    while stack:
+        table = stack.pop()
+        used.update(s.get_name() for s in table.get_symbols() if s.is_referenced() and (table is top or s.is_global()))
+        stack.extend(table.get_children())
+    return sorted(used - defined - set(dir(builtins)) - {"__file__", "__name__"})
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_python_block_stands_alone_or_says_what_it_continues(page: str) -> None:
+    """A reader copies one block: it runs in a fresh process (its imports are there), or its first line
+    says which blocks it continues and what it takes from them (issue 26: the quickstart's in-memory
+    block and tasks.md's "Input while running" did not say, and failed when copied)."""
+    for block in parse_blocks(page, (DOCS / page).read_text(encoding="utf-8")):
+        if block.lang != "python" or block.title:
+            continue
+        free = _free_names(block.code)
+        if not free:
+            continue
+        first = block.code.splitlines()[0]
+        assert first.startswith("# continues"), f"{block.where}: uses {free} without defining or importing them"
+        assert all(name in first for name in free), f"{block.where}: its first line does not name {free}"

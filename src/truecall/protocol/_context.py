@@ -46,8 +46,9 @@ class RequestContext:
         self.asked: dict[str, str] = {}
         #: Keys whose question read differently in the last round than in the one answered before it.
         self.changed: frozenset[str] = frozenset()
-        #: Keys whose question reads differently now than in the round the client answered.
-        self.changing: set[str] = set()
+        #: Keys whose question reads differently now than in the round the client answered (made
+        #: when there is one: most requests ask nothing).
+        self.changing: set[str] | None = None
 
 
 class Peer:

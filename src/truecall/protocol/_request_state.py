@@ -52,6 +52,8 @@ def answer_for(ctx: RequestContext, method: str, params: dict[str, Any], key: st
         # this until the client gives up.  Either way the answer does not count.
         if key in ctx.changed:
             raise QuestionChanged(key, method)
+        if ctx.changing is None:
+            ctx.changing = set()
         ctx.changing.add(key)
     if answer is not None and not isinstance(answer, dict):
         raise InvalidParams(f"inputResponses[{key!r}] must be an object")
