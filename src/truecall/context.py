@@ -154,7 +154,9 @@ _NO_DATA: Any = object()
 
 
 class ToolContext:
-    """Handed to every tool handler as its first argument."""
+    """What a running tool sees of its call: the caller, the client's channel (progress, logs,
+    elicitation, sampling) and the task it may become.  A tool gets it by asking: a parameter
+    annotated ``ToolContext`` (or ``Context``), in any position, or an unannotated first ``ctx``."""
 
     __slots__ = ("principal", "tool", "server", "peer", "request_id", "meta", "_elicit_seq", "_last_progress",
                  "task", "_acceptor", "_own_state")

@@ -474,13 +474,20 @@ def test_the_site_builds_strict(tmp_path: Path) -> None:
     proc = subprocess.run([str(ROOT / "scripts" / "docs"), "build", "-d", str(site)], capture_output=True,
                           text=True, timeout=300, env={**os.environ, "PYTHON": sys.executable})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    api = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    # The reference is split by area (issue 26: it was one 44,000-pixel page), one page each.
+    api = "\n".join(page.read_text(encoding="utf-8") for page in sorted((site / "reference").glob("*/index.html")))
     import truecall
 
     anchors = set(re.findall(r'id="(truecall\.[\w.]+)"', api))
     missing = [n for n in truecall.__all__ if f"truecall.{n}" not in anchors
                and not any(a.endswith(f".{n}") for a in anchors)]
     assert not missing, f"public names without an entry in the API reference: {missing}"
+    private = sorted(a for a in anchors if re.search(r"\._", a))
+    assert not private, f"private names in the API reference: {private[:5]}"
+    assert "_depth" not in api, "a private parameter in a public signature"
+    # signatures are formatted (ruff, one parameter a line when they do not fit), not one long line
+    assert re.search(r'Server</span><span class="p">\(</span>\s*\n\s+<span class="n">name', api) or \
+        "Server(\n    name" in re.sub(r"<[^>]+>", "", api), "the API reference's signatures are not formatted"
     roles = re.findall(r":(?:class|meth|func|mod|attr|exc):<code>[^<]*</code>", api)
     assert not roles, f"Sphinx roles shown raw (scripts/mkdocs_hooks.py): {roles[:3]}"
 
