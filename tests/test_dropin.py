@@ -321,3 +321,89 @@ def test_a_module_that_parses_argv_at_import_gets_its_own(tmp_path: Any, monkeyp
 
     assert sys.modules["_truecall_app_argv_app"].SEEN == [str(app)]
     assert sys.argv[1] == "serve"
+
+
+def test_fastmcps_tool_result_passes_through_with_its_meta() -> None:
+    from fastmcp.tools import ToolResult as FastMCPToolResult
+
+    server = FastMCP("t")
+
+    @server.tool
+    def echo() -> FastMCPToolResult:
+        """Echo."""
+        return FastMCPToolResult(content="said", structured_content={"said": True}, meta={"at": 1})
+
+    assert "outputSchema" not in definition(server, "echo")
+    assert call(server, "echo", {}) == {"content": [{"type": "text", "text": "said"}],
+                                        "structuredContent": {"said": True}, "_meta": {"at": 1}}
+
+
+class Profile:
+    name: str
+    email: "str | None" = None
+
+    def __init__(self, name: str, email: "str | None" = None) -> None:
+        self.name, self.email = name, email
+
+
+class Opaque:
+    def __init__(self, setting: str) -> None:
+        self.setting = setting
+
+
+def test_a_plain_class_as_the_return_type() -> None:
+    server = FastMCP("t")
+
+    @server.tool
+    def profile() -> Profile:
+        """With annotated attributes: an object schema."""
+        return Profile("Ada")
+
+    @server.tool
+    def opaque() -> Opaque:
+        """Without: no schema, its attributes as JSON text."""
+        return Opaque("x")
+
+    schema = definition(server, "profile")["outputSchema"]
+    assert schema["required"] == ["name"] and set(schema["properties"]) == {"name", "email"}
+    assert call(server, "profile", {})["structuredContent"] == {"name": "Ada", "email": None}
+    assert "outputSchema" not in definition(server, "opaque")
+    assert call(server, "opaque", {}) == {"content": [{"type": "text", "text": '{"setting":"x"}'}]}
+
+
+def test_a_completion_handler_answers_for_prompts() -> None:
+    from mcp.types import Completion
+
+    server = FastMCP("t")
+
+    @server.prompt
+    def review(language: str) -> str:
+        return language
+
+    @server.completion()
+    async def complete(ref: Any, argument: Any, context: Any) -> Completion:
+        return Completion(values=[v for v in ("python", "perl") if v.startswith(argument.value)])
+
+    found = server.complete(server.local_user(), {"type": "ref/prompt", "name": "review"},
+                            {"name": "language", "value": "py"})
+    assert asyncio.run(found) == ["python"]  # type: ignore[arg-type]
+
+
+def test_the_sdks_url_elicitation_required_error_is_the_32042_protocol_error() -> None:
+    from mcp.shared.exceptions import UrlElicitationRequiredError
+    from mcp.types import ElicitRequestURLParams
+
+    from truecall.errors import UrlElicitationRequired
+
+    server = FastMCP("t")
+
+    @server.tool
+    def connect() -> str:
+        """Needs the user to authorise first."""
+        raise UrlElicitationRequiredError([ElicitRequestURLParams(mode="url", message="Authorise",
+                                                                  url="https://example.com/a", elicitation_id="e1")])
+
+    with pytest.raises(UrlElicitationRequired) as raised:
+        call(server, "connect", {})
+    assert raised.value.to_error()["code"] == -32042
+    assert raised.value.to_error()["data"]["elicitations"][0]["elicitationId"] == "e1"

@@ -1,6 +1,7 @@
 """A corpus of public FastMCP and ``MCPServer`` example files, ported by their import line only
-(issue 26): each is registered, listed, and every tool called with valid and with invalid arguments
-through the official ``mcp`` client, over stdio from ``truecall serve``.
+(issue 26): each is registered, listed, every tool called with valid and with invalid arguments,
+every resource read and every prompt got, through the official ``mcp`` client (which validates what
+it receives), over stdio from ``truecall serve``.
 
 The files in ``files/`` are verbatim copies (origin, commit and licence in ``SOURCES.json``; the
 licences beside them).  The port is done here, at run time, and touches only import lines: the
@@ -125,15 +126,29 @@ async def _sample(context: Any, params: Any) -> types.CreateMessageResult:
 async def exercise(path: Path, attr: str, cwd: Path) -> list[str]:
     """Problems found serving ``path:attr`` (empty: it works)."""
     problems: list[str] = []
+    (cwd / "Desktop").mkdir(exist_ok=True)  # HOME is cwd: the desktop examples list ~/Desktop
+    (cwd / "Desktop" / "notes.txt").write_text("x")
     params = StdioServerParameters(command=sys.executable, args=["-m", "truecall", "serve", f"{path}:{attr}"],
                                    cwd=str(cwd), env={"TRUECALL_PRINCIPAL": "dev@local,local,",
                                                       "HOME": str(cwd)})
     async with Client(stdio_client(params), mode="legacy", read_timeout_seconds=30, elicitation_callback=_elicit,
                       sampling_callback=_sample) as client:
         tools = (await client.list_tools()).tools
-        await client.list_resources()
+        for resource in (await client.list_resources()).resources:
+            try:
+                await client.read_resource(str(resource.uri))
+            except MCPError as exc:
+                problems.append(f"resource {resource.uri}: {exc}")
         await client.list_resource_templates()
-        await client.list_prompts()
+        for prompt in (await client.list_prompts()).prompts:
+            arguments = {a.name: "abc" for a in prompt.arguments or [] if a.required}
+            try:
+                got = await client.get_prompt(prompt.name, arguments)
+            except MCPError as exc:
+                problems.append(f"prompt {prompt.name}: {exc}")
+            else:
+                if not got.messages:
+                    problems.append(f"prompt {prompt.name}: no messages")
         for tool in tools:
             schema = tool.input_schema
             arguments = valid_value(schema, schema.get("$defs", {}))

@@ -574,3 +574,23 @@ def test_every_python_block_stands_alone_or_says_what_it_continues(page: str) ->
         first = block.code.splitlines()[0]
         assert first.startswith("# continues"), f"{block.where}: uses {free} without defining or importing them"
         assert all(name in first for name in free), f"{block.where}: its first line does not name {free}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_an_app_a_page_names_is_an_attribute_of_the_file_it_shows(page: str) -> None:
+    """``shop.py:server`` in the prose, where the page's ``shop.py`` defines ``build`` (issue 26,
+    testing.md): every ``file.py:attr`` of a page whose file the page shows must name what it defines."""
+    source = (DOCS / page).read_text(encoding="utf-8")
+    files = {b.title: b.code for b in parse_blocks(page, source) if b.title and b.title.endswith(".py")}
+    for name, attr in set(re.findall(r"\b([\w-]+\.py):(\w+)", source)):
+        if name in files:
+            assert re.search(rf"^(?:async )?(?:def|class) {attr}\b|^{attr}\s*[:=]", files[name], re.MULTILINE), \
+                f"docs/{page} names {name}:{attr}, and its {name} defines no {attr!r}"
+
+
+def test_no_page_serves_on_the_port_scripts_docs_serve_holds() -> None:
+    """``scripts/docs serve`` previews the site on 127.0.0.1:8001: a page's server there collides with it
+    while the docs are edited (issue 26, operations.md)."""
+    held = re.search(r"127\.0\.0\.1:(\d+)", (ROOT / "scripts" / "docs").read_text()).group(1)  # type: ignore[union-attr]
+    for page in PAGES:
+        assert f"--port {held}" not in (DOCS / page).read_text(encoding="utf-8"), f"docs/{page} serves on {held}"
