@@ -177,3 +177,23 @@ def test_config_writes_the_mcp_servers_entry_and_keeps_the_others(tmp_path: Path
     started = subprocess.run([entry["command"], *entry["args"]], input=hello, capture_output=True, text=True,
                              env={**ENV, **entry["env"]}, cwd=tmp_path, timeout=120)
     assert '"serverInfo"' in started.stdout, started.stderr
+
+
+def test_ctrl_c_ends_serve_workers_with_one_line(tmp_path: Path) -> None:
+    """A real Ctrl-C reaches the whole process group: the supervisor and its workers."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "truecall", "serve", f"{APP}:mcp", "--http", "--port", str(port),
+                             "--workers", "2"], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        _wait_for_line(proc, b"truecall serve: serving", timeout=60)
+        time.sleep(0.5)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode in (0, 130), err
+    assert err.decode().strip().splitlines()[-1] == "truecall serve: stopped (Ctrl-C)"
+    assert b"Traceback" not in err
