@@ -4,8 +4,8 @@ file ran into, in-process.  (Over the wire, with the official client: tests/inte
 import asyncio
 import json
 from contextlib import asynccontextmanager
-from datetime import datetime
-from typing import Annotated, Any
+from datetime import date, datetime
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from mcp.types import CallToolResult, TextContent
@@ -407,3 +407,22 @@ def test_the_sdks_url_elicitation_required_error_is_the_32042_protocol_error() -
         call(server, "connect", {})
     assert raised.value.to_error()["code"] == -32042
     assert raised.value.to_error()["data"]["elicitations"][0]["elicitationId"] == "e1"
+
+
+class Event(TypedDict):
+    at: datetime
+    day: "date | None"
+
+
+def test_datetime_fields_keep_their_format_inside_classes_too() -> None:
+    server = FastMCP("t")
+
+    @server.tool
+    def event() -> Event:
+        """An event."""
+        return {"at": datetime(2020, 1, 2), "day": None}
+
+    props = definition(server, "event")["outputSchema"]["properties"]
+    assert props["at"] == {"type": "string", "format": "date-time"}
+    assert props["day"]["anyOf"][0] == {"type": "string", "format": "date"}
+    assert call(server, "event", {})["structuredContent"] == {"at": "2020-01-02T00:00:00", "day": None}

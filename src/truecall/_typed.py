@@ -406,7 +406,47 @@ def _schemas(hints: list[Any], fail: Callable[[int, str], RegistrationError]) ->
     for (i, _), schema in zip(plain, schemas):
         out[i] = _in_declared_order(schema, order)
     defs.update({k: _in_declared_order(v, order, k) for k, v in components.items()})
+    _formats_of_fields([h for _, h in plain], defs)
     return out, defs
+
+
+def _formats_of_fields(hints: list[Any], defs: dict[str, Any]) -> None:
+    """The ``format`` of datetime/date/time/uuid fields inside classes (``TypedDict``, dataclass,
+    ``Struct``), which msgspec writes as a bare ``string``: added to their ``$defs`` entries."""
+    seen: set[int] = set()
+    stack = list(hints)
+    while stack:
+        hint = stack.pop()
+        if id(hint) in seen:
+            continue
+        seen.add(id(hint))
+        if typing.get_origin(hint) is not None:
+            stack.extend(a for a in typing.get_args(hint) if a is not Ellipsis)
+            continue
+        if not isinstance(hint, type) or hint.__module__ in ("builtins", "datetime", "uuid"):
+            continue
+        entry = defs.get(hint.__name__)
+        try:
+            fields = typing.get_type_hints(hint, include_extras=True)
+        except Exception:
+            continue
+        stack.extend(fields.values())
+        props = entry.get("properties") if isinstance(entry, dict) else None
+        if not isinstance(props, dict):
+            continue
+        for name, field in fields.items():
+            field = _strip_annotated(field)
+            options = typing.get_args(field) if typing.get_origin(field) in (typing.Union, types.UnionType) \
+                else (field,)
+            fmt = next((_formats().get(o) for o in options if getattr(o, "__module__", None) in ("datetime", "uuid")
+                        and o in _formats()), None)
+            prop = props.get(name)
+            if fmt is None or not isinstance(prop, dict):
+                continue
+            targets = [prop] + [a for a in prop.get("anyOf", []) if isinstance(a, dict)]
+            for target in targets:
+                if target.get("type") == "string" and "format" not in target:
+                    target["format"] = fmt
 
 
 def _declared_orders(hints: list[Any]) -> dict[Any, list[Any]]:
