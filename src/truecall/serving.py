@@ -217,7 +217,11 @@ def serve(
         worker.ready()
     if worker is None or worker.banner:
         shown = f"[{host.strip('[]')}]" if ":" in host else host
-        _say_started(f"{_served(server)} on http://{shown}:{listener.getsockname()[1]}{path}", "Ctrl-C to stop")
+        try:
+            bound = listener.getsockname()[1]  # the port itself when --port 0 asked for any free one
+        except (AttributeError, OSError):
+            bound = port
+        _say_started(f"{_served(server)} on http://{shown}:{bound}{path}", "Ctrl-C to stop")
     try:
         uvicorn.Server(config).run(sockets=[listener])
     finally:

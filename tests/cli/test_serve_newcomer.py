@@ -15,7 +15,9 @@ import pytest
 
 from http_support import free_port
 
-APP = Path(__file__).resolve().parents[1] / "interop" / "fastmcp_style_app.py"
+from _paths import TESTS
+
+APP = TESTS / "interop" / "fastmcp_style_app.py"
 ENV = {**os.environ, "TRUECALL_PRINCIPAL": "dev@local,local,"}
 
 

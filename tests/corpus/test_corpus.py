@@ -26,10 +26,12 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
+from _paths import TESTS
+
 #: The JSON-RPC error a tool answers when the user must open URLs first (2025-11-25).
 URL_ELICITATION_REQUIRED = -32042
 
-HERE = Path(__file__).parent
+HERE = TESTS / "corpus"
 FILES = sorted(p.name for p in (HERE / "files").glob("*.py"))
 SOURCES = json.loads((HERE / "SOURCES.json").read_text())
 
