@@ -426,3 +426,27 @@ def test_datetime_fields_keep_their_format_inside_classes_too() -> None:
     assert props["at"] == {"type": "string", "format": "date-time"}
     assert props["day"]["anyOf"][0] == {"type": "string", "format": "date"}
     assert call(server, "event", {})["structuredContent"] == {"at": "2020-01-02T00:00:00", "day": None}
+
+
+def test_an_in_process_client_runs_the_lifespan_while_connected() -> None:
+    events: list[str] = []
+
+    @asynccontextmanager
+    async def lifespan(server: Any) -> Any:
+        events.append("start")
+        yield {"db": "memory"}
+        events.append("stop")
+
+    server = FastMCP("t", lifespan=lifespan)
+
+    @server.tool
+    def db(ctx: Context) -> str:
+        """Which db."""
+        return ctx.lifespan_context["db"]
+
+    async def main() -> Any:
+        async with truecall.Client(server) as client:
+            return await client.call("db", {})
+
+    assert asyncio.run(main()).result["structuredContent"] == {"result": "memory"}
+    assert events == ["start", "stop"]

@@ -137,13 +137,15 @@ class Server:
 
         run(self, transport, host=host, port=port, path=path, options=options)
 
-    async def start_lifespan(self) -> None:
-        """Enter ``lifespan`` (once; serving calls this before the first request)."""
+    async def start_lifespan(self) -> bool:
+        """Enter ``lifespan`` (once; serving, and an in-process client, call this before the first
+        request); whether this call entered it (and its caller is the one to :meth:`stop_lifespan`)."""
         if self.lifespan is None or self._lifespan_exit is not None:
-            return
+            return False
         manager = self.lifespan(self)
         self.lifespan_context = await manager.__aenter__()
         self._lifespan_exit = manager.__aexit__
+        return True
 
     async def stop_lifespan(self) -> None:
         """Leave ``lifespan`` (serving calls this when it ends)."""
