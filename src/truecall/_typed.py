@@ -30,7 +30,7 @@ import re
 import sys
 import types
 import typing
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import orjson
 
@@ -410,49 +410,10 @@ def _schemas(hints: list[Any], fail: Callable[[int, str], RegistrationError]) ->
     return out, defs
 
 
-def _formats_of_fields(hints: list[Any], defs: dict[str, Any]) -> None:
-    """The ``format`` of datetime/date/time/uuid fields inside classes (``TypedDict``, dataclass,
-    ``Struct``), which msgspec writes as a bare ``string``: added to their ``$defs`` entries."""
-    seen: set[int] = set()
-    stack = list(hints)
-    while stack:
-        hint = stack.pop()
-        if id(hint) in seen:
-            continue
-        seen.add(id(hint))
-        if typing.get_origin(hint) is not None:
-            stack.extend(a for a in typing.get_args(hint) if a is not Ellipsis)
-            continue
-        if not isinstance(hint, type) or hint.__module__ in ("builtins", "datetime", "uuid"):
-            continue
-        entry = defs.get(hint.__name__)
-        try:
-            fields = typing.get_type_hints(hint, include_extras=True)
-        except Exception:
-            continue
-        stack.extend(fields.values())
-        props = entry.get("properties") if isinstance(entry, dict) else None
-        if not isinstance(props, dict):
-            continue
-        for name, field in fields.items():
-            field = _strip_annotated(field)
-            options = typing.get_args(field) if typing.get_origin(field) in (typing.Union, types.UnionType) \
-                else (field,)
-            fmt = next((_formats().get(o) for o in options if getattr(o, "__module__", None) in ("datetime", "uuid")
-                        and o in _formats()), None)
-            prop = props.get(name)
-            if fmt is None or not isinstance(prop, dict):
-                continue
-            targets = [prop] + [a for a in prop.get("anyOf", []) if isinstance(a, dict)]
-            for target in targets:
-                if target.get("type") == "string" and "format" not in target:
-                    target["format"] = fmt
-
-
-def _declared_orders(hints: list[Any]) -> dict[Any, list[Any]]:
-    """Declaration orders msgspec sorts away: a class's fields (by name) and a ``Literal``'s or an
-    ``Enum``'s values (by their sorted tuple), so that a schema reads in the order it was written."""
-    orders: dict[Any, list[Any]] = {}
+def _reached(hints: list[Any]) -> Iterator[tuple[Any, dict[str, Any] | None]]:
+    """Every type ``hints`` reach, once each: ``(hint, its fields)`` for a class with annotated
+    fields (a ``TypedDict``, dataclass, ``Struct``…), ``(hint, None)`` for anything else (the
+    members of a generic are reached, a ``Literal``'s values are not)."""
     seen: set[int] = set()
     stack = list(hints)
     while stack:
@@ -461,25 +422,56 @@ def _declared_orders(hints: list[Any]) -> dict[Any, list[Any]]:
             continue
         seen.add(id(hint))
         origin = typing.get_origin(hint)
-        if origin is typing.Literal:
-            values = list(typing.get_args(hint))
-            orders.setdefault(("values", _sort_key(values)), values)
-            continue
-        if origin is not None:
+        if origin is not None and origin is not typing.Literal:
             stack.extend(a for a in typing.get_args(hint) if a is not Ellipsis)
-            continue
-        if isinstance(hint, type) and issubclass(hint, enum.Enum):
-            values = [m.value for m in hint]
-            orders.setdefault(("values", _sort_key(values)), values)
-            continue
-        if isinstance(hint, type):
+        fields = None
+        if origin is None and isinstance(hint, type) and not issubclass(hint, enum.Enum):
             try:
-                fields = typing.get_type_hints(hint, include_extras=True)
+                found = typing.get_type_hints(hint, include_extras=True)
             except Exception:
+                found = {}
+            if hint.__dict__.get("__annotations__") is not None or found:
+                fields = found
+                stack.extend(found.values())
+        yield hint, fields
+
+
+def _formats_of_fields(hints: list[Any], defs: dict[str, Any]) -> None:
+    """The ``format`` of datetime/date/time/uuid fields inside classes (``TypedDict``, dataclass,
+    ``Struct``), which msgspec writes as a bare ``string``: added to their ``$defs`` entries."""
+    for hint, fields in _reached(hints):
+        entry = defs.get(hint.__name__) if fields else None
+        props = entry.get("properties") if isinstance(entry, dict) else None
+        if not isinstance(props, dict) or not fields:
+            continue
+        for name, field in fields.items():
+            field = _strip_annotated(field)
+            options = typing.get_args(field) if typing.get_origin(field) in (typing.Union, types.UnionType) \
+                else (field,)
+            fmt = next((_formats()[o] for o in options if getattr(o, "__module__", None) in ("datetime", "uuid")
+                        and o in _formats()), None)
+            prop = props.get(name)
+            if fmt is None or not isinstance(prop, dict):
                 continue
-            if hint.__dict__.get("__annotations__") is not None or fields:
+            for target in [prop] + [a for a in prop.get("anyOf", []) if isinstance(a, dict)]:
+                if target.get("type") == "string" and "format" not in target:
+                    target["format"] = fmt
+
+
+def _declared_orders(hints: list[Any]) -> dict[Any, list[Any]]:
+    """Declaration orders msgspec sorts away: a class's fields (by name) and a ``Literal``'s or an
+    ``Enum``'s values (by their sorted tuple), so that a schema reads in the order it was written."""
+    orders: dict[Any, list[Any]] = {}
+    for hint, fields in _reached(hints):
+        if typing.get_origin(hint) is typing.Literal:
+            values = list(typing.get_args(hint))
+        elif isinstance(hint, type) and issubclass(hint, enum.Enum):
+            values = [m.value for m in hint]
+        else:
+            if fields is not None:
                 orders.setdefault(("fields", hint.__name__), list(fields))
-                stack.extend(fields.values())
+            continue
+        orders.setdefault(("values", _sort_key(values)), values)
     return orders
 
 
