@@ -48,9 +48,16 @@ from .texts import LocaleError, current_locale, say
 from .tasks import InvalidTransition, LeaseLost, Task, TaskInputInvalid, TaskNotFound, TaskStatus, TaskStore
 from .tools import Prompt, Resource, ResourceTemplate, Tool
 
-__version__ = "0.1.0"
+from ._version import __version__
 
-_LAZY = {"ClaimNames": "oauth", "JWTVerifier": "oauth", "ProtectedResource": "oauth"}
+#: The names a FastMCP or ``MCPServer`` file imports, so that porting one is changing its import line
+#: (``from truecall import FastMCP, Context``): the same classes as truecall's own.
+FastMCP = Server
+MCPServer = Server
+Context = ToolContext
+
+_LAZY = {"ClaimNames": "oauth", "JWTVerifier": "oauth", "ProtectedResource": "oauth",
+         "Image": "media", "Audio": "media", "File": "media"}
 # The client loads on first use too: a server never imports it (nor httpx).
 _LAZY.update({name: "client" for name in (
     "Client", "Done", "Unconfirmed", "Failed", "Accepted", "Unknown", "Cancelled", "Outcome", "FormRequest",
@@ -67,6 +74,12 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(f".{module}", __name__), name)
 
 __all__ = [
+    "Audio",
+    "Context",
+    "FastMCP",
+    "File",
+    "Image",
+    "MCPServer",
     "Accept",
     "Accepted",
     "Cancel",

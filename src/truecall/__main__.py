@@ -9,7 +9,12 @@ import sys
 
 def main() -> None:
     args = sys.argv[1:]
-    if args[:1] == ["serve"]:
+    if args in (["--version"], ["-V"]):
+        from ._version import __version__
+
+        print(f"truecall {__version__}")
+        return
+    if args[:1] == ["serve"] and not {"--help", "-h"} & set(args):  # help: the one style, typer's
         from .serving import main as serve
 
         raise SystemExit(serve(args[1:]))

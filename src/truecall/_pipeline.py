@@ -30,8 +30,10 @@ import time
 from typing import TYPE_CHECKING, Any, NoReturn, Union, overload
 
 from ._typed import ArgumentError, as_result as _as_result
+from ._wire_check import tool_result_problems
 from .auth import Principal
-from .context import NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer, ToolContext
+from .context import (NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer,
+                      QuestionChanged, ToolContext)
 from .errors import AccessDenied, InsufficientScope, ProtocolError, TaskRequired, TenantMismatch, UnknownTool
 from .forms import FormError, refused_result
 from .redact import redact_free_text, redact_text
@@ -282,9 +284,16 @@ async def run(server: "Server", ctx: ToolContext, arguments: dict[str, Any], cli
         outcome = Refused(exc)
     except InvalidElicitationAnswer as exc:
         outcome = tool_error(ErrorKind.INVALID_INPUT, f"the user's answer was not usable: {exc}")
+    except QuestionChanged as exc:  # a bug in the tool's question (it changes every round): said, not looped
+        log.warning("tool %s: %s", tool.name, exc)
+        outcome = Failed("question_changed", type(exc).__name__)
     except asyncio.CancelledError as exc:
         outcome = Cancelled(exc)
     except Exception as exc:  # a bug in the tool, or a dependency down: safe message out, type in the audit
+        if type(exc).__name__ == "UrlElicitationRequiredError":  # the SDK's way to say "-32042": its meaning kept
+            from .errors import UrlElicitationRequired
+
+            raise UrlElicitationRequired(str(exc), getattr(exc, "data", None)) from None
         why = unavailable(exc)
         if why is None:
             log_failure(tool.name, exc)
@@ -302,7 +311,12 @@ async def run(server: "Server", ctx: ToolContext, arguments: dict[str, Any], cli
             outcome = Failed("bad_result", type(exc).__name__)
         else:
             checker = tool.output_validator
-            if checker is not None and not outcome.is_error:
+            malformed = tool_result_problems(outcome, ctx.peer.version)  # the MCP schema of the era
+            if malformed:
+                log.warning("tool %s: a result the MCP schema refuses was withheld: %s", tool.name,
+                            "; ".join(malformed))
+                outcome = Failed("malformed_result", violations=malformed)
+            elif checker is not None and not outcome.is_error:
                 sc = outcome.structured_content
                 if sc is None or not checker.is_valid(sc):
                     problems = ["structuredContent is missing"] if sc is None else \
@@ -397,6 +411,12 @@ def _failure_answer(failed: Failed) -> ToolResult:
                           "that is not known; check before retrying.")
     if failed.reason == "bad_result":
         return tool_error(ErrorKind.INTERNAL, "the tool produced something that is not a result; it was withheld")
+    if failed.reason == "malformed_result":
+        return tool_error(ErrorKind.INTERNAL, "the tool produced a result that is not a valid MCP result; it was "
+                          "withheld")
+    if failed.reason == "question_changed":
+        return tool_error(ErrorKind.INTERNAL, "the tool asked its question in other words after the user answered "
+                          "it, so the answer could not be used; nothing was done after the question")
     if failed.reason == "output_schema_violation":
         return tool_error(ErrorKind.INTERNAL, "the tool produced a result that breaks its own output "
                           "contract; it was withheld")

@@ -30,7 +30,9 @@ import re
 import sys
 import types
 import typing
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+
+import orjson
 
 from .context import ToolContext
 from .results import ToolResult, text
@@ -84,6 +86,9 @@ class Signature:
         self.returns: Any = EMPTY
         self.description = ""
         self.param_docs: dict[str, str] = {}
+        #: parameter → its default's maker, for defaults Python cannot apply itself (pydantic's
+        #: ``Field(default=...)`` as the default or inside ``Annotated``): filled in when absent
+        self.fills: dict[str, Callable[[], Any]] = {}
 
     def names(self) -> frozenset[str]:
         return frozenset(p.name for p in self.params)
@@ -147,9 +152,43 @@ def _resolve_hints(fn: Any, sig: inspect.Signature) -> dict[str, Any]:
     return hints
 
 
+def _is_field_info(value: Any) -> bool:
+    """pydantic's ``FieldInfo`` (what ``Field(...)`` makes), without importing pydantic."""
+    cls = type(value)
+    return cls.__name__ == "FieldInfo" and (cls.__module__ or "").startswith("pydantic")
+
+
+def _field_default(hint: Any, default: Any) -> tuple[Any, Any, Callable[[], Any] | None]:
+    """(hint, default, maker) for a parameter written with pydantic's ``Field``: ``x: int =
+    Field(3, description=...)`` or ``x: Annotated[int, Field(default=3)]``.  The ``FieldInfo``
+    moves into the annotation (its description and constraints are read there) and its default
+    becomes the parameter's (shown in the schema, applied when the argument is absent)."""
+    info = default if _is_field_info(default) else None
+    if info is None:
+        infos = [m for m in typing.get_args(hint)[1:] if _is_field_info(m)]
+        if not infos:
+            return hint, default, None
+        info = infos[-1]
+    elif hint is not EMPTY:
+        hint = typing.Annotated[hint, info]
+    else:
+        hint = typing.Annotated[Any, info]
+    value = getattr(info, "default", EMPTY)
+    factory = getattr(info, "default_factory", None)
+    if type(value).__name__ == "PydanticUndefinedType" or value is Ellipsis:
+        if factory is None:
+            return hint, EMPTY, None  # Field(...) / Field(description=...): required
+        return hint, _FACTORY, factory
+    return hint, value, lambda: value
+
+
+#: The default of a parameter whose pydantic Field has a ``default_factory`` (not shown in the schema).
+_FACTORY: Any = type("Factory", (), {"__repr__": lambda self: "<default_factory>"})()
+
+
 def _is_context(hint: Any) -> bool:
     if isinstance(hint, Unresolved):
-        return hint.names("ToolContext")
+        return hint.names("ToolContext") or hint.names("Context")
     return isinstance(hint, type) and issubclass(hint, ToolContext)
 
 
@@ -183,7 +222,12 @@ def read_signature(fn: Any, what: str, name: str | None = None) -> Signature:
             continue
         if p.kind is p.VAR_POSITIONAL:
             raise out.fail("*args cannot receive arguments given by name", p.name)
-        out.params.append(Param(p.name, hint, p.default, p.kind))
+        default = p.default
+        if _is_field_info(default) or (default is EMPTY and typing.get_origin(hint) is typing.Annotated):
+            hint, default, make = _field_default(hint, default)
+            if make is not None:
+                out.fills[p.name] = make
+        out.params.append(Param(p.name, hint, default, p.kind))
     if out.context is None and raw and raw[0].name == LEGACY_CONTEXT_NAME \
             and hints.get(LEGACY_CONTEXT_NAME, EMPTY) in (EMPTY, Any) \
             and raw[0].kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
@@ -286,6 +330,17 @@ def _meta_from(item: Any) -> Any:
     return msgspec.Meta(**kwargs) if kwargs else None
 
 
+@functools.cache
+def _formats() -> dict[Any, str]:
+    """JSON Schema ``format`` of the standard types msgspec writes as strings (loaded when asked)."""
+    import datetime
+    import uuid
+
+    return {datetime.datetime: "date-time", datetime.date: "date", datetime.time: "time",
+            datetime.timedelta: "duration", uuid.UUID: "uuid"}
+
+
+
 def _normalize(hint: Any) -> Any:
     """``hint`` with every ``Annotated`` metadata msgspec does not read turned into ``msgspec.Meta``
     and ``X | Y`` spelled as ``Union`` (which msgspec rebuilds into)."""
@@ -295,6 +350,12 @@ def _normalize(hint: Any) -> Any:
         metas = [m for m in (_meta_from(x) for x in extra) if m is not None]
         base = _normalize(base)
         return typing.Annotated[(base, *metas)] if metas else base
+    fmt = _formats().get(hint) if origin is None and getattr(hint, "__module__", None) in ("datetime", "uuid") \
+        else None
+    if fmt is not None:  # msgspec says only "string"; the format tells a client what the string is
+        import msgspec
+
+        return typing.Annotated[hint, msgspec.Meta(extra_json_schema={"format": fmt})]
     if origin is typing.Union or origin is types.UnionType:
         return typing.Union[tuple(_normalize(a) for a in typing.get_args(hint))]
     if origin is typing.Literal or origin is None:
@@ -345,13 +406,14 @@ def _schemas(hints: list[Any], fail: Callable[[int, str], RegistrationError]) ->
     for (i, _), schema in zip(plain, schemas):
         out[i] = _in_declared_order(schema, order)
     defs.update({k: _in_declared_order(v, order, k) for k, v in components.items()})
+    _formats_of_fields([h for _, h in plain], defs)
     return out, defs
 
 
-def _declared_orders(hints: list[Any]) -> dict[Any, list[Any]]:
-    """Declaration orders msgspec sorts away: a class's fields (by name) and a ``Literal``'s or an
-    ``Enum``'s values (by their sorted tuple), so that a schema reads in the order it was written."""
-    orders: dict[Any, list[Any]] = {}
+def _reached(hints: list[Any]) -> Iterator[tuple[Any, dict[str, Any] | None]]:
+    """Every type ``hints`` reach, once each: ``(hint, its fields)`` for a class with annotated
+    fields (a ``TypedDict``, dataclass, ``Struct``…), ``(hint, None)`` for anything else (the
+    members of a generic are reached, a ``Literal``'s values are not)."""
     seen: set[int] = set()
     stack = list(hints)
     while stack:
@@ -360,25 +422,56 @@ def _declared_orders(hints: list[Any]) -> dict[Any, list[Any]]:
             continue
         seen.add(id(hint))
         origin = typing.get_origin(hint)
-        if origin is typing.Literal:
-            values = list(typing.get_args(hint))
-            orders.setdefault(("values", _sort_key(values)), values)
-            continue
-        if origin is not None:
+        if origin is not None and origin is not typing.Literal:
             stack.extend(a for a in typing.get_args(hint) if a is not Ellipsis)
-            continue
-        if isinstance(hint, type) and issubclass(hint, enum.Enum):
-            values = [m.value for m in hint]
-            orders.setdefault(("values", _sort_key(values)), values)
-            continue
-        if isinstance(hint, type):
+        fields = None
+        if origin is None and isinstance(hint, type) and not issubclass(hint, enum.Enum):
             try:
-                fields = typing.get_type_hints(hint, include_extras=True)
+                found = typing.get_type_hints(hint, include_extras=True)
             except Exception:
+                found = {}
+            if hint.__dict__.get("__annotations__") is not None or found:
+                fields = found
+                stack.extend(found.values())
+        yield hint, fields
+
+
+def _formats_of_fields(hints: list[Any], defs: dict[str, Any]) -> None:
+    """The ``format`` of datetime/date/time/uuid fields inside classes (``TypedDict``, dataclass,
+    ``Struct``), which msgspec writes as a bare ``string``: added to their ``$defs`` entries."""
+    for hint, fields in _reached(hints):
+        entry = defs.get(hint.__name__) if fields else None
+        props = entry.get("properties") if isinstance(entry, dict) else None
+        if not isinstance(props, dict) or not fields:
+            continue
+        for name, field in fields.items():
+            field = _strip_annotated(field)
+            options = typing.get_args(field) if typing.get_origin(field) in (typing.Union, types.UnionType) \
+                else (field,)
+            fmt = next((_formats()[o] for o in options if getattr(o, "__module__", None) in ("datetime", "uuid")
+                        and o in _formats()), None)
+            prop = props.get(name)
+            if fmt is None or not isinstance(prop, dict):
                 continue
-            if hint.__dict__.get("__annotations__") is not None or fields:
+            for target in [prop] + [a for a in prop.get("anyOf", []) if isinstance(a, dict)]:
+                if target.get("type") == "string" and "format" not in target:
+                    target["format"] = fmt
+
+
+def _declared_orders(hints: list[Any]) -> dict[Any, list[Any]]:
+    """Declaration orders msgspec sorts away: a class's fields (by name) and a ``Literal``'s or an
+    ``Enum``'s values (by their sorted tuple), so that a schema reads in the order it was written."""
+    orders: dict[Any, list[Any]] = {}
+    for hint, fields in _reached(hints):
+        if typing.get_origin(hint) is typing.Literal:
+            values = list(typing.get_args(hint))
+        elif isinstance(hint, type) and issubclass(hint, enum.Enum):
+            values = [m.value for m in hint]
+        else:
+            if fields is not None:
                 orders.setdefault(("fields", hint.__name__), list(fields))
-                stack.extend(fields.values())
+            continue
+        orders.setdefault(("values", _sort_key(values)), values)
     return orders
 
 
@@ -509,10 +602,11 @@ class InputPlan:
         self.converters = converters
 
 
-def derive_input(sig: Signature, explicit: dict[str, Any] | None) -> InputPlan:
+def derive_input(sig: Signature, explicit: dict[str, Any] | None, open_input: bool = False) -> InputPlan:
     """``inputSchema`` from the parameters (unless ``explicit`` is given, which wins) and the
     converters the call needs.  A derived schema is closed (``additionalProperties: false``) unless
-    the function takes ``**kwargs``: a misspelt optional argument is a fixable error, not silence."""
+    the function takes ``**kwargs``: a misspelt optional argument is a fixable error, not silence.
+    ``open_input`` (``Server(extra_arguments="ignore")``) leaves it open, as FastMCP does."""
     params = sig.params
     if explicit is None:
         for p in params:
@@ -529,7 +623,7 @@ def derive_input(sig: Signature, explicit: dict[str, Any] | None) -> InputPlan:
                 schema["description"] = doc
             if p.default is EMPTY:
                 required.append(p.name)
-            else:
+            elif p.default is not _FACTORY:
                 ok, value = _json_default(p.default)
                 if ok:
                     schema["default"] = value
@@ -537,7 +631,7 @@ def derive_input(sig: Signature, explicit: dict[str, Any] | None) -> InputPlan:
         schema_out: dict[str, Any] = {"type": "object", "properties": props}
         if required:
             schema_out["required"] = required
-        if not sig.var_keyword:
+        if not sig.var_keyword and not open_input:
             schema_out["additionalProperties"] = False
         if defs:
             schema_out["$defs"] = defs
@@ -591,7 +685,7 @@ def _to_builtins(value: Any) -> Any:
         return value
     dump = getattr(value, "model_dump", None)
     if dump is not None and _pydantic_model(type(value)) is not None:
-        return dump(mode="json")
+        return dump(mode="json", by_alias=True)  # the schema names the fields by their aliases
     import msgspec
 
     return msgspec.to_builtins(value)
@@ -609,9 +703,16 @@ def as_result(out: Any) -> ToolResult:
     if isinstance(out, str):
         return ToolResult([text(out)])
     if isinstance(out, list):
-        return ToolResult(out)
+        from ._foreign import content_blocks
+
+        return ToolResult(content_blocks(out))
     if out is None:
         return ToolResult([])
+    from ._foreign import foreign_result
+
+    found = foreign_result(out)  # CallToolResult, fastmcp's ToolResult, Image, TextContent…
+    if found is not None:
+        return found
     raise TypeError(f"a tool returned {type(out).__name__}; expected ToolResult, dict, str or list")
 
 
@@ -659,11 +760,19 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
     legacy = as_result
     hint = sig.returns
     if isinstance(hint, Unresolved):
-        if hint.names("ToolResult") or explicit is not None:
+        if hint.names("ToolResult") or hint.names("CallToolResult") or explicit is not None:
             return explicit, legacy  # what the style before hints did with it
         raise sig.fail(f"return {hint.error()}")
+    from ._foreign import is_result_type
+
+    declared = _declared_by_result(hint)  # Annotated[CallToolResult, Model]: the SDK's way to give a schema
+    if declared is not None and explicit is None:
+        [schema], defs = _schemas([declared], lambda _i, why: sig.fail(f"return {why}"))
+        if not _is_structured(schema, defs):
+            raise sig.fail(f"return: the model after the result type must describe an object, not {_name(declared)}")
+        return _inline_root(schema, defs), legacy
     members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
-    kept = tuple(m for m in members if _strip_annotated(m) is not ToolResult)
+    kept = tuple(m for m in members if not _passes_through(_strip_annotated(m), is_result_type))
     if hint is EMPTY or hint is Any or not kept:
         return explicit, legacy
     hint = kept[0] if len(kept) == 1 else typing.Union[kept]
@@ -671,14 +780,25 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
         def empty(out: Any) -> ToolResult:
             return ToolResult([]) if out is None else legacy(out)
         return explicit, empty
-    if _strip_annotated(hint) is str:
-        def as_text(out: Any) -> ToolResult:
-            return ToolResult([text(out)]) if type(out) is str else legacy(out)
-        return explicit, as_text
+    if _opaque_class(hint):  # a plain class without annotations: no schema; its attributes as JSON text
+        def attributes(out: Any) -> ToolResult:
+            if not isinstance(out, hint):
+                return legacy(out)
+            return ToolResult([text(orjson.dumps(_to_builtins(dict(vars(out)))).decode())])
+        return explicit, attributes
+    shape = _plain_class_shape(hint)
+    if shape is not None:  # a plain class with annotated attributes (the SDK reads these too)
+        hint, fields = shape
+        dump: Callable[[Any], Any] = lambda out: _to_builtins(
+            {k: getattr(out, k) for k in fields if hasattr(out, k)})
     [schema], defs = _schemas([hint], lambda _i, why: sig.fail(f"return {why}"))
     adapter = _with_pydantic(hint) if _pydantic_model(hint) is None else None
-    dump: Callable[[Any], Any] = (lambda out: adapter.dump_python(out, mode="json")) if adapter is not None \
-        else _to_builtins
+    if shape is not None:
+        pass
+    elif adapter is not None:
+        dump = lambda out: adapter.dump_python(out, mode="json", by_alias=True)  # noqa: E731
+    else:
+        dump = _to_builtins
     if _is_structured(schema, defs):
         derived = _inline_root(schema, defs)
         base = _strip_annotated(hint)
@@ -690,6 +810,11 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
                 return ToolResult.structured(out)
             if isinstance(out, ToolResult):
                 return out
+            from ._foreign import foreign_result
+
+            found = foreign_result(out)
+            if found is not None:  # a CallToolResult returned by a tool annotated with its data type
+                return found
             data = dump(out)
             if not isinstance(data, dict):
                 raise TypeError(f"returned {type(out).__name__}, annotated as an object")
@@ -700,10 +825,81 @@ def derive_output(sig: Signature, explicit: dict[str, Any] | None) -> tuple[dict
         wrapped["$defs"] = defs
 
     def boxed(out: Any) -> ToolResult:
+        """``{"result": value}`` as the facts; the text block is the value itself (``2``, not
+        ``{"result":2}``; a string as it is), as FastMCP and the SDK write it."""
+        kind = type(out)
+        if kind is str:
+            return ToolResult([text(out)], {"result": out})
         if isinstance(out, ToolResult):
             return out
-        return ToolResult.structured({"result": dump(out)})
+        data = out if kind in _PLAIN else dump(out)
+        return ToolResult([text(data if type(data) is str else orjson.dumps(data).decode())], {"result": data})
     return (explicit if explicit is not None else wrapped), boxed
+
+
+def _user_class(hint: Any) -> bool:
+    """A class of the application's own that no schema library reads (not a dataclass, TypedDict,
+    enum, pydantic model or msgspec Struct, nor a standard type)."""
+    import dataclasses
+
+    return isinstance(hint, type) and hint.__module__ not in ("builtins", "typing", "datetime", "uuid", "decimal",
+                                                            "collections", "pathlib") \
+        and not (dataclasses.is_dataclass(hint) or typing.is_typeddict(hint) or issubclass(hint, enum.Enum)
+                 or _pydantic_model(hint) is not None
+                 or any((c.__module__ or "").startswith("msgspec") for c in hint.__mro__)
+                 or any((c.__module__ or "").startswith(("mcp", "fastmcp")) for c in hint.__mro__))
+
+
+def _opaque_class(hint: Any) -> bool:
+    """A class of the application's own without annotated attributes: nothing to derive a schema from."""
+    return _user_class(hint) and not any(vars(c).get("__annotations__") for c in hint.__mro__[:-1])
+
+
+def _plain_class_shape(hint: Any) -> tuple[Any, list[str]] | None:
+    """A plain class whose attributes are annotated (``class User: name: str; age: int`` with its
+    own ``__init__``): a ``TypedDict`` of those annotations (a class-level default makes one
+    optional) and the attribute names; ``None`` for anything msgspec or pydantic reads itself."""
+    if not _user_class(hint) or hint.__dict__.get("__annotations__") is None:
+        return None
+    try:
+        fields = typing.get_type_hints(hint, include_extras=True)
+    except Exception:
+        return None
+    if not fields:
+        return None
+    shaped = {k: (typing.NotRequired[v] if k in vars(hint) else v) for k, v in fields.items()}
+    return typing.TypedDict(hint.__name__, shaped), list(fields)  # type: ignore[operator]
+
+
+def _passes_through(hint: Any, is_result_type: Callable[[Any], bool]) -> bool:
+    """A result type, a content/media type, or a list of them: the value is content, not data."""
+    if is_result_type(hint):
+        return True
+    if typing.get_origin(hint) in (list, collections.abc.Sequence):
+        args = typing.get_args(hint)
+        if args:
+            inner = _strip_annotated(args[0])
+            options = typing.get_args(inner) if typing.get_origin(inner) in (typing.Union, types.UnionType) \
+                else (inner,)
+            return all(o is str or is_result_type(_strip_annotated(o)) for o in options) and \
+                any(o is not str for o in options)
+    return False
+
+
+def _declared_by_result(hint: Any) -> Any:
+    """``Annotated[CallToolResult, Model]`` (the SDK's spelling of "this result's structured content
+    is a Model"): ``Model``; else None."""
+    if typing.get_origin(hint) is not typing.Annotated:
+        return None
+    from ._foreign import is_result_type
+
+    base, *extra = typing.get_args(hint)
+    if not is_result_type(base):
+        return None
+    for item in extra:
+        if isinstance(item, type):
+            return item
+    return None
 
 
 # -- prompts and resources --------------------------------------------------------------------
@@ -744,6 +940,16 @@ def as_messages(out: Any) -> Any:
     if isinstance(out, str):
         return [{"role": "user", "content": {"type": "text", "text": out}}]
     if isinstance(out, list):
-        return [{"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else m for m in out]
+        return [{"role": "user", "content": {"type": "text", "text": m}} if isinstance(m, str) else _message(m)
+                for m in out]
     return out
+
+
+def _message(m: Any) -> Any:
+    """A message written with the SDK's types (``base.UserMessage("...")``, ``PromptMessage``) as data."""
+    dump = getattr(m, "model_dump", None)
+    if dump is None:
+        return m
+    data = dump(mode="json", by_alias=True, exclude_none=True)
+    return {"role": data.get("role"), "content": data.get("content")} if isinstance(data, dict) else data
 

@@ -246,6 +246,7 @@ class _Supervisor:
 
     def on_signal(self, signum: int, frame: Any) -> None:
         self.stopping = True
+        self.stopped_by = signum
         try:
             self.wake_w.send(b"x")
         except OSError:
@@ -271,7 +272,10 @@ def supervise(options: dict[str, Any], count: int, listeners: list[socket.socket
     supervisor = _Supervisor(options, count, listeners, debug)
     previous = {sig: signal.signal(sig, supervisor.on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        return supervisor.run()
+        status = supervisor.run()
+        if getattr(supervisor, "stopped_by", None) == signal.SIGINT:  # Ctrl-C: said in one line, as one process does
+            print("truecall serve: stopped (Ctrl-C)", file=sys.stderr, flush=True)
+        return status
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

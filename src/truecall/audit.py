@@ -26,7 +26,7 @@ from ._retention import History, Retention, Sweeper, time_window
 from .errors import ServiceUnavailable
 from ._journal import JOURNAL_MIGRATIONS, Journal, encode_line, encode_rows, journal_dir, recover_journals
 from .redact import (ARG_KEYS, REDACTED, argument_keys, canonical_arguments, fingerprint, is_sensitive_name,
-                     mac_state, redact, redact_text)
+                     mac_state, redact, redact_at, redact_text)
 from .storage import Storage
 
 log = logging.getLogger("truecall.audit")
@@ -626,7 +626,7 @@ class AuditLog:
             elif type(value) is str:
                 doc[key] = redact_text(value)
             else:
-                doc[key] = redact(value, 1)
+                doc[key] = redact_at(value, 1)
         if safe is not None:
             doc.update(safe)
         try:

@@ -48,8 +48,17 @@ def _reported(fn: Callable[..., Any], prog: str) -> Callable[..., Any]:
     return run
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from ._version import __version__
+
+        typer.echo(f"truecall {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _root() -> None:
+def _root(version: bool = typer.Option(False, "--version", "-V", callback=_print_version, is_eager=True,
+                                       help="Print truecall's version and exit")) -> None:
     """truecall: honest MCP servers (serve, tasks, audit)."""
     from .texts import LocaleError, current_locale
 
@@ -68,11 +77,11 @@ def load_app(spec: str | None) -> Any:
 
 @_command(app, "serve", "truecall serve")
 def serve(
-    target: Optional[str] = typer.Argument(None, help="APP as module:attribute or file.py:attribute "
-                                                      "(default: the incident desk)"),
+    target: Optional[str] = typer.Argument(None, metavar="APP", help="APP as module:attribute or file.py:attribute "
+                                                                   "(default: the incident desk)"),
     http: bool = typer.Option(False, "--http", help="Serve Streamable HTTP instead of stdio"),
     host: str = typer.Option("127.0.0.1", "--host", help="HTTP bind address (loopback by default)"),
-    port: int = typer.Option(8000, "--port", help="HTTP port"),
+    port: int = typer.Option(8000, "--port", min=0, max=65535, help="HTTP port (0: any free port)"),
     path: str = typer.Option("/mcp", "--path", help="HTTP endpoint path"),
     allowed_host: list[str] = typer.Option([], "--allowed-host", help="Extra Host/Origin names to accept"),
     token_file: Optional[Path] = typer.Option(None, "--token-file", envvar="TRUECALL_TOKEN_FILE",
@@ -89,15 +98,47 @@ def serve(
                                           help="HTTP served by N processes behind one socket, sharing the "
                                                "database; 'auto': one per available core (default: 1)"),
 ) -> None:
-    """Serve APP over stdio (default) or Streamable HTTP (``truecall serve`` runs the same without typer:
-    ``truecall.serving``)."""
+    """Serve APP over stdio (default) or Streamable HTTP.  Ctrl-C stops it."""
+    # (``truecall serve`` runs the same without typer: truecall.serving, for a server's memory.)
     if _debug and workers is not None:  # worker processes say their errors with the traceback too
         from ._misuse import ENV_DEBUG
 
         os.environ[ENV_DEBUG] = "1"
-    serving.serve(target, http=http, host=host, port=port, path=path, allowed_host=allowed_host,
-                  token_file=token_file, jwt_issuer=jwt_issuer, jwt_audience=jwt_audience, jwks=jwks,
-                  tenant_claim=tenant_claim, scope_claim=scope_claim, workers=workers)
+    try:
+        serving.serve(target, http=http, host=host, port=port, path=path, allowed_host=allowed_host,
+                      token_file=token_file, jwt_issuer=jwt_issuer, jwt_audience=jwt_audience, jwks=jwks,
+                      tenant_claim=tenant_claim, scope_claim=scope_claim, workers=workers)
+    except KeyboardInterrupt:
+        raise typer.Exit(serving.interrupted("truecall serve")) from None
+
+
+@_command(app, "config", "truecall config")
+def config(
+    target: Optional[str] = typer.Argument(None, metavar="APP", help="APP as module:attribute or "
+                                           "file.py:attribute (default: the incident desk)"),
+    name: Optional[str] = typer.Option(None, "--name", help="The entry's name (default: the server's name)"),
+    file: Optional[Path] = typer.Option(None, "--file", help="The assistant's configuration file (default: "
+                                        "Claude Desktop's)"),
+    env: list[str] = typer.Option([], "--env", help="NAME=VALUE for the server's environment (repeatable), "
+                                  "e.g. TRUECALL_PRINCIPAL"),
+    show: bool = typer.Option(False, "--print", help="Print the mcpServers entry instead of writing it"),
+) -> None:
+    """Write the mcpServers entry that starts APP over stdio into a desktop assistant's configuration
+    (as fastmcp install does); other servers there are kept."""
+    import json
+
+    from ._config import default_config_path, entry_for, parse_env, write_entry
+
+    server = serving.load_app(target)  # it must load: a broken entry is said now, not by the assistant
+    entry = entry_for(target, parse_env(env))
+    key = name or server.name
+    if show:
+        typer.echo(json.dumps({"mcpServers": {key: entry}}, indent=2))
+        return
+    path = file or default_config_path()
+    replaced = write_entry(path, key, entry)
+    typer.echo(f"{'replaced' if replaced else 'added'} the mcpServers entry {key!r} in {path}; restart the "
+               "assistant to load it")
 
 
 @_command(app, "inspect", "truecall inspect")
@@ -141,8 +182,14 @@ def migrate(
 
     if db:
         os.environ["TRUECALL_DB"] = db  # what the app opens, when it reads the setting (the desk does)
+    from .storage import CannotOpenDatabase
+
     started = time.time()
-    server = load_app(target)
+    try:
+        server = load_app(target)
+    except CannotOpenDatabase as exc:  # the app opened what --db named: say --db, not TRUECALL_DB
+        _name_db_option(exc, db)
+        raise
     from .protocol.engine import Engine
     from .protocol._sessions import SessionStore
 
@@ -235,7 +282,7 @@ def audit(
     kind: Optional[str] = typer.Option(None, "--kind", help="e.g. tool.called, tool.denied, task.created"),
     since: Optional[str] = typer.Option(None, "--since", help="epoch, ISO 8601, or an age like 2h"),
     until: Optional[str] = typer.Option(None, "--until"),
-    limit: int = typer.Option(50, "--limit"),
+    limit: int = typer.Option(50, "--limit", min=1, help="At most this many records"),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per line"),
     wide: bool = typer.Option(False, "--wide", help="Every column on one line per row, however wide"),
 ) -> None:
@@ -351,7 +398,7 @@ def tasks_list(
     db: Optional[str] = typer.Option(None, "--db", help=_DB_HELP),
     status: Optional[str] = typer.Option(None, "--status", help="Only tasks in this status"),
     tool: Optional[str] = typer.Option(None, "--tool", help="Only tasks of this tool"),
-    limit: int = typer.Option(200, "--limit", help="At most this many tasks: the newest, listed oldest first"),
+    limit: int = typer.Option(200, "--limit", min=1, help="At most this many tasks: the newest, listed oldest first"),
     as_json: bool = typer.Option(False, "--json", help="JSON instead of a table"),
     wide: bool = typer.Option(False, "--wide", help=_WIDE_HELP),
 ) -> None:
@@ -427,7 +474,7 @@ def call_tool(
     lang: Optional[str] = typer.Option(None, "--lang", help="Language of the sentence: en or zh "
                                                             "(default: $TRUECALL_LANG, else en)"),
 ) -> None:
-    """Call one tool: prints the describe() sentence and the result. Exit status: 0 done, 1 failed,
+    """Call one tool: prints one sentence saying what happened, and the result. Exit status: 0 done, 1 failed,
     2 protocol or usage error, 3 accepted and not waited for, 4 unknown (it may have happened),
     5 unconfirmed (success flagged, but the text says only accepted, or failed: not done)."""
     from .client._cli import run_call

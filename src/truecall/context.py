@@ -28,6 +28,7 @@ __all__ = [
     "ElicitationUnavailable",
     "ElicitationRefused",
     "Acceptor",
+    "QuestionChanged",
 ]
 
 #: ``accept(ctx, message) -> Task``: how a call that may become a task is accepted as one (the
@@ -49,10 +50,15 @@ class ElicitationRefused(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Elicitation:
-    """The user's answer. Only ``accept`` carries content; nothing else reads as consent."""
+    """The user's answer. Only ``accept`` carries content; nothing else reads as consent.
+
+    ``action`` compares equal to its string (``answer.action == "accept"``, as FastMCP's results
+    do); ``data`` is what was accepted, converted to the ``response_type`` asked for (the content
+    object for a form given as a schema; ``None`` unless accepted)."""
 
     action: ElicitAction
     _content: dict[str, Any] | None = field(default=None, repr=False)
+    data: Any = None
 
     @property
     def accepted(self) -> bool:
@@ -76,6 +82,18 @@ class ElicitationUnavailable(Exception):
         self.missing = missing or []
         self.capability = capability
         super().__init__(f"the client cannot be asked ({capability})")
+
+
+class QuestionChanged(Exception):
+    """A question asked under the same key read differently in the round that was answered
+    (2026-07-28): the answer does not count, and asking again would loop until the client gives up
+    (a random id in a URL does this).  The call ends ``internal`` and the server logs why."""
+
+    def __init__(self, key: str, method: str) -> None:
+        super().__init__(f"the question {key!r} ({method}) read differently in the round the client answered; "
+                         "a question must read the same every round (no random id in its message or URL)")
+        self.key = key
+        self.method = method
 
 
 class InputRequired(Exception):
@@ -131,12 +149,17 @@ def _required_fields(schema: dict[str, Any] | None) -> list[str]:
 
 NO_PEER = NoPeer()
 
+#: ``ctx.log(message)`` (FastMCP's order) gave no second argument.
+_NO_DATA: Any = object()
+
 
 class ToolContext:
-    """Handed to every tool handler as its first argument."""
+    """What a running tool sees of its call: the caller, the client's channel (progress, logs,
+    elicitation, sampling) and the task it may become.  A tool gets it by asking: a parameter
+    annotated ``ToolContext`` (or ``Context``), in any position, or an unannotated first ``ctx``."""
 
     __slots__ = ("principal", "tool", "server", "peer", "request_id", "meta", "_elicit_seq", "_last_progress",
-                 "task", "_acceptor")
+                 "task", "_acceptor", "_own_state")
 
     def __init__(self, principal: Principal, tool: "Tool", server: Any, peer: Peer = NO_PEER,
                  request_id: Any = None, meta: dict[str, Any] | None = None,
@@ -153,6 +176,7 @@ class ToolContext:
         self.task: Any = None
         #: Set only when the caller can take a task (see :meth:`accept_as_task`).
         self._acceptor = acceptor
+        self._own_state: dict[str, Any] | None = None
 
     @property
     def tenant(self) -> str:
@@ -178,9 +202,15 @@ class ToolContext:
     def protocol_version(self) -> str | None:
         return self.peer.version
 
-    async def elicit(self, message: str, schema: dict[str, Any] | None = None, *, url: str | None = None,
-                     key: str | None = None) -> Elicitation:
+    async def elicit(self, message: str, schema: Any = None, *, url: str | None = None,
+                     key: str | None = None, response_type: Any = None) -> Elicitation:
         """Ask the user (form ``schema`` or ``url``); never for credentials in a form.
+
+        ``schema`` is a JSON Schema, or — as FastMCP and the SDK's ``MCPServer`` take it — a type
+        (also as ``response_type``): a dataclass, ``TypedDict`` or pydantic model is the form, a
+        scalar (``str``, ``int``, ``Literal``, an ``Enum``, a list of choices) is one field named
+        ``value``, ``None`` (no schema, no URL) asks for nothing but the answer.  The answer's
+        ``data`` is then that type.
 
         ``key`` names this question so that a stateless retry can match the answer;
         by default questions are numbered in the order the tool asks them.  An answer
@@ -191,6 +221,15 @@ class ToolContext:
         :class:`ElicitationUnavailable`, which the pipeline turns into an
         ``invalid_input`` result naming the missing fields.
         """
+        if response_type is not None:
+            if schema is not None:
+                raise ValueError("elicit takes schema or response_type, not both")
+            schema = response_type
+        if url is None and not isinstance(schema, dict):  # a type (FastMCP's way): a form derived from it
+            from ._elicit_types import typed_form
+
+            form = typed_form(schema)
+            return form.read(await self.elicit(message, form.schema, key=key))
         if (schema is None) == (url is None):
             raise ValueError("elicit takes exactly one of schema (form mode) or url (URL mode)")
         from .forms import check_form, check_url
@@ -224,6 +263,11 @@ class ToolContext:
         except TimeoutError:
             return Elicitation(ElicitAction.CANCEL)  # silence is never consent
         return _elicitation(answer, schema)
+
+    async def elicit_url(self, message: str, url: str, elicitation_id: str | None = None) -> Elicitation:
+        """Ask the user to open ``url`` (URL-mode elicitation, the SDK's ``ctx.elicit_url``); the id
+        is chosen by truecall (``elicitation_id`` is accepted and not needed)."""
+        return await self.elicit(message, url=url)
 
     async def sample(self, messages: list[dict[str, Any]], max_tokens: int, *, key: str | None = None,
                      **options: Any) -> dict[str, Any]:
@@ -306,8 +350,121 @@ class ToolContext:
         self._last_progress = progress
         await self.peer.progress(progress, total, message)
 
-    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        await self.peer.log(level, data, logger)
+    async def log(self, first: Any, data: Any = _NO_DATA, logger: str | None = None, *, level: str | None = None,
+                  logger_name: str | None = None, extra: Any = None) -> None:
+        """Send a log message to the client (``notifications/message``).
+
+        ``ctx.log("info", data)`` (truecall's order: the level, then the data) and
+        ``ctx.log("message", level="info")`` (FastMCP's: the message, the level by name, ``info``
+        by default) both work."""
+        if data is _NO_DATA:  # FastMCP's order: log(message, level=None)
+            first, data = level or "info", first
+        await self.peer.log(str(first), _log_data(data, extra), logger or logger_name)
+
+    # -- the FastMCP / MCPServer context methods, alongside truecall's own ----------------------
+
+    async def debug(self, message: Any, logger_name: str | None = None, extra: Any = None) -> None:
+        """A ``debug`` log message to the client."""
+        await self.peer.log("debug", _log_data(message, extra), logger_name)
+
+    async def info(self, message: Any, logger_name: str | None = None, extra: Any = None) -> None:
+        """An ``info`` log message to the client."""
+        await self.peer.log("info", _log_data(message, extra), logger_name)
+
+    async def warning(self, message: Any, logger_name: str | None = None, extra: Any = None) -> None:
+        """A ``warning`` log message to the client."""
+        await self.peer.log("warning", _log_data(message, extra), logger_name)
+
+    async def error(self, message: Any, logger_name: str | None = None, extra: Any = None) -> None:
+        """An ``error`` log message to the client."""
+        await self.peer.log("error", _log_data(message, extra), logger_name)
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """:meth:`progress` under FastMCP's name."""
+        await self.progress(progress, total, message)
+
+    @property
+    def session_id(self) -> str | None:
+        """The MCP session's id (handshake era); ``None`` where there is no session (2026-07-28's
+        stateless requests, in-process calls without a client)."""
+        session = _session_of(self.peer)
+        return getattr(session, "id", None)
+
+    @property
+    def client_id(self) -> str | None:
+        """The caller's subject (the principal's, as the token or local configuration named it)."""
+        return self.principal.subject
+
+    @property
+    def lifespan_context(self) -> Any:
+        """What the server's ``lifespan`` yielded (``None`` without one, or before it started)."""
+        return getattr(self.server, "lifespan_context", None)
+
+    @property
+    def request_context(self) -> "ToolContext":
+        """This context itself: ``ctx.request_context.lifespan_context`` (the SDK's spelling) works."""
+        return self
+
+    @property
+    def fastmcp(self) -> Any:
+        """The server (FastMCP's name for it)."""
+        return self.server
+
+    def _state(self) -> dict[str, Any]:
+        session = _session_of(self.peer)
+        if session is not None:
+            return session.app_state  # type: ignore[no-any-return]
+        if self._own_state is None:
+            self._own_state = {}
+        return self._own_state
+
+    async def set_state(self, key: str, value: Any) -> None:
+        """Keep ``value`` for this MCP session (per request where there is no session: 2026-07-28).
+        Awaited, as in FastMCP."""
+        self._state()[key] = value
+
+    async def get_state(self, key: str, default: Any = None) -> Any:
+        """What :meth:`set_state` kept under ``key`` in this session, or ``default``."""
+        return self._state().get(key, default)
+
+    async def delete_state(self, key: str) -> None:
+        """Forget ``key`` in this session's state."""
+        self._state().pop(key, None)
+
+    @property
+    def transport(self) -> str | None:
+        """``"stdio"`` or ``"streamable-http"`` for a handshake-era session; ``None`` otherwise."""
+        return getattr(_session_of(self.peer), "transport", None)
+
+    @property
+    def session(self) -> Any:
+        """The SDK's ``ctx.session`` calls this code meets: ``send_*_list_changed()``,
+        ``create_message(...)`` (sampling) and ``send_log_message(...)``."""
+        from ._fastmcp import SessionCalls
+
+        return SessionCalls(self)
+
+    def __class_getitem__(cls, item: Any) -> type:
+        """``Context[AppContext]`` (the SDK's generic spelling) is the context class itself."""
+        return cls
+
+    async def read_resource(self, uri: str) -> list[dict[str, Any]]:
+        """Read one of this server's resources as the caller (the contents list)."""
+        result: list[dict[str, Any]] = await self.server.read_resource(self.principal, uri, peer=self.peer)
+        return result
+
+
+
+def _log_data(message: Any, extra: Any) -> Any:
+    if extra:
+        return {"msg": message, "extra": extra}
+    return message
+
+
+def _session_of(peer: Any) -> Any:
+    """The handshake-era session behind a peer (the engine's), or None."""
+    request = getattr(peer, "ctx", None)
+    return getattr(request, "session", None)
 
 
 class InvalidElicitationAnswer(Exception):

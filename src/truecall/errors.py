@@ -97,6 +97,14 @@ class InvalidParams(ProtocolError):
     code, http_status, default_message = INVALID_PARAMS, 200, "Invalid params"
 
 
+class UrlElicitationRequired(ProtocolError):
+    """The call needs the user to complete URL elicitations first (-32042, 2025-11-25 on); ``data``
+    lists them as ``{"elicitations": [...]}``.  What the SDK's ``UrlElicitationRequiredError``,
+    raised by a tool, becomes."""
+
+    code, http_status, default_message = -32042, 200, "URL elicitation required"
+
+
 class InternalError(ProtocolError):
     """A fault on the server's side; the message says nothing of internals (-32603, HTTP 500)."""
 

@@ -18,7 +18,7 @@ import orjson
 from .judge import names_credential
 from .judge._secrets import SENSITIVE_VALUES, luhn
 
-__all__ = ["REDACTED", "UNDECLARED", "is_sensitive_name", "redact", "redact_text", "redact_free_text", "shown_uri", "fingerprint", "fingerprint_into",
+__all__ = ["REDACTED", "UNDECLARED", "is_sensitive_name", "redact", "redact_at", "redact_text", "redact_free_text", "shown_uri", "fingerprint", "fingerprint_into",
            "mac_state", "argument_keys", "arg_hash", "arg_hash_matches", "canonical_arguments", "legacy_arg_hash"]
 
 REDACTED = "[REDACTED]"
@@ -104,9 +104,14 @@ def _redact(value: str) -> str:
 _redact_short = lru_cache(maxsize=4096)(_redact)
 
 
-def redact(value: Any, _depth: int = 0) -> Any:
+def redact(value: Any) -> Any:
     """A copy of ``value`` with sensitive names and values replaced; never mutates."""
-    if _depth > 32:
+    return redact_at(value, 0)
+
+
+def redact_at(value: Any, depth: int) -> Any:
+    """:func:`redact` for a value found ``depth`` levels down (past 32, the whole value is withheld)."""
+    if depth > 32:
         return REDACTED
     if isinstance(value, str):
         return redact_text(value)
@@ -114,10 +119,10 @@ def redact(value: Any, _depth: int = 0) -> Any:
         out: dict[str, Any] = {}
         for key, item in value.items():
             skey = redact_text(str(key))
-            out[skey] = REDACTED if is_sensitive_name(skey) else redact(item, _depth + 1)
+            out[skey] = REDACTED if is_sensitive_name(skey) else redact_at(item, depth + 1)
         return out
     if isinstance(value, (list, tuple)):
-        return [redact(item, _depth + 1) for item in value]
+        return [redact_at(item, depth + 1) for item in value]
     if value is None or isinstance(value, (bool, int, float)):
         return value
     return redact_text(repr(value))

@@ -40,6 +40,8 @@ class ToolResult:
     content: list[dict[str, Any]]
     structured_content: dict[str, Any] | None = None
     is_error: bool = False
+    #: The result's ``_meta`` (what a tool attaches for the client's application, not the model).
+    meta: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         result: dict[str, Any] = {"content": self.content}
@@ -47,6 +49,8 @@ class ToolResult:
             result["structuredContent"] = self.structured_content
         if self.is_error:
             result["isError"] = True
+        if self.meta is not None:
+            result["_meta"] = self.meta
         return result
 
     @classmethod

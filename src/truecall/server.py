@@ -15,8 +15,10 @@ caller without a valid credential: authentication comes first.
 from __future__ import annotations
 
 import asyncio
+import re
 import types
-from typing import Any, Callable, Coroutine, Iterable, TypeVar, overload
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Callable, Coroutine, Iterable, NoReturn, TypeVar, overload
 
 from ._misuse import SettingError
 from . import _pipeline
@@ -25,7 +27,8 @@ from ._retention import expired_tasks
 from ._changes import ChangeFeed
 from .auth import Principal, StaticTokens, TokenVerifier
 from .context import NO_PEER, ElicitationUnavailable, Peer, ToolContext
-from .errors import InvalidParams, MissingCapability, NotFound
+from .errors import InternalError, InvalidParams, MissingCapability, NotFound
+from ._wire_check import contents_problems, prompt_problems
 from ._keys import keys_from_env
 from .ratelimit import RateLimit
 from .redact import shown_uri as _shown
@@ -54,7 +57,7 @@ class Server:
 
     def __init__(
         self,
-        name: str,
+        name: str | None = None,
         version: str = "0.1.0",
         *,
         title: str | None = None,
@@ -67,8 +70,23 @@ class Server:
         audit_retain: str | None = None,
         audit_export: str | None = None,
         rate_limit: "RateLimit | None" = None,
+        lifespan: "Callable[[Server], AbstractAsyncContextManager[Any]] | None" = None,
+        extra_arguments: str = "reject",
+        **fastmcp_settings: Any,
     ) -> None:
-        self.name = name
+        """``name`` defaults to the file the server is made in.  ``lifespan(server)`` is an async
+        context manager entered when serving starts and left when it ends; what it yields is
+        ``ctx.lifespan_context``.  ``extra_arguments="ignore"`` makes derived input schemas open
+        (arguments a tool does not take are dropped, as FastMCP and ``MCPServer`` do) instead of a
+        fixable ``invalid_input``.  FastMCP's serving settings (``host``, ``port``, ``log_level``,
+        ``dependencies``…) are accepted; ``host``/``port`` are :meth:`run`'s defaults."""
+        from ._fastmcp import check_settings, default_name
+
+        self.settings = check_settings(fastmcp_settings)
+        if extra_arguments not in ("reject", "ignore"):
+            raise SettingError(f"extra_arguments is 'reject' or 'ignore', not {extra_arguments!r}")
+        self.extra_arguments = extra_arguments
+        self.name = name if name is not None else default_name()
         self.version = version
         self.title = title
         self.instructions = instructions
@@ -106,6 +124,41 @@ class Server:
         #: The application's own objects (its stores, clients, queues), for its tools and tests to
         #: find: ``server.state.tickets = TicketStore(server.db)``.  truecall never reads it.
         self.state = State()
+        #: ``lifespan(server)``: entered while serving (see :meth:`running`).
+        self.lifespan = lifespan
+        #: What the lifespan yielded, while it runs (``ctx.lifespan_context``).
+        self.lifespan_context: Any = None
+        self._lifespan_exit: Any = None
+
+    # -- serving ------------------------------------------------------------------
+
+    def run(self, transport: str = "stdio", *, host: str | None = None, port: int | None = None,
+            path: str = "/mcp", **options: Any) -> None:
+        """Serve this server until it is stopped, as ``truecall serve`` does: over stdio (the
+        default) or Streamable HTTP (``transport="http"`` or ``"streamable-http"``) on ``host``
+        (loopback by default) and ``port`` (8000).  FastMCP's ``mcp.run()`` works unchanged; its
+        options that change nothing here (``json_response``, ``stateless_http``, ``log_level``…)
+        are accepted."""
+        from ._fastmcp import run
+
+        run(self, transport, host=host, port=port, path=path, options=options)
+
+    async def start_lifespan(self) -> bool:
+        """Enter ``lifespan`` (once; serving, and an in-process client, call this before the first
+        request); whether this call entered it (and its caller is the one to :meth:`stop_lifespan`)."""
+        if self.lifespan is None or self._lifespan_exit is not None:
+            return False
+        manager = self.lifespan(self)
+        self.lifespan_context = await manager.__aenter__()
+        self._lifespan_exit = manager.__aexit__
+        return True
+
+    async def stop_lifespan(self) -> None:
+        """Leave ``lifespan`` (serving calls this when it ends)."""
+        leave, self._lifespan_exit = self._lifespan_exit, None
+        if leave is not None:
+            self.lifespan_context = None
+            await leave(None, None, None)
 
     # -- change notifications -----------------------------------------------------
 
@@ -186,13 +239,13 @@ class Server:
                 Tool.from_function(fn, name, description=description, input_schema=input_schema,
                                    output_schema=output_schema, title=title, annotations=annotations,
                                    scopes=frozenset(scopes), task_support=task_support, meta=meta,
-                                   recover=recover))
+                                   recover=recover, open_input=self.extra_arguments == "ignore"))
 
         return decorate
 
     def resource(self, uri: str, *, name: str | None = None, title: str | None = None,
                  description: str | None = None, mime_type: str | None = None, scopes: Iterable[str] = (),
-                 listed: bool = True) -> Callable[..., Resource]:
+                 listed: bool = True) -> Callable[..., Resource | ResourceTemplate]:
         """Register a reader of ``uri`` returning text, bytes or a list of contents.  ``name``
         defaults to the function's name, ``description`` to its docstring; the reader takes its
         :class:`ToolContext` if it asks for one and ``uri`` if it has such a parameter (the style
@@ -200,8 +253,14 @@ class Server:
         if callable(uri):
             raise RegistrationError(f"resource {getattr(uri, '__name__', uri)!r}: @server.resource needs a URI: "
                                     "@server.resource(\"scheme://path\")")
+        if _TEMPLATE_VARIABLE.search(uri):  # "x://{id}": a template, as FastMCP reads it
+            if not listed:
+                raise RegistrationError(f"resource template {uri!r}: listed=False is for fixed URIs; a template "
+                                        "is always listed")
+            return self.resource_template(uri, name=name, title=title, description=description,
+                                          mime_type=mime_type, scopes=scopes)
 
-        def decorate(fn: Callable[..., Any]) -> Resource:
+        def decorate(fn: Callable[..., Any]) -> Resource | ResourceTemplate:
             return self.registry.add_resource(
                 Resource(uri, _name_of(fn, name, "resource"), fn, title, _doc_of(fn, description), mime_type,
                          frozenset(scopes), listed))
@@ -247,9 +306,7 @@ class Server:
             from . import _typed
 
             sig = _typed.read_signature(fn, "prompt", name)
-            desc = description or sig.description
-            if not desc:
-                raise sig.fail("needs a description: write a docstring or pass description=")
+            desc = description or sig.description or None  # optional in MCP (a prompt is picked by a person)
             args = arguments if arguments is not None else _typed.prompt_arguments(sig)
             return self.registry.add_prompt(
                 Prompt(_name_of(fn, name, "prompt"), fn, desc, title, args, frozenset(scopes), completions or {},
@@ -336,6 +393,9 @@ class Server:
                                outcome="not_found", arguments={"uri": uri})  # names nothing: only its keyed hash
             raise NotFound("Resource not found", {"uri": _shown(uri)})
         contents = _as_contents(uri, out, res.mime_type)
+        malformed = contents_problems(contents, peer.version)  # the MCP schema of the era, before it leaves
+        if malformed:
+            _withheld("resource", res.name, malformed)
         template = getattr(res, "uri_template", None)
         if template is None:  # a fixed resource: its URI is the server's own, matched exactly
             self.events.record("resource.read", tenant=principal.tenant, subject=principal.subject, outcome="ok",
@@ -366,14 +426,39 @@ class Server:
             raise _missing_capability(exc) from None
         out = as_messages(out)
         result: dict[str, Any] = {"messages": out} if isinstance(out, list) else dict(out)
-        if "description" not in result:
+        if "description" not in result and prompt.description:
             result["description"] = prompt.description
+        malformed = prompt_problems(result, peer.version)
+        if malformed:
+            _withheld("prompt", prompt.name, malformed)
         self.events.record("prompt.get", tenant=principal.tenant, subject=principal.subject, outcome="ok",
                            prompt=name)
         return result
 
-    def complete(self, principal: Principal, ref: dict[str, Any], argument: dict[str, Any]) -> list[str]:
-        """Completion values for a prompt argument (empty when nothing is known)."""
+    def completion(self) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Register one completion handler for every prompt argument and template variable
+        (``@mcp.completion()``, the SDK's way): ``fn(ref, argument, context)`` returning a
+        ``Completion`` (or ``None``), with the SDK's types when its module uses them."""
+        def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+            self.completer = fn
+            return fn
+        return decorate
+
+    #: The handler :meth:`completion` registered (``None``: each prompt's ``completions=``).
+    completer: Callable[..., Any] | None = None
+
+    def complete(self, principal: Principal, ref: dict[str, Any], argument: dict[str, Any],
+                 context: dict[str, Any] | None = None) -> "list[str] | Coroutine[Any, Any, list[str]]":
+        """Completion values for a prompt argument (empty when nothing is known); a coroutine of
+        them when a :meth:`completion` handler answers."""
+        if self.completer is not None:
+            from ._fastmcp import complete_with
+
+            if ref.get("type") == "ref/prompt":
+                prompt = self.registry.prompts.get(ref.get("name"))  # type: ignore[arg-type]
+                if prompt is None or not prompt.scopes <= principal.scopes:
+                    raise InvalidParams("Unknown prompt")
+            return complete_with(self.completer, ref, argument, context)
         if ref.get("type") == "ref/prompt":
             prompt = self.registry.prompts.get(ref.get("name"))  # type: ignore[arg-type]
             if prompt is None or not prompt.scopes <= principal.scopes:
@@ -385,6 +470,10 @@ class Server:
         raise InvalidParams("Unknown reference type")
 
 
+
+
+#: A ``{variable}`` in a URI given to ``@server.resource``: the URI is a template.
+_TEMPLATE_VARIABLE = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 def _env_seconds(name: str, default: float) -> float:
@@ -404,6 +493,14 @@ def _env_seconds(name: str, default: float) -> float:
 
 
 
+
+
+def _withheld(what: str, name: str, problems: list[str]) -> NoReturn:
+    """A resource or prompt result the MCP schema refuses: logged with why, answered -32603."""
+    from ._wire_check import log
+
+    log.warning("%s %s: a result the MCP schema refuses was withheld: %s", what, name, "; ".join(problems))
+    raise InternalError(f"the {what} produced a result that is not a valid MCP result; it was withheld")
 
 
 def _missing_capability(exc: ElicitationUnavailable) -> MissingCapability:
@@ -435,20 +532,36 @@ def _doc_of(fn: Any, description: str | None) -> str | None:
 
 
 
+def _is_contents(item: Any) -> bool:
+    """A ``ResourceContents`` object written by hand: a ``uri`` and its ``text`` or ``blob``."""
+    return type(item) is dict and "uri" in item and ("text" in item or "blob" in item)
+
+
 def _as_contents(uri: str, out: Any, mime_type: str | None) -> list[dict[str, Any]]:
+    """A reader's return value as ``contents``: contents objects as they are; text and bytes as one
+    item; any other data (a dict, a list, a model) as its JSON, ``application/json`` — as FastMCP
+    reads a resource that returns data, rather than data sent as if it were contents."""
     import base64
 
-    if isinstance(out, list):
+    if isinstance(out, list) and out and all(_is_contents(item) for item in out):
         return out
-    if isinstance(out, dict):
+    if _is_contents(out):
         return [out]
+    if isinstance(out, (bytes, bytearray)):
+        key, value = "blob", base64.b64encode(bytes(out)).decode()
+    elif isinstance(out, str):
+        key, value = "text", out
+    else:
+        import orjson
+
+        from ._typed import _to_builtins
+
+        key, value = "text", orjson.dumps(_to_builtins(out)).decode()
+        mime_type = mime_type or "application/json"
     item: dict[str, Any] = {"uri": uri}
     if mime_type:
         item["mimeType"] = mime_type
-    if isinstance(out, (bytes, bytearray)):
-        item["blob"] = base64.b64encode(bytes(out)).decode()
-    else:
-        item["text"] = str(out)
+    item[key] = value
     return [item]
 
 

@@ -26,6 +26,7 @@ from ._misuse import DEBUG_FLAG, ENV_DEBUG, Misuse, debug_from_env, describe, re
 
 if TYPE_CHECKING:
     from ._workers import WorkerSide
+    from .server import Server
 
 __all__ = ["DEFAULT_APP", "ServeError", "load_app", "serve", "serve_parser", "main"]
 
@@ -40,7 +41,7 @@ class ServeError(Misuse):
 _APP_FORM = "APP is module:attribute or path/to/file.py:attribute"
 
 
-def load_app(spec: str | None) -> Any:
+def load_app(spec: "str | Server | None") -> Any:
     """``module:attribute`` or ``path/to/file.py:attribute``; a callable is called for the server.
 
     Whatever goes wrong on the way is a :class:`ServeError` naming APP: a missing file, module or
@@ -50,6 +51,8 @@ def load_app(spec: str | None) -> Any:
     """
     from .server import Server
 
+    if isinstance(spec, Server):  # server.run(): the app is already made
+        return spec
     spec = spec or DEFAULT_APP
     target, _, attr = spec.partition(":")
     attr = attr or "app"
@@ -64,12 +67,12 @@ def load_app(spec: str | None) -> Any:
             raise ServeError(f"cannot import {target}")
         module = importlib.util.module_from_spec(spec_obj)
         sys.modules[module_name] = module
-        with _app_code(target):
+        with _app_code(target), _own_argv(str(path)):
             spec_obj.loader.exec_module(module)
     else:
         sys.path.insert(0, os.getcwd())
         try:
-            with _app_code(target):
+            with _app_code(target), _own_argv(target):
                 module = importlib.import_module(target)
         except ServeError as exc:
             missing = exc.__cause__
@@ -91,6 +94,19 @@ def load_app(spec: str | None) -> Any:
     if not isinstance(obj, Server):
         raise ServeError(f"{spec} is not a truecall.Server (or a function returning one)")
     return obj
+
+
+@contextmanager
+def _own_argv(program: str) -> Iterator[None]:
+    """The app's module sees a command line of its own while it is imported (its name, no
+    arguments), not truecall's: a module that parses ``sys.argv`` at import (argparse, click)
+    would otherwise read ``serve app.py:mcp --http`` as its own options."""
+    saved = sys.argv
+    sys.argv = [program]
+    try:
+        yield
+    finally:
+        sys.argv = saved
 
 
 @contextmanager
@@ -116,7 +132,7 @@ def _is_loopback(host: str) -> bool:
 
 
 def serve(
-    target: str | None = None,
+    target: "str | Server | None" = None,
     *,
     http: bool = False,
     host: str = "127.0.0.1",
@@ -137,6 +153,8 @@ def serve(
     ``workers``: HTTP served by that many processes behind one socket (``"auto"``: one per core
     this process may run on; see :mod:`truecall._workers`).  ``worker`` is how such a process is
     told it is one (the supervisor makes it)."""
+    if not 0 <= port <= 65535:
+        raise ServeError(f"--port must be 0-65535 (0: any free port), not {port}")
     if workers is not None and not http:
         raise ServeError("--workers is for --http: stdio serves one client on one pipe, in one process")
     if worker is None and workers is not None:
@@ -144,6 +162,8 @@ def serve(
 
         count = resolve_workers(workers)
         if count > 1:
+            if not isinstance(target, (str, type(None))):
+                raise ServeError("workers= serves an APP by name (module:attribute), which each process loads")
             _supervise(count, target=target, host=host, port=port, path=path, allowed_host=list(allowed_host),
                        token_file=str(token_file) if token_file is not None else None, jwt_issuer=jwt_issuer,
                        jwt_audience=jwt_audience, jwks=jwks, tenant_claim=tenant_claim, scope_claim=scope_claim)
@@ -161,7 +181,11 @@ def serve(
         from .transports.stdio import serve_stdio
 
         principal = _stdio_principal(server)
-        _run(serve_stdio(engine, principal))
+        _say_started(f"{_served(server)} over stdio", "end its input (or Ctrl-C) to stop")
+        try:
+            _run(_in_lifespan(server, serve_stdio(engine, principal)))
+        finally:
+            engine.flush()  # Ctrl-C included: every acknowledged audit record is written
         return
     loopback = _is_loopback(host)
     entries = getattr(server.tokens, "entries", None)
@@ -191,10 +215,18 @@ def serve(
                             proxy_headers=False)
     if worker is not None:
         worker.ready()
+    if worker is None or worker.banner:
+        shown = f"[{host.strip('[]')}]" if ":" in host else host
+        try:
+            bound = listener.getsockname()[1]  # the port itself when --port 0 asked for any free one
+        except (AttributeError, OSError):
+            bound = port
+        _say_started(f"{_served(server)} on http://{shown}:{bound}{path}", "Ctrl-C to stop")
     try:
         _server_class()(config).run(sockets=[listener])
     finally:
         listener.close()
+        engine.flush()
 
 
 def _server_class() -> Any:
@@ -338,10 +370,8 @@ def _stdio_principal(server: Any) -> Any:
     if server.local_principal is not None:
         return server.local_principal
     principal = server.local_user()
-    declared = sorted(principal.scopes)
-    print(f"truecall serve: no principal configured: serving stdio as the local user {principal.subject!r} "
-          f"(tenant {LOCAL_TENANT!r}) with every scope the tools declare ({', '.join(declared) or 'none'}); "
-          "TRUECALL_PRINCIPAL=\"subject,tenant,scope1 scope2\" or the app's local_principal chooses another",
+    print(f"truecall serve: no principal configured: serving as the local user {principal.subject!r} "
+          f"(tenant {LOCAL_TENANT!r}, every declared scope); TRUECALL_PRINCIPAL chooses another",
           file=sys.stderr, flush=True)
     return principal
 
@@ -369,6 +399,49 @@ def _say_how_to_configure_credentials(server: Any, url: str) -> None:
         "  Or OAuth: --jwt-issuer, --jwt-audience and --jwks.  To try a client first: the incident desk",
         "  (truecall serve --http) takes its demo tokens on loopback, e.g. 'Bearer demo-acme-operator'.",
     ]), file=sys.stderr, flush=True)
+
+
+def _served(server: Any) -> str:
+    registry = server.registry
+    counts = [(len(registry.tools), "tool"), (len(registry.resources) + len(registry.templates), "resource"),
+              (len(registry.prompts), "prompt")]
+    parts = ", ".join(f"{n} {noun}{'' if n == 1 else 's'}" for n, noun in counts if n)
+    return f"{server.name!r} ({parts or 'nothing registered'})"
+
+
+def _say_started(what: str, how_to_stop: str) -> None:
+    """One line on stderr when serving starts: what, where, how to stop."""
+    print(f"truecall serve: serving {what}; {how_to_stop}", file=sys.stderr, flush=True)
+
+
+async def _in_lifespan(server: Any, coro: Any) -> None:
+    """Run ``coro`` inside the app's ``lifespan`` (``Server(lifespan=...)``)."""
+    try:
+        await server.start_lifespan()
+    except BaseException:
+        coro.close()
+        raise
+    try:
+        await coro
+    finally:
+        await server.stop_lifespan()
+
+
+def run_server(server: Any, *, http: bool, host: str, port: int, path: str) -> int:
+    """``server.run()``: serve ``server`` and return the exit status, a mistake said in one line."""
+    try:
+        serve(server, http=http, host=host, port=port, path=path)
+    except KeyboardInterrupt:
+        return interrupted("truecall")
+    except Exception as exc:
+        return report(exc, "truecall", debug_from_env())
+    return 0
+
+
+def interrupted(prog: str) -> int:
+    """Ctrl-C: one line, status 130 (the shell's for SIGINT); records were flushed on the way out."""
+    print(f"{prog}: stopped (Ctrl-C)", file=sys.stderr, flush=True)
+    return 130
 
 
 def _run(coro: Any) -> None:
@@ -419,6 +492,8 @@ def main(argv: Sequence[str]) -> int:
         os.environ[ENV_DEBUG] = "1"
     try:
         serve(options.pop("target"), **options)
+    except KeyboardInterrupt:
+        return interrupted("truecall serve")
     except Exception as exc:
         return report(exc, "truecall serve", debug)
     return 0

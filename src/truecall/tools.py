@@ -55,20 +55,24 @@ def _invoker(fn: Handler, sig: Signature, accepts: frozenset[str] | None,
     """``invoke(ctx, arguments)`` for one handler, built once: the call does only what this
     signature needs (filter undeclared names, convert the few typed values, pass the context)."""
     name, positional = sig.context, sig.positional_context
+    fills = sig.fills
 
     def prepare(arguments: dict[str, Any]) -> dict[str, Any]:
         if accepts is not None:
             arguments = {k: v for k, v in arguments.items() if k in accepts}
         if converters:
             arguments = {k: (converters[k](v) if k in converters else v) for k, v in arguments.items()}
+        if fills:  # pydantic Field defaults, which Python does not apply itself
+            arguments = {**{k: make() for k, make in fills.items() if k not in arguments}, **arguments}
         return arguments
 
+    as_given = accepts is None and not converters and not fills  # nothing to prepare
     if name is None:
-        if accepts is None and not converters:
+        if as_given:
             return lambda ctx, arguments: fn(**arguments)
         return lambda ctx, arguments: fn(**prepare(arguments))
     if positional:
-        if accepts is None and not converters:
+        if as_given:
             return lambda ctx, arguments: fn(ctx, **arguments)
         return lambda ctx, arguments: fn(ctx, **prepare(arguments))
     return lambda ctx, arguments: fn(**prepare(arguments), **{name: ctx})
@@ -101,15 +105,16 @@ class Tool:
     @classmethod
     def from_function(cls, fn: Handler, name: str | None = None, *, description: str | None = None,
                       input_schema: dict[str, Any] | None = None, output_schema: dict[str, Any] | None = None,
-                      **options: Any) -> "Tool":
+                      open_input: bool = False, **options: Any) -> "Tool":
         """A tool from a plain function: schemas from its hints unless given, description from its
         docstring unless given.  Anything that cannot become a tool raises
-        :class:`RegistrationError` naming the function (and the parameter)."""
+        :class:`RegistrationError` naming the function (and the parameter).  ``open_input``: a
+        derived ``inputSchema`` admits arguments the function does not take (they are dropped)."""
         sig = _typed.read_signature(fn, "tool", name)
         desc = description or sig.description
         if not desc:
             raise sig.fail("needs a description: write a docstring or pass description=")
-        plan = _typed.derive_input(sig, input_schema)
+        plan = _typed.derive_input(sig, input_schema, open_input)
         out_schema, returns = _typed.derive_output(sig, output_schema)
         try:
             return cls(name=name or str(getattr(fn, "__name__", "")), handler=fn, description=desc,
@@ -258,7 +263,7 @@ class Prompt:
 
     name: str
     render: Handler
-    description: str
+    description: str | None
     title: str | None = None
     arguments: list[dict[str, Any]] = field(default_factory=list)
     scopes: frozenset[str] = frozenset()
@@ -274,7 +279,8 @@ class Prompt:
         d: dict[str, Any] = {"name": self.name}
         if self.title:
             d["title"] = self.title
-        d["description"] = self.description
+        if self.description:
+            d["description"] = self.description
         if self.arguments:
             d["arguments"] = self.arguments
         self.definition = d

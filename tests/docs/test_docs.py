@@ -474,13 +474,20 @@ def test_the_site_builds_strict(tmp_path: Path) -> None:
     proc = subprocess.run([str(ROOT / "scripts" / "docs"), "build", "-d", str(site)], capture_output=True,
                           text=True, timeout=300, env={**os.environ, "PYTHON": sys.executable})
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    api = (site / "reference" / "api" / "index.html").read_text(encoding="utf-8")
+    # The reference is split by area (issue 26: it was one 44,000-pixel page), one page each.
+    api = "\n".join(page.read_text(encoding="utf-8") for page in sorted((site / "reference").glob("*/index.html")))
     import truecall
 
     anchors = set(re.findall(r'id="(truecall\.[\w.]+)"', api))
     missing = [n for n in truecall.__all__ if f"truecall.{n}" not in anchors
                and not any(a.endswith(f".{n}") for a in anchors)]
     assert not missing, f"public names without an entry in the API reference: {missing}"
+    private = sorted(a for a in anchors if re.search(r"\._", a))
+    assert not private, f"private names in the API reference: {private[:5]}"
+    assert "_depth" not in api, "a private parameter in a public signature"
+    # signatures are formatted (ruff, one parameter a line when they do not fit), not one long line
+    assert re.search(r'Server</span><span class="p">\(</span>\s*\n\s+<span class="n">name', api) or \
+        "Server(\n    name" in re.sub(r"<[^>]+>", "", api), "the API reference's signatures are not formatted"
     roles = re.findall(r":(?:class|meth|func|mod|attr|exc):<code>[^<]*</code>", api)
     assert not roles, f"Sphinx roles shown raw (scripts/mkdocs_hooks.py): {roles[:3]}"
 
@@ -535,3 +542,55 @@ def test_every_setting_and_command_the_guide_names_exists():
     commands = set(re.findall(r"`truecall ([a-z]+)\b", guide))
     missing = sorted(c for c in commands if not re.search(rf"^\W*{c}\b", helped.stdout, re.M))
     assert not missing, f"commands the guide names that truecall does not have: {missing}"
+
+
+def _free_names(code: str) -> list[str]:
+    """Names a block uses that it neither defines nor imports (nor are builtins)."""
+    import builtins
+    import symtable
+
+    top = symtable.symtable(code, "<block>", "exec")
+    defined = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported()}
+    used: set[str] = set()
+    stack = [top]
+    while stack:
+        table = stack.pop()
+        used.update(s.get_name() for s in table.get_symbols() if s.is_referenced() and (table is top or s.is_global()))
+        stack.extend(table.get_children())
+    return sorted(used - defined - set(dir(builtins)) - {"__file__", "__name__"})
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_python_block_stands_alone_or_says_what_it_continues(page: str) -> None:
+    """A reader copies one block: it runs in a fresh process (its imports are there), or its first line
+    says which blocks it continues and what it takes from them (issue 26: the quickstart's in-memory
+    block and tasks.md's "Input while running" did not say, and failed when copied)."""
+    for block in parse_blocks(page, (DOCS / page).read_text(encoding="utf-8")):
+        if block.lang != "python" or block.title:
+            continue
+        free = _free_names(block.code)
+        if not free:
+            continue
+        first = block.code.splitlines()[0]
+        assert first.startswith("# continues"), f"{block.where}: uses {free} without defining or importing them"
+        assert all(name in first for name in free), f"{block.where}: its first line does not name {free}"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_an_app_a_page_names_is_an_attribute_of_the_file_it_shows(page: str) -> None:
+    """``shop.py:server`` in the prose, where the page's ``shop.py`` defines ``build`` (issue 26,
+    testing.md): every ``file.py:attr`` of a page whose file the page shows must name what it defines."""
+    source = (DOCS / page).read_text(encoding="utf-8")
+    files = {b.title: b.code for b in parse_blocks(page, source) if b.title and b.title.endswith(".py")}
+    for name, attr in set(re.findall(r"\b([\w-]+\.py):(\w+)", source)):
+        if name in files:
+            assert re.search(rf"^(?:async )?(?:def|class) {attr}\b|^{attr}\s*[:=]", files[name], re.MULTILINE), \
+                f"docs/{page} names {name}:{attr}, and its {name} defines no {attr!r}"
+
+
+def test_no_page_serves_on_the_port_scripts_docs_serve_holds() -> None:
+    """``scripts/docs serve`` previews the site on 127.0.0.1:8001: a page's server there collides with it
+    while the docs are edited (issue 26, operations.md)."""
+    held = re.search(r"127\.0\.0\.1:(\d+)", (ROOT / "scripts" / "docs").read_text()).group(1)  # type: ignore[union-attr]
+    for page in PAGES:
+        assert f"--port {held}" not in (DOCS / page).read_text(encoding="utf-8"), f"docs/{page} serves on {held}"

@@ -576,7 +576,7 @@ def test_app_without_a_principal_serves_the_local_user_and_says_so_once(spawn, t
     server.close()
     notes = [line for line in server.stderr.splitlines() if b"no principal configured" in line]
     assert len(notes) == 1, server.stderr
-    assert b"(tenant 'local')" in notes[0] and b"TRUECALL_PRINCIPAL" in notes[0]
+    assert b"(tenant 'local'" in notes[0] and b"TRUECALL_PRINCIPAL" in notes[0]
     assert b"Traceback" not in server.stderr
 
 

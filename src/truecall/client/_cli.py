@@ -92,7 +92,8 @@ async def _call(target: Any, tool: str, arguments: dict[str, Any], *, token: str
         if as_json:
             sys.stdout.write(orjson.dumps({"outcome": "connection_error", "message": str(exc)}).decode() + "\n")
         else:
-            print(f"Could not talk to the server: {exc or type(exc).__name__}", file=sys.stderr)
+            print(f"Could not talk to the server {_shown_target(target)}: {exc or type(exc).__name__}",
+                  file=sys.stderr)
         return EXIT["error"]
     sentence = describe(outcome, locale)
     if as_json:
@@ -104,6 +105,15 @@ async def _call(target: Any, tool: str, arguments: dict[str, Any], *, token: str
         elif isinstance(outcome, Accepted):
             print(f"taskId: {outcome.task_id} (not waited for: run again with --wait, or check it later)")
     return EXIT[_name(outcome)]
+
+
+def _shown_target(target: Any) -> str:
+    """The server as the user gave it: ``at URL`` or ``started by 'command line'``."""
+    if isinstance(target, str):
+        return f"at {target}"
+    import shlex
+
+    return f"started by {shlex.join(target)!r}"
 
 
 def server_target(url: str | None, command: Sequence[str]) -> Any:
@@ -126,11 +136,12 @@ def run_call(tool: str, arguments: str | None, *, url: str | None, command: Sequ
         return EXIT["error"]
     try:
         parsed = orjson.loads(arguments) if arguments else {}
-    except orjson.JSONDecodeError:
-        print("--args must be a JSON object", file=sys.stderr)
+    except orjson.JSONDecodeError as exc:
+        print(f"--args is not valid JSON ({exc}): give the arguments as a JSON object, e.g. "
+              "--args '{\"service\": \"payments\"}'", file=sys.stderr)
         return EXIT["error"]
     if not isinstance(parsed, dict):
-        print("--args must be a JSON object", file=sys.stderr)
+        print(f"--args must be a JSON object ({{...}}), not {type(parsed).__name__}", file=sys.stderr)
         return EXIT["error"]
     try:
         return asyncio.run(_call(target, tool, parsed, token=token, wait=wait, timeout=timeout, version=version,

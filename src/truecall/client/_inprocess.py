@@ -41,6 +41,7 @@ class InProcessTransport(TransportHooks):
         self._inflight: dict[Any, asyncio.Task[None]] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._receive: Receive | None = None
+        self._lifespan_owner = False  # this client entered the app's lifespan (and leaves it)
 
     async def open(self, receive: Receive, lost: Lost) -> None:
         self._receive = receive
@@ -54,6 +55,8 @@ class InProcessTransport(TransportHooks):
         self.session.principal = principal
         self.outbox = _Outbox(receive)
         self.session.stream = self.outbox
+        # The app's lifespan (Server(lifespan=...)) runs while a client is connected, as while served.
+        self._lifespan_owner = await self.server.start_lifespan()
         # Audit records are committed as they are made (no defer(): that binds the server's log to
         # this loop, and the Server outlives the client in tests and may be used synchronously after).
         self._spawn(self.engine.session_feed(self.session))
@@ -108,4 +111,7 @@ class InProcessTransport(TransportHooks):
             task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=2.0)
+        if self._lifespan_owner:
+            self._lifespan_owner = False
+            await self.server.stop_lifespan()
         self.session.close()

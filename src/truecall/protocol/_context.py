@@ -20,7 +20,7 @@ class RequestContext:
 
     __slots__ = ("id", "method", "params", "features", "version", "caps", "client_info", "log_level",
                  "progress_token", "principal", "session", "outbox", "meta", "input_responses", "prior_responses",
-                 "consumed", "asked")
+                 "consumed", "asked", "changed", "changing")
 
     def __init__(self, message: Incoming, principal: Principal, session: Session | None, outbox: Outbox) -> None:
         self.id = message.id
@@ -44,6 +44,11 @@ class RequestContext:
         self.consumed: dict[str, Any] = {}
         #: key → digest of the question this server asked under it (from an authentic requestState).
         self.asked: dict[str, str] = {}
+        #: Keys whose question read differently in the last round than in the one answered before it.
+        self.changed: frozenset[str] = frozenset()
+        #: Keys whose question reads differently now than in the round the client answered (made
+        #: when there is one: most requests ask nothing).
+        self.changing: set[str] | None = None
 
 
 class Peer:

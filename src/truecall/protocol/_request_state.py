@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..context import InputRequired
+from ..context import InputRequired, QuestionChanged
 from ..errors import InvalidParams
 from ..storage import Storage, unavailable
 from ._sealing import InvalidRequestState, Sealer, digest
@@ -40,10 +40,21 @@ def answer_for(ctx: RequestContext, method: str, params: dict[str, Any], key: st
     if params:
         request["params"] = params
     answer = None
-    if ctx.asked.get(key) == digest(request):
+    asked = ctx.asked.get(key)
+    if asked == digest(request):
         answer = ctx.prior_responses.get(key)  # sealed: a retry cannot change an earlier answer
         if answer is None:
             answer = ctx.input_responses.get(key)
+    elif asked is not None and key in ctx.input_responses:
+        # The client answered the question asked under ``key`` and the tool now asks it in other words.
+        # Once, the world may have changed (the severity it shows, say): asked again.  Twice running,
+        # the question changes every round (a random id in its URL): asking again would only repeat
+        # this until the client gives up.  Either way the answer does not count.
+        if key in ctx.changed:
+            raise QuestionChanged(key, method)
+        if ctx.changing is None:
+            ctx.changing = set()
+        ctx.changing.add(key)
     if answer is not None and not isinstance(answer, dict):
         raise InvalidParams(f"inputResponses[{key!r}] must be an object")
     if answer is not None:
@@ -86,9 +97,10 @@ class RequestStates:
             if unavailable(exc) is not None:
                 raise  # the database failed, not the client's state: an internal error, never "invalid state"
             raise InvalidRequestState() from None
-        prior, asked = body.get("r"), body.get("q")
+        prior, asked, changed = body.get("r"), body.get("q"), body.get("c")
         ctx.prior_responses = prior if isinstance(prior, dict) else {}
         ctx.asked = asked if isinstance(asked, dict) else {}
+        ctx.changed = frozenset(changed) if isinstance(changed, list) else frozenset()
 
     def input_required(self, ctx: RequestContext, need: InputRequired) -> dict[str, Any]:
         """The ``input_required`` result that ends this round, with the state of the next one."""
@@ -97,8 +109,11 @@ class RequestStates:
         # The questions this state answers: the ones asked now, and those whose answers it carries.
         asked = {key: ctx.asked[key] for key in answered if key in ctx.asked}
         asked.update((key, digest(request)) for key, request in need.requests.items())
-        state = self.sealer.seal({**self._binding(ctx, str(ctx.method), str(name), ctx.params.get("arguments") or {}),
-                                  "r": answered, "q": asked})
+        body = {**self._binding(ctx, str(ctx.method), str(name), ctx.params.get("arguments") or {}),
+                "r": answered, "q": asked}
+        if ctx.changing:
+            body["c"] = sorted(ctx.changing)
+        state = self.sealer.seal(body)
         try:  # housekeeping: the answer does not depend on it
             self.db.execute("DELETE FROM used_request_states WHERE expires_at < ?", (time.time(),))
         except Exception:

@@ -75,6 +75,10 @@ class Session:
         self._held_notes: set[str] = set()
         self._feed: ChangeQueue | None = None
         self.announced_tasks: set[str] = set()
+        #: What the application keeps for this session (``ctx.set_state``); lives as long as it does.
+        self.app_state: dict[str, Any] = {}
+        #: ``"stdio"`` or ``"streamable-http"``: set by the transport that made the session.
+        self.transport: str | None = None
 
     @property
     def closed(self) -> bool:

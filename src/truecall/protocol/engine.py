@@ -463,7 +463,9 @@ class Engine:
         ref, argument = ctx.params.get("ref"), ctx.params.get("argument")
         if not isinstance(ref, dict) or not isinstance(argument, dict):
             raise InvalidParams("ref and argument are required")
-        values = self.server.complete(ctx.principal, ref, argument)
+        context = ctx.params.get("context")
+        found = self.server.complete(ctx.principal, ref, argument, context if isinstance(context, dict) else None)
+        values = found if isinstance(found, list) else await found  # a @server.completion() handler's
         return {"completion": {"values": values, "total": len(values), "hasMore": False}}
 
 

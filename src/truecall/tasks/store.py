@@ -104,6 +104,9 @@ class LeaseLost(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class Task:
+    """One task as the store holds it: what a tool accepted as work, its status, and — once it
+    ended — its result; ``lease_epoch`` fences the process that runs it (see the tasks guide)."""
+
     task_id: str
     status: TaskStatus
     created_at: float

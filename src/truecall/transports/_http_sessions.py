@@ -127,6 +127,7 @@ class SessionPaths:
             # One principal cannot fill the table for everyone: its least recently used session goes.
             self._end_session(min(mine, key=lambda sid: self.sessions[sid].last_seen))
         session = Session(principal=principal)
+        session.transport = "streamable-http"
         session.persist = self.store.save
         self.sessions[session.id] = session
         return session

@@ -224,11 +224,13 @@ class HttpTransport:
             if message["type"] == "lifespan.startup":
                 self.server.task_runtime.start()  # settle orphans of dead replicas, even while idle
                 self.engine.attach(asyncio.get_running_loop())
+                await self.server.start_lifespan()  # the app's own (Server(lifespan=...))
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.server.task_runtime.stop()
                 self._sessions.close()
                 self.engine.flush()
+                await self.server.stop_lifespan()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

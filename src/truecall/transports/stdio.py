@@ -56,6 +56,7 @@ class StdioConnection:
         self.out = out
         self.limits = limits
         self.session = Session(principal=principal)
+        self.session.transport = "stdio"
         self.outbox = _StdoutOutbox(self.write)
         self.session.stream = self.outbox
         self.inflight: dict[Any, asyncio.Task[None]] = {}
