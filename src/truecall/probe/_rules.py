@@ -200,10 +200,13 @@ def crash(text: str) -> str | None:
 
 def secret_in(text: str) -> tuple[str, str] | None:
     """The kind of the first secret the judge finds in ``text``, and the text around it (the secret
-    itself is redacted from the report when the finding is recorded)."""
+    itself is redacted from the report when the finding is recorded).  Randomness alone is no
+    evidence here: a commit id, a digest or a content hash is data a tool may well return (and
+    redaction, which errs the other way, still hides such tokens at rest); a shape or a credential
+    word before the value is."""
     from ..judge import secret_spans
 
-    spans = secret_spans(text)
+    spans = [span for span in secret_spans(text) if span[2] != "high_entropy"]
     if not spans:
         return None
     start, end, kind = spans[0]
