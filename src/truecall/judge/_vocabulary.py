@@ -19,7 +19,8 @@ from typing import NamedTuple
 __all__ = ["Term", "every", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
            "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH", "CONTRASTS", "NONE_COUNTS", "AFTER_NEGATIONS", "ASK_NEGATIONS_BEFORE",
            "ASK_NEGATIONS_AFTER", "ASK_NEGATIONS_IN_CLAUSE", "ASK_NEGATION_IDIOMS", "WH_WORDS", "YES_NO_MARKS", "ABOUT_EXCEPTIONS",
-           "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS"]
+           "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS", "REFERENCE_WORDS",
+           "REFERENCE_KEYS", "INTERNALS", "CRASHES", "ENVIRONMENT_VARIABLES", "UNKNOWN_TOOL"]
 
 
 def every(table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -493,4 +494,66 @@ DESTRUCTIVE: tuple[Term, ...] = (
     _t(r"\bdelete\b|\bdestroy\b|\bdrop\b|\bwipe\b|\berase\b|\bpurge\b|remove\s+all", "destructive", "en",
        "an action that cannot be undone is confirmed with ctx.confirm(), not typed text"),
     _t(r"删除|销毁|清空|抹掉|格式化", "destructive", "zh", "删除/清空: an action that cannot be undone"),
+)
+
+# =================================================================================================
+# What else a tool's words say: a reference to check the work by, the server's insides, a crash, the
+# process environment, an unknown tool (read by the probe and the client through ``_signs``)
+# =================================================================================================
+
+#: Words that introduce a reference the caller can check the work by ("ticket: T-1042", "job id 77",
+#: "工单号：12345"), followed in the text by an id that holds a digit.  A reference is what makes
+#: "accepted" honest: the caller has something to ask about later.
+REFERENCE_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("id", "ticket", "reference", "ref", "job", "task"),
+    "es": ("referencia", "solicitud", "pedido"),
+    "de": ("referenz", "vorgang", "vorgangsnummer", "auftrag", "auftragsnummer"),
+    "fr": ("reference", "référence", "demande", "commande"),
+    "zh": ("工单号", "单号", "编号", "订单号", "受理号"),
+    "ja": ("受付番号", "チケット番号", "問い合わせ番号"),
+}
+#: Keys of ``structuredContent`` that hold such a reference (compared without ``_`` and case).
+REFERENCE_KEYS: frozenset[str] = frozenset({
+    "id", "taskid", "ticket", "ticketid", "reference", "ref", "jobid", "requestid", "trackingid", "tracking", "task",
+    "job", "receipt", "operationid"})
+
+#: What only a program's insides print, read on the raw text (exception names are shapes of case):
+#: ``kind`` is "trace" (a traceback, a stack frame, an exception's name), "install" (where the
+#: server's code is installed) or "path" (a system path: internal unless the caller supplied it or
+#: the server advertises it — the probe decides that).
+INTERNALS: tuple[Term, ...] = (
+    _t(r"Traceback \(most recent call last\)", "trace", "en", "a Python traceback: the server's insides"),
+    _t(r"File \"[^\"]+\", line \d+", "trace", "en", "a Python stack frame"),
+    _t(r"\bat [\w.$<>]+ \(?[\w./:-]+:\d+:\d+\)?", "trace", "en", "a JavaScript stack frame"),
+    _t(r"\bat [\w.$]+\([\w.]+:\d+\)", "trace", "en", "a Java stack frame"),
+    _t(r"\b(?:[A-Z][a-z]+)+(?:Error|Exception)\b(?=:)", "trace", "en", "an exception's class name before its message"),
+    _t(r"[A-Za-z]:\\\\?[\w\\. -]+\.py|site-packages|\bnode_modules/", "install", "en",
+       "where the server's code is installed"),
+    _t(r"(?<![\w/.])/(?:home|usr|opt|var|srv|tmp|root|etc|app|Users|private|mnt|data)(?:/[\w.@+-]+)+", "path", "en",
+       "a path of the server's machine"),
+)
+#: An exception's own words: a tool that answers with these crashed (it did not refuse in words the
+#: model can act on).  Raw text.
+CRASHES: tuple[Term, ...] = (
+    _t(r"Traceback \(most recent call last\)", "crash", "en", "a Python traceback"),
+    _t(r"\b(?:Attribute|Type|Key|Index|Name|Value|Reference|Range|Syntax|ZeroDivision|Assertion|Runtime|UnboundLocal|"
+       r"NotImplemented)Error\b", "crash", "en", "a built-in exception's name (Python, JavaScript)"),
+    _t(r"object has no attribute|is not a function|Cannot read propert(?:y|ies) of (?:undefined|null)|is not defined\b",
+       "crash", "en", "the message of a programming error (Python, JavaScript)"),
+)
+#: Variables every process environment has: three of them listed as keys is a dump of the
+#: environment (which holds the server's credentials), not a mention.
+ENVIRONMENT_VARIABLES: tuple[str, ...] = (
+    "PATH", "HOME", "USER", "SHELL", "PWD", "HOSTNAME", "LANG", "TERM", "LOGNAME", "TMPDIR", "OLDPWD", "SHLVL",
+    "NODE_ENV", "VIRTUAL_ENV", "PYTHONPATH")
+#: What an error says when the tool named does not exist (a protocol error: nothing ran), over
+#: normalised text.
+UNKNOWN_TOOL: tuple[Term, ...] = (
+    _t(r"unknown tool|tool .*not found|no such tool|tool not found", "unknown_tool", "en", "the tool does not exist"),
+    _t(r"未知工具|工具不存在|找不到工具|未找到工具", "unknown_tool", "zh", "未知工具: the tool does not exist"),
+    _t(r"不明なツール|ツールが見つかりません|存在しないツール", "unknown_tool", "ja", "不明なツール: the tool does not exist"),
+    _t(r"herramienta (desconocida|no encontrada|inexistente)", "unknown_tool", "es", "the tool does not exist"),
+    _t(r"unbekannte(s)? (werkzeug|tool)|(werkzeug|tool) .*nicht gefunden", "unknown_tool", "de",
+       "the tool does not exist"),
+    _t(r"outil (inconnu|introuvable|inexistant)", "unknown_tool", "fr", "the tool does not exist"),
 )
