@@ -238,4 +238,9 @@ def test_everything_no_false_failure(published: dict[str, Report]) -> None:
     assert any(o.tool == "trigger-elicitation-request" and "decline" in o.describe for o in report.observations), \
         [o.describe for o in report.observations if o.tool == "trigger-elicitation-request"]
     assert "trigger-elicitation-request" in report.probed
-    assert all(outcome == {"done"} for outcome in done(report).values()), done(report)
+    # get-annotated-message's first enum value, "error", answers "Error: Operation failed" under isError false:
+    # the client calls that Unconfirmed (claim "failed"), and the probe now says so by the client's own name
+    # (it said "done" before); every other success path is done.
+    outcomes = done(report)
+    assert outcomes.pop("get-annotated-message") == {"unconfirmed"}, done(report)
+    assert all(outcome == {"done"} for outcome in outcomes.values()), done(report)
