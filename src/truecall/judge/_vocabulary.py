@@ -145,6 +145,10 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"denied|refused|rejected|forbidden|unauthori[sz]ed|not found|no such|does not exist|unavailable|"
        r"aborted|crashed|declined|went wrong|bad gateway|bad request|invalid|http 5\d\d|status 5\d\d|5\d\d (error|bad)",
        F, "en", "a refusal or fault"),
+    _t(r"(user|you) (cancell?ed|dismissed|closed|aborted|exited) (the |this |that )?(elicitation|dialog|dialogue|form|prompt|"
+       r"input)|(elicitation|dialog|dialogue|form|prompt) (was )?(cancell?ed|dismissed) by (the )?user",
+       F, "en", "the user cancelled the form the work needed: the input was not given, so the work was not done "
+       "(as 'user declined to provide' is)"),
     # -- Chinese ----------------------------------------------------------------------------------
     _t(r"已受理|受理|已提交|提交成功|已接收|已收到|收到(您|你)的|排队|队列中|加入队列|稍后(处理|执行|完成)|正在(处理|执行|进行)|处理中|"
        r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记|已开始|开始(执行|处理)|正在|进入队列|将在|将于|"
@@ -155,6 +159,8 @@ CLAIMS: tuple[Term, ...] = (
        C, "zh", "已…/成功: the effect is said to exist"),
     _t(r"失败|错误|出错|报错|超时|异常|无法|不能|未能|未成功|没有成功|未完成|被拒绝|拒绝|不可用|找不到|未找到|不存在|崩溃|已过期|已失效",
        F, "zh", "失败/错误/超时: the work failed"),
+    _t(r"(用户|您)(已)?(取消|关闭)了?(对话框|表单|输入|填写)", F, "zh",
+       "用户取消了对话框: the input was not given, so the work was not done"),
     # -- Japanese ---------------------------------------------------------------------------------
     _t(r"受け付け|受付|受理|キューに(追加|登録|入|投入)|処理中|保留中|待機中|処理待ち|順番待ち|後ほど|実行予定|審査中|処理されます|"
        r"実行されます|進行中|対応中|送信されます|開始しました|スケジュール|チケット(を|が)?(作成|発行)|しています|しております|"
@@ -164,6 +170,8 @@ CLAIMS: tuple[Term, ...] = (
        r"されました", C, "ja", "完了/成功/…しました: the effect is said to exist"),
     _t(r"失敗|エラー|タイムアウト|できませんでした|できません|例外|拒否|見つかりません|利用できません|異常|中断されました|権限がありません|めません",
        F, "ja", "失敗/エラー/タイムアウト: the work failed"),
+    _t(r"ユーザーが(入力を)?(キャンセル|拒否)|(ダイアログ|フォーム|入力)(が|は)?キャンセルされました", F, "ja",
+       "ユーザーがキャンセル: the input was not given, so the work was not done"),
     # -- Spanish ----------------------------------------------------------------------------------
     _t(r"aceptad[oa]|recibid[oa]|en cola|encolad[oa]|pendiente|se procesara|sera (procesad[oa]|enviad[oa]|"
        r"ejecutad[oa]|revisad[oa])|en proceso|procesando|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)|"
@@ -184,6 +192,8 @@ CLAIMS: tuple[Term, ...] = (
        r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
        r"no se (encontro|pudieron|puede|ha podido)|error al|"
        r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
+    _t(r"el usuario (cancelo|cerro|rechazo)|(dialogo|formulario) cancelado", F, "es",
+       "el usuario canceló: the input was not given, so the work was not done"),
     # -- German -----------------------------------------------------------------------------------
     _t(r"angenommen|entgegengenommen|eingegangen|erhalten|in der warteschlange|eingereiht|ausstehend|"
        r"wird (\w+ ){0,3}(bearbeitet|verarbeitet|ausgefuhrt|gepruft|gesendet)|in bearbeitung|geplant|vorgemerkt|"
@@ -199,6 +209,9 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnte (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
        "fehlgeschlagen/Fehler: the work failed", compound=True),
+    _t(r"(benutzer|nutzer) hat (den dialog |das formular |die eingabe )?(abgebrochen|abgelehnt|geschlossen)|"
+       r"(dialog|formular|eingabe) (wurde )?(vom (benutzer|nutzer) )?abgebrochen", F, "de",
+       "der Benutzer hat abgebrochen: the input was not given, so the work was not done"),
     # -- French -----------------------------------------------------------------------------------
     _t(r"acceptee?s?|recue?s?|en file d attente|en attente|mise? en file|sera (traitee?|executee?|envoyee?)|"
        r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)|"
@@ -213,6 +226,8 @@ CLAIMS: tuple[Term, ...] = (
        C, "fr", "terminée/avec succès: the effect is said to exist"),
     _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
+    _t(r"l utilisateur a (annule|refuse|ferme)|(dialogue|formulaire|saisie) annulee?s? par l utilisateur", F, "fr",
+       "l'utilisateur a annulé: the input was not given, so the work was not done"),
 )
 
 #: After a claim word, a word that makes it a topic, not a claim ("error rate: 0.1%"); whole words
