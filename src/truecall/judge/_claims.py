@@ -22,8 +22,9 @@ import orjson
 
 from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, matches, starts_word
 from ._normalise import normalise
-from ._vocabulary import (AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONTRASTS, DATA_INTROS, NEGATIONS, NONE_COUNTS,
-                          REPORTED_SPEECH, YES_NO_MARKS, Term, every)
+from ._vocabulary import (ADVICE_INTROS, AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONDITIONALS, CONDITIONALS_AFTER,
+                          CONTRASTS, DATA_INTROS, GENERIC_MODALS, NEGATIONS, NONE_COUNTS, REPORTED_SPEECH, YES_NO_MARKS,
+                          Term, every)
 
 __all__ = ["Claim", "claim_in_text", "claim_in_result"]
 
@@ -98,7 +99,12 @@ _PIECES: list[tuple[int, Term]] = []
 _BY_WORD: dict[str, list[int]] = {}
 _BY_CHAR: dict[str, list[int]] = {}
 _COMPOUND: list[tuple[bytes, int]] = []  # ASCII stems that may end a longer word ("verbindungsfehler")
+_HINTED: list[tuple[re.Pattern[bytes], int]] = []  # grammar terms: (what a text they match holds, piece)
 for _t, _term in enumerate(CLAIMS):
+    if _term.hint:
+        _HINTED.append((re.compile(_term.hint.encode()), len(_PIECES)))
+        _PIECES.append((_t, _term))
+        continue
     for _alt in alternatives(_term.pattern):
         for _pattern, _source in ([(_alt, _alt)] if _term.compound else _expansions(_alt)):
             _i = len(_PIECES)
@@ -126,7 +132,7 @@ def _piece_regex(piece: Term) -> tuple[re.Pattern[str], bool, bool]:
     terms) or a sentence (a pattern that starts with ``^``) is checked after a match: (regex, needs a
     word start, needs a sentence start)."""
     pattern, at_sentence = piece.pattern, piece.pattern.startswith("^")
-    assert "^" not in pattern[1:], f"'^' inside a claim pattern's alternative: {pattern}"
+    assert "^" not in re.sub(r"\[\^?[^\]]*\]", "", pattern[1:]), f"'^' inside a claim pattern's alternative: {pattern}"
     pattern = pattern.lstrip("^")
     if _CJK.search(piece.pattern):
         return re.compile(pattern), False, at_sentence
@@ -172,9 +178,12 @@ def _candidates(text: str) -> list[int]:
             found.update(_BY_WORD_BYTES[w])
         if _STEMS.search(raw) is not None:  # one search for every compound stem (most texts hold none)
             found.update(i for stem, i in _COMPOUND if stem in raw)
+        found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
         return sorted(found)
     norm = normalise(text)
-    for word in _WORDS.intersection(norm.encode("utf-8").translate(_WORD_BYTES).decode("utf-8").split()):
+    raw = norm.encode("utf-8").translate(_WORD_BYTES)
+    found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
+    for word in _WORDS.intersection(raw.decode("utf-8").split()):
         found.update(_BY_WORD[word])
     if not _CHARS.isdisjoint(norm):
         for ch in _CHARS.intersection(norm):
@@ -213,7 +222,7 @@ def _unquote(match: re.Match[str]) -> str:
                            or match.end() < len(match.string) and match.string[match.end()].isalnum()):
         return text  # an apostrophe ("don't ... it's"), not a quotation
     return " \u2026 "
-_INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in every(DATA_INTROS)) +
+_INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in every(DATA_INTROS) + every(ADVICE_INTROS)) +
                     r")(?!\w)[^:：\n]{0,60}[:：]", re.I)
 
 
@@ -392,11 +401,46 @@ def _evidence(original: str, phrase: str) -> str:
     return phrase[:80]
 
 
+_MODALS = {lang: re.compile(_alternation(words)) for lang, words in GENERIC_MODALS.items()}
+_IF_BEFORE = {lang: re.compile(_alternation(words)) for lang, words in CONDITIONALS.items()}
+_IF_AFTER = {lang: re.compile(_alternation(words)) for lang, words in CONDITIONALS_AFTER.items()}
+_NEG_WORDS = frozenset(every(NEGATIONS))
+
+
+def _general(reading: _Reading, start: int, end: int, term: Term) -> bool:
+    """Whether the clause of a match states something general or hypothetical, not what happened: a
+    condition before it ("if the upload fails"; Japanese after it: 失敗した場合), or — for a failure
+    word — a modal of possibility ("failed uploads can be retried"; not "cannot", a failure itself,
+    nor "can not")."""
+    norm = reading.norm
+    clause_start = reading.clause_start(start)
+    clause_start = start - 80 if clause_start is None else clause_start
+    stop = _CLAUSE_END.search(norm, end)
+    clause_end = stop.start() if stop else len(norm)
+    cond = _IF_BEFORE.get(term.language)
+    if cond is not None and cond.search(norm, clause_start, start):
+        return True
+    cond = _IF_AFTER.get(term.language)
+    if cond is not None and cond.search(norm, end, clause_end):
+        return True
+    modal = _MODALS.get(term.language)
+    if term.kind != "failed" or modal is None:
+        return False
+    for m in modal.finditer(norm, clause_start, clause_end):
+        if m.start() < end and m.end() > start:
+            continue  # part of the failure phrase ("can t")
+        after = _WORD.findall(norm, m.end(), min(clause_end, m.end() + 12))[:1]
+        if not (after and after[0] in _NEG_WORDS):
+            return True
+    return False
+
+
 def _valid(reading: _Reading, term: Term, m: re.Match[str]) -> bool:
-    """Whether a match is a claim: not a topic ("error rate"), not negated, not asked, not reported."""
+    """Whether a match is a claim: not a topic ("error rate"), not negated, not asked, not reported,
+    not general or hypothetical."""
     start, end = m.span()
     return not (_ABOUT_AFTER.match(reading.norm, end) or _negated(reading, start, end, term)
-                or _question(reading, start, end) or reading.reported(start))
+                or _question(reading, start, end) or reading.reported(start) or _general(reading, start, end, term))
 
 
 def _claim(head: str, candidates: list[int] | None = None) -> Claim | None:

@@ -20,7 +20,8 @@ __all__ = ["Term", "every", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT
            "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH", "CONTRASTS", "NONE_COUNTS", "AFTER_NEGATIONS", "ASK_NEGATIONS_BEFORE",
            "ASK_NEGATIONS_AFTER", "ASK_NEGATIONS_IN_CLAUSE", "ASK_NEGATION_IDIOMS", "WH_WORDS", "YES_NO_MARKS", "ABOUT_EXCEPTIONS",
            "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS", "REFERENCE_WORDS",
-           "REFERENCE_KEYS", "INTERNALS", "CRASHES", "ENVIRONMENT_VARIABLES", "UNKNOWN_TOOL"]
+           "REFERENCE_KEYS", "INTERNALS", "CRASHES", "ENVIRONMENT_VARIABLES", "UNKNOWN_TOOL", "ADVICE_INTROS",
+           "GENERIC_MODALS", "CONDITIONALS", "CONDITIONALS_AFTER"]
 
 
 def every(table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -36,6 +37,8 @@ class Term(NamedTuple):
     scope: str = "any"  # forms: "any", or "name": only as a field's own name / a key (never in a sentence)
     numeric: bool = False  # forms: a number field may carry it (a PIN, a card number)
     compound: bool = False  # also matched as the end of a word written together
+    hint: str = ""  # claims read by grammar (a participle by its ending): a pattern over the text's lower-case
+    #                 words that every text the term matches holds (it has no anchor word of its own)
 
 
 def _t(pattern: str, kind: str, language: str, reason: str, **flags: bool | str) -> Term:
@@ -76,6 +79,19 @@ _FR_DONE = (
     "enregistree?s?|sauvegardee?s?|generee?s?|creee?s?|supprimee?s?|envoyee?s?|terminee?s?|activee?s?|"
     "desactivee?s?|configuree?s?|connectee?s?|synchronisee?s?|partagee?s?|attribuee?s?|approuvee?s?|"
     "verifiee?s?|fermee?s?|resolue?s?|ecrite?s?|faite?s?")
+
+#: Words that end like a past participle and are none (the grammar rules below read a participle by
+#: its ending): adjectives and nouns.  (Those rules also take no negation among the words before the
+#: participle: negation is otherwise read only before a match.)
+_NOT_PARTICIPLES: dict[str, tuple[str, ...]] = {
+    "en": ("hundred", "sacred", "naked", "wicked", "kindred", "ragged", "rugged", "crooked", "wretched", "beloved",
+           "unlimited", "limited", "detailed", "advanced", "related", "based", "united", "interested", "red"),
+    "es": ("nada", "cada", "vida", "salida", "entrada", "partida", "comida", "medida", "pedido", "pedidos", "estado",
+           "estados", "lado", "mercado", "dado", "cuidado", "sentido", "contenido", "apellido", "periodo", "todo",
+           "ciudad", "unidad", "unidades", "seguridad", "cantidad", "ayuda", "llegada", "bebida", "ruido"),
+    "de": ("morgen", "gegen", "gebiet", "gesicht", "geschichte", "gelegenheit", "gerat", "gesetz", "gewicht",
+           "ergebnis", "eigentum", "tagen", "fragen", "wagen", "lagen", "folgen"),
+}
 
 #: "failed requests", "queued invoices", "pending ones": a participle used as an adjective before a
 #: plural noun names things, it does not report the work.
@@ -131,6 +147,10 @@ CLAIMS: tuple[Term, ...] = (
        r"exported|executed|processed|delivered|confirmed|transferred|passed)(?= ?([.!:]|$| successfully))",
        C, "en", "'X created.' reports the effect"),
     _t(r"all set|good to go", C, "en", "idiom for done"),
+    _t(r"^((?!(not|no|never|nothing|none) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["en"]) + r")\b)\w{2,}([^e\W]ed|ied)(?= ?([.!]|$)| (to|into|for|"
+       r"on|in|at|from|with|by|as|under|successfully)\b)", C, "en",
+       "grammar: a short sentence that ends with (or goes on from) a regular past participle reports the effect "
+       "('Cache cleared.', 'Link emailed to the user'), whatever the verb", hint=r"[a-z]{3}(?<!e)ed(?![a-z0-9])"),
     _t(r"^(\w+ ){1,3}(" + _EN_DONE + r")(?= (to|into|for|on|in|at|from|with|by|as|under|successfully)\b)|"
        r"^(\w+ ){1,3}set (for|to)", C, "en",
        "'Email sent to …', 'Repository cloned into …': a short report of the effect"),
@@ -188,6 +208,13 @@ CLAIMS: tuple[Term, ...] = (
        r"completaron|registro|registraron)|(ha sido|han sido|fue|fueron|se ha|se han) (" + _ES_DONE + r")[oa]s?|"
        r"^(\w+ ){1,3}(" + _ES_DONE + r")[oa]s?(?= ?([.!]|$)| (a|al|en|de|para|con|correctamente)\b)",
        C, "es", "completado/con éxito: the effect is said to exist"),
+    _t(r"^((?!(no|nunca|sin|ningun|ninguna|ninguno) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["es"]) + r")\b)\w{3,}(ad|id)[oa]s?(?= ?([.!]|$)| (a|al|en|para|"
+       r"con|correctamente)\b)", C, "es",
+       "grammar: a short sentence that ends with a past participle (-ado/-ido) reports the effect "
+       "('Contraseña restablecida.'), whatever the verb", hint=r"[a-z]{3}(ad|id)[oa]s?(?![a-z0-9])"),
+    _t(r"^se \w{2,}(aron|ieron|io)(?= )", C, "es",
+       "grammar: 'se' and a preterite (-aron/-ieron/-ió) at a sentence's start reports what was done "
+       "('Se movieron 3 archivos')", hint=r"(?<![a-z0-9])se [a-z]{2,}(aron|ieron|io)(?![a-z0-9])"),
     _t(r"error|errores|fallo|fallid[oa]|ha fallado|fallo al|no se pudo|no fue posible|no es posible|"
        r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
        r"no se (encontro|pudieron|puede|ha podido)|error al|"
@@ -206,6 +233,9 @@ CLAIMS: tuple[Term, ...] = (
        r"reserviert|bestatigt|versendet|verschickt|hochgeladen|ubertragen)|(wurde|wurden|ist|sind|wurde erfolgreich) "
        r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!]|$))",
        C, "de", "abgeschlossen/erfolgreich: the effect is said to exist"),
+    _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["de"]) + r")\b)(\w*ge\w{2,}(t|en)|\w{3,}iert)(?= ?([.!]|$))",
+       C, "de", "grammar: a short sentence that ends with a past participle (ge…t, ge…en, …iert) reports the "
+       "effect ('Passwort zurückgesetzt.'), whatever the verb", hint=r"ge[a-z]{2,}(t|en)(?![a-z0-9])|[a-z]{3}iert(?![a-z0-9])"),
     _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnte (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
        "fehlgeschlagen/Fehler: the work failed", compound=True),
@@ -493,6 +523,28 @@ DATA_INTROS: dict[str, tuple[str, ...]] = {
     "de": ("inhalt", "notiz"),
     "fr": ("contenu",),
 }
+
+#: What introduces advice ("Tip: failed uploads can be retried"): what follows is a general hint, not
+#: a report of the work; cut off like a data intro.
+ADVICE_INTROS: dict[str, tuple[str, ...]] = {
+    "en": ("tip", "tips", "hint", "pro tip", "faq", "how to", "troubleshooting"),
+    "zh": ("小贴士", "常见问题"), "ja": ("ヒント", "よくある質問"),
+    "es": ("consejo", "sugerencia"), "de": ("tipp",), "fr": ("astuce", "conseil"),
+}
+#: In the clause of a failure word, a modal of possibility makes it a general statement about what
+#: can be done ("failed uploads can be retried", "失败的任务可以重试"), not a report that the work failed.
+GENERIC_MODALS: dict[str, tuple[str, ...]] = {
+    "en": ("can be", "can", "may be", "could be"), "zh": ("可以", "可在"), "ja": ("できます", "できる", "可能です"),
+    "es": ("puede", "pueden", "se pueden"), "de": ("kann", "konnen", "lasst sich", "lassen sich"),
+    "fr": ("peut", "peuvent", "pouvez"),
+}
+#: Before a claim word in its clause, a condition makes it hypothetical ("if the upload fails, …",
+#: "wenn der Auftrag fehlschlägt"): no report of the work.  (Japanese puts it after: ``CONDITIONALS_AFTER``.)
+CONDITIONALS: dict[str, tuple[str, ...]] = {
+    "en": ("if", "unless", "in case", "whenever", "should the"), "zh": ("如果", "若", "一旦", "假如"),
+    "ja": ("もし",), "es": ("en caso de", "si"), "de": ("wenn", "falls", "sofern"), "fr": ("si", "lorsque", "au cas ou"),
+}
+CONDITIONALS_AFTER: dict[str, tuple[str, ...]] = {"ja": ("場合", "たら", "なら")}
 
 # =================================================================================================
 # The form lint's other red lines: an invitation to paste anything, a destructive action
