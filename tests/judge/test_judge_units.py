@@ -176,7 +176,7 @@ def test_anchored_judgment_equals_the_full_one() -> None:
 
     from truecall.judge._claims import _judge
 
-    texts = [c["text"] for name in ("claims.jsonl", "claims_heldout.jsonl", "claims_heldout2.jsonl") for c in load(name)]
+    texts = [c["text"] for name in ("claims.jsonl", "claims_heldout.jsonl", "claims_heldout2.jsonl", "claims_heldout3.jsonl") for c in load(name)]
     differ = [t for t in texts if _judge(t) != _judge(t, anchored=False)]
     assert not differ
 
