@@ -38,7 +38,8 @@ class Term(NamedTuple):
     numeric: bool = False  # forms: a number field may carry it (a PIN, a card number)
     compound: bool = False  # also matched as the end of a word written together
     hint: str = ""  # claims read by grammar (a participle by its ending): a pattern over the text's lower-case
-    #                 words that every text the term matches holds (it has no anchor word of its own)
+    #                 words that every text the term matches holds (it has no anchor word of its own); written to
+    #                 start with letters of its own, so that looking for it costs one fast scan
 
 
 def _t(pattern: str, kind: str, language: str, reason: str, **flags: bool | str) -> Term:
@@ -150,7 +151,7 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"^((?!(not|no|never|nothing|none) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["en"]) + r")\b)\w{2,}([^e\W]ed|ied)(?= ?([.!]|$)| (to|into|for|"
        r"on|in|at|from|with|by|as|under|successfully)\b)", C, "en",
        "grammar: a short sentence that ends with (or goes on from) a regular past participle reports the effect "
-       "('Cache cleared.', 'Link emailed to the user'), whatever the verb", hint=r"[a-z]{3}(?<!e)ed(?![a-z0-9])"),
+       "('Cache cleared.', 'Link emailed to the user'), whatever the verb", hint=r"ed(?![a-z0-9])"),
     _t(r"^(\w+ ){1,3}(" + _EN_DONE + r")(?= (to|into|for|on|in|at|from|with|by|as|under|successfully)\b)|"
        r"^(\w+ ){1,3}set (for|to)", C, "en",
        "'Email sent to …', 'Repository cloned into …': a short report of the effect"),
@@ -211,10 +212,10 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"^((?!(no|nunca|sin|ningun|ninguna|ninguno) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["es"]) + r")\b)\w{3,}(ad|id)[oa]s?(?= ?([.!]|$)| (a|al|en|para|"
        r"con|correctamente)\b)", C, "es",
        "grammar: a short sentence that ends with a past participle (-ado/-ido) reports the effect "
-       "('Contraseña restablecida.'), whatever the verb", hint=r"[a-z]{3}(ad|id)[oa]s?(?![a-z0-9])"),
+       "('Contraseña restablecida.'), whatever the verb", hint=r"d[oa](?<=[ai]d[oa])s?(?![a-z0-9])"),
     _t(r"^se \w{2,}(aron|ieron|io)(?= )", C, "es",
        "grammar: 'se' and a preterite (-aron/-ieron/-ió) at a sentence's start reports what was done "
-       "('Se movieron 3 archivos')", hint=r"(?<![a-z0-9])se [a-z]{2,}(aron|ieron|io)(?![a-z0-9])"),
+       "('Se movieron 3 archivos')", hint=r"se (?<![a-z0-9]se )[a-z]{2,}(aron|ieron|io)(?![a-z0-9])"),
     _t(r"error|errores|fallo|fallid[oa]|ha fallado|fallo al|no se pudo|no fue posible|no es posible|"
        r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
        r"no se (encontro|pudieron|puede|ha podido)|error al|"
@@ -233,9 +234,13 @@ CLAIMS: tuple[Term, ...] = (
        r"reserviert|bestatigt|versendet|verschickt|hochgeladen|ubertragen)|(wurde|wurden|ist|sind|wurde erfolgreich) "
        r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!]|$))",
        C, "de", "abgeschlossen/erfolgreich: the effect is said to exist"),
-    _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["de"]) + r")\b)(\w*ge\w{2,}(t|en)|\w{3,}iert)(?= ?([.!]|$))",
-       C, "de", "grammar: a short sentence that ends with a past participle (ge…t, ge…en, …iert) reports the "
-       "effect ('Passwort zurückgesetzt.'), whatever the verb", hint=r"ge[a-z]{2,}(t|en)(?![a-z0-9])|[a-z]{3}iert(?![a-z0-9])"),
+    _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["de"]) + r")\b)"
+       r"\w*ge\w{2,}(t|en)(?= ?([.!]|$))", C, "de",
+       "grammar: a short sentence that ends with a past participle (ge…t, ge…en) reports the effect "
+       "('Passwort zurückgesetzt.'), whatever the verb", hint=r"ge[a-z]{2,}(t|en)(?![a-z0-9])"),
+    _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}\w{3,}iert(?= ?([.!]|$))", C, "de",
+       "grammar: a short sentence that ends with a participle in -iert reports the effect ('Konto aktualisiert.')",
+       hint=r"iert(?![a-z0-9])"),
     _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnte (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
        "fehlgeschlagen/Fehler: the work failed", compound=True),
