@@ -20,7 +20,7 @@ from typing import Any, Literal, Mapping
 
 import orjson
 
-from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, matches, starts_word
+from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, matches, starts_word, top_groups
 from ._normalise import normalise
 from ._vocabulary import (ADVICE_INTROS, AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONDITIONALS, CONDITIONALS_AFTER,
                           CONTRASTS, DATA_INTROS, GENERIC_MODALS, NEGATIONS, NONE_COUNTS, REPORTED_SPEECH, YES_NO_MARKS,
@@ -57,30 +57,14 @@ def _expansions(piece: str) -> list[tuple[str, str]]:
     (every match goes through it), not quantified, whose every branch has words of its own; a piece
     without one stays whole: [(pattern, anchor source)]."""
     best: tuple[int, int, list[str]] | None = None
-    depth, i, opened = 0, 0, -1
-    while i < len(piece):
-        ch = piece[i]
-        if ch == "\\":
-            i += 2
+    for opened, closed in top_groups(piece):
+        if piece[closed + 1:closed + 2] in ("?", "*", "+", "{") or piece.startswith(("(?=", "(?!", "(?<=", "(?<!"), opened):
             continue
-        if ch == "[":
-            i = piece.index("]", i + 1) + 1
-            continue
-        if ch == "(":
-            if depth == 0:
-                opened = i
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-            if depth == 0 and piece[i + 1:i + 2] not in ("?", "*", "+", "{") and \
-                    not piece.startswith(("(?=", "(?!", "(?<=", "(?<!"), opened):
-                inner = piece[opened + 1:i]
-                inner = inner[2:] if inner.startswith("?:") else inner
-                branches = alternatives(inner)
-                if len(branches) >= 3 and all(_own_words(b) for b in branches) and \
-                        (best is None or len(branches) > len(best[2])):
-                    best = (opened, i, branches)
-        i += 1
+        inner = piece[opened + 1:closed]
+        inner = inner[2:] if inner.startswith("?:") else inner
+        branches = alternatives(inner)
+        if len(branches) >= 3 and all(_own_words(b) for b in branches) and (best is None or len(branches) > len(best[2])):
+            best = (opened, closed, branches)
     if best is None:
         return [(piece, piece)]
     opened, closed, branches = best
