@@ -196,8 +196,16 @@ _QUOTED = re.compile(  # every branch starts with its quote character: the engin
 _NAMES = re.compile(
     r"(?<!\S)--?[A-Za-z][\w-]*|(?<!\S)[^\s/\\]*[/\\]\S*|"
     r"(?<![\w.-])[\w.-]+\.(?:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b", re.I)
-_NAME_HINT = re.compile(r"[/\\]|\.(?:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b|"
-                        r"\s-", re.I)  # (and a text that starts with "-": every branch starts with its character)
+_EXTENSION = re.compile(r"\.(?i:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b")
+_SPACE_DASH = re.compile(r"\s-")
+
+
+def _name_hint(text: str) -> bool:
+    """Whether ``text`` has a character a path, a file name or a flag needs (a few ``in`` tests and
+    patterns that start with their own character: one pattern of three branches was tried at every
+    position)."""
+    return ("/" in text or "\\" in text or text.startswith("-") or "-" in text and _SPACE_DASH.search(text) is not None
+            or "." in text and _EXTENSION.search(text) is not None)
 
 
 def _unquote(match: re.Match[str]) -> str:
@@ -241,7 +249,7 @@ def _head(text: str) -> str:
             break
         head.append(line)
     text = _QUOTED.sub(_unquote, "\n".join(head)[:400])
-    return _NAMES.sub(" \u2026 ", text) if _NAME_HINT.search(text) or text.startswith("-") else text
+    return _NAMES.sub(" \u2026 ", text) if _name_hint(text) else text
 
 
 # -- reading a match ----------------------------------------------------------------------------
