@@ -135,6 +135,8 @@ def _piece_matches(reading: "_Reading", i: int) -> list[re.Match[str]]:
         single = _SINGLE[i] = _piece_regex(_PIECES[i][1])
     regex, word, sentence = single
     if not sentence:
+        if regex.search(norm) is None:  # most candidate pieces match nowhere: one search, no more
+            return []
         return matches(regex, norm, starts_word if word else None)
     found: list[re.Match[str]] = []  # tried only where a sentence starts: what searching and checking gave
     at = 0
