@@ -43,10 +43,13 @@ _APOSTROPHES = ("'", "\u2019", "`")
 
 
 #: A run of ``_ - .`` is a space between two letters or digits (``db_pass``, ``e-mail``,
-#: ``user.pin``), and always when it holds an underscore; a full stop ends a sentence.  (Written to
-#: start with the run's own characters, which the engine skips to, and with the letter before it
-#: checked by a look-behind after its first character: no Python call per match.)
-_JOIN = re.compile(r"[-.](?<=[^\W_][-.])[-.]*(?=[^\W_])|[-.]*_[-._]*")
+#: ``user.pin``), and always when it holds an underscore; a full stop ends a sentence.  (Two patterns,
+#: each of one branch that starts with the run's own characters, which the engine skips to — a
+#: pattern of two branches is tried at every position — with the letter before checked by a
+#: look-behind after its first character: no Python call per match.  A run with an underscore is
+#: replaced first; what is left are runs of ``-`` and ``.`` alone.)
+_JOIN_UNDERSCORE = re.compile(r"(?:[-.]+_|_)[-._]*")
+_JOIN_BETWEEN = re.compile(r"[-.](?<=[^\W_][-.])[-.]*(?=[^\W_])")
 #: ASCII letters as their case (``a`` lower, ``A`` upper, `` `` anything else): camelCase is then a
 #: substring (``aA`` or ``AAa``), found without trying a pattern at every letter.
 _CASES = bytes(97 if 97 <= b <= 122 else 65 if 65 <= b <= 90 else 32 for b in range(256))
@@ -76,8 +79,11 @@ def normalise(text: str, *, split_names: bool = True) -> str:
     look-alikes mapped to Latin letters, runs of spaces made one.  Punctuation and line breaks stay:
     negation and questions are read from them."""
     text = _fold(text, split_names)
-    if split_names and ("_" in text or "-" in text or "." in text):
-        text = _JOIN.sub(" ", text)
+    if split_names:
+        if "_" in text:
+            text = _JOIN_UNDERSCORE.sub(" ", text)
+        if ("-" in text or "." in text) and _JOIN_BETWEEN.search(text) is not None:
+            text = _JOIN_BETWEEN.sub(" ", text)
     for mark in _APOSTROPHES:
         if mark in text:
             text = text.replace(mark, " ")
