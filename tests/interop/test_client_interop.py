@@ -222,6 +222,9 @@ async def _exercise_everything(target: Any) -> None:
         assert isinstance(said[0], Done) and isinstance(said[1], Unconfirmed), said
         assert "provided the requested information" in said[0].text and "Ada" in said[0].text
         assert "declined" in said[1].text and "cancel" in said[2].text.lower()
+        # was: the cancel reply ("⚠️ User cancelled the elicitation dialog") gave no claim, so Done, while
+        # the decline reply was Unconfirmed: the same statement (the input was not given), the same outcome
+        assert isinstance(said[2], Unconfirmed) and said[2].claim == "failed", said[2]
 
 
 def test_everything_over_stdio() -> None:

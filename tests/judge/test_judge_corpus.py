@@ -61,18 +61,24 @@ def test_every_adversarial_spelling_is_caught(case: dict) -> None:
 # language) knowing the first batch's claim misses, so that batch no longer measures unseen text; a
 # second claims batch (claims_heldout2.jsonl) was written after that change, without looking at the
 # rules' output, and is held the same way.  The forms rules did not change after the first batch.
+#
+# The claims rules then learnt grammar (participles by their ending, advice intros, general and
+# hypothetical clauses), written knowing the second batch's misses; a third batch
+# (claims_heldout3.jsonl, 70 texts) was written and committed after that, before the judge was run on
+# it, measured once, and is held the same way.
 
 #: (precision, recall) per class as first measured (the commit messages of each batch).
 HELD_OUT_FIRST = {
     "claims": {"accepted": (0.929, 0.650), "completed": (1.0, 0.786), "failed": (0.947, 0.947)},
     "claims2": {"accepted": (1.0, 0.850), "completed": (1.0, 0.467), "failed": (0.824, 0.933)},
+    "claims3": {"accepted": (1.0, 0.632), "completed": (0.947, 0.947), "failed": (1.0, 0.778)},
     "forms": {"credential": (1.0, 0.923), "payment": (1.0, 1.0), "recovery": (1.0, 1.0), "identity": (1.0, 1.0)},
 }
 HELD_OUT = {"claims": load("claims_heldout.jsonl"), "claims2": load("claims_heldout2.jsonl"),
-            "forms": load("forms_heldout.jsonl")}
+            "claims3": load("claims_heldout3.jsonl"), "forms": load("forms_heldout.jsonl")}
 
 
-@pytest.mark.parametrize("corpus", ["claims", "claims2", "forms"])
+@pytest.mark.parametrize("corpus", ["claims", "claims2", "claims3", "forms"])
 def test_held_out_batch(corpus: str) -> None:
     cases = HELD_OUT[corpus]
     judge, show = (form_label, _show_form) if corpus == "forms" else (claim_label, _show_claim)

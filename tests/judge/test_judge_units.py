@@ -176,7 +176,7 @@ def test_anchored_judgment_equals_the_full_one() -> None:
 
     from truecall.judge._claims import _judge
 
-    texts = [c["text"] for name in ("claims.jsonl", "claims_heldout.jsonl", "claims_heldout2.jsonl") for c in load(name)]
+    texts = [c["text"] for name in ("claims.jsonl", "claims_heldout.jsonl", "claims_heldout2.jsonl", "claims_heldout3.jsonl") for c in load(name)]
     differ = [t for t in texts if _judge(t) != _judge(t, anchored=False)]
     assert not differ
 
@@ -241,3 +241,51 @@ def _texts(schema: dict[str, Any]) -> list[str]:
         for option in [spec, *spec.get("oneOf", []), *spec.get("anyOf", [])]:
             out += [v for k, v in option.items() if k in ("title", "description") and isinstance(v, str)]
     return out
+
+
+# -- what else a tool's words say (the probe's and the client's lists, now the judge's) -----------------
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Accepted. Ticket: T-1042", True), ("job id 77 queued", True), ("See #42", True),
+    ("request 3f2b8c1e-1d2a-4c3b-9e8f-0a1b2c3d4e5f received", True), ("工单号：12345", True),
+    ("Referencia: 88412", True), ("Accepted: the task will run later", False), ("queued", False),
+])
+def test_names_reference(text: str, expected: bool) -> None:
+    from truecall.judge import names_reference
+
+    assert names_reference(text) is expected
+
+
+def test_reference_keys() -> None:
+    from truecall.judge import reference_key
+
+    assert reference_key("ticket_id") and reference_key("jobId") and not reference_key("status")
+
+
+def test_leaks_internals_orders_traces_first() -> None:
+    from truecall.judge import leaks_internals
+
+    text = "failed at /srv/app/x.py: Traceback (most recent call last):\n  File \"/srv/app/x.py\", line 3"
+    kinds = [kind for _, _, kind in leaks_internals(text)]
+    assert kinds[0] == "trace" and "path" in kinds and kinds.index("path") > kinds.index("trace")
+    assert leaks_internals("All good, 3 rows.") == []
+
+
+def test_says_crashed_and_environment() -> None:
+    from truecall.judge import environment_names, says_crashed
+
+    assert says_crashed("'NoneType' object has no attribute 'x'") is not None
+    assert says_crashed("The value is out of range.") is None
+    assert {n for _, _, n in environment_names('{"PATH": "/bin", "HOME": "/root", "USER": "x"}')} == \
+        {"PATH", "HOME", "USER"}
+
+
+@pytest.mark.parametrize("message,expected", [
+    ("Unknown tool: frobnicate", True), ("Tool frobnicate not found", True), ("unknown_tool", True),
+    ("未知工具：frobnicate", True), ("Outil inconnu : frobnicate", True), ("Invalid arguments", False), (None, False),
+])
+def test_says_unknown_tool(message: str | None, expected: bool) -> None:
+    from truecall.judge import says_unknown_tool
+
+    assert says_unknown_tool(message) is expected

@@ -142,6 +142,8 @@ def test_truecall_liar_findings() -> None:
     # was: the server's "已受理" repeated as the user's sentence (issue #24): now the client's Unconfirmed
     said = told[("2026-07-28", "file_report", "generated")].describe
     assert said.startswith("Not done") and "已受理" in said and "no way to check" in said
+    # was: labelled "done" while the client calls it Unconfirmed: the outcome carries the client's own name
+    assert told[("2026-07-28", "file_report", "generated")].outcome == "unconfirmed"
     assert told[("2025-11-25", "boom", "generated")].outcome == "failed"
 
 

@@ -238,4 +238,11 @@ def test_everything_no_false_failure(published: dict[str, Report]) -> None:
     assert any(o.tool == "trigger-elicitation-request" and "decline" in o.describe for o in report.observations), \
         [o.describe for o in report.observations if o.tool == "trigger-elicitation-request"]
     assert "trigger-elicitation-request" in report.probed
-    assert all(outcome == {"done"} for outcome in done(report).values()), done(report)
+    # Two success flags over texts that say the work was not done, which the client calls Unconfirmed
+    # (claim "failed") and the probe now names so (it said "done" before): get-annotated-message's first
+    # enum value, "error" ("Error: Operation failed"), and the form the probe declines ("❌ User declined to
+    # provide the requested information"). Every other success path is done.
+    outcomes = done(report)
+    assert {tool: outcomes.pop(tool, None) for tool in ("get-annotated-message", "trigger-elicitation-request")} == \
+        {"get-annotated-message": {"unconfirmed"}, "trigger-elicitation-request": {"unconfirmed"}}, done(report)
+    assert all(outcome == {"done"} for outcome in outcomes.values()), done(report)

@@ -8,7 +8,6 @@ back, so callers catch ``InsufficientScope`` (with the scope to step up to) or
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..errors import (
@@ -31,6 +30,7 @@ from ..errors import (
     UnknownTool,
     UnsupportedVersion,
 )
+from ..judge import says_unknown_tool
 
 __all__ = ["from_wire", "unknown_tool", "says_unknown_tool", "ConnectionLost", "NotSent"]
 
@@ -58,13 +58,6 @@ class ConnectionLost(ConnectionError):
 
 class NotSent(ConnectionError):
     """The request never left this process (no connection could be made): nothing can have happened."""
-
-
-_UNKNOWN_TOOL = re.compile(r"unknown tool|tool .*not found|no such tool|tool not found", re.I)
-
-
-def says_unknown_tool(message: str | None) -> bool:
-    return bool(message) and _UNKNOWN_TOOL.search(message or "") is not None
 
 
 def _text(value: Any, limit: int = 500) -> str | None:

@@ -12,9 +12,9 @@ anchored judgment equals the one that runs every pattern.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Callable, Iterator
 
-__all__ = ["alternatives", "anchors", "ENDINGS", "matches", "starts_word"]
+__all__ = ["alternatives", "anchors", "ENDINGS", "matches", "starts_word", "top_groups"]
 
 #: Words too common to tell anything (a pattern never matches on them alone).
 STOP = frozenset(
@@ -79,9 +79,10 @@ ENDINGS = ("", "s", "e", "es", "n", "en", "o", "a", "os", "as")
 CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]+")
 
 
-def alternatives(pattern: str) -> list[str]:
-    """The top-level alternatives of a pattern (``a|b(c|d)|e`` → ``a``, ``b(c|d)``, ``e``)."""
-    parts, depth, start, i = [], 0, 0, 0
+def _scan(pattern: str) -> Iterator[tuple[int, str, int]]:
+    """Each structural character of a pattern with its position and the group depth before it;
+    escapes and character classes are stepped over."""
+    depth, i = 0, 0
     while i < len(pattern):
         ch = pattern[i]
         if ch == "\\":
@@ -90,14 +91,30 @@ def alternatives(pattern: str) -> list[str]:
         if ch == "[":
             i = pattern.index("]", i + 1) + 1
             continue
+        yield i, ch, depth
         depth += {"(": 1, ")": -1}.get(ch, 0)
+        i += 1
+
+
+def alternatives(pattern: str) -> list[str]:
+    """The top-level alternatives of a pattern (``a|b(c|d)|e`` → ``a``, ``b(c|d)``, ``e``)."""
+    parts, start = [], 0
+    for i, ch, depth in _scan(pattern):
         if ch == "|" and depth == 0:
             parts.append(pattern[start:i])
             start = i + 1
-        i += 1
     return parts + [pattern[start:]]
 
 
+def top_groups(pattern: str) -> list[tuple[int, int]]:
+    """The top-level groups of a pattern, ``(index of "(", index of ")")`` each."""
+    groups, opened = [], -1
+    for i, ch, depth in _scan(pattern):
+        if ch == "(" and depth == 0:
+            opened = i
+        elif ch == ")" and depth == 1:
+            groups.append((opened, i))
+    return groups
 
 
 def starts_word(text: str, at: int) -> bool:

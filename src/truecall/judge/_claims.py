@@ -13,16 +13,18 @@ echo of ``structuredContent``), log lines, listings, quoted content, file paths 
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, Mapping
 
 import orjson
 
-from ._anchors import ENDINGS, alternatives, anchors, matches, starts_word
+from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, matches, starts_word, top_groups
 from ._normalise import normalise
-from ._vocabulary import (AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONTRASTS, DATA_INTROS, NEGATIONS, NONE_COUNTS,
-                          REPORTED_SPEECH, YES_NO_MARKS, Term, every)
+from ._vocabulary import (ADVICE_INTROS, AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONDITIONALS, CONDITIONALS_AFTER,
+                          CONTRASTS, DATA_INTROS, GENERIC_MODALS, NEGATIONS, NONE_COUNTS, REPORTED_SPEECH, YES_NO_MARKS,
+                          Term, every)
 
 __all__ = ["Claim", "claim_in_text", "claim_in_result"]
 
@@ -47,25 +49,65 @@ _RANK = {"failed": 0, "accepted": 1, "completed": 2}
 # -- anchors: which pieces a text could match (``_anchors``: a text without any costs a few string
 # operations) --------------------------------------------------------------------------------------
 
-#: Every alternative of every term, run on its own when the text holds one of its anchors: (index of
-#: its term in CLAIMS, the alternative as a term of its own).
-_PIECES: list[tuple[int, Term]] = [(i, term._replace(pattern=alt)) for i, term in enumerate(CLAIMS)
-                                   for alt in alternatives(term.pattern)]
+def _expansions(piece: str) -> list[tuple[str, str]]:
+    """A piece with one group of many words (``(created|saved|sent|…)``) as many pieces of one word
+    each, each with the words every match of it holds (its anchor source): a text that holds
+    "assigned" then runs one small regex that starts with a literal, which the engine finds at once,
+    instead of trying a hundred alternatives at every position.  The group chosen is a top-level one
+    (every match goes through it), not quantified, whose every branch has words of its own; a piece
+    without one stays whole: [(pattern, anchor source)]."""
+    best: tuple[int, int, list[str]] | None = None
+    for opened, closed in top_groups(piece):
+        if piece[closed + 1:closed + 2] in ("?", "*", "+", "{") or piece.startswith(("(?=", "(?!", "(?<=", "(?<!"), opened):
+            continue
+        inner = piece[opened + 1:closed]
+        inner = inner[2:] if inner.startswith("?:") else inner
+        branches = alternatives(inner)
+        if len(branches) >= 3 and all(_own_words(b) for b in branches) and (best is None or len(branches) > len(best[2])):
+            best = (opened, closed, branches)
+    if best is None:
+        return [(piece, piece)]
+    opened, closed, branches = best
+    return [(f"{piece[:opened]}(?:{branch}){piece[closed + 1:]}", branch) for branch in branches]
+
+
+def _own_words(branch: str) -> bool:
+    """Whether every match of ``branch`` holds a word that tells something (not only "has been")."""
+    words, cjk = anchors(branch)
+    return bool(cjk) or bool(words) and words.isdisjoint(STOP | WEAK)
+
+
+#: Every alternative of every term (its one-word groups expanded: ``_expansions``), run on its own
+#: when the text holds one of its anchors: (index of its term in CLAIMS, the piece as a term of its own).
+_PIECES: list[tuple[int, Term]] = []
 _BY_WORD: dict[str, list[int]] = {}
 _BY_CHAR: dict[str, list[int]] = {}
 _COMPOUND: list[tuple[bytes, int]] = []  # ASCII stems that may end a longer word ("verbindungsfehler")
-for _i, (_, _piece) in enumerate(_PIECES):
-    _latin, _cjk = anchors(_piece.pattern)
-    assert _latin or _cjk, f"a claim pattern without an anchor word: {_piece.pattern}"
-    for _w in _latin:
-        for _ending in ENDINGS:
-            _BY_WORD.setdefault(_w + _ending, []).append(_i)
-    if _piece.compound:  # its words may end a longer one ("verbindungsfehler"): looked for inside the bytes
-        _COMPOUND += [(w.encode(), _i) for w in sorted(_latin)]
-    for _c in _cjk:
-        _BY_CHAR.setdefault(_c, []).append(_i)
+_HINTED: list[tuple[re.Pattern[bytes], int]] = []  # grammar terms: (what a text they match holds, piece)
+for _t, _term in enumerate(CLAIMS):
+    if _term.hint:
+        _HINTED.append((re.compile(_term.hint.encode()), len(_PIECES)))
+        _PIECES.append((_t, _term))
+        continue
+    for _alt in alternatives(_term.pattern):
+        for _pattern, _source in ([(_alt, _alt)] if _term.compound else _expansions(_alt)):
+            _i = len(_PIECES)
+            _PIECES.append((_t, _term._replace(pattern=_pattern)))
+            _latin, _cjk = anchors(_source)
+            assert _latin or _cjk, f"a claim pattern without an anchor word: {_pattern}"
+            for _w in _latin:
+                for _ending in ENDINGS:
+                    _BY_WORD.setdefault(_w + _ending, []).append(_i)
+            if _term.compound:  # its words may end a longer one ("verbindungsfehler"): looked for inside the bytes
+                _COMPOUND += [(w.encode(), _i) for w in sorted(_latin)]
+            for _c in _cjk:
+                _BY_CHAR.setdefault(_c, []).append(_i)
 _WORDS = frozenset(_BY_WORD)
 _CHARS = frozenset(_BY_CHAR)
+_BY_WORD_BYTES = {w.encode(): pieces for w, pieces in _BY_WORD.items() if w.isascii()}
+_WORD_BYTES_SET = frozenset(_BY_WORD_BYTES)
+_STEMS = re.compile(b"|".join(re.escape(stem) for stem in sorted({stem for stem, _ in _COMPOUND})) or b"(?!)")
+_KIND = [piece.kind for _, piece in _PIECES]
 
 
 def _piece_regex(piece: Term) -> tuple[re.Pattern[str], bool, bool]:
@@ -74,7 +116,7 @@ def _piece_regex(piece: Term) -> tuple[re.Pattern[str], bool, bool]:
     terms) or a sentence (a pattern that starts with ``^``) is checked after a match: (regex, needs a
     word start, needs a sentence start)."""
     pattern, at_sentence = piece.pattern, piece.pattern.startswith("^")
-    assert "^" not in pattern[1:], f"'^' inside a claim pattern's alternative: {pattern}"
+    assert "^" not in re.sub(r"\[\^?[^\]]*\]", "", pattern[1:]), f"'^' inside a claim pattern's alternative: {pattern}"
     pattern = pattern.lstrip("^")
     if _CJK.search(piece.pattern):
         return re.compile(pattern), False, at_sentence
@@ -83,20 +125,29 @@ def _piece_regex(piece: Term) -> tuple[re.Pattern[str], bool, bool]:
     return re.compile(f"(?:{pattern})(?![a-z0-9])"), True, at_sentence
 
 
-_SINGLE = [_piece_regex(piece) for _, piece in _PIECES]
+#: Compiled when first needed (most pieces never are in a process's life; compiling them all would
+#: cost the import a tenth of a second).
+_SINGLE: list[tuple[re.Pattern[str], bool, bool] | None] = [None] * len(_PIECES)
 _EVERY = list(range(len(_PIECES)))
-_ENDS = frozenset(".!?;:\n。！？；：")
-
-
-def _starts_sentence(norm: str, at: int) -> bool:
-    return at == 0 or norm[at - 1] in _ENDS or (norm[at - 1] == " " and at >= 2 and norm[at - 2] in _ENDS)
-
-
-def _piece_matches(norm: str, i: int) -> list[re.Match[str]]:
-    regex, word, sentence = _SINGLE[i]
-    if sentence:
-        return matches(regex, norm, _starts_sentence)
-    return matches(regex, norm, starts_word if word else None)
+def _piece_matches(reading: "_Reading", i: int) -> list[re.Match[str]]:
+    norm, single = reading.norm, _SINGLE[i]
+    if single is None:
+        single = _SINGLE[i] = _piece_regex(_PIECES[i][1])
+    regex, word, sentence = single
+    if not sentence:
+        if regex.search(norm) is None:  # most candidate pieces match nowhere: one search, no more
+            return []
+        return matches(regex, norm, starts_word if word else None)
+    found: list[re.Match[str]] = []  # tried only where a sentence starts: what searching and checking gave
+    at = 0
+    for start in reading.sentence_starts():
+        if start < at or start > len(norm):
+            continue
+        m = regex.match(norm, start)
+        if m is not None:
+            found.append(m)
+            at = max(m.end(), start + 1)
+    return found
 
 
 #: Lower case, and every character that is not part of a word a space: then ``split`` gives words.
@@ -109,21 +160,23 @@ def _candidates(text: str) -> list[int]:
     found: set[int] = set()
     if text.isascii():
         raw = text.encode("ascii").translate(_WORD_BYTES)
-        words = _WORDS.intersection(raw.decode("ascii").split())
-        for stem, i in _COMPOUND:
-            if stem in raw:
-                found.add(i)
-    else:
-        norm = normalise(text)
-        words = _WORDS.intersection(norm.encode("utf-8").translate(_WORD_BYTES).decode("utf-8").split())
-        if not _CHARS.isdisjoint(norm):
-            for ch in _CHARS.intersection(norm):
-                found.update(_BY_CHAR[ch])
-        for stem, i in _COMPOUND:
-            if stem.decode() in norm:
-                found.add(i)
-    for w in words:
-        found.update(_BY_WORD[w])
+        for w in _WORD_BYTES_SET.intersection(raw.split()):
+            found.update(_BY_WORD_BYTES[w])
+        if _STEMS.search(raw) is not None:  # one search for every compound stem (most texts hold none)
+            found.update(i for stem, i in _COMPOUND if stem in raw)
+        found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
+        return sorted(found)
+    norm = normalise(text)
+    raw = norm.encode("utf-8").translate(_WORD_BYTES)
+    found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
+    for word in _WORDS.intersection(raw.decode("utf-8").split()):
+        found.update(_BY_WORD[word])
+    if not _CHARS.isdisjoint(norm):
+        for ch in _CHARS.intersection(norm):
+            found.update(_BY_CHAR[ch])
+    for stem, i in _COMPOUND:
+        if stem.decode() in norm:
+            found.add(i)
     return sorted(found)
 
 # -- data ------------------------------------------------------------------------------------------
@@ -145,8 +198,16 @@ _QUOTED = re.compile(  # every branch starts with its quote character: the engin
 _NAMES = re.compile(
     r"(?<!\S)--?[A-Za-z][\w-]*|(?<!\S)[^\s/\\]*[/\\]\S*|"
     r"(?<![\w.-])[\w.-]+\.(?:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b", re.I)
-_NAME_HINT = re.compile(r"[/\\]|\.(?:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b|"
-                        r"(?<!\S)-", re.I)
+_EXTENSION = re.compile(r"\.(?i:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b")
+_SPACE_DASH = re.compile(r"\s-")
+
+
+def _name_hint(text: str) -> bool:
+    """Whether ``text`` has a character a path, a file name or a flag needs (a few ``in`` tests and
+    patterns that start with their own character: one pattern of three branches was tried at every
+    position)."""
+    return ("/" in text or "\\" in text or text.startswith("-") or "-" in text and _SPACE_DASH.search(text) is not None
+            or "." in text and _EXTENSION.search(text) is not None)
 
 
 def _unquote(match: re.Match[str]) -> str:
@@ -155,7 +216,7 @@ def _unquote(match: re.Match[str]) -> str:
                            or match.end() < len(match.string) and match.string[match.end()].isalnum()):
         return text  # an apostrophe ("don't ... it's"), not a quotation
     return " \u2026 "
-_INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in every(DATA_INTROS)) +
+_INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in every(DATA_INTROS) + every(ADVICE_INTROS)) +
                     r")(?!\w)[^:：\n]{0,60}[:：]", re.I)
 
 
@@ -181,16 +242,16 @@ def _head(text: str) -> str:
     if _DATA_LINE.match(lines[0]):
         return ""
     head = []
-    for line in lines[:3]:
-        if not line.strip() or _DATA_LINE.match(line):
+    for n, line in enumerate(lines[:3]):
+        if n and (not line.strip() or _DATA_LINE.match(line)):
             break
-        intro = _INTRO.match(line)
+        intro = _INTRO.match(line) if ":" in line or "：" in line else None  # an intro ends with a colon
         if intro:
             head.append(line[:intro.end() - 1])
             break
         head.append(line)
     text = _QUOTED.sub(_unquote, "\n".join(head)[:400])
-    return _NAMES.sub(" \u2026 ", text) if _NAME_HINT.search(text) else text
+    return _NAMES.sub(" \u2026 ", text) if _name_hint(text) else text
 
 
 # -- reading a match ----------------------------------------------------------------------------
@@ -201,12 +262,30 @@ def _alternation(words: tuple[str, ...]) -> str:
     return "|".join(re.escape(w) if _CJK.search(w) else f"(?<![a-z0-9]){re.escape(w)}(?![a-z0-9])" for w in words)
 
 
-_CLAUSE_END = re.compile(r"[.!?;\n。！？；,，、]|" + _alternation(every(CONTRASTS)))
+def _words_first(words: tuple[str, ...]) -> str:
+    """Words as an alternation that starts with their own characters (the engine then skips to
+    them); Latin ones end a word, and that they start one is checked after a match
+    (:func:`_at_word`)."""
+    return "|".join(re.escape(w) if _CJK.search(w) else f"{re.escape(w)}(?![a-z0-9])" for w in words)
+
+
+def _at_word(text: str, at: int) -> bool:
+    """A match that starts with a Latin letter or digit starts a word; any other starts anywhere."""
+    ch = text[at]
+    return not ("a" <= ch <= "z" or "0" <= ch <= "9") or starts_word(text, at)
+
+
+_CLAUSE_END = re.compile(r"[.!?;\n。！？；,，、]|" + _words_first(every(CONTRASTS)))
 _SENTENCE_END = re.compile(r"[.!?\n。！？]")
+_SENTENCE_MARK = re.compile("[.!?;:\n。！？；：]( )?")
 _WORD = re.compile(r"[a-z0-9]+")
 _ABOUT_AFTER = re.compile(r"(?: (?:" + "|".join(re.escape(w) for w in every(CLAIM_ABOUT_AFTER) if not _CJK.search(w)) +
                           r")(?![a-z0-9])|(?:" + "|".join(w for w in every(CLAIM_ABOUT_AFTER) if _CJK.search(w)) + "))")
-_REPORTED = re.compile(r"(?<![a-z0-9])(?:" + "|".join(re.escape(w) for w in every(REPORTED_SPEECH)) + r")(?![a-z0-9])")
+_REPORTED = re.compile(_words_first(every(REPORTED_SPEECH)))
+#: The words of reported speech, as bytes (a first look at a text's words), and the Chinese and
+#: Japanese ones.
+_REPORTED_WORDS = frozenset(part.encode() for w in every(REPORTED_SPEECH) if not _CJK.search(w) for part in w.split()[:1])
+_REPORTED_CJK = tuple(w for w in every(REPORTED_SPEECH) if _CJK.search(w))
 _NEG_ZH = re.compile("(?:" + "|".join(NEGATIONS["zh"]) + r")\s?$")
 _NEG_JA_AFTER = re.compile(r"^.{0,5}?(?:" + "|".join(AFTER_NEGATIONS["ja"]) + ")")
 _NEG_AFTER = re.compile(r"\s?[:=]\s?(?:" + _alternation(every(NONE_COUNTS)) + ")")
@@ -215,40 +294,97 @@ _LATIN_NEG = {lang: frozenset(cues) for lang, cues in NEGATIONS.items() if lang 
 _ALL_LATIN_NEG = frozenset().union(*_LATIN_NEG.values())
 
 
-def _negated(norm: str, start: int, end: int, term: Term) -> bool:
-    clause_start = max((m.end() for m in _CLAUSE_END.finditer(norm, 0, start)), default=0)
-    before = norm[clause_start:start]
+class _Reading:
+    """A normalised head and the marks its matches are read against — clause ends, sentence ends,
+    sentence starts, reported speech — each found once for the text (when first needed), not once
+    per match by scanning the text before it."""
+
+    __slots__ = ("norm", "_clause_ends", "_sentence_ends", "_sentence_starts", "_reported")
+
+    def __init__(self, norm: str) -> None:
+        self.norm = norm
+        self._clause_ends: list[int] | None = None
+        self._sentence_ends: list[int] | None = None
+        self._sentence_starts: list[int] | None = None
+        self._reported: list[tuple[int, int]] | None = None
+
+    def sentence_starts(self) -> list[int]:
+        """Where a sentence may start: the text's start, and after a sentence mark (and one space)."""
+        if self._sentence_starts is None:
+            starts = [0]
+            for m in _SENTENCE_MARK.finditer(self.norm):
+                at, end = m.span()
+                starts.append(at + 1)
+                if end - at == 2:
+                    starts.append(end)
+            self._sentence_starts = starts
+        return self._sentence_starts
+
+    def clause_start(self, start: int) -> int | None:
+        """Where the clause of a word at ``start`` begins, looked for in the 80 characters before it
+        (``None``: further back; what the rules read of a clause is its last few words)."""
+        ends = [m.end() for m in _CLAUSE_END.finditer(self.norm, max(0, start - 80), start)
+                if _at_word(self.norm, m.start())]
+        return ends[-1] if ends else (0 if start <= 80 else None)
+
+    def sentence(self, start: int, end: int) -> tuple[int, int]:
+        """The sentence around ``start:end``: from after the last end mark before it to the next one."""
+        if self._sentence_ends is None:
+            self._sentence_ends = [m.start() for m in _SENTENCE_END.finditer(self.norm)]
+        ends = self._sentence_ends
+        k = bisect_left(ends, start) - 1
+        after = bisect_left(ends, end)
+        return (ends[k] + 1 if k >= 0 else 0), (ends[after] if after < len(ends) else len(self.norm))
+
+    def reported(self, start: int) -> bool:
+        """Whether the word is in someone else's reported words ("the vendor said the order is pending")."""
+        if self._reported is None:
+            norm = self.norm
+            words = norm.encode("utf-8").translate(_WORD_BYTES).split()
+            if _REPORTED_WORDS.isdisjoint(words) and (norm.isascii() or not any(w in norm for w in _REPORTED_CJK)):
+                self._reported = []  # (most texts: a set look-up instead of a pattern tried at every letter)
+            else:
+                self._reported = [m.span() for m in _REPORTED.finditer(norm) if _at_word(norm, m.start())]
+        if not self._reported:
+            return False
+        sentence_start = self.sentence(start, start)[0]
+        return any(sentence_start <= s and e <= start for s, e in self._reported)
+
+
+def _negated(reading: _Reading, start: int, end: int, term: Term) -> bool:
+    norm = reading.norm
     if _NEG_AFTER.match(norm, end):
         return True
+    clause_start = reading.clause_start(start)
+    if clause_start is None:  # no clause mark in the 80 characters before: the clause's end is read from those
+        clause_start, whole = start - 80, False
+    else:
+        whole = True
     if term.language == "zh":
-        return bool(_NEG_ZH.search(before))
+        return bool(_NEG_ZH.search(norm[clause_start:start]))
     if term.language == "ja":
         tail = norm[end:end + 8]
         return bool(_NEG_JA_AFTER.match(tail)) and "ません" not in norm[start:end]
     cues = _LATIN_NEG.get(term.language, _ALL_LATIN_NEG)
-    words = _WORD.findall(before)[-4:]
-    if any(w in cues for w in words):
+    words = _WORD.findall(norm, clause_start, start)  # the last four words of the clause
+    if len(words) < 5 and not whole:
+        words = _WORD.findall(norm, max((m.end() for m in _CLAUSE_END.finditer(norm, 0, start)
+                                         if _at_word(norm, m.start())), default=0), start)
+    if any(w in cues for w in words[-4:]):
         return True
     if term.language == "de":  # "wurde angenommen? nein" is rare; "wurde nicht angenommen" is caught above
         return norm[end:end + 7].startswith((" nicht", " keine"))
     return False
 
 
-def _question(norm: str, start: int, end: int) -> bool:
-    sentence_start = max((m.end() for m in _SENTENCE_END.finditer(norm, 0, start)), default=0)
-    m = _SENTENCE_END.search(norm, end)
-    stop = m.start() if m else len(norm)
+def _question(reading: _Reading, start: int, end: int) -> bool:
+    sentence_start, stop = reading.sentence(start, end)
+    norm = reading.norm
     mark = norm[stop:stop + 1]
     sentence = norm[sentence_start:stop]
     if mark in ("?", "？") or "¿" in sentence:
         return True
-    return bool(_YES_NO.search(sentence))
-
-
-def _reported(norm: str, start: int) -> bool:
-    """Whether the word is in someone else's reported words ("the vendor said the order is pending")."""
-    sentence_start = max((m.end() for m in _SENTENCE_END.finditer(norm, 0, start)), default=0)
-    return bool(_REPORTED.search(norm, sentence_start, start))
+    return not sentence.isascii() and bool(_YES_NO.search(sentence))  # the yes/no marks are Chinese and Japanese
 
 
 def _evidence(original: str, phrase: str) -> str:
@@ -259,11 +395,46 @@ def _evidence(original: str, phrase: str) -> str:
     return phrase[:80]
 
 
-def _valid(norm: str, term: Term, m: re.Match[str]) -> bool:
-    """Whether a match is a claim: not a topic ("error rate"), not negated, not asked, not reported."""
+_MODALS = {lang: re.compile(_alternation(words)) for lang, words in GENERIC_MODALS.items()}
+_IF_BEFORE = {lang: re.compile(_alternation(words)) for lang, words in CONDITIONALS.items()}
+_IF_AFTER = {lang: re.compile(_alternation(words)) for lang, words in CONDITIONALS_AFTER.items()}
+_NEG_WORDS = frozenset(every(NEGATIONS))
+
+
+def _general(reading: _Reading, start: int, end: int, term: Term) -> bool:
+    """Whether the clause of a match states something general or hypothetical, not what happened: a
+    condition before it ("if the upload fails"; Japanese after it: 失敗した場合), or — for a failure
+    word — a modal of possibility ("failed uploads can be retried"; not "cannot", a failure itself,
+    nor "can not")."""
+    norm = reading.norm
+    clause_start = reading.clause_start(start)
+    clause_start = start - 80 if clause_start is None else clause_start
+    stop = _CLAUSE_END.search(norm, end)
+    clause_end = stop.start() if stop else len(norm)
+    cond = _IF_BEFORE.get(term.language)
+    if cond is not None and cond.search(norm, clause_start, start):
+        return True
+    cond = _IF_AFTER.get(term.language)
+    if cond is not None and cond.search(norm, end, clause_end):
+        return True
+    modal = _MODALS.get(term.language)
+    if term.kind != "failed" or modal is None:
+        return False
+    for m in modal.finditer(norm, clause_start, clause_end):
+        if m.start() < end and m.end() > start:
+            continue  # part of the failure phrase ("can t")
+        after = _WORD.findall(norm, m.end(), min(clause_end, m.end() + 12))[:1]
+        if not (after and after[0] in _NEG_WORDS):
+            return True
+    return False
+
+
+def _valid(reading: _Reading, term: Term, m: re.Match[str]) -> bool:
+    """Whether a match is a claim: not a topic ("error rate"), not negated, not asked, not reported,
+    not general or hypothetical."""
     start, end = m.span()
-    return not (_ABOUT_AFTER.match(norm, end) or _negated(norm, start, end, term) or _question(norm, start, end)
-                or _reported(norm, start))
+    return not (_ABOUT_AFTER.match(reading.norm, end) or _negated(reading, start, end, term)
+                or _question(reading, start, end) or reading.reported(start) or _general(reading, start, end, term))
 
 
 def _claim(head: str, candidates: list[int] | None = None) -> Claim | None:
@@ -271,18 +442,16 @@ def _claim(head: str, candidates: list[int] | None = None) -> Claim | None:
     then completed), a kind at a time, stopping at the first kind that has a valid match.  Only the
     ``candidates`` pieces run; without them, every piece (the reference the anchors are tested
     against)."""
-    norm = normalise(head)
-    found: tuple[Term, re.Match[str]] | None = None
+    reading = _Reading(normalise(head))
+    pieces = candidates or _EVERY
     for kind in ("failed", "accepted", "completed"):
-        matches = sorted(((CLAIMS[_PIECES[i][0]], m) for i in candidates or _EVERY if _PIECES[i][1].kind == kind
-                          for m in _piece_matches(norm, i)), key=lambda tm: tm[1].start())
-        found = next(((term, m) for term, m in matches if _valid(norm, term, m)), None)
-        if found is not None:
-            break
-    if found is None:
-        return None
-    term, m = found
-    return Claim(term.kind, term.language, _evidence(head, m.group()))  # type: ignore[arg-type]
+        found = sorted(((i, m) for i in pieces if _KIND[i] == kind for m in _piece_matches(reading, i)),
+                       key=lambda im: im[1].start())
+        for i, m in found:
+            term = CLAIMS[_PIECES[i][0]]
+            if _valid(reading, term, m):
+                return Claim(term.kind, term.language, _evidence(head, m.group()))  # type: ignore[arg-type]
+    return None
 
 
 def _judge(text: str, *, anchored: bool = True) -> Claim | None:

@@ -72,6 +72,28 @@ def _anchor_words(terms: list[Term]) -> frozenset[str]:
 _INDEXED = list(enumerate(FORMS))
 #: (regex, its matches must start a word) for the terms of any text, and those of a field's own name.
 _ANY_WORDS = _anchor_words([t for t in FORMS if t.scope == "any" and _is_word_term(t)])
+#: Each anchor word of the whole-word terms, and the terms it anchors (a term matches only in a text
+#: that holds one of its own anchors): a text runs an alternation of just those terms.
+_WORD_TERMS: dict[str, frozenset[int]] = {}
+for _i, _term in _INDEXED:
+    if _term.scope == "any" and _is_word_term(_term):
+        for _w in _anchor_words([_term]):
+            _WORD_TERMS[_w] = _WORD_TERMS.get(_w, frozenset()) | {_i}
+
+
+def _word_terms(words: list[str]) -> frozenset[int]:
+    """The whole-word terms a text with these words could match (by their anchors)."""
+    found: frozenset[int] = frozenset()
+    for w in _ANY_WORDS.intersection(words):
+        found |= _WORD_TERMS[w]
+    return found
+
+
+@lru_cache(maxsize=512)
+def _word_regex(terms: frozenset[int]) -> re.Pattern[str]:
+    """The alternation of some whole-word terms, in the vocabulary's order (compiled once per set: the
+    sets a process meets are few — the anchor words of field names and messages)."""
+    return _compile([(i, t) for i, t in _INDEXED if i in terms])
 _ANY_RES = [(_compile([(i, t) for i, t in _INDEXED if t.scope == "any" and _is_word_term(t)]), True),
             (_compile([(i, t) for i, t in _INDEXED if t.scope == "any" and t.compound]), False),
             (_compile([(i, t) for i, t in _INDEXED if t.scope == "any" and _CJK.search(t.pattern)]), False)]
@@ -193,8 +215,12 @@ def _find_terms(norm: str, *, field_name: bool, sentence: bool) -> _Hit | None:
     patterns = _ANY_RES + _NAME_RES if field_name else _ANY_RES
     if norm.isascii():  # no Chinese or Japanese term can match
         patterns = patterns[:2] + patterns[3:]
-    if _ANY_WORDS.isdisjoint(_WORD.findall(norm)):  # none of the word terms' anchors: skip their regex
+    words = _WORD.findall(norm)
+    if _ANY_WORDS.isdisjoint(words):  # none of the word terms' anchors: skip their regex
         patterns = patterns[1:]
+    selected = _word_terms(words) if patterns[0] is _ANY_RES[0] else frozenset()
+    if selected:  # the whole-word terms this text's words anchor, not all of them
+        patterns = [(_word_regex(selected), True), *patterns[1:]]
     for pattern, word_start in patterns:
         for m in matches(pattern, norm, starts_word if word_start else None):
             term = _TERMS[m.lastgroup or ""]

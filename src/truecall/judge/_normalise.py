@@ -39,21 +39,20 @@ _CONFUSABLES = str.maketrans({
 _COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
 #: camelCase / PascalCase / ABBRWord boundaries.
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-#: snake_case, kebab-case and dotted.names between letters or digits.
-_JOINERS = re.compile(r"[_\-.]+")
 _APOSTROPHES = ("'", "\u2019", "`")
 
 
-def _join(match: re.Match[str]) -> str:
-    """A run of ``_ - .`` is a space between two letters or digits (``db_pass``, ``e-mail``,
-    ``user.pin``), and always when it holds an underscore; a full stop ends a sentence."""
-    text, start, end = match.string, match.start(), match.end()
-    if "_" in match.group() or (start and end < len(text) and text[start - 1].isalnum() and text[end].isalnum()):
-        return " "
-    return match.group()
-#: A cheap first look (a character class first: the engine skips ahead) before the look-behind
-#: pattern above, which is tried at every position.
-_CAMEL_HINT = re.compile(r"[a-z][A-Z]|[A-Z][A-Z][a-z]")
+#: A run of ``_ - .`` is a space between two letters or digits (``db_pass``, ``e-mail``,
+#: ``user.pin``), and always when it holds an underscore; a full stop ends a sentence.  (Two patterns,
+#: each of one branch that starts with the run's own characters, which the engine skips to — a
+#: pattern of two branches is tried at every position — with the letter before checked by a
+#: look-behind after its first character: no Python call per match.  A run with an underscore is
+#: replaced first; what is left are runs of ``-`` and ``.`` alone.)
+_JOIN_UNDERSCORE = re.compile(r"(?:[-.]+_|_)[-._]*")
+_JOIN_BETWEEN = re.compile(r"[-.](?<=[^\W_][-.])[-.]*(?=[^\W_])")
+#: ASCII letters as their case (``a`` lower, ``A`` upper, `` `` anything else): camelCase is then a
+#: substring (``aA`` or ``AAa``), found without trying a pattern at every letter.
+_CASES = bytes(97 if 97 <= b <= 122 else 65 if 65 <= b <= 90 else 32 for b in range(256))
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 
 
@@ -64,7 +63,10 @@ def _fold(text: str, split: bool) -> str:
             text = unicodedata.normalize("NFC", _COMBINING.sub("", unicodedata.normalize("NFD", text)))
         return (_CAMEL.sub(" ", text) if split else text).casefold().translate(_CONFUSABLES)
     lowered = text.lower()
-    if not split or lowered == text or _CAMEL_HINT.search(text) is None:
+    if not split or lowered == text:
+        return lowered
+    cases = text.encode("ascii").translate(_CASES)
+    if b"aA" not in cases and b"AAa" not in cases:
         return lowered
     return _CAMEL.sub(" ", text).lower()
 
@@ -78,12 +80,17 @@ def normalise(text: str, *, split_names: bool = True) -> str:
     negation and questions are read from them."""
     text = _fold(text, split_names)
     if split_names:
-        text = _JOINERS.sub(_join, text)
+        if "_" in text:
+            text = _JOIN_UNDERSCORE.sub(" ", text)
+        if ("-" in text or "." in text) and _JOIN_BETWEEN.search(text) is not None:
+            text = _JOIN_BETWEEN.sub(" ", text)
     for mark in _APOSTROPHES:
         if mark in text:
             text = text.replace(mark, " ")
     if "\t" in text or "\r" in text or "\f" in text or "\v" in text:
         text = _SPACES.sub(" ", text)
+    if "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text.strip()
     return " ".join(filter(None, text.split(" "))).strip()
 
 

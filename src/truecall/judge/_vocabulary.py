@@ -19,7 +19,9 @@ from typing import NamedTuple
 __all__ = ["Term", "every", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
            "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH", "CONTRASTS", "NONE_COUNTS", "AFTER_NEGATIONS", "ASK_NEGATIONS_BEFORE",
            "ASK_NEGATIONS_AFTER", "ASK_NEGATIONS_IN_CLAUSE", "ASK_NEGATION_IDIOMS", "WH_WORDS", "YES_NO_MARKS", "ABOUT_EXCEPTIONS",
-           "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS"]
+           "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS", "REFERENCE_WORDS",
+           "REFERENCE_KEYS", "INTERNALS", "CRASHES", "ENVIRONMENT_VARIABLES", "UNKNOWN_TOOL", "ADVICE_INTROS",
+           "GENERIC_MODALS", "CONDITIONALS", "CONDITIONALS_AFTER"]
 
 
 def every(table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -35,6 +37,9 @@ class Term(NamedTuple):
     scope: str = "any"  # forms: "any", or "name": only as a field's own name / a key (never in a sentence)
     numeric: bool = False  # forms: a number field may carry it (a PIN, a card number)
     compound: bool = False  # also matched as the end of a word written together
+    hint: str = ""  # claims read by grammar (a participle by its ending): a pattern over the text's lower-case
+    #                 words that every text the term matches holds (it has no anchor word of its own); written to
+    #                 start with letters of its own, so that looking for it costs one fast scan
 
 
 def _t(pattern: str, kind: str, language: str, reason: str, **flags: bool | str) -> Term:
@@ -75,6 +80,19 @@ _FR_DONE = (
     "enregistree?s?|sauvegardee?s?|generee?s?|creee?s?|supprimee?s?|envoyee?s?|terminee?s?|activee?s?|"
     "desactivee?s?|configuree?s?|connectee?s?|synchronisee?s?|partagee?s?|attribuee?s?|approuvee?s?|"
     "verifiee?s?|fermee?s?|resolue?s?|ecrite?s?|faite?s?")
+
+#: Words that end like a past participle and are none (the grammar rules below read a participle by
+#: its ending): adjectives and nouns.  (Those rules also take no negation among the words before the
+#: participle: negation is otherwise read only before a match.)
+_NOT_PARTICIPLES: dict[str, tuple[str, ...]] = {
+    "en": ("hundred", "sacred", "naked", "wicked", "kindred", "ragged", "rugged", "crooked", "wretched", "beloved",
+           "unlimited", "limited", "detailed", "advanced", "related", "based", "united", "interested", "red"),
+    "es": ("nada", "cada", "vida", "salida", "entrada", "partida", "comida", "medida", "pedido", "pedidos", "estado",
+           "estados", "lado", "mercado", "dado", "cuidado", "sentido", "contenido", "apellido", "periodo", "todo",
+           "ciudad", "unidad", "unidades", "seguridad", "cantidad", "ayuda", "llegada", "bebida", "ruido"),
+    "de": ("morgen", "gegen", "gebiet", "gesicht", "geschichte", "gelegenheit", "gerat", "gesetz", "gewicht",
+           "ergebnis", "eigentum", "tagen", "fragen", "wagen", "lagen", "folgen"),
+}
 
 #: "failed requests", "queued invoices", "pending ones": a participle used as an adjective before a
 #: plural noun names things, it does not report the work.
@@ -130,6 +148,10 @@ CLAIMS: tuple[Term, ...] = (
        r"exported|executed|processed|delivered|confirmed|transferred|passed)(?= ?([.!:]|$| successfully))",
        C, "en", "'X created.' reports the effect"),
     _t(r"all set|good to go", C, "en", "idiom for done"),
+    _t(r"^((?!(not|no|never|nothing|none) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["en"]) + r")\b)\w{2,}([^e\W]ed|ied)(?= ?([.!]|$)| (to|into|for|"
+       r"on|in|at|from|with|by|as|under|successfully)\b)", C, "en",
+       "grammar: a short sentence that ends with (or goes on from) a regular past participle reports the effect "
+       "('Cache cleared.', 'Link emailed to the user'), whatever the verb", hint=r"ed(?![a-z0-9])"),
     _t(r"^(\w+ ){1,3}(" + _EN_DONE + r")(?= (to|into|for|on|in|at|from|with|by|as|under|successfully)\b)|"
        r"^(\w+ ){1,3}set (for|to)", C, "en",
        "'Email sent to …', 'Repository cloned into …': a short report of the effect"),
@@ -144,6 +166,10 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"denied|refused|rejected|forbidden|unauthori[sz]ed|not found|no such|does not exist|unavailable|"
        r"aborted|crashed|declined|went wrong|bad gateway|bad request|invalid|http 5\d\d|status 5\d\d|5\d\d (error|bad)",
        F, "en", "a refusal or fault"),
+    _t(r"(user|you) (cancell?ed|dismissed|closed|aborted|exited) (the |this |that )?(elicitation|dialog|dialogue|form|prompt|"
+       r"input)|(elicitation|dialog|dialogue|form|prompt) (was )?(cancell?ed|dismissed) by (the )?user",
+       F, "en", "the user cancelled the form the work needed: the input was not given, so the work was not done "
+       "(as 'user declined to provide' is)"),
     # -- Chinese ----------------------------------------------------------------------------------
     _t(r"已受理|受理|已提交|提交成功|已接收|已收到|收到(您|你)的|排队|队列中|加入队列|稍后(处理|执行|完成)|正在(处理|执行|进行)|处理中|"
        r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记|已开始|开始(执行|处理)|正在|进入队列|将在|将于|"
@@ -154,6 +180,8 @@ CLAIMS: tuple[Term, ...] = (
        C, "zh", "已…/成功: the effect is said to exist"),
     _t(r"失败|错误|出错|报错|超时|异常|无法|不能|未能|未成功|没有成功|未完成|被拒绝|拒绝|不可用|找不到|未找到|不存在|崩溃|已过期|已失效",
        F, "zh", "失败/错误/超时: the work failed"),
+    _t(r"(用户|您)(已)?(取消|关闭)了?(对话框|表单|输入|填写)", F, "zh",
+       "用户取消了对话框: the input was not given, so the work was not done"),
     # -- Japanese ---------------------------------------------------------------------------------
     _t(r"受け付け|受付|受理|キューに(追加|登録|入|投入)|処理中|保留中|待機中|処理待ち|順番待ち|後ほど|実行予定|審査中|処理されます|"
        r"実行されます|進行中|対応中|送信されます|開始しました|スケジュール|チケット(を|が)?(作成|発行)|しています|しております|"
@@ -163,6 +191,8 @@ CLAIMS: tuple[Term, ...] = (
        r"されました", C, "ja", "完了/成功/…しました: the effect is said to exist"),
     _t(r"失敗|エラー|タイムアウト|できませんでした|できません|例外|拒否|見つかりません|利用できません|異常|中断されました|権限がありません|めません",
        F, "ja", "失敗/エラー/タイムアウト: the work failed"),
+    _t(r"ユーザーが(入力を)?(キャンセル|拒否)|(ダイアログ|フォーム|入力)(が|は)?キャンセルされました", F, "ja",
+       "ユーザーがキャンセル: the input was not given, so the work was not done"),
     # -- Spanish ----------------------------------------------------------------------------------
     _t(r"aceptad[oa]|recibid[oa]|en cola|encolad[oa]|pendiente|se procesara|sera (procesad[oa]|enviad[oa]|"
        r"ejecutad[oa]|revisad[oa])|en proceso|procesando|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)|"
@@ -179,10 +209,19 @@ CLAIMS: tuple[Term, ...] = (
        r"completaron|registro|registraron)|(ha sido|han sido|fue|fueron|se ha|se han) (" + _ES_DONE + r")[oa]s?|"
        r"^(\w+ ){1,3}(" + _ES_DONE + r")[oa]s?(?= ?([.!]|$)| (a|al|en|de|para|con|correctamente)\b)",
        C, "es", "completado/con éxito: the effect is said to exist"),
+    _t(r"^((?!(no|nunca|sin|ningun|ninguna|ninguno) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["es"]) + r")\b)\w{3,}(ad|id)[oa]s?(?= ?([.!]|$)| (a|al|en|para|"
+       r"con|correctamente)\b)", C, "es",
+       "grammar: a short sentence that ends with a past participle (-ado/-ido) reports the effect "
+       "('Contraseña restablecida.'), whatever the verb", hint=r"d[oa](?<=[ai]d[oa])s?(?![a-z0-9])"),
+    _t(r"^se \w{2,}(aron|ieron|io)(?= )", C, "es",
+       "grammar: 'se' and a preterite (-aron/-ieron/-ió) at a sentence's start reports what was done "
+       "('Se movieron 3 archivos')", hint=r"se (?<![a-z0-9]se )[a-z]{2,}(aron|ieron|io)(?![a-z0-9])"),
     _t(r"error|errores|fallo|fallid[oa]|ha fallado|fallo al|no se pudo|no fue posible|no es posible|"
        r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
        r"no se (encontro|pudieron|puede|ha podido)|error al|"
        r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
+    _t(r"el usuario (cancelo|cerro|rechazo)|(dialogo|formulario) cancelado", F, "es",
+       "el usuario canceló: the input was not given, so the work was not done"),
     # -- German -----------------------------------------------------------------------------------
     _t(r"angenommen|entgegengenommen|eingegangen|erhalten|in der warteschlange|eingereiht|ausstehend|"
        r"wird (\w+ ){0,3}(bearbeitet|verarbeitet|ausgefuhrt|gepruft|gesendet)|in bearbeitung|geplant|vorgemerkt|"
@@ -195,9 +234,19 @@ CLAIMS: tuple[Term, ...] = (
        r"reserviert|bestatigt|versendet|verschickt|hochgeladen|ubertragen)|(wurde|wurden|ist|sind|wurde erfolgreich) "
        r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!]|$))",
        C, "de", "abgeschlossen/erfolgreich: the effect is said to exist"),
+    _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["de"]) + r")\b)"
+       r"\w*ge\w{2,}(t|en)(?= ?([.!]|$))", C, "de",
+       "grammar: a short sentence that ends with a past participle (ge…t, ge…en) reports the effect "
+       "('Passwort zurückgesetzt.'), whatever the verb", hint=r"ge[a-z]{2,}(t|en)(?![a-z0-9])"),
+    _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}\w{3,}iert(?= ?([.!]|$))", C, "de",
+       "grammar: a short sentence that ends with a participle in -iert reports the effect ('Konto aktualisiert.')",
+       hint=r"iert(?![a-z0-9])"),
     _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnte (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
        "fehlgeschlagen/Fehler: the work failed", compound=True),
+    _t(r"(benutzer|nutzer) hat (den dialog |das formular |die eingabe )?(abgebrochen|abgelehnt|geschlossen)|"
+       r"(dialog|formular|eingabe) (wurde )?(vom (benutzer|nutzer) )?abgebrochen", F, "de",
+       "der Benutzer hat abgebrochen: the input was not given, so the work was not done"),
     # -- French -----------------------------------------------------------------------------------
     _t(r"acceptee?s?|recue?s?|en file d attente|en attente|mise? en file|sera (traitee?|executee?|envoyee?)|"
        r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)|"
@@ -212,6 +261,8 @@ CLAIMS: tuple[Term, ...] = (
        C, "fr", "terminée/avec succès: the effect is said to exist"),
     _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
+    _t(r"l utilisateur a (annule|refuse|ferme)|(dialogue|formulaire|saisie) annulee?s? par l utilisateur", F, "fr",
+       "l'utilisateur a annulé: the input was not given, so the work was not done"),
 )
 
 #: After a claim word, a word that makes it a topic, not a claim ("error rate: 0.1%"); whole words
@@ -478,6 +529,28 @@ DATA_INTROS: dict[str, tuple[str, ...]] = {
     "fr": ("contenu",),
 }
 
+#: What introduces advice ("Tip: failed uploads can be retried"): what follows is a general hint, not
+#: a report of the work; cut off like a data intro.
+ADVICE_INTROS: dict[str, tuple[str, ...]] = {
+    "en": ("tip", "tips", "hint", "pro tip", "faq", "how to", "troubleshooting"),
+    "zh": ("小贴士", "常见问题"), "ja": ("ヒント", "よくある質問"),
+    "es": ("consejo", "sugerencia"), "de": ("tipp",), "fr": ("astuce", "conseil"),
+}
+#: In the clause of a failure word, a modal of possibility makes it a general statement about what
+#: can be done ("failed uploads can be retried", "失败的任务可以重试"), not a report that the work failed.
+GENERIC_MODALS: dict[str, tuple[str, ...]] = {
+    "en": ("can be", "can", "may be", "could be"), "zh": ("可以", "可在"), "ja": ("できます", "できる", "可能です"),
+    "es": ("puede", "pueden", "se pueden"), "de": ("kann", "konnen", "lasst sich", "lassen sich"),
+    "fr": ("peut", "peuvent", "pouvez"),
+}
+#: Before a claim word in its clause, a condition makes it hypothetical ("if the upload fails, …",
+#: "wenn der Auftrag fehlschlägt"): no report of the work.  (Japanese puts it after: ``CONDITIONALS_AFTER``.)
+CONDITIONALS: dict[str, tuple[str, ...]] = {
+    "en": ("if", "unless", "in case", "whenever", "should the"), "zh": ("如果", "若", "一旦", "假如"),
+    "ja": ("もし",), "es": ("en caso de", "si"), "de": ("wenn", "falls", "sofern"), "fr": ("si", "lorsque", "au cas ou"),
+}
+CONDITIONALS_AFTER: dict[str, tuple[str, ...]] = {"ja": ("場合", "たら", "なら")}
+
 # =================================================================================================
 # The form lint's other red lines: an invitation to paste anything, a destructive action
 # =================================================================================================
@@ -493,4 +566,66 @@ DESTRUCTIVE: tuple[Term, ...] = (
     _t(r"\bdelete\b|\bdestroy\b|\bdrop\b|\bwipe\b|\berase\b|\bpurge\b|remove\s+all", "destructive", "en",
        "an action that cannot be undone is confirmed with ctx.confirm(), not typed text"),
     _t(r"删除|销毁|清空|抹掉|格式化", "destructive", "zh", "删除/清空: an action that cannot be undone"),
+)
+
+# =================================================================================================
+# What else a tool's words say: a reference to check the work by, the server's insides, a crash, the
+# process environment, an unknown tool (read by the probe and the client through ``_signs``)
+# =================================================================================================
+
+#: Words that introduce a reference the caller can check the work by ("ticket: T-1042", "job id 77",
+#: "工单号：12345"), followed in the text by an id that holds a digit.  A reference is what makes
+#: "accepted" honest: the caller has something to ask about later.
+REFERENCE_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("id", "ticket", "reference", "ref", "job", "task"),
+    "es": ("referencia", "solicitud", "pedido"),
+    "de": ("referenz", "vorgang", "vorgangsnummer", "auftrag", "auftragsnummer"),
+    "fr": ("reference", "référence", "demande", "commande"),
+    "zh": ("工单号", "单号", "编号", "订单号", "受理号"),
+    "ja": ("受付番号", "チケット番号", "問い合わせ番号"),
+}
+#: Keys of ``structuredContent`` that hold such a reference (compared without ``_`` and case).
+REFERENCE_KEYS: frozenset[str] = frozenset({
+    "id", "taskid", "ticket", "ticketid", "reference", "ref", "jobid", "requestid", "trackingid", "tracking", "task",
+    "job", "receipt", "operationid"})
+
+#: What only a program's insides print, read on the raw text (exception names are shapes of case):
+#: ``kind`` is "trace" (a traceback, a stack frame, an exception's name), "install" (where the
+#: server's code is installed) or "path" (a system path: internal unless the caller supplied it or
+#: the server advertises it — the probe decides that).
+INTERNALS: tuple[Term, ...] = (
+    _t(r"Traceback \(most recent call last\)", "trace", "en", "a Python traceback: the server's insides"),
+    _t(r"File \"[^\"]+\", line \d+", "trace", "en", "a Python stack frame"),
+    _t(r"\bat [\w.$<>]+ \(?[\w./:-]+:\d+:\d+\)?", "trace", "en", "a JavaScript stack frame"),
+    _t(r"\bat [\w.$]+\([\w.]+:\d+\)", "trace", "en", "a Java stack frame"),
+    _t(r"\b(?:[A-Z][a-z]+)+(?:Error|Exception)\b(?=:)", "trace", "en", "an exception's class name before its message"),
+    _t(r"[A-Za-z]:\\\\?[\w\\. -]+\.py|site-packages|\bnode_modules/", "install", "en",
+       "where the server's code is installed"),
+    _t(r"(?<![\w/.])/(?:home|usr|opt|var|srv|tmp|root|etc|app|Users|private|mnt|data)(?:/[\w.@+-]+)+", "path", "en",
+       "a path of the server's machine"),
+)
+#: An exception's own words: a tool that answers with these crashed (it did not refuse in words the
+#: model can act on).  Raw text.
+CRASHES: tuple[Term, ...] = (
+    _t(r"Traceback \(most recent call last\)", "crash", "en", "a Python traceback"),
+    _t(r"\b(?:Attribute|Type|Key|Index|Name|Value|Reference|Range|Syntax|ZeroDivision|Assertion|Runtime|UnboundLocal|"
+       r"NotImplemented)Error\b", "crash", "en", "a built-in exception's name (Python, JavaScript)"),
+    _t(r"object has no attribute|is not a function|Cannot read propert(?:y|ies) of (?:undefined|null)|is not defined\b",
+       "crash", "en", "the message of a programming error (Python, JavaScript)"),
+)
+#: Variables every process environment has: three of them listed as keys is a dump of the
+#: environment (which holds the server's credentials), not a mention.
+ENVIRONMENT_VARIABLES: tuple[str, ...] = (
+    "PATH", "HOME", "USER", "SHELL", "PWD", "HOSTNAME", "LANG", "TERM", "LOGNAME", "TMPDIR", "OLDPWD", "SHLVL",
+    "NODE_ENV", "VIRTUAL_ENV", "PYTHONPATH")
+#: What an error says when the tool named does not exist (a protocol error: nothing ran), over
+#: normalised text.
+UNKNOWN_TOOL: tuple[Term, ...] = (
+    _t(r"unknown tool|tool .*not found|no such tool|tool not found", "unknown_tool", "en", "the tool does not exist"),
+    _t(r"未知工具|工具不存在|找不到工具|未找到工具", "unknown_tool", "zh", "未知工具: the tool does not exist"),
+    _t(r"不明なツール|ツールが見つかりません|存在しないツール", "unknown_tool", "ja", "不明なツール: the tool does not exist"),
+    _t(r"herramienta (desconocida|no encontrada|inexistente)", "unknown_tool", "es", "the tool does not exist"),
+    _t(r"unbekannte(s)? (werkzeug|tool)|(werkzeug|tool) .*nicht gefunden", "unknown_tool", "de",
+       "the tool does not exist"),
+    _t(r"outil (inconnu|introuvable|inexistant)", "unknown_tool", "fr", "the tool does not exist"),
 )

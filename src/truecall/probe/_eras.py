@@ -180,8 +180,9 @@ class _Era:
         outcome = judge(name, result, self._validator(tool))
         sentence = describe(outcome)
         broken = isinstance(outcome, Failed) and outcome.kind == "contract_broken"
+        # The outcome by the client's own name (Unconfirmed is "unconfirmed", never "done").
         self.observe(name, purpose, arguments, "contract_broken" if broken else
-                     "failed" if isinstance(outcome, Failed) else "done", sentence)
+                     "failed" if isinstance(outcome, Failed) else type(outcome).__name__.lower(), sentence)
         failed = result.get("isError") is True
         if not failed:
             # A success (even one that then breaks its schema) to a call the tool could not have served.

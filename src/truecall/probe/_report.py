@@ -78,7 +78,7 @@ class Observation:
     tool: str
     purpose: str  # "generated", "missing_argument", "wrong_type", "unknown_tool"
     arguments: Any
-    outcome: str  # done, failed, contract_broken, accepted, protocol_error, timeout, input
+    outcome: str  # done, unconfirmed, failed, contract_broken, accepted, protocol_error, timeout, input
     describe: str
 
     def to_dict(self) -> dict[str, Any]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterable
 
 import orjson
@@ -50,29 +49,6 @@ RULES = {
                                 "answered with -32022 and data {supported, requested}.",
     "answered_twice": "One request, one answer: a second answer to the same id is a protocol violation.",
 }
-
-_REFERENCE_TEXT = re.compile(
-    r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b|\b[A-Z][A-Z0-9]*-\d+\b|#\d+\b|"
-    r"\b(?:id|ticket|reference|ref|job|task)[\s:=#]+[A-Za-z0-9_-]*\d[A-Za-z0-9_-]*", re.I)
-_REFERENCE_KEYS = {"id", "taskid", "ticket", "ticketid", "reference", "ref", "jobid", "requestid", "trackingid",
-                   "tracking", "task", "job", "receipt", "operationid"}
-#: What only a program's insides print (not words: the judge reads those).
-_TRACE = re.compile(
-    r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+|\bat [\w.$<>]+ \(?[\w./:-]+:\d+:\d+\)?|"
-    r"\bat [\w.$]+\([\w.]+:\d+\)|\b(?:[A-Z][a-z]+)+(?:Error|Exception)\b(?=:)")
-#: Where the server's code is installed: internal in an error, data in a result that lists paths.
-_INSTALL = re.compile(r"[A-Za-z]:\\\\?[\w\\. -]+\.py|site-packages|\bnode_modules/")
-_PATH = re.compile(r"(?<![\w/.])/(?:home|usr|opt|var|srv|tmp|root|etc|app|Users|private|mnt|data)(?:/[\w.@+-]+)+")
-#: A crash told as text: an exception's own words (Python, JavaScript).
-_CRASH = re.compile(
-    r"Traceback \(most recent call last\)|\b(?:Attribute|Type|Key|Index|Name|Value|Reference|Range|Syntax|"
-    r"ZeroDivision|Assertion|Runtime|UnboundLocal|NotImplemented)Error\b|object has no attribute|"
-    r"is not a function|Cannot read propert(?:y|ies) of (?:undefined|null)|is not defined\b")
-#: Variables every process environment has: three of them as keys is a dump, not a mention.
-_ENV_KEY = re.compile(
-    r"(?:^|[\s{,\"'])(PATH|HOME|USER|SHELL|PWD|HOSTNAME|LANG|TERM|LOGNAME|TMPDIR|OLDPWD|SHLVL|NODE_ENV|"
-    r"VIRTUAL_ENV|PYTHONPATH)[\"']?\s*[:=]", re.M)
-
 
 def excerpt(value: Any, limit: int = _EXCERPT) -> Any:
     """The answer as evidence: kept whole when short, else its JSON cut at ``limit`` characters."""
@@ -148,12 +124,14 @@ def accepted_without_handle(result: dict[str, Any]) -> Any:
 
 
 def has_reference(result: dict[str, Any]) -> bool:
+    from ..judge import names_reference, reference_key
+
     structured = result.get("structuredContent")
     if isinstance(structured, dict):
         for key, value in structured.items():
-            if key.replace("_", "").lower() in _REFERENCE_KEYS and value not in (None, "", [], {}):
+            if reference_key(key) and value not in (None, "", [], {}):
                 return True
-    return _REFERENCE_TEXT.search(texts(result)) is not None
+    return names_reference(texts(result))
 
 
 def around(text: str, phrase: str, width: int = 80) -> str:
@@ -177,25 +155,21 @@ def _explained(path: str, known: Iterable[str]) -> bool:
 def leak(text: str, known: Iterable[str] = (), *, paths: bool = True) -> str | None:
     """Where ``text`` shows the server's internals: a traceback, an exception name, a path that neither
     the caller supplied nor the server advertised (``known``)."""
-    match = _TRACE.search(text)
-    if match:
-        return around(text, match.group(0))
-    if not paths:
-        return None
-    match = _INSTALL.search(text)
-    if match:
-        return around(text, match.group(0))
+    from ..judge import leaks_internals
+
     known = list(known)
-    for found in _PATH.finditer(text):
-        if not _explained(found.group(0), known):
-            return around(text, found.group(0))
+    for start, end, kind in leaks_internals(text):
+        if kind == "trace" or paths and (kind == "install" or not _explained(text[start:end], known)):
+            return around(text, text[start:end])
     return None
 
 
 def crash(text: str) -> str | None:
     """Where ``text`` is an exception's own words (a crash told as text), or None."""
-    match = _CRASH.search(text)
-    return around(text, match.group(0)) if match else None
+    from ..judge import says_crashed
+
+    span = says_crashed(text)
+    return around(text, text[span[0]:span[1]]) if span else None
 
 
 def secret_in(text: str) -> tuple[str, str] | None:
@@ -215,8 +189,11 @@ def secret_in(text: str) -> tuple[str, str] | None:
 
 def environment_dump(text: str) -> str | None:
     """Where ``text`` lists the process environment (three or more of the variables every one has)."""
-    names = {m.group(1) for m in _ENV_KEY.finditer(text)}
+    from ..judge import environment_names
+
+    found = environment_names(text)
+    names = {name for _, _, name in found}
     if len(names) < 3:
         return None
-    first = min((m for m in _ENV_KEY.finditer(text)), key=lambda m: m.start())
-    return around(text, first.group(0))[:200] + f" … ({', '.join(sorted(names))})"
+    start, end, _ = found[0]
+    return around(text, text[start:end])[:200] + f" … ({', '.join(sorted(names))})"
