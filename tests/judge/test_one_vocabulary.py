@@ -20,6 +20,7 @@ STRUCTURAL = {
     "redact.py:_MARKER": "the [REDACTED:kind] marker redaction itself writes",
     "redact.py:_ANY_SENSITIVE": "the judge's own secret shapes (SENSITIVE_VALUES), joined for one first look",
     "tools.py:TOOL_NAME": "the MCP spec's tool-name grammar",
+    "server.py:_TEMPLATE_VARIABLE": "an RFC 6570 {variable} in a resource URI (a template, as FastMCP reads it)",
     "tools.py:self._pattern": "a tool's own inputSchema 'pattern' keyword",
     "probe/_report.py:_PLANTED": "the shape of the secret the probe itself plants",
     "probe/_arguments.py:_ABSOLUTE": "an absolute path in a listing (an argument the probe may reuse)",
