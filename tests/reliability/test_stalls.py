@@ -304,3 +304,101 @@ def test_a_stalled_database_connection_never_stops_the_replica(at: str, mode: st
                 assert "result" in again and not again["result"].get("isError"), again
         finally:
             proxy.close()
+
+
+# -- every request's statements run off the loop ---------------------------------------------------------------
+
+
+def _handle(http: httpx.Client, url: str, token: str, key: str) -> dict[str, Any]:
+    return rpc(http, url, token, "tools/call", {"name": "incident.handle",
+                                                "arguments": {"incidentId": "INC-1001", "idempotencyKey": key}})
+
+
+def _task_elsewhere(schema: PgSchema) -> str:
+    """A working task of the operator's that a live runner elsewhere holds (a long lease): A runs none of it."""
+    from truecall.auth import Principal
+    from truecall.storage import PostgresDatabase
+    from truecall.tasks import TaskStore
+
+    db = PostgresDatabase(schema.url)
+    try:
+        return TaskStore(db).create(owner=Principal("ops@acme", "acme"), tool="incident.handle",
+                                    runner_id="elsewhere:1:x", lease_s=600).task_id
+    finally:
+        db.close()
+
+
+#: How long a statement waits at most on PostgreSQL (half the lease, and the watchdog's grace: see _deadline).
+WAIT_BOUND_S = LEASE_S / 2 + 0.25
+
+#: A request to A and where its connection stalls: (the patterns, whether the answer stalls, a task of B's
+#: the request names one held elsewhere?, the request).  Each of these statements ran on A's event loop before.
+REQUESTS: dict[str, tuple[tuple[bytes, ...], bool, bool, Any]] = {
+    "desk-incident-lookup": ((b"FROM incidents WHERE",), False, False,
+                             lambda http, a, token, task_id: _handle(http, a.url, token, "lookup")),
+    "desk-key-binding": ((b"idempotency_keys",), False, False,
+                         lambda http, a, token, task_id: _handle(http, a.url, token, "binding")),
+    "desk-task-creation": ((b"INSERT INTO tasks",), True, False,
+                           lambda http, a, token, task_id: _handle(http, a.url, token, "creation")),
+    "tasks-update-write": ((b"FOR UPDATE",), False, True,
+                           lambda http, a, token, task_id: rpc(http, a.url, token, "tasks/update", {
+                               "taskId": task_id, "inputResponses": {"q": {"action": "accept"}}})),
+    "tasks-cancel-elsewhere": ((b"SELECT runner_id, lease_until FROM tasks",), False, True,
+                               lambda http, a, token, task_id: rpc(http, a.url, token, "tasks/cancel",
+                                                                   {"taskId": task_id})),
+}
+
+
+@pytest.mark.parametrize("path", list(REQUESTS))
+def test_a_request_stalled_at_its_statement_leaves_the_replica_serving(path: str, tmp_path: Path) -> None:
+    """Issue 28: the desk's first statements (incident lookup, key binding, task creation) and the task writes of
+    tasks/update and tasks/cancel ran on the event loop: with A's connection stalled there, A's ``/healthz``
+    waited for the wait's bound (~1.75 s).  Now it answers within HEALTH_S, and the request is told of the outage
+    within the bound (a retry-later error, or the tool's ``dependency_unavailable``)."""
+    parts = urlsplit(PG_URL)
+    patterns, on_answer, needs_task, request = REQUESTS[path]
+    with pg_schema() as schema:
+        proxy = TcpProxy((parts.hostname or HOST, parts.port or 5432))
+        try:
+            with _stalled_pair(tmp_path, schema, proxy) as (a, b, token), httpx.Client(timeout=20) as http:
+                task_id = _task_elsewhere(schema) if needs_task else None
+                health = Sampler(f"{a.base}/healthz", 0.02)
+                proxy.stall_at(*patterns, on_answer=on_answer, mode="hold")
+                answered: dict[str, Any] = {}
+
+                def ask() -> None:
+                    with httpx.Client(timeout=30) as own:
+                        answered.update(request(own, a, token, task_id))
+                        answered["at"] = time.monotonic()
+
+                caller = threading.Thread(target=ask, daemon=True)
+                caller.start()
+                wait_until(lambda: proxy.stalled_at is not None or not caller.is_alive(), 15, f"A to reach {path}")
+                assert proxy.stalled_at is not None, answered
+                stalled_at = proxy.stalled_at
+                assert stalled_at is not None
+                health.start()
+                try:
+                    caller.join(LEASE_S * 2)
+                    time.sleep(0.3)  # (a few samples after the answer too)
+                finally:
+                    proxy.release()
+                    health.stop.set()
+                health.join(20)
+                assert not caller.is_alive(), "A's answer never came"
+                waits = [taken for _, taken, _ in health.samples]
+                print(f"{path}: A's /healthz during the stall: max {max(waits) * 1000:.1f} ms over {len(waits)}; "
+                      f"answered {answered['at'] - stalled_at:.2f} s after the stall began: {answered}")
+                assert all(status == 200 for _, _, status in health.samples)
+                assert max(waits) < HEALTH_S, waits
+                # within the bound: the stalled statement's wait, and the answer's audit record's after it
+                assert answered["at"] - stalled_at < 2 * WAIT_BOUND_S + 0.5, answered
+                if "error" in answered:  # the outage, said as one: the caller may retry
+                    assert answered["error"].get("data") == {"retryable": True}, answered
+                    assert answered["error"]["message"].startswith("Service unavailable"), answered
+                else:
+                    result = answered["result"]
+                    assert result.get("isError"), answered
+                    assert result["structuredContent"]["error"]["kind"] == "dependency_unavailable", answered
+        finally:
+            proxy.close()
