@@ -338,7 +338,7 @@ REQUESTS: dict[str, tuple[tuple[bytes, ...], bool, bool, Any]] = {
                              lambda http, a, token, task_id: _handle(http, a.url, token, "lookup")),
     "desk-key-binding": ((b"idempotency_keys",), False, False,
                          lambda http, a, token, task_id: _handle(http, a.url, token, "binding")),
-    "desk-task-creation": ((b"INSERT INTO tasks",), True, False,
+    "desk-task-creation": ((b"INSERT INTO tasks",), False, False,
                            lambda http, a, token, task_id: _handle(http, a.url, token, "creation")),
     "tasks-update-write": ((b"FOR UPDATE",), False, True,
                            lambda http, a, token, task_id: rpc(http, a.url, token, "tasks/update", {
