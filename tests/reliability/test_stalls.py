@@ -24,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import orjson
 import pytest
 
 from http_support import HOST, served
@@ -314,7 +315,7 @@ def _handle(http: httpx.Client, url: str, token: str, key: str) -> dict[str, Any
                                                 "arguments": {"incidentId": "INC-1001", "idempotencyKey": key}})
 
 
-def _task_elsewhere(schema: PgSchema) -> str:
+def _task_elsewhere(schema: PgSchema, *_: Any) -> str:
     """A working task of the operator's that a live runner elsewhere holds (a long lease): A runs none of it."""
     from truecall.auth import Principal
     from truecall.storage import PostgresDatabase
@@ -331,44 +332,75 @@ def _task_elsewhere(schema: PgSchema) -> str:
 #: How long a statement waits at most on PostgreSQL (half the lease, and the watchdog's grace: see _deadline).
 WAIT_BOUND_S = LEASE_S / 2 + 0.25
 
-#: A request to A and where its connection stalls: (the patterns, whether the answer stalls, a task of B's
-#: the request names one held elsewhere?, the request).  Each of these statements ran on A's event loop before.
-REQUESTS: dict[str, tuple[tuple[bytes, ...], bool, bool, Any]] = {
-    "desk-incident-lookup": ((b"FROM incidents WHERE",), False, False,
-                             lambda http, a, token, task_id: _handle(http, a.url, token, "lookup")),
-    "desk-key-binding": ((b"idempotency_keys",), False, False,
-                         lambda http, a, token, task_id: _handle(http, a.url, token, "binding")),
-    "desk-task-creation": ((b"INSERT INTO tasks",), False, False,
-                           lambda http, a, token, task_id: _handle(http, a.url, token, "creation")),
-    "tasks-update-write": ((b"FOR UPDATE",), False, True,
-                           lambda http, a, token, task_id: rpc(http, a.url, token, "tasks/update", {
-                               "taskId": task_id, "inputResponses": {"q": {"action": "accept"}}})),
-    "tasks-cancel-elsewhere": ((b"SELECT runner_id, lease_until FROM tasks",), False, True,
-                               lambda http, a, token, task_id: rpc(http, a.url, token, "tasks/cancel",
-                                                                   {"taskId": task_id})),
+LEGACY = "2025-11-25"
+
+
+def _initialize(http: httpx.Client, url: str, token: str) -> httpx.Response:
+    """A handshake-era ``initialize`` (it opens a session, stored for the other replicas)."""
+    return http.post(url, headers={"authorization": f"Bearer {token}", "content-type": "application/json",
+                                   "accept": "application/json, text/event-stream"},
+                     content=orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                         "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
+
+
+def _session_on_b(schema: PgSchema, http: httpx.Client, b: Any, token: str) -> str:
+    """A session negotiated on B: A finds it in the shared store."""
+    opened = _initialize(http, b.url, token)
+    assert opened.status_code == 200, opened.text
+    return opened.headers["mcp-session-id"]
+
+
+def _ping(http: httpx.Client, url: str, token: str, session_id: str) -> dict[str, Any]:
+    answered = http.post(url, headers={"authorization": f"Bearer {token}", "content-type": "application/json",
+                                       "accept": "application/json, text/event-stream", "mcp-session-id": session_id,
+                                       "mcp-protocol-version": LEGACY},
+                         content=orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+    return {"status": answered.status_code, **orjson.loads(answered.content)}
+
+
+#: A request to A and where its connection stalls: (the patterns, whether the answer stalls, what the request
+#: needs made first (by B or in the store), the request).  Each of these statements ran on A's event loop before.
+REQUESTS: dict[str, tuple[tuple[bytes, ...], bool, Any, Any]] = {
+    "desk-incident-lookup": ((b"FROM incidents WHERE",), False, None,
+                             lambda http, a, token, made: _handle(http, a.url, token, "lookup")),
+    "desk-key-binding": ((b"idempotency_keys",), False, None,
+                         lambda http, a, token, made: _handle(http, a.url, token, "binding")),
+    "desk-task-creation": ((b"INSERT INTO tasks",), False, None,
+                           lambda http, a, token, made: _handle(http, a.url, token, "creation")),
+    "tasks-update-write": ((b"FOR UPDATE",), False, _task_elsewhere,
+                           lambda http, a, token, made: rpc(http, a.url, token, "tasks/update", {
+                               "taskId": made, "inputResponses": {"q": {"action": "accept"}}})),
+    "tasks-cancel-elsewhere": ((b"SELECT runner_id, lease_until FROM tasks",), False, _task_elsewhere,
+                               lambda http, a, token, made: rpc(http, a.url, token, "tasks/cancel", {"taskId": made})),
+    "session-save": ((b"INSERT INTO mcp_sessions",), False, None,
+                     lambda http, a, token, made: (lambda r: {"status": r.status_code, **orjson.loads(r.content)})(
+                         _initialize(http, a.url, token))),
+    "session-load": ((b"FROM mcp_sessions",), False, _session_on_b,
+                     lambda http, a, token, made: _ping(http, a.url, token, made)),
 }
 
 
 @pytest.mark.parametrize("path", list(REQUESTS))
 def test_a_request_stalled_at_its_statement_leaves_the_replica_serving(path: str, tmp_path: Path) -> None:
-    """Issue 28: the desk's first statements (incident lookup, key binding, task creation) and the task writes of
-    tasks/update and tasks/cancel ran on the event loop: with A's connection stalled there, A's ``/healthz``
-    waited for the wait's bound (~1.75 s).  Now it answers within HEALTH_S, and the request is told of the outage
-    within the bound (a retry-later error, or the tool's ``dependency_unavailable``)."""
+    """Issue 28: the desk's first statements (incident lookup, key binding, task creation), the task writes of
+    tasks/update and tasks/cancel, and a handshake-era session's save and load ran on the event loop: with A's
+    connection stalled there, A's ``/healthz`` waited for the wait's bound (~1.75 s).  Now it answers within HEALTH_S, and the request is told of the outage
+    within the bound (a retry-later error — HTTP 503 where the transport refuses —, or the tool's
+    ``dependency_unavailable``)."""
     parts = urlsplit(PG_URL)
-    patterns, on_answer, needs_task, request = REQUESTS[path]
+    patterns, on_answer, make, request = REQUESTS[path]
     with pg_schema() as schema:
         proxy = TcpProxy((parts.hostname or HOST, parts.port or 5432))
         try:
             with _stalled_pair(tmp_path, schema, proxy) as (a, b, token), httpx.Client(timeout=20) as http:
-                task_id = _task_elsewhere(schema) if needs_task else None
+                made = make(schema, http, b, token) if make is not None else None
                 health = Sampler(f"{a.base}/healthz", 0.02)
                 proxy.stall_at(*patterns, on_answer=on_answer, mode="hold")
                 answered: dict[str, Any] = {}
 
                 def ask() -> None:
                     with httpx.Client(timeout=30) as own:
-                        answered.update(request(own, a, token, task_id))
+                        answered.update(request(own, a, token, made))
                         answered["at"] = time.monotonic()
 
                 caller = threading.Thread(target=ask, daemon=True)
@@ -394,6 +426,7 @@ def test_a_request_stalled_at_its_statement_leaves_the_replica_serving(path: str
                 # within the bound: the stalled statement's wait, and the answer's audit record's after it
                 assert answered["at"] - stalled_at < 2 * WAIT_BOUND_S + 0.5, answered
                 if "error" in answered:  # the outage, said as one: the caller may retry
+                    assert answered.get("status", 200) in (200, 503), answered
                     assert answered["error"].get("data") == {"retryable": True}, answered
                     assert answered["error"]["message"].startswith("Service unavailable"), answered
                 else:
