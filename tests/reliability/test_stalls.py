@@ -27,7 +27,7 @@ import httpx
 import orjson
 import pytest
 
-from http_support import HOST, served
+from http_support import HOST, served, sse_messages
 from pg_support import PG_URL, PgSchema, pg_schema, wait_until
 
 from stress.dependency_faults import TcpProxy, _via, _with_schema
@@ -353,16 +353,21 @@ def _session_on_b(schema: PgSchema, http: httpx.Client, b: Any, token: str) -> s
 def _said(answered: httpx.Response) -> dict[str, Any]:
     """The HTTP status and the JSON-RPC message (or the text of an answer that is not one)."""
     try:
-        return _said(answered)
-    except orjson.JSONDecodeError:
+        if answered.headers.get("content-type", "").startswith("text/event-stream"):
+            return {"status": answered.status_code, **sse_messages(answered.content)[-1]}
+        return {"status": answered.status_code, **orjson.loads(answered.content)}
+    except (orjson.JSONDecodeError, IndexError):
         return {"status": answered.status_code, "text": answered.text[:200]}
 
 
-def _ping(http: httpx.Client, url: str, token: str, session_id: str) -> dict[str, Any]:
+def _in_session(http: httpx.Client, url: str, token: str, session_id: str, method: str,
+                params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A request of the handshake era in ``session_id``."""
     answered = http.post(url, headers={"authorization": f"Bearer {token}", "content-type": "application/json",
                                        "accept": "application/json, text/event-stream", "mcp-session-id": session_id,
                                        "mcp-protocol-version": LEGACY},
-                         content=orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "ping"}))
+                         content=orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": method,
+                                               **({"params": params} if params is not None else {})}))
     return _said(answered)
 
 
@@ -383,7 +388,12 @@ REQUESTS: dict[str, tuple[tuple[bytes, ...], bool, Any, Any]] = {
     "session-save": ((b"INSERT INTO mcp_sessions",), False, None,
                      lambda http, a, token, made: _said(_initialize(http, a.url, token))),
     "session-load": ((b"FROM mcp_sessions",), False, _session_on_b,
-                     lambda http, a, token, made: _ping(http, a.url, token, made)),
+                     lambda http, a, token, made: _in_session(http, a.url, token, made, "ping")),
+    # 2025-11-25: a call asked for as a task and answered at once (an unknown incident) gets a finished task
+    "core-task-settled-at-once": ((b"INSERT INTO tasks",), False, _session_on_b,
+                                  lambda http, a, token, made: _in_session(http, a.url, token, made, "tools/call", {
+                                      "name": "incident.handle", "arguments": {"incidentId": "INC-9999"},
+                                      "task": {}})),
 }
 
 

@@ -151,7 +151,7 @@ class TaskMethods:
         except (ClientError, TimeoutError):
             answer = {"action": "cancel"}  # no answer is never consent
         try:
-            self.server.tasks.answer(task_id, {key: answer}, owner=ctx.principal)
+            await self._read(self.server.tasks.answer, task_id, {key: answer}, owner=ctx.principal)
         except NotFound:
             return  # the task ended or expired meanwhile
         self.server.task_runtime.answered(task_id)
@@ -163,13 +163,17 @@ class TaskMethods:
         listed = await self._read(self.server.tasks.list, owner=ctx.principal, limit=1000)
         return {"tasks": [core_task(t) for t in listed]}
 
-    def finished(self, ctx: RequestContext, tool: str, result: dict[str, Any], ttl_ms: int | None) -> Task:
+    async def finished(self, ctx: RequestContext, tool: str, result: dict[str, Any], ttl_ms: int | None) -> Task:
         """2025-11-25: a call asked for as a task but answered at once (invalid arguments, a rate
         limit, a tool that never accepted its work) still gets a task, already finished with that
         result, so that ``tasks/result`` returns exactly what the plain call would have."""
         tasks = self.server.tasks
-        task = tasks.complete(tasks.create(owner=ctx.principal, tool=tool, ttl_ms=ttl_ms,
-                                           request={"tool": tool, "era": "core"}).task_id, result)
+
+        def store() -> Task:  # (off the event loop on a server database)
+            return tasks.complete(tasks.create(owner=ctx.principal, tool=tool, ttl_ms=ttl_ms,
+                                               request={"tool": tool, "era": "core"}).task_id, result)
+
+        task: Task = await self._read(store)
         error = (result.get("structuredContent") or {}).get("error") if result.get("isError") else None
         self.server.events.record("task.completed", tool=tool, tenant=ctx.principal.tenant,
                                   subject=ctx.principal.subject, taskId=task.task_id, settledAtOnce=True,

@@ -423,7 +423,7 @@ class Engine:
             raise MethodNotFound("Task augmentation required for this tool") from None
         if task_mode == "core" and not isinstance(result, Task):
             # Asked for a task, answered at once: still a CreateTaskResult, of a task already finished.
-            result = self._tasks.finished(ctx, name, result.to_dict(), ttl_ms)
+            result = await self._tasks.finished(ctx, name, result.to_dict(), ttl_ms)
         if isinstance(result, Task):
             return ext_task(result) | {"resultType": "task"} if task_mode == "ext" else {"task": core_task(result)}
         return result.to_dict()

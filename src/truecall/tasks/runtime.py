@@ -322,22 +322,24 @@ class TaskRuntime:
     # -- input while running ----------------------------------------------------------
 
     async def ask(self, task_id: str, key: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Put one question into the task and wait for its answer (``tasks/update``)."""
+        """Put one question into the task and wait for its answer (``tasks/update``).  The store's work runs
+        off the event loop on a server database (see ``storage.off_loop``)."""
+        db = self.store.db
         event = self._wakeups.setdefault(task_id, asyncio.Event())
-        self.store.ask(task_id, {key: request}, epoch=self.epochs.get(task_id))
+        await off_loop_result(db, self.store.ask, task_id, {key: request}, epoch=self.epochs.get(task_id))
         self._changed(task_id)
         while True:
-            task = self.store.get(task_id)
+            event.clear()  # (before the read: an answer stored while it runs wakes the wait below)
+            task = await off_loop_result(db, self.store.get, task_id)
             answer: dict[str, Any] | None = (task.responses or {}).get(key)
             if answer is not None:
                 # The runner has it now: the store keeps that the key was answered, not what was said.
-                self.store.scrub_response(task_id, key)
+                await off_loop_result(db, self.store.scrub_response, task_id, key)
                 if task.status is TaskStatus.WORKING:
                     self._changed(task_id)
                 return answer
             if task.terminal:
                 raise asyncio.CancelledError()
-            event.clear()
             try:
                 await asyncio.wait_for(event.wait(), timeout=self.poll_s)  # answers may come via another process
             except TimeoutError:
