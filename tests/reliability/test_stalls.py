@@ -168,6 +168,59 @@ def test_an_audit_commit_that_waits_on_postgresql_leaves_the_loop_turning() -> N
             db.close()
 
 
+def test_a_task_question_that_waits_on_postgresql_leaves_the_loop_turning() -> None:
+    """A running task's question (``TaskRuntime.ask``: the task goes ``input_required``) was written on the
+    event loop: with its connection stalled, nothing else of the process ran until the wait's bound.  Now the
+    loop turns meanwhile and the question fails as the outage within the bound."""
+    import asyncio
+
+    from truecall.auth import Principal
+    from truecall.storage import PostgresDatabase
+    from truecall.tasks import TaskStore
+    from truecall.tasks.runtime import TaskRuntime
+
+    parts = urlsplit(PG_URL)
+    with pg_schema() as schema:
+        proxy = TcpProxy((parts.hostname or HOST, parts.port or 5432))
+        db = PostgresDatabase(_with_schema(_via(PG_URL, proxy.port), schema.name))
+        rescue = threading.Timer(10, proxy.release)  # (the old code waited for this: the test still ends)
+        try:
+            db.bound_waits(600)
+            runtime = TaskRuntime(TaskStore(db))
+            task = runtime.store.create(owner=Principal("ops@acme", "acme"), tool="t", runner_id=runtime.runner_id)
+            runtime.epochs[task.task_id] = task.lease_epoch
+            turns = 0
+
+            async def ticker(stop: asyncio.Event) -> None:
+                nonlocal turns
+                while not stop.is_set():
+                    turns += 1
+                    await asyncio.sleep(0.01)
+
+            async def scenario() -> None:
+                stop = asyncio.Event()
+                ticking = asyncio.create_task(ticker(stop))
+                await asyncio.sleep(0.05)
+                proxy.stall_at(b"FOR UPDATE", mode="hold")
+                rescue.start()
+                began, before = time.monotonic(), turns
+                with pytest.raises(Exception) as refused:
+                    await runtime.ask(task.task_id, "q", {"method": "elicitation/create"})
+                waited, turned = time.monotonic() - began, turns - before
+                stop.set()
+                await ticking
+                assert db.unavailable(refused.value) is not None, refused.value
+                assert waited < 0.6 + 0.25 + 1.0, waited  # the wait's bound (and the grace)
+                assert turned >= 20, turned  # ~one a 10 ms while the question waited (a handful when it blocked)
+
+            asyncio.run(scenario())
+        finally:
+            rescue.cancel()
+            proxy.release()
+            db.close()
+            proxy.close()
+
+
 def _answers(db: Any) -> bool:
     try:
         db.execute("SELECT 1")
