@@ -221,6 +221,75 @@ def test_a_task_question_that_waits_on_postgresql_leaves_the_loop_turning() -> N
             proxy.close()
 
 
+def test_the_audit_outage_probe_that_waits_on_postgresql_leaves_the_loop_turning() -> None:
+    """While the trail cannot be written (the database full: calls refused), a probe retries the held records
+    every PROBE_S; it wrote them on the event loop, so a connection that stalled meanwhile stopped the process
+    for the wait's bound at every probe.  Now the probe's write waits in the audit's writer thread, and the
+    outage ends once the records go through."""
+    import asyncio
+
+    from truecall.audit import PROBE_S, AuditLog
+    from truecall.storage import PostgresDatabase
+
+    class DiskFull(Exception):
+        sqlstate = "53100"  # PostgreSQL's disk_full
+
+    parts = urlsplit(PG_URL)
+    with pg_schema() as schema:
+        proxy = TcpProxy((parts.hostname or HOST, parts.port or 5432))
+        db = PostgresDatabase(_with_schema(_via(PG_URL, proxy.port), schema.name))
+        log = AuditLog(db, key=b"k" * 32)
+        rescue = threading.Timer(10, proxy.release)  # (the old code waited for this: the test still ends)
+        full = {"on": True}
+        write = log._write
+
+        def written(batch: Any) -> None:
+            if full["on"]:
+                raise DiskFull("could not extend file")
+            write(batch)
+
+        log._write = written  # type: ignore[method-assign]
+        try:
+            db.bound_waits(600)
+
+            async def scenario() -> None:
+                log.defer(asyncio.get_running_loop())
+
+                async def request() -> None:
+                    log.begin()
+                    log.record("tool.called", tool="t", outcome="ok", requestId="r1")
+                    await log.durable()
+
+                with pytest.raises(DiskFull):
+                    await asyncio.create_task(request())
+                assert log.unwritable is not None  # refused from now on; a probe retries the held record
+                full["on"] = False
+                proxy.stall_at(b"INSERT INTO audit_events", mode="hold")
+                rescue.start()
+                ticks = [time.monotonic()]
+                while time.monotonic() - ticks[0] < PROBE_S + 1.5:  # a probe or two meet the stall
+                    await asyncio.sleep(0.01)
+                    ticks.append(time.monotonic())
+                assert proxy.stalled_at is not None  # a probe did try
+                gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+                assert max(gaps) < HEALTH_S, max(gaps)  # (a probe on the loop held it ~0.85 s)
+                proxy.release()
+                for _ in range(1000):
+                    if log.unwritable is None:
+                        break
+                    await asyncio.sleep(0.01)
+                assert log.unwritable is None  # the held record went through: served again
+
+            asyncio.run(scenario())
+            assert [r.fields["requestId"] for r in log.query(kind="tool.called")] == ["r1"]
+        finally:
+            rescue.cancel()
+            proxy.release()
+            log.flush()
+            db.close()
+            proxy.close()
+
+
 def _answers(db: Any) -> bool:
     try:
         db.execute("SELECT 1")
