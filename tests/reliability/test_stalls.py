@@ -511,6 +511,15 @@ REQUESTS: dict[str, tuple[tuple[bytes, ...], bool, Any, Any]] = {
                      lambda http, a, token, made: _said(_initialize(http, a.url, token))),
     "session-load": ((b"FROM mcp_sessions",), False, _session_on_b,
                      lambda http, a, token, made: _in_session(http, a.url, token, made, "ping")),
+    "desk-search": ((b"FROM incidents WHERE",), False, None,
+                    lambda http, a, token, made: rpc(http, a.url, token, "tools/call", {
+                        "name": "incident.search", "arguments": {"service": "payments"}})),
+    "desk-reconcile": ((b"FROM tasks",), False, None,
+                       lambda http, a, token, made: rpc(http, a.url, token, "tools/call", {
+                           "name": "incident.reconcile", "arguments": {}})),
+    "desk-incident-resource": ((b"FROM incidents WHERE",), False, None,
+                               lambda http, a, token, made: rpc(http, a.url, token, "resources/read", {
+                                   "uri": "incident://acme/INC-1001"})),
     # 2025-11-25: a call asked for as a task and answered at once (an unknown incident) gets a finished task
     "core-task-settled-at-once": ((b"INSERT INTO tasks",), False, _session_on_b,
                                   lambda http, a, token, made: _in_session(http, a.url, token, made, "tools/call", {
@@ -521,7 +530,8 @@ REQUESTS: dict[str, tuple[tuple[bytes, ...], bool, Any, Any]] = {
 
 @pytest.mark.parametrize("path", list(REQUESTS))
 def test_a_request_stalled_at_its_statement_leaves_the_replica_serving(path: str, tmp_path: Path) -> None:
-    """Issue 28: the desk's first statements (incident lookup, key binding, task creation), the task writes of
+    """Issue 28: the desk's statements (incident.handle's first ones — lookup, key binding, task creation —,
+    incident.search, incident.reconcile, the incident resource), the task writes of
     tasks/update and tasks/cancel, and a handshake-era session's save and load ran on the event loop: with A's
     connection stalled there, A's ``/healthz`` waited for the wait's bound (~1.75 s).  Now it answers within HEALTH_S, and the request is told of the outage
     within the bound (a retry-later error — HTTP 503 where the transport refuses —, or the tool's
