@@ -14,13 +14,15 @@ proxy is ``stress/dependency_faults.py``'s :class:`TcpProxy` taught to stall.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import signal
 import socket
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import urlsplit
 
 import httpx
@@ -83,6 +85,28 @@ def test_a_request_written_during_a_pause_is_answered_after_it(tmp_path: Path) -
 # -- a database connection that stalls --------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _through_proxy(bound_ms: float) -> Iterator[tuple[Any, TcpProxy, threading.Timer]]:
+    """A ``PostgresDatabase`` in a fresh schema, reached through a :class:`TcpProxy`, its waits bounded to
+    ``bound_ms``; and a timer, started with the stall, that releases the proxy after 10 s (so that a run of
+    the old code, which waited for the stall's end, still ends)."""
+    from truecall.storage import PostgresDatabase
+
+    parts = urlsplit(PG_URL)
+    with pg_schema() as schema:
+        proxy = TcpProxy((parts.hostname or HOST, parts.port or 5432))
+        db = PostgresDatabase(_with_schema(_via(PG_URL, proxy.port), schema.name))
+        rescue = threading.Timer(10, proxy.release)
+        try:
+            db.bound_waits(bound_ms)
+            yield db, proxy, rescue
+        finally:
+            rescue.cancel()
+            proxy.release()
+            db.close()
+            proxy.close()
+
+
 @pytest.mark.parametrize("mode", ["hold", "drop"])
 def test_a_statement_whose_answer_never_comes_fails_within_the_bound(mode: str) -> None:
     """``statement_timeout`` is the server's: with the answer held (or dropped) on the way, nothing ended the
@@ -90,37 +114,32 @@ def test_a_statement_whose_answer_never_comes_fails_within_the_bound(mode: str) 
     refusal), the statement fails as an outage, and the database serves again once the network does."""
     import psycopg
 
-    from truecall.storage import PostgresDatabase, unavailable
+    from truecall.storage import unavailable
 
-    parts = urlsplit(PG_URL)
-    with pg_schema() as schema:
-        proxy = TcpProxy((parts.hostname or HOST, parts.port or 5432))
-        db = PostgresDatabase(_with_schema(_via(PG_URL, proxy.port), schema.name))
-        rescue = threading.Timer(10, proxy.release)  # (the old code waited for this: the test still ends)
-        try:
-            db.bound_waits(500)
-            db.execute("CREATE TABLE t (x BIGINT)")
-            proxy.stall_at(b"INSERT INTO t", on_answer=True, mode=mode)
-            rescue.start()
-            began = time.monotonic()
-            with pytest.raises(psycopg.OperationalError) as caught:
-                db.execute("INSERT INTO t VALUES (1)")
-            assert time.monotonic() - began < 0.5 + 0.25 + 0.5, time.monotonic() - began  # bound, grace, slack
-            assert unavailable(caught.value) is not None
-            proxy.release()
-            wait_until(lambda: _answers(db), 10, "the database to answer again")
-        finally:
-            rescue.cancel()
-            db.close()
-            proxy.close()
+    with _through_proxy(500) as (db, proxy, rescue):
+        db.execute("CREATE TABLE t (x BIGINT)")
+        proxy.stall_at(b"INSERT INTO t", on_answer=True, mode=mode)
+        rescue.start()
+        began = time.monotonic()
+        with pytest.raises(psycopg.OperationalError) as caught:
+            db.execute("INSERT INTO t VALUES (1)")
+        assert time.monotonic() - began < 0.5 + 0.25 + 0.5, time.monotonic() - began  # bound, grace, slack
+        assert unavailable(caught.value) is not None
+        proxy.release()
+        wait_until(lambda: _answers(db), 10, "the database to answer again")
+
+
+async def _count_turns(turns: list[int], stop: asyncio.Event) -> None:
+    """``turns[0] += 1`` each 10 ms the event loop is free, until ``stop``: how much it turned meanwhile."""
+    while not stop.is_set():
+        turns[0] += 1
+        await asyncio.sleep(0.01)
 
 
 def test_an_audit_commit_that_waits_on_postgresql_leaves_the_loop_turning() -> None:
     """The audit trail's commit (the record behind an answer) ran on the event loop: while PostgreSQL kept it
     waiting, nothing else of the process ran.  Now it waits in the audit's writer thread: the loop turns, the
     answer behind the record is refused when the wait ends (bounded), and the record is written once it can."""
-    import asyncio
-
     from truecall.audit import AuditLog
     from truecall.storage import PostgresDatabase
 
@@ -128,18 +147,12 @@ def test_an_audit_commit_that_waits_on_postgresql_leaves_the_loop_turning() -> N
         db = PostgresDatabase(schema.url)
         db.bound_waits(600)
         log = AuditLog(db, key=b"k" * 32)
-        turns = 0
-
-        async def ticker(stop: asyncio.Event) -> None:
-            nonlocal turns
-            while not stop.is_set():
-                turns += 1
-                await asyncio.sleep(0.01)
+        turns = [0]
 
         async def scenario() -> None:
             log.defer(asyncio.get_running_loop())
             stop = asyncio.Event()
-            ticking = asyncio.create_task(ticker(stop))
+            ticking = asyncio.create_task(_count_turns(turns, stop))
             with Truth("postgresql", schema).locked("audit_events"):
                 log.begin()
                 log.record("tool.called", tool="t", outcome="ok", requestId="r1")
@@ -151,7 +164,7 @@ def test_an_audit_commit_that_waits_on_postgresql_leaves_the_loop_turning() -> N
             await ticking
             assert db.unavailable(refused.value) is not None, refused.value
             assert 0.5 < waited < 0.6 + 0.25 + 1.0, waited  # the lock wait's bound (and the grace)
-            assert turns >= 20, turns  # ~one a 10 ms while the commit waited (none when it blocked the loop)
+            assert turns[0] >= 20, turns  # ~one a 10 ms while the commit waited (none when it blocked the loop)
 
             async def next_request() -> None:  # (its own task, as the engine runs each request)
                 log.begin()
@@ -172,53 +185,33 @@ def test_a_task_question_that_waits_on_postgresql_leaves_the_loop_turning() -> N
     """A running task's question (``TaskRuntime.ask``: the task goes ``input_required``) was written on the
     event loop: with its connection stalled, nothing else of the process ran until the wait's bound.  Now the
     loop turns meanwhile and the question fails as the outage within the bound."""
-    import asyncio
-
     from truecall.auth import Principal
-    from truecall.storage import PostgresDatabase
     from truecall.tasks import TaskStore
     from truecall.tasks.runtime import TaskRuntime
 
-    parts = urlsplit(PG_URL)
-    with pg_schema() as schema:
-        proxy = TcpProxy((parts.hostname or HOST, parts.port or 5432))
-        db = PostgresDatabase(_with_schema(_via(PG_URL, proxy.port), schema.name))
-        rescue = threading.Timer(10, proxy.release)  # (the old code waited for this: the test still ends)
-        try:
-            db.bound_waits(600)
-            runtime = TaskRuntime(TaskStore(db))
-            task = runtime.store.create(owner=Principal("ops@acme", "acme"), tool="t", runner_id=runtime.runner_id)
-            runtime.epochs[task.task_id] = task.lease_epoch
-            turns = 0
+    with _through_proxy(600) as (db, proxy, rescue):
+        runtime = TaskRuntime(TaskStore(db))
+        task = runtime.store.create(owner=Principal("ops@acme", "acme"), tool="t", runner_id=runtime.runner_id)
+        runtime.epochs[task.task_id] = task.lease_epoch
+        turns = [0]
 
-            async def ticker(stop: asyncio.Event) -> None:
-                nonlocal turns
-                while not stop.is_set():
-                    turns += 1
-                    await asyncio.sleep(0.01)
+        async def scenario() -> None:
+            stop = asyncio.Event()
+            ticking = asyncio.create_task(_count_turns(turns, stop))
+            await asyncio.sleep(0.05)
+            proxy.stall_at(b"FOR UPDATE", mode="hold")
+            rescue.start()
+            began, before = time.monotonic(), turns[0]
+            with pytest.raises(Exception) as refused:
+                await runtime.ask(task.task_id, "q", {"method": "elicitation/create"})
+            waited, turned = time.monotonic() - began, turns[0] - before
+            stop.set()
+            await ticking
+            assert db.unavailable(refused.value) is not None, refused.value
+            assert waited < 0.6 + 0.25 + 1.0, waited  # the wait's bound (and the grace)
+            assert turned >= 20, turned  # ~one a 10 ms while the question waited (none when it blocked)
 
-            async def scenario() -> None:
-                stop = asyncio.Event()
-                ticking = asyncio.create_task(ticker(stop))
-                await asyncio.sleep(0.05)
-                proxy.stall_at(b"FOR UPDATE", mode="hold")
-                rescue.start()
-                began, before = time.monotonic(), turns
-                with pytest.raises(Exception) as refused:
-                    await runtime.ask(task.task_id, "q", {"method": "elicitation/create"})
-                waited, turned = time.monotonic() - began, turns - before
-                stop.set()
-                await ticking
-                assert db.unavailable(refused.value) is not None, refused.value
-                assert waited < 0.6 + 0.25 + 1.0, waited  # the wait's bound (and the grace)
-                assert turned >= 20, turned  # ~one a 10 ms while the question waited (a handful when it blocked)
-
-            asyncio.run(scenario())
-        finally:
-            rescue.cancel()
-            proxy.release()
-            db.close()
-            proxy.close()
+        asyncio.run(scenario())
 
 
 def test_the_audit_outage_probe_that_waits_on_postgresql_leaves_the_loop_turning() -> None:
@@ -226,20 +219,13 @@ def test_the_audit_outage_probe_that_waits_on_postgresql_leaves_the_loop_turning
     every PROBE_S; it wrote them on the event loop, so a connection that stalled meanwhile stopped the process
     for the wait's bound at every probe.  Now the probe's write waits in the audit's writer thread, and the
     outage ends once the records go through."""
-    import asyncio
-
     from truecall.audit import PROBE_S, AuditLog
-    from truecall.storage import PostgresDatabase
 
     class DiskFull(Exception):
         sqlstate = "53100"  # PostgreSQL's disk_full
 
-    parts = urlsplit(PG_URL)
-    with pg_schema() as schema:
-        proxy = TcpProxy((parts.hostname or HOST, parts.port or 5432))
-        db = PostgresDatabase(_with_schema(_via(PG_URL, proxy.port), schema.name))
+    with _through_proxy(600) as (db, proxy, rescue):
         log = AuditLog(db, key=b"k" * 32)
-        rescue = threading.Timer(10, proxy.release)  # (the old code waited for this: the test still ends)
         full = {"on": True}
         write = log._write
 
@@ -249,45 +235,40 @@ def test_the_audit_outage_probe_that_waits_on_postgresql_leaves_the_loop_turning
             write(batch)
 
         log._write = written  # type: ignore[method-assign]
+
+        async def scenario() -> None:
+            log.defer(asyncio.get_running_loop())
+
+            async def request() -> None:
+                log.begin()
+                log.record("tool.called", tool="t", outcome="ok", requestId="r1")
+                await log.durable()
+
+            with pytest.raises(DiskFull):
+                await asyncio.create_task(request())
+            assert log.unwritable is not None  # refused from now on; a probe retries the held record
+            full["on"] = False
+            proxy.stall_at(b"INSERT INTO audit_events", mode="hold")
+            rescue.start()
+            ticks = [time.monotonic()]
+            while time.monotonic() - ticks[0] < PROBE_S + 1.5:  # a probe or two meet the stall
+                await asyncio.sleep(0.01)
+                ticks.append(time.monotonic())
+            assert proxy.stalled_at is not None  # a probe did try
+            gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+            assert max(gaps) < HEALTH_S, max(gaps)  # (a probe on the loop held it ~0.85 s)
+            proxy.release()
+            for _ in range(1000):
+                if log.unwritable is None:
+                    break
+                await asyncio.sleep(0.01)
+            assert log.unwritable is None  # the held record went through: served again
+
         try:
-            db.bound_waits(600)
-
-            async def scenario() -> None:
-                log.defer(asyncio.get_running_loop())
-
-                async def request() -> None:
-                    log.begin()
-                    log.record("tool.called", tool="t", outcome="ok", requestId="r1")
-                    await log.durable()
-
-                with pytest.raises(DiskFull):
-                    await asyncio.create_task(request())
-                assert log.unwritable is not None  # refused from now on; a probe retries the held record
-                full["on"] = False
-                proxy.stall_at(b"INSERT INTO audit_events", mode="hold")
-                rescue.start()
-                ticks = [time.monotonic()]
-                while time.monotonic() - ticks[0] < PROBE_S + 1.5:  # a probe or two meet the stall
-                    await asyncio.sleep(0.01)
-                    ticks.append(time.monotonic())
-                assert proxy.stalled_at is not None  # a probe did try
-                gaps = [b - a for a, b in zip(ticks, ticks[1:])]
-                assert max(gaps) < HEALTH_S, max(gaps)  # (a probe on the loop held it ~0.85 s)
-                proxy.release()
-                for _ in range(1000):
-                    if log.unwritable is None:
-                        break
-                    await asyncio.sleep(0.01)
-                assert log.unwritable is None  # the held record went through: served again
-
             asyncio.run(scenario())
             assert [r.fields["requestId"] for r in log.query(kind="tool.called")] == ["r1"]
         finally:
-            rescue.cancel()
-            proxy.release()
             log.flush()
-            db.close()
-            proxy.close()
 
 
 def _answers(db: Any) -> bool:
