@@ -432,6 +432,16 @@ def _task_elsewhere(schema: PgSchema, *_: Any) -> str:
         db.close()
 
 
+_ESCALATE = {"name": "incident.escalate", "arguments": {"incidentId": "INC-1001"}}
+
+
+def _state_from_b(schema: PgSchema, http: httpx.Client, b: Any, token: str) -> str:
+    """The ``requestState`` of a round B ended with a question (``input_required``): A may take the retry."""
+    asked = rpc(http, b.url, token, "tools/call", _ESCALATE)
+    assert asked["result"]["resultType"] == "input_required", asked
+    return str(asked["result"]["requestState"])
+
+
 #: How long a statement waits at most on PostgreSQL (half the lease, and the watchdog's grace: see _deadline).
 WAIT_BOUND_S = LEASE_S / 2 + 0.25
 
@@ -501,6 +511,10 @@ REQUESTS: dict[str, tuple[tuple[bytes, ...], bool, Any, Any]] = {
     "desk-incident-resource": ((b"FROM incidents WHERE",), False, None,
                                lambda http, a, token, made: rpc(http, a.url, token, "resources/read", {
                                    "uri": "incident://acme/INC-1001"})),
+    "request-state-use": ((b"INSERT INTO used_request_states",), False, _state_from_b,
+                          lambda http, a, token, made: rpc(http, a.url, token, "tools/call", {
+                              **_ESCALATE, "requestState": made,
+                              "inputResponses": {"escalation": {"action": "decline"}}})),
     # 2025-11-25: a call asked for as a task and answered at once (an unknown incident) gets a finished task
     "core-task-settled-at-once": ((b"INSERT INTO tasks",), False, _session_on_b,
                                   lambda http, a, token, made: _in_session(http, a.url, token, made, "tools/call", {
@@ -512,10 +526,11 @@ REQUESTS: dict[str, tuple[tuple[bytes, ...], bool, Any, Any]] = {
 @pytest.mark.parametrize("path", list(REQUESTS))
 def test_a_request_stalled_at_its_statement_leaves_the_replica_serving(path: str, tmp_path: Path) -> None:
     """Issue 28: the desk's statements (incident.handle's first ones — lookup, key binding, task creation —,
-    incident.search, incident.reconcile, the incident resource), the task writes of
-    tasks/update and tasks/cancel, and a handshake-era session's save and load ran on the event loop: with A's
-    connection stalled there, A's ``/healthz`` waited for the wait's bound (~1.75 s).  Now it answers within HEALTH_S, and the request is told of the outage
-    within the bound (a retry-later error — HTTP 503 where the transport refuses —, or the tool's
+    incident.search, incident.reconcile, the incident resource), the task writes of tasks/update and
+    tasks/cancel, a handshake-era session's save and load, a 2025-11-25 call's finished task and the use of a
+    retry's requestState ran on the event loop: with A's connection stalled there, A's ``/healthz`` waited for
+    the wait's bound (~1.75 s).  Now it answers within HEALTH_S, and the request is told of the outage within
+    the bound (a retry-later error — HTTP 503 where the transport refuses —, or the tool's
     ``dependency_unavailable``)."""
     parts = urlsplit(PG_URL)
     patterns, on_answer, make, request = REQUESTS[path]
