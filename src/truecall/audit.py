@@ -444,6 +444,11 @@ class AuditLog:
     def _probe(self) -> None:
         """Retry the held records; the first write that goes through ends the outage."""
         self._probe_handle = None
+        if (self._pending or self._dropped) and self.db.pooled and self._journal_dir is None and self._loop is not None:
+            self._flush_soon()  # in the writer thread: its end recovers the trail, or the next probe is due
+            if self._writing is not None:
+                self._writing.add_done_callback(self._probe_again)
+            return
         if self._pending or self._dropped:
             self._flush()  # on failure, _outage schedules the next probe
         if self._pending or self._dropped:
@@ -452,6 +457,11 @@ class AuditLog:
             return
         if self.unwritable is not None:
             self._recovered()
+
+    def _probe_again(self, _: object = None) -> None:
+        """A probe's write ended and the trail is still unwritable (whatever failed): the next one is due."""
+        if self.unwritable is not None and self._probe_handle is None and self._loop is not None:
+            self._probe_handle = self._loop.call_later(PROBE_S, self._probe)
 
     def _recovered(self) -> None:
         """The held records are written: calls are served again, and the trail says how many were not."""

@@ -147,12 +147,16 @@ def _run_the_accident(server: Any, rng: random.Random, RUNS: int) -> FaultRuns:
         mid_reconciles = 0
         while len(runs) < RUNS:
             batch = []
+            fresh: dict[str, dict[str, Any]] = {}
             for _ in range(min(BATCH, RUNS - len(runs))):
                 args, how = arguments_for_run()
                 if how == "new_key":
-                    bound[args["idempotencyKey"]] = dict(args)
+                    fresh[args["idempotencyKey"]] = dict(args)
                 batch.append((args, how))
             done = await asyncio.gather(*(one(a, h) for a, h in batch))
+            # A key is reused only by a later batch: within one the calls run at once (their statements off the
+            # loop, on a server database), and which of two first uses of a key binds it is theirs to decide.
+            bound.update(fresh)
             runs.extend(done)
             for run in done:  # generated keys become reusable too
                 sc = (run["result"].get("structuredContent") or {})

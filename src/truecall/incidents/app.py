@@ -12,7 +12,7 @@ import orjson
 
 from truecall import (ErrorKind, Principal, Server, SettingError, StaticTokens, ToolContext, ToolError, ToolResult,
                       resource_link, text, tool_error)
-from truecall.storage import ENV_DB, default_path
+from truecall.storage import ENV_DB, default_path, off_loop_result
 from truecall.texts import current_locale, say
 
 from .faults import FaultPlan
@@ -159,6 +159,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
     server.demo_credentials = tokens is None
     incidents = IncidentStore(server.db)
     tickets = TicketStore(server.db)
+    desk_db = server.db  # (these tools' statements run off the event loop on a server database: storage.off_loop)
     server.events.history.append(tickets.forget_history)  # with the trail's retention age
 
     def upstream_event(kind: str, fields: dict[str, Any]) -> None:
@@ -176,8 +177,8 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         annotations={"readOnlyHint": True, "openWorldHint": False},
         scopes={READ},
     )
-    def incident_search(ctx: ToolContext, service: str, includeLinks: bool = False) -> ToolResult:
-        found = incidents.search(ctx.tenant, service)
+    async def incident_search(ctx: ToolContext, service: str, includeLinks: bool = False) -> ToolResult:
+        found = await off_loop_result(desk_db, incidents.search, ctx.tenant, service)
         content = [text(say("desk.search.summary", locale, count=len(found), service=service))]
         if includeLinks:
             content += [
@@ -201,7 +202,7 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         forms=[("Escalate INC-1001 (now P2)? Choose the new severity and give a reason.", ESCALATE_FORM)],
     )
     async def incident_escalate(ctx: ToolContext, incidentId: str) -> ToolResult:
-        found = incidents.get(ctx.tenant, incidentId)
+        found = await off_loop_result(desk_db, incidents.get, ctx.tenant, incidentId)
         if found is None:  # another tenant's incident reads exactly like a missing one
             raise ToolError("no such incident for this tenant", field="incidentId")
         # Only fixed text and the incident's id and severity go into the question: free text
@@ -212,8 +213,8 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         if not answer.accepted:
             return tool_error(ErrorKind.DECLINED, f"the user did not accept ({answer.action.value}); "
                               f"{found.incident_id} is unchanged", incidentId=found.incident_id)
-        updated = incidents.escalate(ctx.tenant, found.incident_id, answer.content["severity"],
-                                     answer.content["reason"], ctx.principal.subject)
+        updated = await off_loop_result(desk_db, incidents.escalate, ctx.tenant, found.incident_id,
+                                        answer.content["severity"], answer.content["reason"], ctx.principal.subject)
         assert updated is not None
         return ToolResult(
             [text(f"{updated.incident_id} escalated from {found.severity} to {updated.severity}"),
@@ -256,10 +257,10 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
                      "openWorldHint": False},
         scopes={WRITE},
     )
-    def incident_reconcile(ctx: ToolContext, taskId: str | None = None) -> ToolResult:
+    async def incident_reconcile(ctx: ToolContext, taskId: str | None = None) -> ToolResult:
         try:
-            report = reconcile(server.tasks, tickets, owner=ctx.principal, task_id=taskId,
-                               settled_by=f"incident.reconcile:{ctx.principal.subject}")
+            report = await off_loop_result(desk_db, reconcile, server.tasks, tickets, owner=ctx.principal,
+                                           task_id=taskId, settled_by=f"incident.reconcile:{ctx.principal.subject}")
         except LookupError:  # another owner's task reads exactly like an unknown one
             raise ToolError(f"no task {taskId} of yours", field="taskId") from None
         for s in report.settled:
@@ -282,10 +283,10 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         mime_type="application/json",
         scopes={READ},
     )
-    def read_ticket(tenant: str, ticket_id: str, ctx: ToolContext) -> str | None:
+    async def read_ticket(tenant: str, ticket_id: str, ctx: ToolContext) -> str | None:
         if tenant != ctx.tenant:  # another tenant's ticket reads exactly like a missing one
             return None
-        found = tickets.ticket(ctx.tenant, ticket_id)
+        found = await off_loop_result(desk_db, tickets.ticket, ctx.tenant, ticket_id)
         return None if found is None else orjson.dumps(found.to_dict()).decode()
 
     @server.resource_template(
@@ -296,10 +297,10 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         mime_type="application/json",
         scopes={READ},
     )
-    def read_incident(tenant: str, incident_id: str, ctx: ToolContext) -> str | None:
+    async def read_incident(tenant: str, incident_id: str, ctx: ToolContext) -> str | None:
         if tenant != ctx.tenant:  # another tenant's incident reads exactly like a missing one
             return None
-        found = incidents.get(ctx.tenant, incident_id)
+        found = await off_loop_result(desk_db, incidents.get, ctx.tenant, incident_id)
         return None if found is None else orjson.dumps(found.to_dict()).decode()
 
     @server.prompt(

@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from truecall import ErrorKind, LeaseLost, ToolResult, resource_link, text, tool_error
 from truecall.redact import redact_text
-from truecall.storage import Storage, off_loop, unavailable
+from truecall.storage import Storage, off_loop, off_loop_result, unavailable
 
 from .dispatch_state import DispatchState
 from .tickets import KeyConflict, Ticket, TicketStore
@@ -132,14 +132,16 @@ class Handler:
     async def __call__(self, ctx: Any, incidentId: str, idempotencyKey: str | None = None,
                        note: str | None = None) -> ToolResult:
         tenant = ctx.tenant
-        found = self.incidents.get(tenant, incidentId)
-        if found is None:  # another tenant's incident reads exactly like a missing one
-            return tool_error(ErrorKind.INVALID_INPUT, "no such incident for this tenant", field="incidentId")
         key = idempotencyKey or new_key()
         started = time.time()
 
         try:
-            self.tickets.bind_key(tenant, key, incidentId, note)
+            # The first statements too run off the event loop (a server database): one that stops answering
+            # holds up this call, which ends as the outage once the wait's bound passes, not the process.
+            found = await off_loop_result(self.incidents.db, self.incidents.get, tenant, incidentId)
+            if found is None:  # another tenant's incident reads exactly like a missing one
+                return tool_error(ErrorKind.INVALID_INPUT, "no such incident for this tenant", field="incidentId")
+            await off_loop_result(self.tickets.db, self.tickets.bind_key, tenant, key, incidentId, note)
             task = await ctx.accept_as_task(f"ticket requested for {incidentId}; accepted, not done yet")
         except KeyConflict:
             return tool_error(ErrorKind.INVALID_INPUT, "this idempotencyKey was already used with other arguments "
@@ -212,8 +214,8 @@ class Handler:
             return unknown_result(incident_id, key, dispatch_id, "the ticket exists but its notification is missing")
         ms = round(self.timeout_s * 1000)
         if state is DispatchState.ABANDONED:
-            found = self.tickets.dispatch(tenant, dispatch_id)
-            detail = found.detail if found is not None and found.detail else "withdrawn"
+            withdrawn, _ = await off_loop(self.tickets.db, self.tickets.dispatch, tenant, dispatch_id)
+            detail = withdrawn.detail if withdrawn is not None and withdrawn.detail else "withdrawn"
             return unavailable_result(incident_id, key, dispatch_id,
                                       f"the upstream did not complete the job within {ms} ms and it was withdrawn "
                                       f"before anything was written ({detail})")

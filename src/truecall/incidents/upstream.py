@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from truecall import LeaseLost
-from truecall.storage import off_loop
+from truecall.storage import off_loop_result
 
 from .dispatch_state import InvalidDispatchTransition
 from .faults import Fault, FaultPlan
@@ -173,7 +173,7 @@ class Upstream:
         if fault is not None and name == "hang" and fault.at == "before_claim":
             await asyncio.Event().wait()
         try:
-            token = await _off_loop(self.tickets.db, self.tickets.claim, job.tenant, job.dispatch_id,
+            token = await off_loop_result(self.tickets.db, self.tickets.claim, job.tenant, job.dispatch_id,
                                     self.claim_lease_s, fence=job.fence)
         except LeaseLost:
             return self._lease_lost(job, "before_claim")
@@ -195,11 +195,11 @@ class Upstream:
             body = f"Ticket {{ticket}} opened for {job.incident_id} ({job.title})"
             if job.note:
                 body += f": {job.note}"
-            ticket = await _off_loop(self.tickets.db, self.tickets.complete, job.tenant, job.dispatch_id, token,
+            ticket = await off_loop_result(self.tickets.db, self.tickets.complete, job.tenant, job.dispatch_id, token,
                                      channel=self.channel, body=body, fence=job.fence)
         except UpstreamError as exc:
             try:
-                failed = await _off_loop(self.tickets.db, self.tickets.fail, job.tenant, job.dispatch_id, token,
+                failed = await off_loop_result(self.tickets.db, self.tickets.fail, job.tenant, job.dispatch_id, token,
                                          str(exc), fence=job.fence)
             except LeaseLost:
                 failed = False
@@ -242,11 +242,3 @@ class Upstream:
     def _count(self, what: str) -> None:
         self.stats[what] = self.stats.get(what, 0) + 1
 
-
-async def _off_loop(db: Any, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """One transaction of a worker, off the event loop on a server database (see ``storage.off_loop``): it
-    runs to its end once started, and a cancellation (the desk stopping) is raised after it."""
-    result, cancelled = await off_loop(db, fn, *args, **kwargs)
-    if cancelled:
-        raise asyncio.CancelledError()
-    return result

@@ -12,6 +12,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, NotFound
+from ..storage import off_loop_result
 from . import jsonrpc
 from ._session import Session
 from ._state import SessionState
@@ -90,7 +91,7 @@ class Feeds:
     async def _notify_task(self, ctx: RequestContext, task_id: str, sub_meta: dict[str, Any],
                            last_update: dict[str, float]) -> None:
         try:
-            task = self.server.tasks.get(task_id, owner=ctx.principal)
+            task = await off_loop_result(self.server.tasks.db, self.server.tasks.get, task_id, owner=ctx.principal)
         except NotFound:
             return
         if last_update.get(task_id) == task.updated_at:
@@ -116,7 +117,8 @@ class Feeds:
                     if session.task_note_waits(value):
                         continue
                     try:
-                        task = self.server.tasks.get(value, owner=session.principal)
+                        task = await off_loop_result(self.server.tasks.db, self.server.tasks.get, value,
+                                                     owner=session.principal)
                     except NotFound:
                         continue
                     await stream.send(jsonrpc.notification("notifications/tasks/status", core_task(task)))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..context import InputRequired, QuestionChanged
 from ..errors import InvalidParams
-from ..storage import Storage, unavailable
+from ..storage import Storage, in_thread, off_loop_result, unavailable
 from ._sealing import InvalidRequestState, Sealer, digest
 
 if TYPE_CHECKING:
@@ -79,8 +79,9 @@ class RequestStates:
         return {"sub": ctx.principal.subject, "ten": ctx.principal.tenant, "m": method, "n": name,
                 "h": digest(arguments)}
 
-    def open(self, ctx: RequestContext, method: str, name: str, arguments: Any) -> None:
-        """Check ``requestState``/``inputResponses`` of a retry and load earlier answers."""
+    def open(self, ctx: RequestContext, method: str, name: str, arguments: Any) -> dict[str, Any] | None:
+        """Check ``requestState``/``inputResponses`` of a retry and load earlier answers: the state's body,
+        to be used up (:meth:`use`) before the request goes on, or ``None`` when it carries no state."""
         params = ctx.params
         responses = params.get("inputResponses")
         if responses is not None and not isinstance(responses, dict):
@@ -88,19 +89,24 @@ class RequestStates:
         ctx.input_responses = responses or {}
         token = params.get("requestState")
         if token is None:
-            return
+            return None
         body = self.sealer.open(token, self._binding(ctx, method, name, arguments))
-        jti = body.get("jti")
-        try:
-            self.db.execute("INSERT INTO used_request_states VALUES (?, ?)", (jti, body.get("exp", 0)))
-        except Exception as exc:
-            if unavailable(exc) is not None:
-                raise  # the database failed, not the client's state: an internal error, never "invalid state"
-            raise InvalidRequestState() from None
         prior, asked, changed = body.get("r"), body.get("q"), body.get("c")
         ctx.prior_responses = prior if isinstance(prior, dict) else {}
         ctx.asked = asked if isinstance(asked, dict) else {}
         ctx.changed = frozenset(changed) if isinstance(changed, list) else frozenset()
+        return body
+
+    async def use(self, body: dict[str, Any]) -> None:
+        """Accept an opened state once: its id goes into ``used_request_states`` (off the event loop on a
+        server database: see ``storage.off_loop``); a second use is an invalid state."""
+        try:
+            await off_loop_result(self.db, self.db.execute, "INSERT INTO used_request_states VALUES (?, ?)",
+                                  (body.get("jti"), body.get("exp", 0)))
+        except Exception as exc:
+            if unavailable(exc) is not None:
+                raise  # the database failed, not the client's state: an internal error, never "invalid state"
+            raise InvalidRequestState() from None
 
     def input_required(self, ctx: RequestContext, need: InputRequired) -> dict[str, Any]:
         """The ``input_required`` result that ends this round, with the state of the next one."""
@@ -114,9 +120,17 @@ class RequestStates:
         if ctx.changing:
             body["c"] = sorted(ctx.changing)
         state = self.sealer.seal(body)
-        try:  # housekeeping: the answer does not depend on it
-            self.db.execute("DELETE FROM used_request_states WHERE expires_at < ?", (time.time(),))
-        except Exception:
-            pass
+        self._sweep()  # housekeeping: the answer does not depend on it
         return {"resultType": "input_required", "inputRequests": need.requests, "requestState": state,
                 "_meta": self.result_meta}  # every result names the server, interim ones too
+
+    def _sweep(self) -> None:
+        """Forget used states that expired: off the event loop on a server database, and not waited for."""
+        sql, args = "DELETE FROM used_request_states WHERE expires_at < ?", (time.time(),)
+        if not self.db.pooled:
+            try:
+                self.db.execute(sql, args)
+            except Exception:  # noqa: BLE001 - the next round sweeps
+                pass
+            return
+        in_thread(self.db, self.db.execute, sql, args).add_done_callback(lambda done: done.exception())

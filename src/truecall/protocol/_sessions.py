@@ -85,6 +85,10 @@ class SessionStore:
         db.migrate(SESSION_MIGRATIONS)
 
     def save(self, session: Session) -> None:
+        self.write(self.row(session))
+
+    def row(self, session: Session) -> tuple[Any, ...]:
+        """The session's row as it stands now (what :meth:`write` stores)."""
         principal = session.principal
         assert principal is not None
         # Everything here came from the client: capped and redacted before it touches the disk.
@@ -95,17 +99,17 @@ class SessionStore:
             "subs": sorted({redact_free_text(uri)[:_MAX_TEXT * 16] for uri in session.subscriptions}),
         })
         data = self.rest.seal(data, b"mcp_sessions/data/" + session.id.encode())
-        now = time.time()
+        return (session.id, principal.tenant, principal.subject, orjson.dumps(sorted(principal.scopes)),
+                session.state.value, session.version, data, time.time())
+
+    def write(self, row: tuple[Any, ...]) -> None:
         # One statement (an upsert), so replicas saving the same session at once cannot collide;
         # a record of another principal is never overwritten.
         self.db.execute(
             "INSERT INTO mcp_sessions VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
             "scopes = excluded.scopes, state = excluded.state, version = excluded.version, data = excluded.data, "
             "last_seen = excluded.last_seen WHERE mcp_sessions.tenant = excluded.tenant "
-            "AND mcp_sessions.subject = excluded.subject",
-            (session.id, principal.tenant, principal.subject, orjson.dumps(sorted(principal.scopes)),
-             session.state.value, session.version, data, now),
-        )
+            "AND mcp_sessions.subject = excluded.subject", row)
 
     def load(self, session_id: str, principal: Principal) -> Session | None:
         """The stored session, if it is this principal's and still alive."""

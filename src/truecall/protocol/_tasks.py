@@ -13,7 +13,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidParams, MissingCapability, NotFound, ProtocolError
-from ..storage import off_loop
+from ..storage import off_loop_result
 from ..tasks import Task, TaskStatus
 from ._params import check_cursor
 from ._session import NULL_OUTBOX, ClientError, Outbox, Session
@@ -61,12 +61,9 @@ class TaskMethods:
         return self.server.tasks.get(task_id, owner=ctx.principal)
 
     async def _read(self, read: Any, *args: Any, **kwargs: Any) -> Any:
-        """A read of the task store, off the event loop on a server database (see ``storage.off_loop``):
+        """Work on the task store, off the event loop on a server database (see ``storage.off_loop``):
         a database that stops answering holds up this request, not the process."""
-        result, cancelled = await off_loop(self.server.tasks.db, read, *args, **kwargs)
-        if cancelled:
-            raise asyncio.CancelledError()
-        return result
+        return await off_loop_result(self.server.tasks.db, read, *args, **kwargs)
 
     async def get(self, ctx: RequestContext) -> dict[str, Any]:
         task = await self._read(self._task_for, ctx)
@@ -79,7 +76,7 @@ class TaskMethods:
             raise InvalidParams("inputResponses must be an object")
         if any(not isinstance(v, dict) for v in responses.values()):
             raise InvalidParams("each input response must be an object")
-        self.server.tasks.answer(task.task_id, responses, owner=ctx.principal)
+        await self._read(self.server.tasks.answer, task.task_id, responses, owner=ctx.principal)
         self.server.task_runtime.answered(task.task_id)
         self.server.events.record("task.input", tenant=ctx.principal.tenant, subject=ctx.principal.subject,
                                   outcome="ok", taskId=task.task_id, arguments=responses,
@@ -154,7 +151,7 @@ class TaskMethods:
         except (ClientError, TimeoutError):
             answer = {"action": "cancel"}  # no answer is never consent
         try:
-            self.server.tasks.answer(task_id, {key: answer}, owner=ctx.principal)
+            await self._read(self.server.tasks.answer, task_id, {key: answer}, owner=ctx.principal)
         except NotFound:
             return  # the task ended or expired meanwhile
         self.server.task_runtime.answered(task_id)
@@ -166,13 +163,17 @@ class TaskMethods:
         listed = await self._read(self.server.tasks.list, owner=ctx.principal, limit=1000)
         return {"tasks": [core_task(t) for t in listed]}
 
-    def finished(self, ctx: RequestContext, tool: str, result: dict[str, Any], ttl_ms: int | None) -> Task:
+    async def finished(self, ctx: RequestContext, tool: str, result: dict[str, Any], ttl_ms: int | None) -> Task:
         """2025-11-25: a call asked for as a task but answered at once (invalid arguments, a rate
         limit, a tool that never accepted its work) still gets a task, already finished with that
         result, so that ``tasks/result`` returns exactly what the plain call would have."""
         tasks = self.server.tasks
-        task = tasks.complete(tasks.create(owner=ctx.principal, tool=tool, ttl_ms=ttl_ms,
-                                           request={"tool": tool, "era": "core"}).task_id, result)
+
+        def store() -> Task:  # (off the event loop on a server database)
+            return tasks.complete(tasks.create(owner=ctx.principal, tool=tool, ttl_ms=ttl_ms,
+                                               request={"tool": tool, "era": "core"}).task_id, result)
+
+        task: Task = await self._read(store)
         error = (result.get("structuredContent") or {}).get("error") if result.get("isError") else None
         self.server.events.record("task.completed", tool=tool, tenant=ctx.principal.tenant,
                                   subject=ctx.principal.subject, taskId=task.task_id, settledAtOnce=True,

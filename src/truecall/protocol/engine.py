@@ -395,7 +395,9 @@ class Engine:
         if arguments is not None and not isinstance(arguments, dict):
             raise InvalidParams("arguments must be an object")
         if features.request_state:
-            self._states.open(ctx, "tools/call", name, arguments or {})
+            state = self._states.open(ctx, "tools/call", name, arguments or {})
+            if state is not None:  # a retry's state is used up (a database write) before the call goes on
+                await self._states.use(state)
         peer = Peer(ctx, self.client_request_timeout)
         client = ctx.client_info.get("name") if ctx.client_info else None
         task_mode, ttl_ms = None, None
@@ -421,7 +423,7 @@ class Engine:
             raise MethodNotFound("Task augmentation required for this tool") from None
         if task_mode == "core" and not isinstance(result, Task):
             # Asked for a task, answered at once: still a CreateTaskResult, of a task already finished.
-            result = self._tasks.finished(ctx, name, result.to_dict(), ttl_ms)
+            result = await self._tasks.finished(ctx, name, result.to_dict(), ttl_ms)
         if isinstance(result, Task):
             return ext_task(result) | {"resultType": "task"} if task_mode == "ext" else {"task": core_task(result)}
         return result.to_dict()
@@ -437,7 +439,9 @@ class Engine:
     async def _resources_read(self, ctx: RequestContext) -> dict[str, Any]:
         uri = str_param(ctx.params, "uri")
         if ctx.features.request_state:
-            self._states.open(ctx, "resources/read", uri, {})
+            state = self._states.open(ctx, "resources/read", uri, {})
+            if state is not None:
+                await self._states.use(state)
         try:
             contents = await self.server.read_resource(ctx.principal, uri,
                                                        peer=Peer(ctx, self.client_request_timeout))
@@ -455,7 +459,9 @@ class Engine:
     async def _prompts_get(self, ctx: RequestContext) -> dict[str, Any]:
         name = str_param(ctx.params, "name")
         if ctx.features.request_state:
-            self._states.open(ctx, "prompts/get", name, ctx.params.get("arguments") or {})
+            state = self._states.open(ctx, "prompts/get", name, ctx.params.get("arguments") or {})
+            if state is not None:
+                await self._states.use(state)
         return await self.server.get_prompt(ctx.principal, name, ctx.params.get("arguments"),
                                             peer=Peer(ctx, self.client_request_timeout))
 

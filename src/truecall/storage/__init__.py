@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._faults import unavailable
 from ._interface import Cursor, Migration, Row, Storage
-from ._offload import in_thread, off_loop
+from ._offload import in_thread, off_loop, off_loop_result
 from ._settings import (DEFAULT_BUSY_MS, DEFAULT_CACHE_KIB, DEFAULT_STATEMENT_MS, ENV_BUSY_MS, ENV_CACHE_KIB,
                         ENV_STATEMENT_MS, FAST_FAIL_MS)
 from ._sqlite import Database
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from ._postgres import PostgresDatabase, split_schema, to_postgres
 
 __all__ = ["Storage", "Cursor", "Row", "Database", "PostgresDatabase", "Migration", "open_database", "unavailable",
-           "off_loop", "in_thread",
+           "off_loop", "off_loop_result", "in_thread",
            "CannotOpenDatabase", "ENV_DB", "DEFAULT_PATH", "default_path", "shown_target", "ENV_BUSY_MS",
            "DEFAULT_BUSY_MS", "ENV_CACHE_KIB", "DEFAULT_CACHE_KIB", "ENV_STATEMENT_MS", "DEFAULT_STATEMENT_MS",
            "FAST_FAIL_MS", "split_schema", "to_postgres"]

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from ._interface import Storage
 
-__all__ = ["off_loop", "in_thread"]
+__all__ = ["off_loop", "off_loop_result", "in_thread"]
 
 #: How many threads wait on one database at most: as many as its pool has connections (more would only
 #: queue for a connection), and never the loop's default executor, which others need meanwhile.
@@ -57,3 +57,12 @@ async def off_loop(db: Storage, fn: Callable[..., Any], *args: Any, **kwargs: An
         except asyncio.CancelledError:
             cancelled = True
     return work.result(), cancelled
+
+
+async def off_loop_result(db: Storage, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """:func:`off_loop` for work that stops when cancelled: the transaction still runs to its end (what it
+    did is known), then a cancellation that arrived meanwhile is raised instead of returning its result."""
+    result, cancelled = await off_loop(db, fn, *args, **kwargs)
+    if cancelled:
+        raise asyncio.CancelledError()
+    return result

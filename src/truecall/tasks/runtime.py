@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
 from ..context import ElicitationUnavailable
 from ..errors import ProtocolError
 from ..results import ErrorKind, ToolResult, tool_error
-from ..storage import in_thread
+from ..storage import in_thread, off_loop, off_loop_result
 from ._state import InvalidTransition, TaskStatus
 from .store import LeaseLost, Task, TaskNotFound, TaskStore
 
@@ -123,7 +123,7 @@ class TaskOffer:
         self.accepted: asyncio.Future[Task] = self.loop.create_future()
 
     async def accept(self, ctx: "ToolContext", message: str | None) -> Task:
-        task = self.runtime.accept(ctx, era=self.era, ttl_ms=self.ttl_ms, message=message)
+        task = await self.runtime.accept_off_loop(ctx, era=self.era, ttl_ms=self.ttl_ms, message=message)
         self.on_accept(task)
         if not self.accepted.done():
             self.accepted.set_result(task)
@@ -171,9 +171,29 @@ class TaskRuntime:
 
     def accept(self, ctx: "ToolContext", *, era: str, ttl_ms: int | None, message: str | None) -> Task:
         """Store the task (durable before it is announced) and switch ``ctx`` to the task peer."""
-        request = {"tool": ctx.tool.name, "era": era}
-        task = self.store.create(owner=ctx.principal, tool=ctx.tool.name, ttl_ms=ttl_ms, request=request,
-                                 status_message=message, runner_id=self.runner_id, lease_s=self.lease_s)
+        return self._accepted(ctx, self._create(ctx, era, ttl_ms, message), era)
+
+    async def accept_off_loop(self, ctx: "ToolContext", *, era: str, ttl_ms: int | None,
+                              message: str | None) -> Task:
+        """:meth:`accept` with the task's row written off the event loop on a server database (see
+        ``storage.off_loop``).  A cancellation that comes while it is written (the caller left before
+        hearing of the task) settles the task it made as cancelled: nobody will run it."""
+        task, cancelled = await off_loop(self.store.db, self._create, ctx, era, ttl_ms, message)
+        if cancelled:
+            try:
+                await off_loop(self.store.db, self._write_outcome, task.task_id, "cancel", None, task.lease_epoch)
+            except Exception:  # noqa: BLE001 - its lease runs out and recovery settles it
+                pass
+            raise asyncio.CancelledError()
+        return self._accepted(ctx, task, era)
+
+    def _create(self, ctx: "ToolContext", era: str, ttl_ms: int | None, message: str | None) -> Task:
+        assert ctx.tool is not None
+        return self.store.create(owner=ctx.principal, tool=ctx.tool.name, ttl_ms=ttl_ms,
+                                 request={"tool": ctx.tool.name, "era": era}, status_message=message,
+                                 runner_id=self.runner_id, lease_s=self.lease_s)
+
+    def _accepted(self, ctx: "ToolContext", task: Task, era: str) -> Task:
         caps = ctx.peer.client_capabilities
         ctx.peer = TaskPeer(self, task.task_id, caps, ctx.peer.version,
                             # Both task eras can ask: the extension through tasks/get + tasks/update,
@@ -302,22 +322,24 @@ class TaskRuntime:
     # -- input while running ----------------------------------------------------------
 
     async def ask(self, task_id: str, key: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Put one question into the task and wait for its answer (``tasks/update``)."""
+        """Put one question into the task and wait for its answer (``tasks/update``).  The store's work runs
+        off the event loop on a server database (see ``storage.off_loop``)."""
+        db = self.store.db
         event = self._wakeups.setdefault(task_id, asyncio.Event())
-        self.store.ask(task_id, {key: request}, epoch=self.epochs.get(task_id))
+        await off_loop_result(db, self.store.ask, task_id, {key: request}, epoch=self.epochs.get(task_id))
         self._changed(task_id)
         while True:
-            task = self.store.get(task_id)
+            event.clear()  # (before the read: an answer stored while it runs wakes the wait below)
+            task = await off_loop_result(db, self.store.get, task_id)
             answer: dict[str, Any] | None = (task.responses or {}).get(key)
             if answer is not None:
                 # The runner has it now: the store keeps that the key was answered, not what was said.
-                self.store.scrub_response(task_id, key)
+                await off_loop_result(db, self.store.scrub_response, task_id, key)
                 if task.status is TaskStatus.WORKING:
                     self._changed(task_id)
                 return answer
             if task.terminal:
                 raise asyncio.CancelledError()
-            event.clear()
             try:
                 await asyncio.wait_for(event.wait(), timeout=self.poll_s)  # answers may come via another process
             except TimeoutError:
@@ -344,28 +366,38 @@ class TaskRuntime:
         writing = self.settling.get(task.task_id)
         if writing is not None:  # its outcome is being written (off the loop): that settles it, not a takeover
             await asyncio.wait({writing}, timeout=wait_s)
-        current = self.store.get(task.task_id)
-        if not current.terminal and task.task_id not in self.running and task.task_id not in self.settling:
-            runner, lease_until = self.store.lease_holder(task.task_id)
-            if runner and runner != self.runner_id and lease_until and lease_until > time.time():
-                # Another live process runs it: ask that runner to stop (cooperative, eventual).
-                self.store.request_cancel(task.task_id)
-                return current
-            if runner is None:  # never had a runner (made straight in the store): nothing runs it
-                try:
-                    current = self.store.cancel(task.task_id)
-                except InvalidTransition:
-                    current = self.store.get(task.task_id)
-                self._changed(task.task_id)
-                return current
-            # Nobody holds it any more (its runner stopped, or stopped responding): take the lease
-            # away first, so the old runner can never write after this settlement.
-            taken = self.store.take_over(current, self.runner_id, self.lease_s,
-                                         expired_only=runner != self.runner_id)
-            if taken is None:  # it moved meanwhile: renewed by a live runner, or settled
-                return self.store.get(task.task_id)
-            current = self._settle_taken(taken, reason="cancel")
+        # Whether this process still runs it or writes its outcome is decided here, on the loop, where those
+        # change; the database work then runs off the loop (see ``storage.off_loop``).
+        here = task.task_id in self.running or task.task_id in self.settling
+        current: Task
+        current, settled = await off_loop_result(self.store.db, self._cancel_in_store, task, here)
+        if settled:
+            self._changed(task.task_id)
         return current
+
+    def _cancel_in_store(self, task: Task, here: bool) -> tuple[Task, bool]:
+        """The database side of :meth:`cancel` (a worker thread on a server database): the task as it stands
+        now, and whether this call settled it (its change is published on the loop)."""
+        current = self.store.get(task.task_id)
+        if current.terminal or here:
+            return current, False
+        runner, lease_until = self.store.lease_holder(task.task_id)
+        if runner and runner != self.runner_id and lease_until and lease_until > time.time():
+            # Another live process runs it: ask that runner to stop (cooperative, eventual).
+            self.store.request_cancel(task.task_id)
+            return current, False
+        if runner is None:  # never had a runner (made straight in the store): nothing runs it
+            try:
+                current = self.store.cancel(task.task_id)
+            except InvalidTransition:
+                current = self.store.get(task.task_id)
+            return current, True
+        # Nobody holds it any more (its runner stopped, or stopped responding): take the lease
+        # away first, so the old runner can never write after this settlement.
+        taken = self.store.take_over(current, self.runner_id, self.lease_s, expired_only=runner != self.runner_id)
+        if taken is None:  # it moved meanwhile: renewed by a live runner, or settled
+            return self.store.get(task.task_id), False
+        return self._settle_taken(taken, reason="cancel", publish=False), True
 
     async def wait(self, task_id: str, timeout: float | None = None) -> Task:
         """Until the task is terminal (for in-process callers and tests)."""
