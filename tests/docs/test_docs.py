@@ -153,7 +153,9 @@ class PageRun:
         self.namespace: dict[str, Any] = {"__name__": "__docs__"}
         self.background: list[tuple[Block, subprocess.Popen[bytes]]] = []
         self.last_output: str | None = None
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("TRUECALL_")}
+        # A reader's shell: none of this suite's own settings (TRUECALL_*, or PYTEST_ADDOPTS such as
+        # --durations, which would change the output a page shows of a pytest run).
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("TRUECALL_", "PYTEST_"))}
         self.env["PATH"] = f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"
         self.env["PYTHONUNBUFFERED"] = "1"
         self.env.pop("VIRTUAL_ENV", None)
