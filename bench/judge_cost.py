@@ -2,6 +2,7 @@
 ``names_credential`` as redaction asks it (cached, by argument name).
 
     python bench/judge_cost.py [--rounds 5] [--number 20000]
+    python bench/judge_cost.py --corpus [--compare REF]
 
 Not a test.  Each figure is the best of ``--rounds`` timings of ``--number`` calls (``timeit``),
 per call.  ``claim_in_result`` is timed three ways: on results never seen before (distinct texts:
@@ -9,6 +10,14 @@ the judge's own small cache misses, the cost a client pays for a new result) tha
 word (most results: the anchor check alone) or that claim acceptance (the full judgment), and on
 the same result again (the cache hits).  The cost of making each new result is measured and taken
 off.  The goal for the client's check is 5 µs per 200-character result.
+
+``--corpus`` times ``claim_in_text`` uncached on every text of the labelled claims corpora
+(tests/judge/corpus/claims*.jsonl): each text's cost is the best of 5 timings of 20 calls, and the
+figure is the median over the texts, for the texts that hold a claim word (the judge's anchors find
+one: the whole judgment runs) and for those that hold none (the anchor check alone).  The goal is
+5 µs per text in both.  ``--compare REF`` times ``git archive REF src`` the same way in a child
+process, in alternating rounds with this tree (a shared machine's load moves figures by more than
+the difference), and prints both.
 """
 
 from __future__ import annotations
@@ -16,7 +25,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
 import timeit
+from pathlib import Path
 
 from truecall.judge import claim_in_result, credential_ask, names_credential
 from truecall.judge._claims import _claim_cached
@@ -35,11 +50,73 @@ def _per_call(fn: object, number: int, rounds: int) -> float:
     return min(timeit.repeat(fn, number=number, repeat=rounds)) / number  # type: ignore[arg-type]
 
 
+CORPUS = Path(__file__).resolve().parent.parent / "tests" / "judge" / "corpus"
+
+
+def _corpus_texts() -> list[str]:
+    import orjson
+
+    return [orjson.loads(line)["text"] for path in sorted(CORPUS.glob("claims*.jsonl"))
+            for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+def corpus_figures() -> tuple[float, int, float, int]:
+    """(median µs, count) for the corpus texts with a claim word, then for those without, this
+    interpreter's truecall, uncached (``_claim_cached.__wrapped__`` is the judgment itself)."""
+    from truecall.judge import _claims
+
+    judge = _claim_cached.__wrapped__  # type: ignore[attr-defined]
+    with_word: list[float] = []
+    without: list[float] = []
+    for text in _corpus_texts():
+        judge(text)  # a piece's regex is compiled on its first use: not timed
+        cost = min(timeit.repeat(lambda: judge(text), number=20, repeat=5)) / 20
+        (with_word if _claims._candidates(text) else without).append(cost)
+    return (statistics.median(with_word) * 1e6, len(with_word), statistics.median(without) * 1e6, len(without))
+
+
+def corpus_main(compare: str | None, rounds: int) -> None:
+    trees: dict[str, str | None] = {"this tree": None}
+    scratch = None
+    if compare:
+        scratch = tempfile.TemporaryDirectory()
+        archive = subprocess.run(["git", "archive", compare, "src"], check=True, capture_output=True,
+                                 cwd=CORPUS.parents[2]).stdout
+        with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+            tar.extractall(scratch.name, filter="data")
+        trees[compare] = str(Path(scratch.name) / "src")
+    figures: dict[str, list[tuple[float, ...]]] = {name: [] for name in trees}
+    for _ in range(rounds):
+        for name, src in trees.items():
+            env = dict(os.environ)
+            if src is not None:
+                env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+            out = subprocess.run([sys.executable, __file__, "--corpus-child"], check=True, capture_output=True,
+                                 text=True, env=env).stdout
+            figures[name].append(tuple(float(x) for x in out.split()))
+    for name, rows in figures.items():
+        best = [min(row[k] for row in rows) for k in range(4)]
+        print(f"{name:<12} claim_in_text over the corpus, uncached: median {best[0]:6.2f} µs over {int(best[1])} "
+              f"texts with a claim word, {best[2]:6.2f} µs over {int(best[3])} without (best of {rounds} rounds)")
+    print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    if scratch is not None:
+        scratch.cleanup()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--number", type=int, default=20000)
+    parser.add_argument("--corpus", action="store_true", help="the median over the corpus texts")
+    parser.add_argument("--compare", metavar="REF", help="with --corpus: also time git archive REF src")
+    parser.add_argument("--corpus-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.corpus_child:
+        print(*corpus_figures())
+        return
+    if args.corpus:
+        corpus_main(args.compare, args.rounds)
+        return
     n, r = args.number, args.rounds
     assert len(TEXT_CLAIM) == 200 and len(TEXT_PLAIN) == 200, (len(TEXT_CLAIM), len(TEXT_PLAIN))
 
