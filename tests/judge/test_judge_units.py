@@ -42,6 +42,42 @@ def test_normalise(text: str, expected: str) -> None:
     assert normalise(text) == expected
 
 
+@pytest.mark.parametrize("word,expected", [("créé", "cree"), ("enregistré", "enregistre"), ("annulée", "annulee")])
+def test_french_participles_lose_their_accents_in_every_form(word: str, expected: str) -> None:
+    """Whatever form the accents come in — precomposed, decomposed, upper case, a spacing accent or
+    a modifier letter typed after the letter, UTF-8 read as Latin-1 or Windows-1252 — the word is
+    the vocabulary's spelling, and the claim it makes is read."""
+    import unicodedata
+
+    forms = {
+        "NFC": unicodedata.normalize("NFC", word), "NFD": unicodedata.normalize("NFD", word),
+        "upper": word.upper(), "upper NFD": unicodedata.normalize("NFD", word.upper()),
+        "spacing acute": unicodedata.normalize("NFD", word).replace("\u0301", "\u00b4"),
+        "modifier acute": unicodedata.normalize("NFD", word).replace("\u0301", "\u02ca"),
+        "latin-1 mojibake": word.encode("utf-8").decode("latin-1"),
+        "cp1252 mojibake": word.upper().encode("utf-8").decode("cp1252"),
+        "zero-width inside": word[:2] + "\u200b" + word[2:],
+    }
+    for name, spelled in forms.items():
+        assert normalise(spelled) == expected, name
+        claim = claim_in_text(f"Fichier {spelled}.")
+        assert claim is not None and (claim.kind, claim.language) == ("completed", "fr"), (name, spelled)
+
+
+def test_accents_alone_and_decomposition_are_unchanged() -> None:
+    """A spacing accent not after a letter stays what NFKC makes it; every code point's one-character
+    fold is what decomposing every text gave (the shortcut that skips decomposing is a superset)."""
+    import unicodedata
+
+    from truecall.judge._normalise import _COMBINING, _MAY_DECOMPOSE
+
+    assert normalise("\u00b4 x") == "x"
+    missed = [hex(cp) for cp in range(0x110000) if not 0xD800 <= cp < 0xE000
+              for folded in [unicodedata.normalize("NFKC", chr(cp))]
+              if _MAY_DECOMPOSE.search(folded) is None and _COMBINING.search(unicodedata.normalize("NFD", folded))]
+    assert not missed
+
+
 def test_normalise_keeps_sentence_punctuation() -> None:
     assert normalise("Queued? No.") == "queued? no."
 
