@@ -61,16 +61,19 @@ def _spellings(run: str) -> set[str]:
     return words
 
 
-def anchors(pattern: str, *, weak: bool = True) -> tuple[set[str], set[str]]:
+def anchors(pattern: str, *, weak: bool = True, cjk_pairs: bool = False) -> tuple[set[str], set[str]]:
     """The words (Latin) and first characters (Chinese, Japanese) a match of ``pattern`` (one
     alternative: see :func:`alternatives`) holds one of.  ``weak``: leave out the words that rarely
-    stand alone where the pattern has others."""
+    stand alone where the pattern has others.  ``cjk_pairs``: a run's first two characters where a
+    match must hold both (``已受理`` → ``已受``; ``完成了?`` → ``完``): one character such as ``已``
+    begins dozens of phrases, two tell them apart."""
     source = re.sub(r"\\[a-zA-Z]", " ", _without_lookarounds(pattern))
     every = {w for text in (source, source.replace(" ?", ""))  # "pin ?code" is "pincode" too
              for run in re.findall(r"(?:[a-z0-9]|\[[a-z0-9]+\])(?:[a-z0-9]|\[[a-z0-9]+\]|\?)*", text)
              for w in _spellings(run) if len(w) > 1}
     words = (every - STOP - (WEAK if weak else frozenset())) or (every - STOP) or every
-    cjk = {run[0] for run in CJK_RUN.findall(source)}
+    cjk = {(m.group()[:2] if cjk_pairs and (len(m.group()) > 2 or source[m.end():m.end() + 1] not in ("?", "*", "{"))
+            else m.group()[0]) for m in CJK_RUN.finditer(source)}
     return words, cjk
 
 

@@ -81,7 +81,7 @@ def _own_words(branch: str) -> bool:
 #: when the text holds one of its anchors: (index of its term in CLAIMS, the piece as a term of its own).
 _PIECES: list[tuple[int, Term]] = []
 _BY_WORD: dict[str, list[int]] = {}
-_BY_CHAR: dict[str, list[int]] = {}
+_BY_CHAR: dict[str, dict[str, list[int]]] = {}  # Chinese, Japanese: first character -> its pairs (or itself) -> pieces
 _COMPOUND: list[tuple[bytes, int]] = []  # ASCII stems that may end a longer word ("verbindungsfehler")
 _HINTED: list[tuple[re.Pattern[bytes], int]] = []  # grammar terms: (what a text they match holds, piece)
 for _t, _term in enumerate(CLAIMS):
@@ -93,7 +93,7 @@ for _t, _term in enumerate(CLAIMS):
         for _pattern, _source in ([(_alt, _alt)] if _term.compound else _expansions(_alt)):
             _i = len(_PIECES)
             _PIECES.append((_t, _term._replace(pattern=_pattern)))
-            _latin, _cjk = anchors(_source)
+            _latin, _cjk = anchors(_source, cjk_pairs=True)
             assert _latin or _cjk, f"a claim pattern without an anchor word: {_pattern}"
             for _w in _latin:
                 for _ending in ENDINGS:
@@ -101,13 +101,16 @@ for _t, _term in enumerate(CLAIMS):
             if _term.compound:  # its words may end a longer one ("verbindungsfehler"): looked for inside the bytes
                 _COMPOUND += [(w.encode(), _i) for w in sorted(_latin)]
             for _c in _cjk:
-                _BY_CHAR.setdefault(_c, []).append(_i)
+                _BY_CHAR.setdefault(_c[0], {}).setdefault(_c, []).append(_i)
 _WORDS = frozenset(_BY_WORD)
 _CHARS = frozenset(_BY_CHAR)
 _BY_WORD_BYTES = {w.encode(): pieces for w, pieces in _BY_WORD.items() if w.isascii()}
 _WORD_BYTES_SET = frozenset(_BY_WORD_BYTES)
 _STEMS = re.compile(b"|".join(re.escape(stem) for stem in sorted({stem for stem, _ in _COMPOUND})) or b"(?!)")
+_STEMS_TEXT = re.compile(_STEMS.pattern.decode())
+_COMPOUND_TEXT = [(stem.decode(), i) for stem, i in _COMPOUND]
 _KIND = [piece.kind for _, piece in _PIECES]
+_KIND_RANK = [("failed", "accepted", "completed").index(kind) for kind in _KIND]  # the order kinds are judged in
 
 
 def _piece_regex(piece: Term) -> tuple[re.Pattern[str], bool, bool]:
@@ -157,26 +160,38 @@ _WORD_BYTES = bytes.maketrans(bytes(range(65, 91)) + _SEPARATORS, bytes(range(97
 
 def _candidates(text: str) -> list[int]:
     """The pieces (alternatives of terms) ``text`` could match, by its anchors; empty for most texts."""
-    found: set[int] = set()
     if text.isascii():
-        raw = text.encode("ascii").translate(_WORD_BYTES)
-        for w in _WORD_BYTES_SET.intersection(raw.split()):
-            found.update(_BY_WORD_BYTES[w])
-        if _STEMS.search(raw) is not None:  # one search for every compound stem (most texts hold none)
-            found.update(i for stem, i in _COMPOUND if stem in raw)
-        found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
-        return sorted(found)
-    norm = normalise(text)
+        return _ascii_candidates(text)
+    return _normalised_candidates(normalise(text))
+
+
+def _ascii_candidates(text: str) -> list[int]:
+    """:func:`_candidates` of an ASCII text, read from its raw bytes (no normalising: a text without
+    a claim word costs a translate, a split and a set intersection)."""
+    found: set[int] = set()
+    raw = text.encode("ascii").translate(_WORD_BYTES)
+    for w in _WORD_BYTES_SET.intersection(raw.split()):
+        found.update(_BY_WORD_BYTES[w])
+    if _STEMS.search(raw) is not None:  # one search for every compound stem (most texts hold none)
+        found.update(i for stem, i in _COMPOUND if stem in raw)
+    found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
+    return sorted(found)
+
+
+def _normalised_candidates(norm: str) -> list[int]:
+    """:func:`_candidates` of text already normalised."""
+    found: set[int] = set()
     raw = norm.encode("utf-8").translate(_WORD_BYTES)
     found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
     for word in _WORDS.intersection(raw.decode("utf-8").split()):
         found.update(_BY_WORD[word])
-    if not _CHARS.isdisjoint(norm):
+    if not norm.isascii() and not _CHARS.isdisjoint(norm):
         for ch in _CHARS.intersection(norm):
-            found.update(_BY_CHAR[ch])
-    for stem, i in _COMPOUND:
-        if stem.decode() in norm:
-            found.add(i)
+            for pair, pieces in _BY_CHAR[ch].items():
+                if len(pair) == 1 or pair in norm:
+                    found.update(pieces)
+    if _STEMS_TEXT.search(norm) is not None:
+        found.update(i for stem, i in _COMPOUND_TEXT if stem in norm)
     return sorted(found)
 
 # -- data ------------------------------------------------------------------------------------------
@@ -299,10 +314,11 @@ class _Reading:
     sentence starts, reported speech — each found once for the text (when first needed), not once
     per match by scanning the text before it."""
 
-    __slots__ = ("norm", "_clause_ends", "_sentence_ends", "_sentence_starts", "_reported")
+    __slots__ = ("norm", "_clause_ends", "_sentence_ends", "_sentence_starts", "_reported", "_clause_of")
 
     def __init__(self, norm: str) -> None:
         self.norm = norm
+        self._clause_of: tuple[int, int | None] = (-1, None)  # the last clause_start asked: negation and generality ask alike
         self._clause_ends: list[int] | None = None
         self._sentence_ends: list[int] | None = None
         self._sentence_starts: list[int] | None = None
@@ -323,9 +339,13 @@ class _Reading:
     def clause_start(self, start: int) -> int | None:
         """Where the clause of a word at ``start`` begins, looked for in the 80 characters before it
         (``None``: further back; what the rules read of a clause is its last few words)."""
+        if self._clause_of[0] == start:
+            return self._clause_of[1]
         ends = [m.end() for m in _CLAUSE_END.finditer(self.norm, max(0, start - 80), start)
                 if _at_word(self.norm, m.start())]
-        return ends[-1] if ends else (0 if start <= 80 else None)
+        found = ends[-1] if ends else (0 if start <= 80 else None)
+        self._clause_of = (start, found)
+        return found
 
     def sentence(self, start: int, end: int) -> tuple[int, int]:
         """The sentence around ``start:end``: from after the last end mark before it to the next one."""
@@ -437,16 +457,22 @@ def _valid(reading: _Reading, term: Term, m: re.Match[str]) -> bool:
                 or _question(reading, start, end) or reading.reported(start) or _general(reading, start, end, term))
 
 
-def _claim(head: str, candidates: list[int] | None = None) -> Claim | None:
+def _claim(head: str, candidates: list[int] | None = None, norm: str | None = None) -> Claim | None:
     """The claim of the head: the first valid match of the highest-ranked kind (failed, then accepted,
     then completed), a kind at a time, stopping at the first kind that has a valid match.  Only the
     ``candidates`` pieces run; without them, every piece (the reference the anchors are tested
-    against)."""
-    reading = _Reading(normalise(head))
+    against).  ``norm``: the head already normalised."""
+    reading = _Reading(normalise(head) if norm is None else norm)
     pieces = candidates or _EVERY
-    for kind in ("failed", "accepted", "completed"):
-        found = sorted(((i, m) for i in pieces if _KIND[i] == kind for m in _piece_matches(reading, i)),
-                       key=lambda im: im[1].start())
+    by_kind: tuple[list[int], list[int], list[int]] = ([], [], [])
+    for i in pieces:
+        by_kind[_KIND_RANK[i]].append(i)
+    for kind_pieces in by_kind:
+        if not kind_pieces:
+            continue
+        found = [(i, m) for i in kind_pieces for m in _piece_matches(reading, i)]
+        if len(found) > 1:
+            found.sort(key=_start)
         for i, m in found:
             term = CLAIMS[_PIECES[i][0]]
             if _valid(reading, term, m):
@@ -454,12 +480,29 @@ def _claim(head: str, candidates: list[int] | None = None) -> Claim | None:
     return None
 
 
+def _start(found: tuple[int, re.Match[str]]) -> int:
+    return found[1].start()
+
+
 def _judge(text: str, *, anchored: bool = True) -> Claim | None:
-    candidates = _candidates(text) if anchored else None
-    if candidates == []:
-        return None
+    """The judgment, the head normalised once: an ASCII text is first checked for a claim word on its
+    raw bytes (most texts stop there); any other has its head normalised and its candidates read from
+    that (the words a piece can match are the normalised head's)."""
+    if not anchored:
+        head = _head(text)
+        return _claim(head) if head else None
+    if text.isascii():
+        candidates = _ascii_candidates(text)
+        if not candidates:
+            return None
+        head = _head(text)
+        return _claim(head, candidates) if head else None
     head = _head(text)
-    return _claim(head, candidates) if head else None
+    if not head:
+        return None
+    norm = normalise(head)
+    candidates = _normalised_candidates(norm)
+    return _claim(head, candidates, norm) if candidates else None
 
 
 @lru_cache(maxsize=2048)
