@@ -66,19 +66,28 @@ def test_every_adversarial_spelling_is_caught(case: dict) -> None:
 # hypothetical clauses), written knowing the second batch's misses; a third batch
 # (claims_heldout3.jsonl, 70 texts) was written and committed after that, before the judge was run on
 # it, measured once, and is held the same way.
+#
+# The claims rules then learnt the progressive with 'still'/'currently', interruption ("interrupted",
+# 中断, abgebrochen, interrompu), French elision ("impossible d'enregistrer"), Chinese and Japanese
+# background/waiting/as-soon-as words, knowing the third batch's misses; a fourth batch
+# (claims_heldout4.jsonl, 66 texts) was written and committed before those changes and before the
+# judge was run on it (its author had seen the third batch's misses), first measured with the rules
+# as they were, and is held at that first measurement the same way.
 
 #: (precision, recall) per class as first measured (the commit messages of each batch).
 HELD_OUT_FIRST = {
     "claims": {"accepted": (0.929, 0.650), "completed": (1.0, 0.786), "failed": (0.947, 0.947)},
     "claims2": {"accepted": (1.0, 0.850), "completed": (1.0, 0.467), "failed": (0.824, 0.933)},
     "claims3": {"accepted": (1.0, 0.632), "completed": (0.947, 0.947), "failed": (1.0, 0.778)},
+    "claims4": {"accepted": (1.0, 0.722), "completed": (0.833, 0.833), "failed": (1.0, 0.833)},
     "forms": {"credential": (1.0, 0.923), "payment": (1.0, 1.0), "recovery": (1.0, 1.0), "identity": (1.0, 1.0)},
 }
 HELD_OUT = {"claims": load("claims_heldout.jsonl"), "claims2": load("claims_heldout2.jsonl"),
-            "claims3": load("claims_heldout3.jsonl"), "forms": load("forms_heldout.jsonl")}
+            "claims3": load("claims_heldout3.jsonl"), "claims4": load("claims_heldout4.jsonl"),
+            "forms": load("forms_heldout.jsonl")}
 
 
-@pytest.mark.parametrize("corpus", ["claims", "claims2", "claims3", "forms"])
+@pytest.mark.parametrize("corpus", ["claims", "claims2", "claims3", "claims4", "forms"])
 def test_held_out_batch(corpus: str) -> None:
     cases = HELD_OUT[corpus]
     judge, show = (form_label, _show_form) if corpus == "forms" else (claim_label, _show_claim)

@@ -77,6 +77,18 @@ def _own_words(branch: str) -> bool:
     return bool(cjk) or bool(words) and words.isdisjoint(STOP | WEAK)
 
 
+#: French elides a short word before a vowel ("impossible d'enregistrer", "l'envoi", "qu'il"), and
+#: normalising makes the apostrophe a space: a French pattern's "de ", "le ", "la ", "ne ", "que ",
+#: "se " also match their elided form ("d ", "l ", "n ", "qu ", "s ").
+_FR_ELIDABLE = re.compile(r"(?<![a-z\\?])(d|l|n|qu|s)(e|a)(?=[ |)]|$)")
+
+
+def _elided(term: Term) -> Term:
+    if term.language != "fr" or term.hint:
+        return term
+    return term._replace(pattern=_FR_ELIDABLE.sub(lambda m: m.group() + "?" if m.group() != "sa" else m.group(), term.pattern))
+
+
 #: Every alternative of every term (its one-word groups expanded: ``_expansions``), run on its own
 #: when the text holds one of its anchors: (index of its term in CLAIMS, the piece as a term of its own).
 _PIECES: list[tuple[int, Term]] = []
@@ -85,6 +97,7 @@ _BY_CHAR: dict[str, dict[str, list[int]]] = {}  # Chinese, Japanese: first chara
 _COMPOUND: list[tuple[bytes, int]] = []  # ASCII stems that may end a longer word ("verbindungsfehler")
 _HINTED: list[tuple[re.Pattern[bytes], int]] = []  # grammar terms: (what a text they match holds, piece)
 for _t, _term in enumerate(CLAIMS):
+    _term = _elided(_term)
     if _term.hint:
         _HINTED.append((re.compile(_term.hint.encode()), len(_PIECES)))
         _PIECES.append((_t, _term))

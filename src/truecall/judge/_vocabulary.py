@@ -128,6 +128,12 @@ CLAIMS: tuple[Term, ...] = (
        r"processed|checked|investigated|uploaded|copied|indexed)|on hold|queued up|in the works|"
        r"waiting (for|on) (approval|review|confirmation|a reviewer|an operator|the operator|processing)",
        A, "en", "in progress: being done, not done"),
+    _t(r"((is|are) )?(still|currently|now) (?!(missing|nothing|something|everything|anything|pending|failing)\b)\w{2,}ing"
+       r"(?![a-z0-9])", A, "en",
+       "grammar: the progressive with 'still'/'currently'/'now' ('is still running', 'are currently copying'): "
+       "the work goes on, it has not ended", hint=r"(still|currently|now) [a-z]{2,}ing(?![a-z0-9])"),
+    _t(r"(has been|have been|was|were) requested", A, "en",
+       "'export has been requested': a request was made, nothing says it was carried out"),
     _t(r"(we ve|we have|we) got your|got your (request|message|order|report)|"
        r"(may|can|might|could) take (up to |about |around )?\d|should (be (ready|done|complete|completed|processed)|"
        r"arrive|complete|finish)|expected to (complete|finish|arrive|be ready)|will (notify|email|contact|update) you|"
@@ -157,6 +163,8 @@ CLAIMS: tuple[Term, ...] = (
        "'Email sent to …', 'Repository cloned into …': a short report of the effect"),
     # -- English: failed --------------------------------------------------------------------------
     _t(r"failed" + _NOT_ATTRIBUTIVE + r"|failure|fails|failing|^fatal", F, "en", "says the work failed"),
+    _t(r"interrupted|(stopped|ended|quit) (halfway|partway|midway|unexpectedly|prematurely)", F, "en",
+       "interrupted: the work broke off before its end"),
     _t(r"error|errors|exception|traceback|panic", F, "en", "an error report"),
     _t(r"timed out|(timeout|time out)(?! (of|is|set|after|value|in|=|:))|timeout (error|exceeded|expired)|deadline exceeded",
        F, "en", "a timeout: the caller does not know the work was done"),
@@ -173,19 +181,21 @@ CLAIMS: tuple[Term, ...] = (
     # -- Chinese ----------------------------------------------------------------------------------
     _t(r"已受理|受理|已提交|提交成功|已接收|已收到|收到(您|你)的|排队|队列中|加入队列|稍后(处理|执行|完成)|正在(处理|执行|进行)|处理中|"
        r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记|已开始|开始(执行|处理)|正在|进入队列|将在|将于|"
-       r"请耐心等待|预计|稍后|[一-龥]{2}中(?=[，。！,.!…]|$)",
+       r"请耐心等待|预计|稍后|[一-龥]{2}中(?=[，。！,.!…]|$)|后台|(完成|处理|结束)(之)?后(会|将|再)",
        A, "zh", "受理/排队/处理中: the work was taken on, not done"),
     _t(r"已完成|完成了|办结|已办理|成功|已创建|已保存|已发送|已删除|已更新|已添加|已写入|已上传|已部署|已取消|已支付|已退款|已关闭|"
        r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[。！!.]|$)|已[一-龥]|已经[一-龥]",
        C, "zh", "已…/成功: the effect is said to exist"),
     _t(r"失败|错误|出错|报错|超时|异常|无法|不能|未能|未成功|没有成功|未完成|被拒绝|拒绝|不可用|找不到|未找到|不存在|崩溃|已过期|已失效",
        F, "zh", "失败/错误/超时: the work failed"),
+    _t(r"中断|返回 ?5\d\d|状态码 ?5\d\d", F, "zh", "中断 (broke off), a 5xx status returned: the work failed"),
     _t(r"(用户|您)(已)?(取消|关闭)了?(对话框|表单|输入|填写)", F, "zh",
        "用户取消了对话框: the input was not given, so the work was not done"),
     # -- Japanese ---------------------------------------------------------------------------------
     _t(r"受け付け|受付|受理|キューに(追加|登録|入|投入)|処理中|保留中|待機中|処理待ち|順番待ち|後ほど|実行予定|審査中|処理されます|"
        r"実行されます|進行中|対応中|送信されます|開始しました|スケジュール|チケット(を|が)?(作成|発行)|しています|しております|"
-       r"[一-龥]{2}中です|準備中|確認中|予定です|お待ちください|順次", A, "ja", "受付/処理中/保留中: taken on, not done"),
+       r"[一-龥]{2}中です|準備中|確認中|予定です|お待ちください|順次|承り|[一-龥]{2}待ち|次第|バックグラウンド",
+       A, "ja", "受付/処理中/保留中/承りました/…待ち/…次第: taken on, not done"),
     _t(r"完了|成功|作成しました|保存しました|送信しました|削除しました|更新しました|登録しました|追加しました|終了しました|"
        r"書き込みました|実行しました|予約しました|(作成|保存|送信|削除|更新|登録|追加|予約)されました|しました|"
        r"されました", C, "ja", "完了/成功/…しました: the effect is said to exist"),
@@ -220,6 +230,7 @@ CLAIMS: tuple[Term, ...] = (
        r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
        r"no se (encontro|pudieron|puede|ha podido)|error al|"
        r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
+    _t(r"interrumpid[oa]s?|se interrumpio", F, "es", "interrumpido: the work broke off before its end"),
     _t(r"el usuario (cancelo|cerro|rechazo)|(dialogo|formulario) cancelado", F, "es",
        "el usuario canceló: the input was not given, so the work was not done"),
     # -- German -----------------------------------------------------------------------------------
@@ -227,7 +238,8 @@ CLAIMS: tuple[Term, ...] = (
        r"wird (\w+ ){0,3}(bearbeitet|verarbeitet|ausgefuhrt|gepruft|gesendet)|in bearbeitung|geplant|vorgemerkt|"
        r"lauft|im hintergrund|ticket (erstellt|angelegt|eroffnet)|wird (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|"
        r"werden (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|(wurde|wurden|ist|sind) (\w+ ){0,3}(veranlasst|eingeleitet|"
-       r"angestossen|gestartet|beauftragt|eingereicht|ubermittelt|eingegangen)",
+       r"angestossen|gestartet|beauftragt|eingereicht|ubermittelt|eingegangen)|"
+       r"zur (prufung|bearbeitung|freigabe|genehmigung|kontrolle)",
        A, "de", "angenommen/in der Warteschlange: taken on, not done"),
     _t(r"abgeschlossen|erledigt|erfolgreich|fertig|(wurde|wurden|ist|sind) (\w+ ){0,3}(erstellt|gespeichert|"
        r"gesendet|geloscht|aktualisiert|durchgefuhrt|ausgefuhrt|angelegt|hinzugefugt|bezahlt|storniert|gebucht|"
@@ -241,6 +253,8 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}\w{3,}iert(?= ?([.!]|$))", C, "de",
        "grammar: a short sentence that ends with a participle in -iert reports the effect ('Konto aktualisiert.')",
        hint=r"iert(?![a-z0-9])"),
+    _t(r"(ist|wurde|wurden|sind) (\w+ ){0,2}(abgebrochen|unterbrochen)|unterbrochen", F, "de",
+       "abgebrochen/unterbrochen: the work broke off before its end"),
     _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnte (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
        "fehlgeschlagen/Fehler: the work failed", compound=True),
@@ -250,7 +264,7 @@ CLAIMS: tuple[Term, ...] = (
     # -- French -----------------------------------------------------------------------------------
     _t(r"acceptee?s?|recue?s?|en file d attente|en attente|mise? en file|sera (traitee?|executee?|envoyee?)|"
        r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)|"
-       r"sera (bien |rapidement )?\w+ee?s?|seront (bien )?\w+ee?s?",
+       r"sera (bien |rapidement )?\w+ee?s?|seront (bien )?\w+ee?s?|en (route|chemin|transit)|en cours d acheminement",
        A, "fr",
        "acceptée/en file d'attente: taken on, not done"),
     _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
@@ -259,6 +273,7 @@ CLAIMS: tuple[Term, ...] = (
        r"(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|^(\w+ ){1,3}(" + _FR_DONE + r")(?= ?([.!]|$)| (a|au|aux|dans|avec|"
        r"pour|en|sur|de)\b)",
        C, "fr", "terminée/avec succès: the effect is said to exist"),
+    _t(r"interrompue?s?", F, "fr", "interrompu: the work broke off before its end"),
     _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
     _t(r"l utilisateur a (annule|refuse|ferme)|(dialogue|formulaire|saisie) annulee?s? par l utilisateur", F, "fr",
