@@ -12,8 +12,9 @@ the same result again (the cache hits).  The cost of making each new result is m
 off.  The goal for the client's check is 5 µs per 200-character result.
 
 ``--corpus`` times ``claim_in_text`` uncached on every text of the labelled claims corpora
-(tests/judge/corpus/claims*.jsonl): each text's cost is the best of 5 timings of 20 calls, and the
-figure is the median over the texts, for the texts that hold a claim word (the judge's anchors find
+(tests/judge/corpus/claims*.jsonl): each text's cost is the best of 5 timings of 20 calls (CPU time
+of the process: a shared machine's other work is not counted), and the
+figure is the median over the texts, for the texts that hold a claim word (this tree's anchors find
 one: the whole judgment runs) and for those that hold none (the anchor check alone).  The goal is
 5 µs per text in both.  ``--compare REF`` times ``git archive REF src`` the same way in a child
 process, in alternating rounds with this tree (a shared machine's load moves figures by more than
@@ -23,13 +24,16 @@ the difference), and prints both.
 from __future__ import annotations
 
 import argparse
+import io
 import itertools
+import json
 import os
 import statistics
 import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import timeit
 from pathlib import Path
 
@@ -60,29 +64,32 @@ def _corpus_texts() -> list[str]:
             for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
-def corpus_figures() -> tuple[float, int, float, int]:
+def corpus_figures(holds_claim_word: list[bool]) -> tuple[float, int, float, int]:
     """(median µs, count) for the corpus texts with a claim word, then for those without, this
-    interpreter's truecall, uncached (``_claim_cached.__wrapped__`` is the judgment itself)."""
-    from truecall.judge import _claims
-
+    interpreter's truecall, uncached (``_claim_cached.__wrapped__`` is the judgment itself).  Which
+    texts hold a claim word is said by the caller (this tree's anchors), so that two trees are
+    timed on the same two sets."""
     judge = _claim_cached.__wrapped__  # type: ignore[attr-defined]
     with_word: list[float] = []
     without: list[float] = []
-    for text in _corpus_texts():
+    for text, holds in zip(_corpus_texts(), holds_claim_word, strict=True):
         judge(text)  # a piece's regex is compiled on its first use: not timed
-        cost = min(timeit.repeat(lambda: judge(text), number=20, repeat=5)) / 20
-        (with_word if _claims._candidates(text) else without).append(cost)
+        cost = min(timeit.repeat(lambda: judge(text), number=20, repeat=5, timer=time.process_time)) / 20
+        (with_word if holds else without).append(cost)
     return (statistics.median(with_word) * 1e6, len(with_word), statistics.median(without) * 1e6, len(without))
 
 
 def corpus_main(compare: str | None, rounds: int) -> None:
+    from truecall.judge import _claims
+
     trees: dict[str, str | None] = {"this tree": None}
-    scratch = None
+    scratch = tempfile.TemporaryDirectory()
+    holds = Path(scratch.name) / "holds.json"
+    holds.write_text(json.dumps([bool(_claims._candidates(text)) for text in _corpus_texts()]))
     if compare:
-        scratch = tempfile.TemporaryDirectory()
         archive = subprocess.run(["git", "archive", compare, "src"], check=True, capture_output=True,
                                  cwd=CORPUS.parents[2]).stdout
-        with tarfile.open(fileobj=__import__("io").BytesIO(archive)) as tar:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(scratch.name, filter="data")
         trees[compare] = str(Path(scratch.name) / "src")
     figures: dict[str, list[tuple[float, ...]]] = {name: [] for name in trees}
@@ -91,16 +98,15 @@ def corpus_main(compare: str | None, rounds: int) -> None:
             env = dict(os.environ)
             if src is not None:
                 env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-            out = subprocess.run([sys.executable, __file__, "--corpus-child"], check=True, capture_output=True,
-                                 text=True, env=env).stdout
+            out = subprocess.run([sys.executable, __file__, "--corpus-child", str(holds)], check=True,
+                                 capture_output=True, text=True, env=env).stdout
             figures[name].append(tuple(float(x) for x in out.split()))
     for name, rows in figures.items():
         best = [min(row[k] for row in rows) for k in range(4)]
         print(f"{name:<12} claim_in_text over the corpus, uncached: median {best[0]:6.2f} µs over {int(best[1])} "
               f"texts with a claim word, {best[2]:6.2f} µs over {int(best[3])} without (best of {rounds} rounds)")
-    print(f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
-    if scratch is not None:
-        scratch.cleanup()
+    print(f"(CPU time per call; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+    scratch.cleanup()
 
 
 def main() -> None:
@@ -109,10 +115,10 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=20000)
     parser.add_argument("--corpus", action="store_true", help="the median over the corpus texts")
     parser.add_argument("--compare", metavar="REF", help="with --corpus: also time git archive REF src")
-    parser.add_argument("--corpus-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--corpus-child", metavar="HOLDS", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.corpus_child:
-        print(*corpus_figures())
+        print(*corpus_figures(json.loads(Path(args.corpus_child).read_text())))
         return
     if args.corpus:
         corpus_main(args.compare, args.rounds)

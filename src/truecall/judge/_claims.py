@@ -122,6 +122,8 @@ _WORD_BYTES_SET = frozenset(_BY_WORD_BYTES)
 _STEMS = re.compile(b"|".join(re.escape(stem) for stem in sorted({stem for stem, _ in _COMPOUND})) or b"(?!)")
 _STEMS_TEXT = re.compile(_STEMS.pattern.decode())
 _COMPOUND_TEXT = [(stem.decode(), i) for stem, i in _COMPOUND]
+#: Whether any grammar term's hint is in a text: one search (most texts hold none) before each hint's own.
+_ANY_HINT = re.compile(b"|".join(b"(?:" + hint.pattern + b")" for hint, _ in _HINTED) or b"(?!)")
 _KIND = [piece.kind for _, piece in _PIECES]
 _KIND_RANK = [("failed", "accepted", "completed").index(kind) for kind in _KIND]  # the order kinds are judged in
 
@@ -187,7 +189,8 @@ def _ascii_candidates(text: str) -> list[int]:
         found.update(_BY_WORD_BYTES[w])
     if _STEMS.search(raw) is not None:  # one search for every compound stem (most texts hold none)
         found.update(i for stem, i in _COMPOUND if stem in raw)
-    found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
+    if _ANY_HINT.search(raw) is not None:
+        found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
     return sorted(found)
 
 
@@ -195,7 +198,8 @@ def _normalised_candidates(norm: str) -> list[int]:
     """:func:`_candidates` of text already normalised."""
     found: set[int] = set()
     raw = norm.encode("utf-8").translate(_WORD_BYTES)
-    found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
+    if _ANY_HINT.search(raw) is not None:
+        found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
     for word in _WORDS.intersection(raw.decode("utf-8").split()):
         found.update(_BY_WORD[word])
     if not norm.isascii() and not _CHARS.isdisjoint(norm):
@@ -498,9 +502,9 @@ def _start(found: tuple[int, re.Match[str]]) -> int:
 
 
 def _judge(text: str, *, anchored: bool = True) -> Claim | None:
-    """The judgment, the head normalised once: an ASCII text is first checked for a claim word on its
-    raw bytes (most texts stop there); any other has its head normalised and its candidates read from
-    that (the words a piece can match are the normalised head's)."""
+    """The judgment, a text normalised once: an ASCII text is first checked for a claim word on its
+    raw bytes (most texts stop there); any other is normalised and its candidates read from that, and
+    when its head is the whole text (most are) that one normalised form is what the pieces read."""
     if not anchored:
         head = _head(text)
         return _claim(head) if head else None
@@ -510,12 +514,14 @@ def _judge(text: str, *, anchored: bool = True) -> Claim | None:
             return None
         head = _head(text)
         return _claim(head, candidates) if head else None
+    norm = normalise(text)
+    candidates = _normalised_candidates(norm)
+    if not candidates:
+        return None
     head = _head(text)
     if not head:
         return None
-    norm = normalise(head)
-    candidates = _normalised_candidates(norm)
-    return _claim(head, candidates, norm) if candidates else None
+    return _claim(head, candidates, norm if head == text else None)
 
 
 @lru_cache(maxsize=2048)
