@@ -29,6 +29,8 @@ WEAK = frozenset(
 
 
 def _without_lookarounds(pattern: str) -> str:
+    if "(?=" not in pattern and "(?!" not in pattern and "(?<" not in pattern:
+        return pattern  # (most pieces: the character loop below is most of what building them costs)
     out, i = [], 0
     while i < len(pattern):
         if pattern.startswith(("(?!", "(?=", "(?<!", "(?<="), i):
@@ -53,6 +55,8 @@ _ATOMS = re.compile(r"(?:[a-z0-9]|\[[a-z0-9]+\])\??")
 def _spellings(run: str) -> set[str]:
     """Every word a run of letters, letter classes and optional letters (``aceptad[oa]``,
     ``acceptee?s?``) spells."""
+    if "?" not in run and "[" not in run:
+        return {run}  # a plain word (most runs) spells itself
     words = {""}
     for atom in _ATOMS.findall(run):
         optional = atom.endswith("?")

@@ -122,8 +122,9 @@ _WORD_BYTES_SET = frozenset(_BY_WORD_BYTES)
 _STEMS = re.compile(b"|".join(re.escape(stem) for stem in sorted({stem for stem, _ in _COMPOUND})) or b"(?!)")
 _STEMS_TEXT = re.compile(_STEMS.pattern.decode())
 _COMPOUND_TEXT = [(stem.decode(), i) for stem, i in _COMPOUND]
-#: Whether any grammar term's hint is in a text: one search (most texts hold none) before each hint's own.
-_ANY_HINT = re.compile(b"|".join(b"(?:" + hint.pattern + b")" for hint, _ in _HINTED) or b"(?!)")
+#: Whether any grammar term's hint is in a text: one search (most texts hold none) before each hint's own
+#: (compiled on first use: half a millisecond the import need not pay).
+_ANY_HINT = b"|".join(b"(?:" + hint.pattern + b")" for hint, _ in _HINTED) or b"(?!)"
 _KIND = [piece.kind for _, piece in _PIECES]
 _KIND_RANK = [("failed", "accepted", "completed").index(kind) for kind in _KIND]  # the order kinds are judged in
 
@@ -189,7 +190,7 @@ def _ascii_candidates(text: str) -> list[int]:
         found.update(_BY_WORD_BYTES[w])
     if _STEMS.search(raw) is not None:  # one search for every compound stem (most texts hold none)
         found.update(i for stem, i in _COMPOUND if stem in raw)
-    if _ANY_HINT.search(raw) is not None:
+    if re.search(_ANY_HINT, raw) is not None:
         found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
     return sorted(found)
 
@@ -198,7 +199,7 @@ def _normalised_candidates(norm: str) -> list[int]:
     """:func:`_candidates` of text already normalised."""
     found: set[int] = set()
     raw = norm.encode("utf-8").translate(_WORD_BYTES)
-    if _ANY_HINT.search(raw) is not None:
+    if re.search(_ANY_HINT, raw) is not None:
         found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
     for word in _WORDS.intersection(raw.decode("utf-8").split()):
         found.update(_BY_WORD[word])

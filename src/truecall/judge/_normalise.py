@@ -38,11 +38,6 @@ _CONFUSABLES = str.maketrans({
 #: outside this range and stay.
 _COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]+")
 #: camelCase / PascalCase / ABBRWord boundaries.
-#: After NFKC, a character whose NFD may hold such a mark: a Latin, Greek or Cyrillic letter beyond
-#: ASCII, a combining mark, a symbol with a stroke (``≠``).  A text without one (Chinese, Japanese,
-#: most punctuation) skips decomposing altogether.  (A superset, checked over every code point by
-#: the tests.)
-_MAY_DECOMPOSE = re.compile("[\u00c0-\u04ff\u1ab0-\u1fff\u20d0-\u20ff\u2100-\u2aff\ufe20-\ufe2f]")
 #: Accents typed as characters of their own after the letter they belong to (``cre´e´``, ``cafe¨``,
 #: ``creˊe``: spacing accents and modifier letters, which NFKC would make a space and a mark, cutting
 #: the word in two): removed like the combining marks they stand for.  Only after a letter: alone
@@ -50,9 +45,10 @@ _MAY_DECOMPOSE = re.compile("[\u00c0-\u04ff\u1ab0-\u1fff\u20d0-\u20ff\u2100-\u2a
 _SPACING_ACCENTS = re.compile("(?<=[^\W\d_])[\u00a8\u00b4\u00b8\u02c6-\u02cb\u02d8-\u02dd]+")
 #: UTF-8 read as Latin-1 or Windows-1252 (``crÃ©Ã©`` for ``créé``): a lead character ``Â Ã Å``
 #: (bytes C2 C3 C5) and its continuation characters (bytes 80–BF as either code page shows them).
-_MOJIBAKE = re.compile("[\u00c2\u00c3\u00c5][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e"
-                       "\u0192\u02c6\u02dc\u2013\u2014\u2018-\u201e\u2020-\u2022\u2026\u2030\u2039\u203a"
-                       "\u20ac\u2122]")
+#: Compiled when a text first holds a lead character (rare: not every process pays for it).
+_MOJIBAKE_PATTERN = ("[\u00c2\u00c3\u00c5][\u0080-\u00bf\u0152\u0153\u0160\u0161\u0178\u017d\u017e"
+                     "\u0192\u02c6\u02dc\u2013\u2014\u2018-\u201e\u2020-\u2022\u2026\u2030\u2039\u203a"
+                     "\u20ac\u2122]")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _APOSTROPHES = ("'", "\u2019", "`")
 
@@ -71,6 +67,11 @@ _CASES = bytes(97 if 97 <= b <= 122 else 65 if 65 <= b <= 90 else 32 for b in ra
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 
 
+@lru_cache(maxsize=1)
+def _mojibake() -> re.Pattern[str]:
+    return re.compile(_MOJIBAKE_PATTERN)
+
+
 def _redecode(match: re.Match[str]) -> str:
     """A character UTF-8 encoded then read as Latin-1 / Windows-1252, decoded again (as it was when
     it does not decode)."""
@@ -83,13 +84,13 @@ def _redecode(match: re.Match[str]) -> str:
 
 def _fold(text: str, split: bool) -> str:
     if not text.isascii():
-        if ("\u00c3" in text or "\u00c2" in text or "\u00c5" in text) and _MOJIBAKE.search(text) is not None:
-            text = _MOJIBAKE.sub(_redecode, text)
+        if ("\u00c3" in text or "\u00c2" in text or "\u00c5" in text) and _mojibake().search(text) is not None:
+            text = _mojibake().sub(_redecode, text)
         text = unicodedata.normalize("NFKC", _SPACING_ACCENTS.sub("", text)).translate(_INVISIBLE)
-        if _MAY_DECOMPOSE.search(text) is not None:  # decomposed once, and only when a mark may be in it
-            decomposed = unicodedata.normalize("NFD", text)
-            if _COMBINING.search(decomposed) is not None:
-                text = unicodedata.normalize("NFC", _COMBINING.sub("", decomposed))
+        # decomposed once, and only when something decomposes (Chinese does not); marks already apart stay apart
+        decomposed = text if unicodedata.is_normalized("NFD", text) else unicodedata.normalize("NFD", text)
+        if _COMBINING.search(decomposed) is not None:
+            text = unicodedata.normalize("NFC", _COMBINING.sub("", decomposed))
         return (_CAMEL.sub(" ", text) if split else text).casefold().translate(_CONFUSABLES)
     lowered = text.lower()
     if not split or lowered == text:
