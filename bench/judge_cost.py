@@ -16,17 +16,16 @@ off.  The goal for the client's check is 5 µs per 200-character result.
 of the process: a shared machine's other work is not counted), and the
 figure is the median over the texts, for the texts that hold a claim word (this tree's anchors find
 one: the whole judgment runs) and for those that hold none (the anchor check alone).  The goal is
-5 µs per text in both.  ``--compare REF`` times ``git archive REF src`` the same way in a child
-process, in alternating rounds with this tree (a shared machine's load moves figures by more than
-the difference), and prints both.
+5 µs per text in both.  ``--compare REF`` times REF's judge the same way, in this process, each
+text right after this tree's, and prints both and the median of the texts' own ratios.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import io
 import itertools
-import json
 import os
 import statistics
 import subprocess
@@ -36,6 +35,7 @@ import tempfile
 import time
 import timeit
 from pathlib import Path
+from typing import Callable
 
 from truecall.judge import claim_in_result, credential_ask, names_credential
 from truecall.judge._claims import _claim_cached
@@ -64,48 +64,55 @@ def _corpus_texts() -> list[str]:
             for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
-def corpus_figures(holds_claim_word: list[bool]) -> tuple[float, int, float, int]:
-    """(median µs, count) for the corpus texts with a claim word, then for those without, this
-    interpreter's truecall, uncached (``_claim_cached.__wrapped__`` is the judgment itself).  Which
-    texts hold a claim word is said by the caller (this tree's anchors), so that two trees are
-    timed on the same two sets."""
-    judge = _claim_cached.__wrapped__  # type: ignore[attr-defined]
-    with_word: list[float] = []
-    without: list[float] = []
-    for text, holds in zip(_corpus_texts(), holds_claim_word, strict=True):
-        judge(text)  # a piece's regex is compiled on its first use: not timed
-        cost = min(timeit.repeat(lambda: judge(text), number=20, repeat=5, timer=time.process_time)) / 20
-        (with_word if holds else without).append(cost)
-    return (statistics.median(with_word) * 1e6, len(with_word), statistics.median(without) * 1e6, len(without))
+def _cost(judge: Callable[[str], object], text: str) -> float:
+    return min(timeit.repeat(lambda: judge(text), number=20, repeat=3, timer=time.process_time)) / 20 * 1e6
 
 
 def corpus_main(compare: str | None, rounds: int) -> None:
+    """Each text timed ``rounds`` times (best of 3 timings of 20 calls each time, CPU time) and its
+    figure the best of those.  ``compare``: REF's judge package (``git archive REF
+    src/truecall/judge``: it imports nothing of truecall's) is loaded in this same process under
+    another name and each text is timed with it right after this tree's, round by round — a shared
+    machine runs a process slower or faster for seconds at a time, which moved two processes'
+    figures by more than the difference.  The medians are over the texts with / without a claim
+    word (this tree's anchors say which: the same two sets for both), and the ratio is the median of
+    the texts' own ratios (this tree ÷ REF)."""
     from truecall.judge import _claims
 
-    trees: dict[str, str | None] = {"this tree": None}
+    texts = _corpus_texts()
+    holds = [bool(_claims._candidates(text)) for text in texts]
+    judges: dict[str, Callable[[str], object]] = {"this tree": _claims._claim_cached.__wrapped__}
     scratch = tempfile.TemporaryDirectory()
-    holds = Path(scratch.name) / "holds.json"
-    holds.write_text(json.dumps([bool(_claims._candidates(text)) for text in _corpus_texts()]))
     if compare:
-        archive = subprocess.run(["git", "archive", compare, "src"], check=True, capture_output=True,
-                                 cwd=CORPUS.parents[2]).stdout
+        archive = subprocess.run(["git", "archive", compare, "src/truecall/judge"], check=True,
+                                 capture_output=True, cwd=CORPUS.parents[2]).stdout
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(scratch.name, filter="data")
-        trees[compare] = str(Path(scratch.name) / "src")
-    figures: dict[str, list[tuple[float, ...]]] = {name: [] for name in trees}
-    for _ in range(rounds):
-        for name, src in trees.items():
-            env = dict(os.environ)
-            if src is not None:
-                env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
-            out = subprocess.run([sys.executable, __file__, "--corpus-child", str(holds)], check=True,
-                                 capture_output=True, text=True, env=env).stdout
-            figures[name].append(tuple(float(x) for x in out.split()))
-    for name, rows in figures.items():
-        best = [min(row[k] for row in rows) for k in range(4)]
-        print(f"{name:<12} claim_in_text over the corpus, uncached: median {best[0]:6.2f} µs over {int(best[1])} "
-              f"texts with a claim word, {best[2]:6.2f} µs over {int(best[3])} without (best of {rounds} rounds)")
-    print(f"(CPU time per call; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+        (Path(scratch.name) / "src" / "truecall" / "judge").rename(Path(scratch.name) / "judge_at_ref")
+        sys.path.insert(0, scratch.name)
+        reference = importlib.import_module("judge_at_ref._claims")
+        judges[compare] = reference._claim_cached.__wrapped__
+    best: dict[str, list[float]] = {name: [] for name in judges}
+    for text in texts:
+        for judge in judges.values():
+            judge(text)  # a piece's regex is compiled on its first use: not timed
+        figures: dict[str, float] = {}
+        for _ in range(rounds):
+            for name, judge in judges.items():
+                figures[name] = min(figures.get(name, float("inf")), _cost(judge, text))
+        for name, figure in figures.items():
+            best[name].append(figure)
+    for name, costs in best.items():
+        with_word = [c for c, h in zip(costs, holds) if h]
+        without = [c for c, h in zip(costs, holds) if not h]
+        print(f"{name:<12} claim_in_text over the corpus, uncached: median {statistics.median(with_word):6.2f} µs over "
+              f"{len(with_word)} texts with a claim word, {statistics.median(without):6.2f} µs over {len(without)} without")
+    if compare:
+        for label, want in (("with a claim word", True), ("without", False)):
+            ratios = [a / b for a, b, h in zip(best["this tree"], best[compare], holds) if h is want]
+            print(f"this tree ÷ {compare}, texts {label}: median of the texts' ratios {statistics.median(ratios):.2f}")
+    print(f"(CPU time per call, best of {rounds} rounds per text; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} CPUs)")
     scratch.cleanup()
 
 
@@ -115,11 +122,7 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=20000)
     parser.add_argument("--corpus", action="store_true", help="the median over the corpus texts")
     parser.add_argument("--compare", metavar="REF", help="with --corpus: also time git archive REF src")
-    parser.add_argument("--corpus-child", metavar="HOLDS", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.corpus_child:
-        print(*corpus_figures(json.loads(Path(args.corpus_child).read_text())))
-        return
     if args.corpus:
         corpus_main(args.compare, args.rounds)
         return

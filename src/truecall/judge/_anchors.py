@@ -129,12 +129,13 @@ def starts_word(text: str, at: int) -> bool:
     return at == 0 or not ("a" <= text[at - 1] <= "z" or "0" <= text[at - 1] <= "9")
 
 
-def matches(pattern: re.Pattern[str], text: str, starts: Callable[[str, int], bool] | None) -> list[re.Match[str]]:
-    """Every match of ``pattern`` in ``text`` whose start passes ``starts`` (what a look-behind at the
-    pattern's start would have said: patterns start with their own characters, which lets the engine
-    skip ahead, and the start is checked here); a start that fails is tried again one character on."""
+def matches(pattern: re.Pattern[str], text: str, starts: Callable[[str, int], bool] | None,
+            at: int = 0) -> list[re.Match[str]]:
+    """Every match of ``pattern`` in ``text`` from ``at`` on whose start passes ``starts`` (what a
+    look-behind at the pattern's start would have said: patterns start with their own characters,
+    which lets the engine skip ahead, and the start is checked here); a start that fails is tried
+    again one character on."""
     found: list[re.Match[str]] = []
-    at = 0
     while True:
         m = pattern.search(text, at)
         if m is None:

@@ -122,9 +122,6 @@ _WORD_BYTES_SET = frozenset(_BY_WORD_BYTES)
 _STEMS = re.compile(b"|".join(re.escape(stem) for stem in sorted({stem for stem, _ in _COMPOUND})) or b"(?!)")
 _STEMS_TEXT = re.compile(_STEMS.pattern.decode())
 _COMPOUND_TEXT = [(stem.decode(), i) for stem, i in _COMPOUND]
-#: Whether any grammar term's hint is in a text: one search (most texts hold none) before each hint's own
-#: (compiled on first use: half a millisecond the import need not pay).
-_ANY_HINT = b"|".join(b"(?:" + hint.pattern + b")" for hint, _ in _HINTED) or b"(?!)"
 _KIND = [piece.kind for _, piece in _PIECES]
 _KIND_RANK = [("failed", "accepted", "completed").index(kind) for kind in _KIND]  # the order kinds are judged in
 
@@ -154,9 +151,18 @@ def _piece_matches(reading: "_Reading", i: int) -> list[re.Match[str]]:
         single = _SINGLE[i] = _piece_regex(_PIECES[i][1])
     regex, word, sentence = single
     if not sentence:
-        if regex.search(norm) is None:  # most candidate pieces match nowhere: one search, no more
+        first = regex.search(norm)
+        if first is None:  # most candidate pieces match nowhere: one search, no more
             return []
-        return matches(regex, norm, starts_word if word else None)
+        start = first.start()
+        if not word or starts_word(norm, start):
+            found = [first]
+            at = max(first.end(), start + 1)
+        else:
+            found, at = [], start + 1
+        if at >= len(norm):
+            return found
+        return found + matches(regex, norm, starts_word if word else None, at)  # the rest, from where the first left off
     found: list[re.Match[str]] = []  # tried only where a sentence starts: what searching and checking gave
     at = 0
     for start in reading.sentence_starts():
@@ -190,8 +196,7 @@ def _ascii_candidates(text: str) -> list[int]:
         found.update(_BY_WORD_BYTES[w])
     if _STEMS.search(raw) is not None:  # one search for every compound stem (most texts hold none)
         found.update(i for stem, i in _COMPOUND if stem in raw)
-    if re.search(_ANY_HINT, raw) is not None:
-        found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
+    found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
     return sorted(found)
 
 
@@ -199,15 +204,21 @@ def _normalised_candidates(norm: str) -> list[int]:
     """:func:`_candidates` of text already normalised."""
     found: set[int] = set()
     raw = norm.encode("utf-8").translate(_WORD_BYTES)
-    if re.search(_ANY_HINT, raw) is not None:
-        found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
+    found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
     for word in _WORDS.intersection(raw.decode("utf-8").split()):
         found.update(_BY_WORD[word])
     if not norm.isascii() and not _CHARS.isdisjoint(norm):
-        for ch in _CHARS.intersection(norm):
-            for pair, pieces in _BY_CHAR[ch].items():
-                if len(pair) == 1 or pair in norm:
+        for ch in _CHARS.intersection(norm):  # each place the character stands: the pair it begins there
+            table = _BY_CHAR[ch]
+            at = norm.find(ch)
+            while at >= 0:
+                pieces = table.get(norm[at:at + 2])
+                if pieces is not None:
                     found.update(pieces)
+                at = norm.find(ch, at + 1)
+            alone = table.get(ch)
+            if alone is not None:
+                found.update(alone)
     if _STEMS_TEXT.search(norm) is not None:
         found.update(i for stem, i in _COMPOUND_TEXT if stem in norm)
     return sorted(found)

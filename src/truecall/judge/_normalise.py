@@ -42,7 +42,7 @@ _COMBINING = re.compile("[\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\u
 #: ``creˊe``: spacing accents and modifier letters, which NFKC would make a space and a mark, cutting
 #: the word in two): removed like the combining marks they stand for.  Only after a letter: alone
 #: they are symbols.
-_SPACING_ACCENTS = re.compile("(?<=[^\W\d_])[\u00a8\u00b4\u00b8\u02c6-\u02cb\u02d8-\u02dd]+")
+_SPACING_ACCENTS = re.compile("[\u00a8\u00b4\u00b8\u02c6-\u02cb\u02d8-\u02dd]+")  # (a class first: scanned for at once)
 #: UTF-8 read as Latin-1 or Windows-1252 (``crÃ©Ã©`` for ``créé``): a lead character ``Â Ã Å``
 #: (bytes C2 C3 C5) and its continuation characters (bytes 80–BF as either code page shows them).
 #: Compiled when a text first holds a lead character (rare: not every process pays for it).
@@ -82,11 +82,19 @@ def _redecode(match: re.Match[str]) -> str:
         return found
 
 
+def _after_letter(match: re.Match[str]) -> str:
+    """A spacing accent after a letter is removed; elsewhere it stays (a symbol)."""
+    at = match.start()
+    return "" if at and match.string[at - 1].isalpha() else match.group()
+
+
 def _fold(text: str, split: bool) -> str:
     if not text.isascii():
         if ("\u00c3" in text or "\u00c2" in text or "\u00c5" in text) and _mojibake().search(text) is not None:
             text = _mojibake().sub(_redecode, text)
-        text = unicodedata.normalize("NFKC", _SPACING_ACCENTS.sub("", text)).translate(_INVISIBLE)
+        if _SPACING_ACCENTS.search(text) is not None:
+            text = _SPACING_ACCENTS.sub(_after_letter, text)
+        text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
         # decomposed once, and only when something decomposes (Chinese does not); marks already apart stay apart
         decomposed = text if unicodedata.is_normalized("NFD", text) else unicodedata.normalize("NFD", text)
         if _COMBINING.search(decomposed) is not None:
