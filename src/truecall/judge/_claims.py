@@ -150,21 +150,21 @@ def _piece_matches(reading: "_Reading", i: int) -> list[re.Match[str]]:
     if single is None:
         single = _SINGLE[i] = _piece_regex(_PIECES[i][1])
     regex, word, sentence = single
+    found: list[re.Match[str]] = []
     if not sentence:
         first = regex.search(norm)
         if first is None:  # most candidate pieces match nowhere: one search, no more
             return []
         start = first.start()
         if not word or starts_word(norm, start):
-            found = [first]
+            found.append(first)
             at = max(first.end(), start + 1)
         else:
-            found, at = [], start + 1
+            at = start + 1
         if at >= len(norm):
             return found
         return found + matches(regex, norm, starts_word if word else None, at)  # the rest, from where the first left off
-    found: list[re.Match[str]] = []  # tried only where a sentence starts: what searching and checking gave
-    at = 0
+    at = 0  # tried only where a sentence starts: what searching and checking gave
     for start in reading.sentence_starts():
         if start < at or start > len(norm):
             continue
