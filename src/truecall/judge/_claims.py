@@ -282,6 +282,12 @@ def _head(text: str) -> str:
     text = text.strip()
     if not text or _is_json(text):
         return ""
+    if "\n" not in text:  # one line (most results): no lines to split and join again
+        if _DATA_LINE.match(text):
+            return ""
+        intro = _INTRO.match(text) if ":" in text or "：" in text else None
+        text = _QUOTED.sub(_unquote, (text[:intro.end() - 1] if intro else text)[:400])
+        return _NAMES.sub(" \u2026 ", text) if _name_hint(text) else text
     lines = text.split("\n", 3)
     if _DATA_LINE.match(lines[0]):
         return ""
