@@ -128,10 +128,12 @@ CLAIMS: tuple[Term, ...] = (
        r"processed|checked|investigated|uploaded|copied|indexed)|on hold|queued up|in the works|"
        r"waiting (for|on) (approval|review|confirmation|a reviewer|an operator|the operator|processing)",
        A, "en", "in progress: being done, not done"),
-    _t(r"((is|are) )?(still|currently|now) (?!(missing|nothing|something|everything|anything|pending|failing)\b)\w{2,}ing"
-       r"(?![a-z0-9])", A, "en",
-       "grammar: the progressive with 'still'/'currently'/'now' ('is still running', 'are currently copying'): "
-       "the work goes on, it has not ended", hint=r"(still|currently|now) [a-z]{2,}ing(?![a-z0-9])"),
+    _t(r"((is|are) )?still (?!(missing|nothing|something|everything|anything|pending|failing)\b)\w{2,}ing(?![a-z0-9])",
+       A, "en", "grammar: the progressive with 'still' ('is still running', 'still copying'): the work goes on, it "
+       "has not ended", hint=r"still [a-z]{2,}ing(?![a-z0-9])"),
+    _t(r"((is|are) )?currently (?!(missing|nothing|something|everything|anything|pending|failing)\b)\w{4,}(?<=ing)",
+       A, "en", "grammar: the progressive with 'currently' ('is currently scanning'): the work goes on (anchored by "
+       "'currently'; the look-behind keeps 'ing' out of its anchors)"),
     _t(r"(has been|have been|was|were) requested", A, "en",
        "'export has been requested': a request was made, nothing says it was carried out"),
     _t(r"(we ve|we have|we) got your|got your (request|message|order|report)|"
