@@ -50,6 +50,12 @@ _MOJIBAKE_PATTERN = ("[\u00c2\u00c3\u00c5][\u0080-\u00bf\u0152\u0153\u0160\u0161
                      "\u0192\u02c6\u02dc\u2013\u2014\u2018-\u201e\u2020-\u2022\u2026\u2030\u2039\u203a"
                      "\u20ac\u2122]")
 _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+#: Whether a text holds any of the characters a table maps, or a camelCase boundary: a class or a
+#: pair scanned for at once, where ``translate`` with a dictionary looks every character up (~0.1 µs
+#: each) and ``_CAMEL`` (look-behinds first) is tried at every position.
+_ANY_INVISIBLE = re.compile("[" + "".join(map(chr, _INVISIBLE)) + "]")
+_ANY_CONFUSABLE = re.compile("[" + "".join(map(chr, _CONFUSABLES)) + "]")
+_ANY_CAMEL = re.compile("[a-z][A-Z]|[A-Z][A-Z][a-z]")
 _APOSTROPHES = ("'", "\u2019", "`")
 
 
@@ -94,12 +100,17 @@ def _fold(text: str, split: bool) -> str:
             text = _mojibake().sub(_redecode, text)
         if _SPACING_ACCENTS.search(text) is not None:
             text = _SPACING_ACCENTS.sub(_after_letter, text)
-        text = unicodedata.normalize("NFKC", text).translate(_INVISIBLE)
+        text = unicodedata.normalize("NFKC", text)
+        if _ANY_INVISIBLE.search(text) is not None:
+            text = text.translate(_INVISIBLE)
         # decomposed once, and only when something decomposes (Chinese does not); marks already apart stay apart
         decomposed = text if unicodedata.is_normalized("NFD", text) else unicodedata.normalize("NFD", text)
         if _COMBINING.search(decomposed) is not None:
             text = unicodedata.normalize("NFC", _COMBINING.sub("", decomposed))
-        return (_CAMEL.sub(" ", text) if split else text).casefold().translate(_CONFUSABLES)
+        if split and _ANY_CAMEL.search(text) is not None:
+            text = _CAMEL.sub(" ", text)
+        text = text.casefold()
+        return text.translate(_CONFUSABLES) if _ANY_CONFUSABLE.search(text) is not None else text
     lowered = text.lower()
     if not split or lowered == text:
         return lowered
