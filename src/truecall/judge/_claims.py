@@ -93,7 +93,7 @@ def _elided(term: Term) -> Term:
 #: when the text holds one of its anchors: (index of its term in CLAIMS, the piece as a term of its own).
 _PIECES: list[tuple[int, Term]] = []
 _BY_WORD: dict[str, list[int]] = {}
-_BY_CHAR: dict[str, dict[str, list[int]]] = {}  # Chinese, Japanese: first character -> its pairs (or itself) -> pieces
+_BY_CJK: dict[str, list[int]] = {}  # Chinese, Japanese: a phrase's first two characters (or one) -> pieces
 _COMPOUND: list[tuple[bytes, int]] = []  # ASCII stems that may end a longer word ("verbindungsfehler")
 _HINTED: list[tuple[re.Pattern[bytes], int]] = []  # grammar terms: (what a text they match holds, piece)
 for _t, _term in enumerate(CLAIMS):
@@ -114,9 +114,14 @@ for _t, _term in enumerate(CLAIMS):
             if _term.compound:  # its words may end a longer one ("verbindungsfehler"): looked for inside the bytes
                 _COMPOUND += [(w.encode(), _i) for w in sorted(_latin)]
             for _c in _cjk:
-                _BY_CHAR.setdefault(_c[0], {}).setdefault(_c, []).append(_i)
+                _BY_CJK.setdefault(_c, []).append(_i)
 _WORDS = frozenset(_BY_WORD)
-_CHARS = frozenset(_BY_CHAR)
+_CHARS = frozenset(k for k in _BY_CJK if len(k) == 1)
+_PAIRS = frozenset(k for k in _BY_CJK if len(k) == 2)
+_FIRSTS = frozenset(k[0] for k in _BY_CJK)
+#: Every two characters of a text that begin with a pair's first character, overlapping ("已受理" gives
+#: "已受" and "受理" when both begin pairs): a look-ahead around a class, one C scan.
+_PAIR_AT = re.compile("(?=([" + "".join(sorted(k[0] for k in _PAIRS)) + "].))")
 _BY_WORD_BYTES = {w.encode(): pieces for w, pieces in _BY_WORD.items() if w.isascii()}
 _WORD_BYTES_SET = frozenset(_BY_WORD_BYTES)
 _STEMS = re.compile(b"|".join(re.escape(stem) for stem in sorted({stem for stem, _ in _COMPOUND})) or b"(?!)")
@@ -207,18 +212,11 @@ def _normalised_candidates(norm: str) -> list[int]:
     found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
     for word in _WORDS.intersection(raw.decode("utf-8").split()):
         found.update(_BY_WORD[word])
-    if not norm.isascii() and not _CHARS.isdisjoint(norm):
-        for ch in _CHARS.intersection(norm):  # each place the character stands: the pair it begins there
-            table = _BY_CHAR[ch]
-            at = norm.find(ch)
-            while at >= 0:
-                pieces = table.get(norm[at:at + 2])
-                if pieces is not None:
-                    found.update(pieces)
-                at = norm.find(ch, at + 1)
-            alone = table.get(ch)
-            if alone is not None:
-                found.update(alone)
+    if not norm.isascii() and not _FIRSTS.isdisjoint(norm):
+        for pair in _PAIRS.intersection(_PAIR_AT.findall(norm)):
+            found.update(_BY_CJK[pair])
+        for ch in _CHARS.intersection(norm):
+            found.update(_BY_CJK[ch])
     if _STEMS_TEXT.search(norm) is not None:
         found.update(i for stem, i in _COMPOUND_TEXT if stem in norm)
     return sorted(found)
