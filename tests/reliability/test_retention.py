@@ -89,7 +89,9 @@ def _size(db: Path | str) -> tuple[int, int]:
     """SQLite: the file, and its WAL; PostgreSQL: the audit table with its indexes and TOAST, and 0."""
     if isinstance(db, str):
         with psycopg.connect(split_schema(db)[0], autocommit=True) as conn:
-            row = conn.execute(f"SELECT pg_total_relation_size('\"{split_schema(db)[1]}\".audit_events')").fetchone()
+            # (partitioned: the partitions', the parent holds nothing)
+            row = conn.execute("SELECT SUM(pg_total_relation_size(relid)) FROM "
+                               f"pg_partition_tree('\"{split_schema(db)[1]}\".audit_events')").fetchone()
         return (int(row[0]) if row else 0), 0
     wal = Path(f"{db}-wal")
     return os.path.getsize(db), (os.path.getsize(wal) if wal.exists() else 0)
