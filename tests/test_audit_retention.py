@@ -399,9 +399,9 @@ def test_postgresql_partitions_are_made_ahead_and_an_old_one_is_dropped_whole_af
         parts = sweeper.partitions
         assert isinstance(parts, Partitions) and parts.span_s == 360  # a tenth of the age
         assert db.fetchone("SELECT relkind FROM pg_class WHERE oid = 'audit_events'::regclass")[0] == "p"  # type: ignore[index]
-        ((legacy, low, edge),) = parts.ranges()
+        (legacy, low, edge), *ahead = parts.ranges()  # the old table, then what the sweeper made ahead
         assert legacy == "audit_events_legacy" and low is None and edge is not None and edge > start
-        assert edge % 360 == 0
+        assert edge % 360 == 0 and ahead and ahead[0][1] == edge and ahead[-1][2] >= time.time() + AHEAD * 360
         db.execute(_ROW, (edge + 1, b"{}"))  # the id sequence goes on
         assert db.fetchone("SELECT MAX(id) FROM audit_events")[0] == 101  # type: ignore[index]
 
@@ -480,12 +480,12 @@ def test_postgresql_a_number_budget_inside_the_newest_partition_deletes_rows(pg_
         sweeper = Sweeper(db, Retention.parse("300"), tmp_path / "export", period_s=60)
         parts = sweeper.partitions
         assert parts is not None and parts.span_s == 60
-        now = time.time() // 60 * 60 + 30
-        sweeper.sweep(now=now - 180)  # partitions from three minutes ago on
+        base = (time.time() // 60 + 10) * 60  # a clock ten minutes ahead (partitions made ahead exist)
+        sweeper.sweep(now=base)
         for minute in range(4):  # 250 records a minute, the last minute's the newest
             for i in range(250):
-                db.execute(_ROW, (now - 180 + minute * 60 - 25 + i * 0.1, b"{}"))
-        assert sweeper.sweep(now=now) == 700
+                db.execute(_ROW, (base + minute * 60 + 5 + i * 0.1, b"{}"))
+        assert sweeper.sweep(now=base + 3 * 60 + 30) == 700
         kept = [r[0] for r in db.fetchall("SELECT id FROM audit_events ORDER BY id")]
         assert kept == list(range(701, 1001))
         assert [r["id"] for r in read_export(tmp_path / "export")] == list(range(1, 701))

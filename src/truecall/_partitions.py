@@ -57,6 +57,10 @@ EXPORT_BATCH = 5000
 #: so it is kept short and tried again at the next sweep.
 DETACH_WAIT_MS = 200
 
+#: How far another host's clock may be ahead of this one's (seconds): a partition starting within
+#: this of now may be receiving records while it is made.
+CLOCKS_S = 60.0
+
 _BOUND = re.compile(r"FOR VALUES FROM \((MINVALUE|'?[-0-9.e+]+'?)\) TO \((MAXVALUE|'?[-0-9.e+]+'?)\)")
 _DEFAULT = "audit_events_default"
 
@@ -80,9 +84,12 @@ def _stamp(ts: float) -> str:
 class Partitions:
     """The partitions of ``audit_events`` on one PostgreSQL database (see the module's docstring)."""
 
-    def __init__(self, db: Any, span_s: float) -> None:
+    def __init__(self, db: Any, span_s: float, ahead_s: float | None = None) -> None:
+        """``ahead_s``: how far past now partitions are kept ready (at least :data:`AHEAD` spans; the
+        sweeper asks for a few of its intervals more, so that no record waits for one)."""
         self.db = db
         self.span_s = span_s
+        self.ahead_s = max(AHEAD * span_s, ahead_s or 0.0)
         #: Records the last :meth:`drop_whole` dropped with their partitions (no row deleted: no VACUUM).
         self.last_whole = 0
         self.migrate()
@@ -154,15 +161,20 @@ class Partitions:
             return []  # (a partition up to MAXVALUE: nothing can be added after it)
         start = max(ends) if ends else now // self.span_s * self.span_s
         made: list[str] = []
-        while start < now + AHEAD * self.span_s:
+        while start < now + self.ahead_s:
             end = (start // self.span_s + 1) * self.span_s
             name = f"audit_events_{_stamp(start)}"
             if any(n == name for n, _, _ in ranges):  # (a span under a second: never with whole seconds)
                 name = f"{name}_{int(start * 1000) % 1000:03d}"
-            with self.db.transaction():
-                # Writers of records for this time wait (the default partition is locked) from here
-                # to the commit: none is left behind in the default partition, none is refused.
-                self.db.execute(f"LOCK TABLE {_DEFAULT} IN SHARE MODE")
+            with self.db.transaction() as conn:
+                if start <= now + CLOCKS_S:
+                    # Records of this time may be arriving (no sweep made it ahead: the first one, or
+                    # one after a pause): they wait from here to the commit and are then routed to the
+                    # new partition.  (Routed to the default partition first, one would be refused
+                    # there once the new partition took its range.)  Kept short: on a busy table the
+                    # next sweep tries again.
+                    conn.execute(f"SET LOCAL lock_timeout = {DETACH_WAIT_MS}")
+                    self.db.execute("LOCK TABLE audit_events IN SHARE ROW EXCLUSIVE MODE")
                 self.db.execute(f"CREATE TABLE {name} (LIKE audit_events INCLUDING DEFAULTS)")
                 moved = self.db.execute(f"INSERT INTO {name} SELECT * FROM {_DEFAULT} WHERE ts >= ? AND ts < ?",
                                         (start, end)).rowcount
@@ -173,6 +185,16 @@ class Partitions:
             made.append(name)
             start = end
         return made
+
+    def vacuum_current(self, now: float) -> None:
+        """After rows were deleted: a plain ``VACUUM`` of the partition new records go to (and of the
+        default one), whose free space they take.  The space of rows deleted in older partitions is
+        never taken by a new record: it goes when their partition is dropped whole, and a VACUUM of
+        them would only add its maps (32 KiB a partition) and the server's work."""
+        for name, lo, hi in self.ranges():
+            if (lo is None or lo <= now) and (hi is None or now < hi):
+                self.db.execute(f"VACUUM {name}")
+        self.db.execute(f"VACUUM {_DEFAULT}")
 
     # -- dropping whole ----------------------------------------------------------------------------
 
@@ -258,11 +280,13 @@ class Partitions:
                     self.db.execute(_MARK, (file, length, sha))
                 self.db.execute(f"DROP TABLE {name}")
                 self.db.execute("DELETE FROM audit_detached WHERE name = ?", (name,))
-        except BaseException as exc:
+        except _Stopped:
+            if writer is not None:  # stopped (the server is): the files are left as recorded
+                writer.cut_back(marks)
+            return 0
+        except BaseException:
             if writer is not None:
                 writer.forget(marks)  # the next attempt cuts the unrecorded tail off again
-            if isinstance(exc, _Stopped):
-                return 0
             raise
         if writer is not None:
             writer.committed(marks)

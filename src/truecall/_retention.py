@@ -358,6 +358,17 @@ class ExportWriter:
             self._open.pop(name, None)
             self._ahead.pop(name, None)
 
+    def cut_back(self, names: Iterable[str]) -> None:
+        """Cut ``names`` back to their recorded length now (a sweep stopped between an export and its
+        transaction: the files are left as the records say, checksums matching)."""
+        for name in names:
+            self.forget([name])
+            if self._recorded(name) is None:
+                (self.directory / name).unlink(missing_ok=True)
+                (self.directory / f"{name}.sha256").unlink(missing_ok=True)
+            else:
+                self._resume(name)
+
     def repair(self) -> None:
         """After a start: every file appended to after its ``.sha256`` was written (a sweep killed
         before its seal, or before its transaction) is cut back to its recorded length and sealed."""
@@ -526,9 +537,7 @@ def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: 
             chunks = [rows[i:i + batch] for i in range(0, n, batch)]
             all_marks = writer.append_batches(chunks) if writer is not None else [{} for _ in chunks]
             for k, (chunk, marks) in enumerate(zip(chunks, all_marks)):
-                try:
-                    if stop is not None and stop.is_set():
-                        raise _Stopped
+                try:  # (a group is finished even when asked to stop: a few batches, tens of ms)
                     with db.transaction():
                         for name, (length, sha) in marks.items():
                             db.execute(_MARK, (name, length, sha))
@@ -538,11 +547,9 @@ def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: 
                         else:
                             ids = [row[0] for row in chunk]
                             db.execute(f"DELETE FROM audit_events WHERE id IN ({','.join('?' * len(ids))})", ids)
-                except BaseException as exc:
+                except BaseException:
                     if writer is not None:  # the next attempt cuts the unrecorded tail off again
                         writer.forget({name for m in all_marks[k:] for name in m})
-                    if isinstance(exc, _Stopped):
-                        return dropped
                     raise
                 if writer is not None:
                     writer.committed(marks)
@@ -556,10 +563,6 @@ def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: 
         if writer is not None:
             writer.seal()
     return dropped
-
-
-class _Stopped(Exception):
-    """The sweep was asked to stop between two batches of a group."""
 
 
 _told_vacuum = False
@@ -660,16 +663,18 @@ class Sweeper:
         db.migrate(EXPORT_MIGRATIONS)
         period = period_s or period_seconds()
         self.writer = ExportWriter(export_dir, period, _export_state(db)) if export_dir is not None else None
-        #: PostgreSQL: the trail partitioned by time, old partitions dropped whole (truecall._partitions).
-        self.partitions: Partitions | None = None
-        if db.dialect == "postgresql" and not policy.keeps_all:
-            from ._partitions import Partitions, partition_span
-
-            self.partitions = Partitions(db, partition_span(policy, period))
         if interval_s is None:
             raw = os.environ.get(ENV_SWEEP_S, "").strip()
             interval_s = float(raw) if raw else SWEEP_S
         self.interval_s = interval_s
+        #: PostgreSQL: the trail partitioned by time, old partitions dropped whole (truecall._partitions);
+        #: the partitions of the coming minutes are made now, before any call is served.
+        self.partitions: Partitions | None = None
+        if db.dialect == "postgresql" and not policy.keeps_all:
+            from ._partitions import Partitions, partition_span
+
+            self.partitions = Partitions(db, partition_span(policy, period), ahead_s=4 * interval_s)
+            self.partitions.ensure_ahead(time.time())
         self.on_sweep = on_sweep
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -725,8 +730,13 @@ class Sweeper:
         if self.db.dialect == "sqlite":
             if idle:
                 vacuum_some(self.db, stop=self._stop, limit=idle)
-        elif dropped - (self.partitions.last_whole if self.partitions is not None else 0) or others:
-            vacuum_some(self.db, stop=self._stop)  # (rows were deleted: partitions dropped whole need none)
+        elif self.partitions is not None:
+            if dropped - self.partitions.last_whole:
+                self.partitions.vacuum_current(now)
+            if others:
+                vacuum_some(self.db, stop=self._stop)
+        elif dropped or others:
+            vacuum_some(self.db, stop=self._stop)
         return dropped
 
     def _run(self) -> None:
