@@ -401,7 +401,8 @@ def test_postgresql_partitions_are_made_ahead_and_an_old_one_is_dropped_whole_af
         assert db.fetchone("SELECT relkind FROM pg_class WHERE oid = 'audit_events'::regclass")[0] == "p"  # type: ignore[index]
         (legacy, low, edge), *ahead = parts.ranges()  # the old table, then what the sweeper made ahead
         assert legacy == "audit_events_legacy" and low is None and edge is not None and edge > start
-        assert edge % 360 == 0 and ahead and ahead[0][1] == edge and ahead[-1][2] >= time.time() + AHEAD * 360
+        last_end = ahead[-1][2] if ahead else None
+        assert edge % 360 == 0 and ahead[0][1] == edge and last_end is not None and last_end >= time.time() + AHEAD * 360
         db.execute(_ROW, (edge + 1, b"{}"))  # the id sequence goes on
         assert db.fetchone("SELECT MAX(id) FROM audit_events")[0] == 101  # type: ignore[index]
 
