@@ -61,6 +61,9 @@ DETACH_WAIT_MS = 200
 #: this of now may be receiving records while it is made.
 CLOCKS_S = 60.0
 
+#: Serializes the processes making and detaching partitions (an advisory lock: "tcparts").
+_PARTITION_LOCK = 0x7463706172747300
+
 _BOUND = re.compile(r"FOR VALUES FROM \((MINVALUE|'?[-0-9.e+]+'?)\) TO \((MAXVALUE|'?[-0-9.e+]+'?)\)")
 _DEFAULT = "audit_events_default"
 
@@ -155,18 +158,26 @@ class Partitions:
         """Partitions up to :data:`AHEAD` spans past ``now``, each from where the newest one ends
         (records of its time waiting in the default partition are moved into it); returns the
         names made."""
-        ranges = self.ranges()
-        ends = [hi for _, _, hi in ranges if hi is not None]
-        if any(hi is None for _, _, hi in ranges):
-            return []  # (a partition up to MAXVALUE: nothing can be added after it)
-        start = max(ends) if ends else now // self.span_s * self.span_s
         made: list[str] = []
-        while start < now + self.ahead_s:
+        while True:
+            ranges = self.ranges()
+            ends = [hi for _, _, hi in ranges if hi is not None]
+            if any(hi is None for _, _, hi in ranges):
+                return made  # (a partition up to MAXVALUE: nothing can be added after it)
+            start = max(ends) if ends else now // self.span_s * self.span_s
+            if start >= now + self.ahead_s:
+                return made
             end = (start // self.span_s + 1) * self.span_s
             name = f"audit_events_{_stamp(start)}"
             if any(n == name for n, _, _ in ranges):  # (a span under a second: never with whole seconds)
                 name = f"{name}_{int(start * 1000) % 1000:03d}"
             with self.db.transaction() as conn:
+                # Replicas make partitions too: one at a time, each finding where the newest ends.
+                self.db.execute("SELECT pg_advisory_xact_lock(?)", (_PARTITION_LOCK,))
+                if self.db.fetchone("SELECT 1 FROM pg_inherits WHERE inhparent = 'audit_events'::regclass AND "
+                                    "inhrelid = to_regclass(?)", (name,)) or self._newest_end() != (
+                                        max(ends) if ends else None):
+                    continue  # another process made it (or another) meanwhile: look again
                 if start <= now + CLOCKS_S:
                     # Records of this time may be arriving (no sweep made it ahead: the first one, or
                     # one after a pause): they wait from here to the commit and are then routed to the
@@ -183,8 +194,10 @@ class Partitions:
                 self.db.execute(f"ALTER TABLE audit_events ATTACH PARTITION {name} "
                                 f"FOR VALUES FROM ({start!r}) TO ({end!r})")
             made.append(name)
-            start = end
-        return made
+
+    def _newest_end(self) -> float | None:
+        ends = [hi for _, _, hi in self.ranges() if hi is not None]
+        return max(ends) if ends else None
 
     def vacuum_current(self, now: float) -> None:
         """After rows were deleted: a plain ``VACUUM`` of the partition new records go to (and of the
@@ -247,6 +260,10 @@ class Partitions:
         try:
             with self.db.transaction() as conn:
                 conn.execute(f"SET LOCAL lock_timeout = {DETACH_WAIT_MS}")
+                self.db.execute("SELECT pg_advisory_xact_lock(?)", (_PARTITION_LOCK,))
+                if not self.db.fetchone("SELECT 1 FROM pg_inherits WHERE inhparent = 'audit_events'::regclass "
+                                        "AND inhrelid = to_regclass(?)", (name,)):
+                    return False  # another process's sweep detached it first
                 self.db.execute(f"ALTER TABLE audit_events DETACH PARTITION {name}")
                 self.db.execute("INSERT INTO audit_detached (name) VALUES (?)", (name,))
         except Exception as exc:  # the table's lock was not had in time: the next sweep tries again
@@ -278,7 +295,7 @@ class Partitions:
             with self.db.transaction():
                 for file, (length, sha) in marks.items():
                     self.db.execute(_MARK, (file, length, sha))
-                self.db.execute(f"DROP TABLE {name}")
+                self.db.execute(f"DROP TABLE IF EXISTS {name}")  # (another sweep may have been first)
                 self.db.execute("DELETE FROM audit_detached WHERE name = ?", (name,))
         except _Stopped:
             if writer is not None:  # stopped (the server is): the files are left as recorded

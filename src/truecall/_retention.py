@@ -693,7 +693,10 @@ class Sweeper:
             from ._partitions import Partitions, partition_span
 
             self.partitions = Partitions(db, partition_span(policy, period), ahead_s=4 * interval_s)
-            self.partitions.ensure_ahead(time.time())
+            try:
+                self.partitions.ensure_ahead(time.time())
+            except Exception as exc:  # records wait in the default partition; the first sweep tries again
+                log.warning("audit partitions could not be made ahead yet: %s", type(exc).__name__)
         self.on_sweep = on_sweep
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
