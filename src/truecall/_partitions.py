@@ -281,17 +281,21 @@ class Partitions:
         marks: dict[str, tuple[int, str]] = {}
         try:
             last = -1
-            while True:
+            if writer is None:  # nothing to export: only how many go (counted by the server)
+                row = self.db.fetchone(f"SELECT COUNT(*) FROM {name}")
+                count = int(row[0]) if row else 0
+            while writer is not None:
                 if stop is not None and stop.is_set():
                     raise _Stopped
                 rows = self.db.fetchall(f"SELECT {_COLUMNS} FROM {name} WHERE id > ? ORDER BY id LIMIT ?",
                                         (last, EXPORT_BATCH))
                 if not rows:
                     break
-                if writer is not None:
-                    marks.update(writer.append_batches([rows])[0])
+                marks.update(writer.append_batches([rows], sync=False)[0])
                 count += len(rows)
                 last = rows[-1][0]
+            if writer is not None:
+                writer.sync(marks)  # durable before the transaction that records them and drops the rows
             with self.db.transaction():
                 for file, (length, sha) in marks.items():
                     self.db.execute(_MARK, (file, length, sha))

@@ -307,11 +307,14 @@ class ExportWriter:
         ``(bytes, sha256)``, to be recorded in the same transaction that deletes the rows."""
         return self.append_batches([rows])[0]
 
-    def append_batches(self, batches: Sequence[Sequence[Sequence[Any]]]) -> list[dict[str, tuple[int, str]]]:
+    def append_batches(self, batches: Sequence[Sequence[Sequence[Any]]], *,
+                       sync: bool = True) -> list[dict[str, tuple[int, str]]]:
         """Append each batch (a gzip member per batch and file) and make them all durable with one
         ``fsync`` per file; returns each batch's marks (what to record with the deletion of that
         batch: a file's length and checksum up to the end of the batch's member).  Recorded one
-        batch after the other, a kill in between leaves a tail the next sweep cuts back."""
+        batch after the other, a kill in between leaves a tail the next sweep cuts back.
+        ``sync=False``: not made durable yet — :meth:`sync` must be called before any of it is recorded
+        (a partition exported in many appends, recorded once)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         #: name -> (fd, length when this call began, new file)
         files: dict[str, tuple[int, int, bool]] = {}
@@ -337,8 +340,9 @@ class ExportWriter:
                     state[name] = (length + len(member), digest)
                     done[name] = (length + len(member), digest.hexdigest())
                 out.append(done)
-            for fd, _, _ in files.values():
-                os.fsync(fd)
+            if sync:
+                for fd, _, _ in files.values():
+                    os.fsync(fd)
             if any(new for _, _, new in files.values()):
                 _fsync_dir(self.directory)
         except BaseException:
@@ -357,6 +361,15 @@ class ExportWriter:
             self._open[name] = (length, digest)
             self._ahead[name] = (length, digest.hexdigest())
         return out
+
+    def sync(self, names: Iterable[str]) -> None:
+        """Make what was appended to ``names`` with ``sync=False`` durable (one ``fsync`` a file)."""
+        for name in names:
+            fd = os.open(self.directory / name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def committed(self, marks: dict[str, tuple[int, str]]) -> None:
         """``marks`` (from :meth:`append`) are recorded: :meth:`seal` writes their checksums."""
