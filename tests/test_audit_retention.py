@@ -493,3 +493,31 @@ def test_postgresql_a_number_budget_inside_the_newest_partition_deletes_rows(pg_
         assert parts.last_whole == 500  # two minutes' partitions whole, then 200 rows of the third
     finally:
         db.close()
+
+
+def test_postgresql_over_a_size_the_oldest_partitions_go_whole(pg_url: str, tmp_path: Path) -> None:
+    """Rows deleted from an old partition would give no space back (new records go to the newest):
+    over a size budget the oldest partitions are dropped whole, the current one kept."""
+    from truecall._retention import _db_bytes
+    from truecall.storage import open_database
+
+    db = open_database(pg_url)
+    try:
+        AuditLog(db, key=b"k" * 32, journal=False, retain="all")
+        base = (time.time() // 60 + 10) * 60
+        sweeper = Sweeper(db, Retention(max_bytes=10 ** 12), tmp_path / "export", period_s=60)
+        assert sweeper.partitions is not None
+        sweeper.partitions.ensure_ahead(base + 240)
+        for minute in range(4):
+            for i in range(300):
+                db.execute(_ROW, (base + minute * 60 + i * 0.1, orjson.dumps({"pad": "x" * 200, "i": i})))
+        used = _db_bytes(db)
+        assert used is not None
+        smaller = Sweeper(db, Retention(max_bytes=used // 2), tmp_path / "export", period_s=60)
+        dropped = smaller.sweep(now=base + 3 * 60 + 30)
+        assert smaller.partitions is not None and smaller.partitions.last_whole == dropped
+        assert dropped % 300 == 0 and 300 <= dropped <= 900, dropped  # whole minutes, the current one kept
+        assert (_db_bytes(db) or 0) <= used // 2 or dropped == 900
+        assert [r["id"] for r in read_export(tmp_path / "export")] == list(range(1, dropped + 1))
+    finally:
+        db.close()

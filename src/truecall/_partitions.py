@@ -234,6 +234,8 @@ class Partitions:
                    stop: threading.Event | None = None) -> int:
         """Detach, export and drop every oldest partition the policy lets go whole; returns the
         records dropped.  A partition detached by a sweep that did not finish goes first."""
+        from ._retention import _db_bytes
+
         dropped = 0
         for (name,) in self.db.fetchall("SELECT name FROM audit_detached ORDER BY name"):
             dropped += self._export_and_drop(str(name), writer, stop)
@@ -245,6 +247,11 @@ class Partitions:
             if hi is None or hi > now:
                 break  # the current partition, and the ones made ahead, are never dropped whole
             whole = cutoff is not None and hi <= cutoff
+            if not whole and policy.max_bytes is not None:
+                # Over a size: the oldest partitions go whole.  (Rows deleted from one would give no
+                # space back — new records go to the newest — and the next sweep would delete more.)
+                used = _db_bytes(self.db)
+                whole = used is not None and used > policy.max_bytes
             if not whole and last_id is not None:
                 newest = self.db.fetchone(f"SELECT MAX(id) FROM {name}")
                 whole = newest is None or newest[0] is None or int(newest[0]) <= last_id
