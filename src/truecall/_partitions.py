@@ -9,7 +9,8 @@ by the sweep, and a partition whose records are all past the policy is detached 
   the export period (``TRUECALL_AUDIT_EXPORT_PERIOD``, a day by default): an age is applied a
   partition at a time, so a record is kept at most one span longer than the age (10 %).  Without
   an age (a number or size of records only), the export period: a partition is one export file.
-- **Ahead.**  Every sweep makes sure partitions exist up to :data:`AHEAD` spans past now.  A record
+- **Ahead.**  The sweeper, when it starts (before any call is served) and at every sweep, makes sure
+  partitions exist up to :data:`AHEAD` spans and four sweep intervals past now.  A record
   whose time no partition covers (no sweep ran for a while: retention turned off, a clock set
   ahead) lands in ``audit_events_default``; the next partition made for its time takes it over.
 - **Dropped whole.**  The oldest partitions go whole when their end is past the age, or when their
@@ -25,9 +26,13 @@ by the sweep, and a partition whose records are all past the policy is detached 
   Killed after 1, the next sweep finds the name in ``audit_detached`` and starts again at 2 (the
   files are first cut back to their recorded lengths).  Detached, the records are no longer in
   queries: they are past the policy and about to go.
+- **Over a size,** the oldest partitions go whole, one after the other, until the trail is within it
+  (rows deleted from an old partition would give no space back: new records go to the newest).
 - **What is left to rows.**  A number or size budget that falls inside a partition still deletes
   rows (the oldest first, exported first), as on SQLite; an age only the stragglers of the default
   partition older than the age plus a span.
+- **Ids.**  The key is ``(id, ts)`` (a partitioned table's key includes its partition key); ids come
+  from the one sequence, so they stay unique and increasing, but a killed insert leaves unused ones.
 
 Migration (``audit-partitioned-1``, once, when a sweep first runs on the database): the old table
 is renamed ``audit_events_legacy`` and attached as the partition of everything before the next
