@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -273,14 +274,14 @@ def test_a_full_disk_refuses_calls_before_they_run_and_service_resumes_when_spac
 
 # -- both backends: the size levels off -------------------------------------------------------------------
 
-from pg_support import backend, db_target, db_targets, pg_schemas  # noqa: E402,F401
+from pg_support import backend, db_target, db_targets, pg_schemas, pg_url  # noqa: E402,F401
 
 
 def _size(db: Any, target: str) -> int:
     if db.dialect == "sqlite":
         db.forget()  # checkpointed: what the file holds
         return os.path.getsize(target)
-    return int(db.fetchone("SELECT pg_total_relation_size('audit_events')")[0])
+    return int(db.fetchone("SELECT SUM(pg_total_relation_size(relid)) FROM pg_partition_tree('audit_events')")[0])
 
 
 def test_under_steady_arrivals_the_trail_levels_off_and_every_dropped_record_is_exported(
@@ -364,3 +365,159 @@ def test_an_export_on_demand_of_many_batches_keeps_every_batch(tmp_path: Path) -
     files = export_range(db, tmp_path / "x", None, None, period_s=DAY, batch=7)
     assert [r["id"] for r in read_export(tmp_path / "x")] == list(range(1, 51))
     assert all(verify_export(tmp_path / "x").values()) and len(files) == 1
+
+
+# -- PostgreSQL: partitions by time, dropped whole ----------------------------------------------------------
+
+_ROW = ("INSERT INTO audit_events (ts, kind, tenant, subject, tool, outcome, fields) "
+        "VALUES (?, 'tool.called', 'acme', 'u', 't', 'ok', ?)")
+
+
+def _tables(db: Any) -> set[str]:
+    return {r[0] for r in db.fetchall("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+
+
+def test_postgresql_partitions_are_made_ahead_and_an_old_one_is_dropped_whole_after_its_export(
+        pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An audit table from before partitions is migrated (its records kept, ids going on); partitions
+    are made ahead of the clock; one whose records are all past the age is exported, then dropped
+    whole (no row deleted); a sweep killed between its export and its drop loses nothing and exports
+    nothing twice."""
+    from truecall._partitions import AHEAD, Partitions
+    from truecall.storage import open_database
+
+    db = open_database(pg_url)
+    try:
+        log = AuditLog(db, key=b"k" * 32, journal=False, retain="all")
+        for i in range(100):  # an existing, unpartitioned trail
+            log.record("tool.called", tool="t", tenant="acme", subject="u", outcome="ok", n=i)
+        start = time.time()
+        db.execute("UPDATE audit_events SET ts = ? + id", (start - 200,))
+        assert db.fetchone("SELECT relkind FROM pg_class WHERE oid = 'audit_events'::regclass")[0] == "r"  # type: ignore[index]
+        export = tmp_path / "export"
+        sweeper = Sweeper(db, Retention.parse("1h"), export, period_s=3600)
+        parts = sweeper.partitions
+        assert isinstance(parts, Partitions) and parts.span_s == 360  # a tenth of the age
+        assert db.fetchone("SELECT relkind FROM pg_class WHERE oid = 'audit_events'::regclass")[0] == "p"  # type: ignore[index]
+        (legacy, low, edge), *ahead = parts.ranges()  # the old table, then what the sweeper made ahead
+        assert legacy == "audit_events_legacy" and low is None and edge is not None and edge > start
+        last_end = ahead[-1][2] if ahead else None
+        assert edge % 360 == 0 and ahead[0][1] == edge and last_end is not None and last_end >= time.time() + AHEAD * 360
+        db.execute(_ROW, (edge + 1, b"{}"))  # the id sequence goes on
+        assert db.fetchone("SELECT MAX(id) FROM audit_events")[0] == 101  # type: ignore[index]
+
+        # made ahead: every span up to AHEAD spans past the clock, from where the old table's range ends
+        now = edge + 5
+        assert sweeper.sweep(now=now) == 0
+        ranges = parts.ranges()
+        assert [r[1] for r in ranges[1:]] == [r[2] for r in ranges[:-1]]  # contiguous
+        assert ranges[-1][2] is not None and ranges[-1][2] >= now + AHEAD * 360 and len(ranges) == 4
+        first = ranges[1][0]
+        for i in range(249):  # the first partition of the new table: ids 102..350
+            db.execute(_ROW, (edge + 2 + i, orjson.dumps({"n": i})))
+
+        # an hour later: the old table's records and the first partition are all past the age
+        deletes: list[str] = []
+        real_execute = db.execute
+
+        def watching(sql: str, params: Any = ()) -> Any:
+            if sql.lstrip().upper().startswith("DELETE FROM AUDIT_EVENTS"):
+                deletes.append(sql)
+            return real_execute(sql, params)
+
+        monkeypatch.setattr(db, "execute", watching)
+        now = edge + 3600 + 361
+        assert sweeper.sweep(now=now) == 350
+        monkeypatch.setattr(db, "execute", real_execute)
+        assert not deletes, "records were deleted row by row"
+        assert legacy not in _tables(db) and first not in _tables(db)
+        assert parts.ranges()[0][1] == edge + 360 and parts.ranges()[-1][2] >= now + AHEAD * 360  # type: ignore[operator]
+        assert [r["id"] for r in read_export(export)] == list(range(1, 351))
+        assert all(verify_export(export).values())
+
+        # killed between the export and the drop: the partition stays detached, its records unlost
+        second = parts.ranges()[0][0]
+        for i in range(120):  # ids 351..470
+            db.execute(_ROW, (edge + 361 + i, orjson.dumps({"n": i})))
+
+        def dying(sql: str, params: Any = ()) -> Any:
+            if sql.startswith("DROP TABLE"):
+                raise KeyboardInterrupt("killed")
+            return real_execute(sql, params)
+
+        monkeypatch.setattr(db, "execute", dying)
+        with pytest.raises(KeyboardInterrupt):
+            sweeper.sweep(now=now + 360)
+        monkeypatch.setattr(db, "execute", real_execute)
+        assert db.fetchall("SELECT name FROM audit_detached") == [(second,)]
+        assert db.fetchone(f"SELECT COUNT(*) FROM {second}")[0] == 120  # type: ignore[index]
+        assert not all(verify_export(export).values())  # the file holds an export not yet recorded
+        # the next process finishes it: cut back, exported again (once), dropped
+        again = Sweeper(db, Retention.parse("1h"), export, period_s=3600)
+        assert again.sweep(now=now + 360) == 120
+        assert second not in _tables(db) and not db.fetchall("SELECT name FROM audit_detached")
+        exported = [r["id"] for r in read_export(export)]
+        assert exported == list(range(1, 471)) and all(verify_export(export).values())
+        assert db.fetchone("SELECT COUNT(*) FROM audit_events")[0] == 0  # type: ignore[index]
+        # a record for a time no partition covers waits in the default partition; the partition made
+        # for its time takes it over
+        late = parts.ranges()[-1][2] + 10  # type: ignore[operator]
+        db.execute(_ROW, (late, b"{}"))
+        assert db.fetchone("SELECT COUNT(*) FROM audit_events_default")[0] == 1  # type: ignore[index]
+        parts.ensure_ahead(late)
+        assert db.fetchone("SELECT COUNT(*) FROM audit_events_default")[0] == 0  # type: ignore[index]
+        assert db.fetchone("SELECT MAX(id) FROM audit_events")[0] == 471  # type: ignore[index]
+    finally:
+        db.close()
+
+
+def test_postgresql_a_number_budget_inside_the_newest_partition_deletes_rows(pg_url: str, tmp_path: Path) -> None:
+    """Partitions older than the records a number budget drops go whole; the rest by rows, exported."""
+    from truecall.storage import open_database
+
+    db = open_database(pg_url)
+    try:
+        AuditLog(db, key=b"k" * 32, journal=False, retain="all")
+        sweeper = Sweeper(db, Retention.parse("300"), tmp_path / "export", period_s=60)
+        parts = sweeper.partitions
+        assert parts is not None and parts.span_s == 60
+        base = (time.time() // 60 + 10) * 60  # a clock ten minutes ahead (partitions made ahead exist)
+        sweeper.sweep(now=base)
+        for minute in range(4):  # 250 records a minute, the last minute's the newest
+            for i in range(250):
+                db.execute(_ROW, (base + minute * 60 + 5 + i * 0.1, b"{}"))
+        assert sweeper.sweep(now=base + 3 * 60 + 30) == 700
+        kept = [r[0] for r in db.fetchall("SELECT id FROM audit_events ORDER BY id")]
+        assert kept == list(range(701, 1001))
+        assert [r["id"] for r in read_export(tmp_path / "export")] == list(range(1, 701))
+        assert parts.last_whole == 500  # two minutes' partitions whole, then 200 rows of the third
+    finally:
+        db.close()
+
+
+def test_postgresql_over_a_size_the_oldest_partitions_go_whole(pg_url: str, tmp_path: Path) -> None:
+    """Rows deleted from an old partition would give no space back (new records go to the newest):
+    over a size budget the oldest partitions are dropped whole, the current one kept."""
+    from truecall._retention import _db_bytes
+    from truecall.storage import open_database
+
+    db = open_database(pg_url)
+    try:
+        AuditLog(db, key=b"k" * 32, journal=False, retain="all")
+        base = (time.time() // 60 + 10) * 60
+        sweeper = Sweeper(db, Retention(max_bytes=10 ** 12), tmp_path / "export", period_s=60)
+        assert sweeper.partitions is not None
+        sweeper.partitions.ensure_ahead(base + 240)
+        for minute in range(4):
+            for i in range(300):
+                db.execute(_ROW, (base + minute * 60 + i * 0.1, orjson.dumps({"pad": "x" * 200, "i": i})))
+        used = _db_bytes(db)
+        assert used is not None
+        smaller = Sweeper(db, Retention(max_bytes=used // 2), tmp_path / "export", period_s=60)
+        dropped = smaller.sweep(now=base + 3 * 60 + 30)
+        assert smaller.partitions is not None and smaller.partitions.last_whole == dropped
+        assert dropped % 300 == 0 and 300 <= dropped <= 900, dropped  # whole minutes, the current one kept
+        assert (_db_bytes(db) or 0) <= used // 2 or dropped == 900
+        assert [r["id"] for r in read_export(tmp_path / "export")] == list(range(1, dropped + 1))
+    finally:
+        db.close()

@@ -28,6 +28,10 @@ operator looks: the export is no longer what was promised.
 An exported line is ``{"id":…,"ts":…,"kind":…,"tenant":…,"subject":…,"tool":…,"outcome":…,
 "fields":{…}}`` where ``fields`` is the stored document byte for byte: redacted when it was
 recorded, its argument hashes as they were.
+
+PostgreSQL: the table is partitioned by time and old partitions are exported, then dropped whole
+(:mod:`truecall._partitions`); what a number or size budget drops inside a partition goes by rows,
+as above.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ import orjson
 from ._misuse import Misuse, SettingError
 
 if TYPE_CHECKING:
+    from ._partitions import Partitions
     from .storage import Storage
 
 log = logging.getLogger("truecall.audit")
@@ -64,11 +69,14 @@ ENV_SWEEP_S = "TRUECALL_AUDIT_SWEEP_S"
 #: (About 230 bytes a call: 2 GB is some 9 million calls — three months at 1 call/s, about two and a
 #: half hours at 1,000 calls/s.  See docs/guide/operations.md for the arithmetic.)
 DEFAULT_RETAIN = "90d,2GB"
-#: Records per delete transaction: a few milliseconds of write lock (SQLite: ~3 µs a row deleted and
-#: exported, most of it outside the transaction).
+#: Records per delete transaction: a few milliseconds of write lock (SQLite: ~3 µs a row deleted inside
+#: it; the export, ~7 µs a row more — reading the whole row, its line, gzip — is done before, outside).
 BATCH = 1000
 #: Pause between two batches of one sweep, so that whatever waits for the lock gets it.
 PAUSE_S = 0.01
+#: Batches read and exported together (one ``fsync`` per file for all of them; each still deleted in
+#: its own transaction).
+GROUP = 8
 #: Seconds between two sweeps.
 SWEEP_S = 5.0
 #: Pages given back to the file system per ``incremental_vacuum`` step (SQLite, 4 KiB each).
@@ -148,11 +156,42 @@ def period_seconds(text: str | None = None) -> float:
 _COLUMNS = "id, ts, kind, tenant, subject, tool, outcome, fields"
 
 
+_LINE = (b'{"id":%d,"ts":%b,"kind":%b,"tenant":%b,"subject":%b,"tool":%b,"outcome":%b,"fields":%b}\n')
+#: A column's value -> its JSON: the kinds, tenants, subjects, tools and outcomes of a trail repeat.
+_JSON: dict[Any, bytes] = {}
+
+
+def _json(value: Any) -> bytes:
+    out = _JSON.get(value)
+    if out is None:
+        out = orjson.dumps(value)
+        if len(_JSON) < 4096:
+            _JSON[value] = out
+    return out
+
+
 def encode_record(row: Sequence[Any]) -> bytes:
-    """One exported line: the columns, and the stored fields document as it is (bytes for bytes)."""
-    head = orjson.dumps({"id": row[0], "ts": row[1], "kind": row[2], "tenant": row[3], "subject": row[4],
-                         "tool": row[5], "outcome": row[6]})
-    return b"".join((head[:-1], b',"fields":', bytes(row[7]), b"}\n"))
+    """One exported line: the columns, and the stored fields document as it is (bytes for bytes).
+    One formatting of bytes, each column's JSON made once per distinct value: 2.5 µs a record here
+    against 3.1 µs for a dict encoded and the document joined on."""
+    return _LINE % (row[0], orjson.dumps(row[1]), _json(row[2]), _json(row[3]), _json(row[4]), _json(row[5]),
+                    _json(row[6]), bytes(row[7]))
+
+
+def _by_file(rows: Iterable[Sequence[Any]], period_s: float) -> dict[str, list[bytes]]:
+    """``rows`` encoded, grouped by their period file (the name is looked up once per run of rows
+    in one period: the oldest records are in time order but for a few at a period's edge)."""
+    groups: dict[str, list[bytes]] = {}
+    lo = hi = 0.0
+    lines: list[bytes] = []
+    for row in rows:
+        ts = row[1]
+        if not lo <= ts < hi:
+            lines = groups.setdefault(_file_name(ts, period_s), [])
+            lo = ts // period_s * period_s
+            hi = lo + period_s
+        lines.append(encode_record(row))
+    return groups
 
 
 def _fsync_dir(path: Path) -> None:
@@ -206,8 +245,14 @@ class ExportWriter:
         self._unsealed: dict[str, tuple[int, str]] = {}
         #: An export on demand: what it appended is what is recorded.
         self._own: dict[str, tuple[int, str]] = {}
+        #: name -> (bytes, sha256) appended (durably) and not recorded yet: several appends may come
+        #: before the one transaction that records them (a partition exported whole, then dropped).
+        self._ahead: dict[str, tuple[int, str]] = {}
 
     def _recorded(self, name: str) -> tuple[int, str] | None:
+        ahead = self._ahead.get(name)
+        if ahead is not None:  # appended by this sweep, to be recorded by a transaction still to come
+            return ahead
         return self._state(name) if self._state is not None else self._own.get(name)
 
     def _resume(self, name: str) -> tuple[int, Any]:
@@ -260,49 +305,97 @@ class ExportWriter:
     def append(self, rows: Sequence[Sequence[Any]]) -> dict[str, tuple[int, str]]:
         """Append ``rows`` (id order) to their period files, durably; returns each touched file's new
         ``(bytes, sha256)``, to be recorded in the same transaction that deletes the rows."""
+        return self.append_batches([rows])[0]
+
+    def append_batches(self, batches: Sequence[Sequence[Sequence[Any]]], *,
+                       sync: bool = True) -> list[dict[str, tuple[int, str]]]:
+        """Append each batch (a gzip member per batch and file) and make them all durable with one
+        ``fsync`` per file; returns each batch's marks (what to record with the deletion of that
+        batch: a file's length and checksum up to the end of the batch's member).  Recorded one
+        batch after the other, a kill in between leaves a tail the next sweep cuts back.
+        ``sync=False``: not made durable yet — :meth:`sync` must be called before any of it is recorded
+        (a partition exported in many appends, recorded once)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        groups: dict[str, list[bytes]] = {}
-        for row in rows:
-            groups.setdefault(_file_name(row[1], self.period_s), []).append(encode_record(row))
-        done: dict[str, tuple[int, str]] = {}
-        for name, lines in groups.items():
-            length, digest = self._resume(name)
-            member = gzip.compress(b"".join(lines), compresslevel=1, mtime=0)
-            path = self.directory / name
-            new = not path.exists()
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-            try:
-                view, written = memoryview(member), 0
-                while written < len(member):
-                    written += os.write(fd, view[written:])
-                os.fsync(fd)
-            except BaseException:
+        #: name -> (fd, length when this call began, new file)
+        files: dict[str, tuple[int, int, bool]] = {}
+        state: dict[str, tuple[int, Any]] = {}
+        out: list[dict[str, tuple[int, str]]] = []
+        try:
+            for rows in batches:
+                done: dict[str, tuple[int, str]] = {}
+                for name, lines in _by_file(rows, self.period_s).items():
+                    if name not in files:
+                        length, digest = self._resume(name)
+                        path = self.directory / name
+                        new = not path.exists()
+                        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                        files[name] = (fd, length, new)
+                        state[name] = (length, digest.copy())
+                    length, digest = state[name]
+                    member = gzip.compress(b"".join(lines), compresslevel=1, mtime=0)
+                    view, written = memoryview(member), 0
+                    while written < len(member):
+                        written += os.write(files[name][0], view[written:])
+                    digest.update(member)
+                    state[name] = (length + len(member), digest)
+                    done[name] = (length + len(member), digest.hexdigest())
+                out.append(done)
+            if sync:
+                for fd, _, _ in files.values():
+                    os.fsync(fd)
+            if any(new for _, _, new in files.values()):
+                _fsync_dir(self.directory)
+        except BaseException:
+            for name, (fd, length, _) in files.items():
                 try:
                     os.ftruncate(fd, length)
                 except OSError:
                     pass
                 self._open.pop(name, None)  # re-read from the recorded state next time
-                raise
+                self._ahead.pop(name, None)
+            raise
+        finally:
+            for fd, _, _ in files.values():
+                os.close(fd)
+        for name, (length, digest) in state.items():
+            self._open[name] = (length, digest)
+            self._ahead[name] = (length, digest.hexdigest())
+        return out
+
+    def sync(self, names: Iterable[str]) -> None:
+        """Make what was appended to ``names`` with ``sync=False`` durable (one ``fsync`` a file)."""
+        for name in names:
+            fd = os.open(self.directory / name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
             finally:
                 os.close(fd)
-            if new:
-                _fsync_dir(self.directory)
-            digest = digest.copy()
-            digest.update(member)
-            self._open[name] = (length + len(member), digest)
-            done[name] = (length + len(member), digest.hexdigest())
-        return done
 
     def committed(self, marks: dict[str, tuple[int, str]]) -> None:
         """``marks`` (from :meth:`append`) are recorded: :meth:`seal` writes their checksums."""
         self._unsealed.update(marks)
         if self._state is None:
             self._own.update(marks)
+        for name, mark in marks.items():
+            if self._ahead.get(name) == mark:
+                del self._ahead[name]
 
     def forget(self, names: Iterable[str]) -> None:
         """Drop what this writer believes of ``names`` (a transaction recording them failed)."""
         for name in names:
             self._open.pop(name, None)
+            self._ahead.pop(name, None)
+
+    def cut_back(self, names: Iterable[str]) -> None:
+        """Cut ``names`` back to their recorded length now (a sweep stopped between an export and its
+        transaction: the files are left as the records say, checksums matching)."""
+        for name in names:
+            self.forget([name])
+            if self._recorded(name) is None:
+                (self.directory / name).unlink(missing_ok=True)
+                (self.directory / f"{name}.sha256").unlink(missing_ok=True)
+            else:
+                self._resume(name)
 
     def repair(self) -> None:
         """After a start: every file appended to after its ``.sha256`` was written (a sweep killed
@@ -377,7 +470,7 @@ def _db_bytes(db: Any) -> int | None:
                           "(SELECT freelist_count FROM pragma_freelist_count()), "
                           "(SELECT page_size FROM pragma_page_size())")
         return int(row[0]) * int(row[1]) if row else None
-    row = db.fetchone("SELECT pg_total_relation_size('audit_events')")
+    row = db.fetchone("SELECT SUM(pg_total_relation_size(relid)) FROM pg_partition_tree('audit_events')")
     return int(row[0]) if row and row[0] is not None else None
 
 
@@ -391,14 +484,20 @@ def _oldest(db: Any, limit: int, whole: bool) -> list[tuple[Any, ...]]:
 def _span(db: Any) -> int:
     """Records in the table, counted by the span of their ids (the sweep deletes only the oldest, so
     the span is the count; ``COUNT(*)`` would scan the table on every sweep)."""
-    row = db.fetchone("SELECT MIN(id), MAX(id) FROM audit_events")
+    # Two subqueries, not ``SELECT MIN(id), MAX(id)``: SQLite reads one end of the index only for a
+    # query with a single min() or max(); with both it scans the whole table (27 ms a batch at 100k
+    # records: two thirds of the sweep's CPU).
+    row = db.fetchone("SELECT (SELECT MIN(id) FROM audit_events), (SELECT MAX(id) FROM audit_events)")
     if not row or row[0] is None:
         return 0
     return int(row[1]) - int(row[0]) + 1
 
 
-def _how_many(db: Any, policy: Retention, rows: list[tuple[Any, ...]], now: float) -> int:
-    """How many of ``rows`` (the oldest, id order) the policy drops: the most any of its limits drops."""
+def _how_many(db: Any, policy: Retention, rows: list[tuple[Any, ...]] | int, now: float) -> int:
+    """How many of ``rows`` (the oldest, id order) the policy drops: the most any of its limits drops.
+    A number instead of rows (a policy without an age): how many of that many oldest records."""
+    if isinstance(rows, int):
+        rows = [()] * rows  # (only their number is read)
     drop = 0
     if policy.max_age_s is not None:
         cutoff = now - policy.max_age_s
@@ -432,47 +531,70 @@ _MARK = ("INSERT INTO audit_export (name, bytes, sha256) VALUES (?, ?, ?) "
 
 def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: float | None = None,
                batch: int = BATCH, pause_s: float = PAUSE_S, stop: threading.Event | None = None,
-               max_batches: int = 1_000_000) -> int:
+               max_batches: int = 1_000_000, group: int | None = None,
+               partitions: "Partitions | None" = None) -> int:
     """Drop what ``policy`` lets go, oldest first, a batch per transaction (exported first when
-    ``writer``); returns how many records were dropped."""
+    ``writer``); returns how many records were dropped.
+
+    The oldest records are read ``group`` batches at a time and exported together (one ``fsync``
+    per file for the group, each batch its own gzip member), then deleted a batch per transaction,
+    each transaction recording its batch's end of the file.  ``partitions`` (PostgreSQL, a table
+    partitioned by time): whole partitions past the policy are exported and dropped first, and an
+    age is applied only that way (rows are deleted for a number or a size of records)."""
     if policy.keeps_all:
         return 0
     now = time.time() if now is None else now
+    group = group or GROUP
     dropped = 0
+    if partitions is not None:
+        dropped += partitions.drop_whole(policy, writer, now, stop=stop)
+        if policy.max_age_s is not None:  # by rows: only the stragglers (see truecall._partitions)
+            policy = Retention(policy.max_age_s + partitions.span_s, policy.max_records, policy.max_bytes)
     # SQLite: one writer at a time allocates ids and commits them, so the oldest rows are exactly an
     # id range (a range delete is cheaper than a list).  PostgreSQL: a transaction may commit a lower
     # id after a higher one was read; only the ids read (and exported) are deleted.
     by_range = db.dialect == "sqlite"
+    batches_done = 0
     try:
-        for _ in range(max_batches):
+        while batches_done < max_batches:
             if stop is not None and stop.is_set():
                 break
-            rows = _oldest(db, batch, writer is not None)
-            n = _how_many(db, policy, rows, now)
+            want = batch * max(1, min(group, max_batches - batches_done))
+            if policy.max_age_s is None:  # how many is known before reading them: read only those
+                n = _how_many(db, policy, want, now)
+                rows = _oldest(db, n, writer is not None) if n > 0 else []
+                n = len(rows)
+            else:
+                rows = _oldest(db, want, writer is not None)
+                n = _how_many(db, policy, rows, now)
             if n <= 0:
                 break
             rows = rows[:n]
-            marks = writer.append(rows) if writer is not None else {}
-            try:
-                with db.transaction():
-                    for name, (length, sha) in marks.items():
-                        db.execute(_MARK, (name, length, sha))
-                    if by_range:
-                        db.execute("DELETE FROM audit_events WHERE id >= ? AND id <= ?", (rows[0][0], rows[-1][0]))
-                    else:
-                        ids = [row[0] for row in rows]
-                        db.execute(f"DELETE FROM audit_events WHERE id IN ({','.join('?' * len(ids))})", ids)
-            except BaseException:
+            chunks = [rows[i:i + batch] for i in range(0, n, batch)]
+            all_marks = writer.append_batches(chunks) if writer is not None else [{} for _ in chunks]
+            for k, (chunk, marks) in enumerate(zip(chunks, all_marks)):
+                try:  # (a group is finished even when asked to stop: a few batches, tens of ms)
+                    with db.transaction():
+                        for name, (length, sha) in marks.items():
+                            db.execute(_MARK, (name, length, sha))
+                        if by_range:
+                            db.execute("DELETE FROM audit_events WHERE id >= ? AND id <= ?",
+                                       (chunk[0][0], chunk[-1][0]))
+                        else:
+                            ids = [row[0] for row in chunk]
+                            db.execute(f"DELETE FROM audit_events WHERE id IN ({','.join('?' * len(ids))})", ids)
+                except BaseException:
+                    if writer is not None:  # the next attempt cuts the unrecorded tail off again
+                        writer.forget({name for m in all_marks[k:] for name in m})
+                    raise
                 if writer is not None:
-                    writer.forget(marks)  # the next attempt cuts the unrecorded tail off again
-                raise
-            if writer is not None:
-                writer.committed(marks)
-            dropped += n
-            if n < batch:
+                    writer.committed(marks)
+                dropped += len(chunk)
+                batches_done += 1
+                if pause_s and (k + 1 < len(chunks) or n == want):
+                    time.sleep(pause_s)
+            if n < want:
                 break
-            if pause_s:
-                time.sleep(pause_s)
     finally:
         if writer is not None:
             writer.seal()
@@ -575,12 +697,23 @@ class Sweeper:
         self.history = history
         self.policy = policy
         db.migrate(EXPORT_MIGRATIONS)
-        self.writer = (ExportWriter(export_dir, period_s or period_seconds(), _export_state(db))
-                       if export_dir is not None else None)
+        period = period_s or period_seconds()
+        self.writer = ExportWriter(export_dir, period, _export_state(db)) if export_dir is not None else None
         if interval_s is None:
             raw = os.environ.get(ENV_SWEEP_S, "").strip()
             interval_s = float(raw) if raw else SWEEP_S
         self.interval_s = interval_s
+        #: PostgreSQL: the trail partitioned by time, old partitions dropped whole (truecall._partitions);
+        #: the partitions of the coming minutes are made now, before any call is served.
+        self.partitions: Partitions | None = None
+        if db.dialect == "postgresql" and not policy.keeps_all:
+            from ._partitions import Partitions, partition_span
+
+            self.partitions = Partitions(db, partition_span(policy, period), ahead_s=4 * interval_s)
+            try:
+                self.partitions.ensure_ahead(time.time())
+            except Exception as exc:  # records wait in the default partition; the first sweep tries again
+                log.warning("audit partitions could not be made ahead yet: %s", type(exc).__name__)
         self.on_sweep = on_sweep
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -601,17 +734,21 @@ class Sweeper:
         if thread is not None:
             thread.join(timeout=10)
 
-    def sweep(self) -> int:
+    def sweep(self, now: float | None = None) -> int:
         """One sweep now (the thread's, or a test's): drop, then give space back.  Processes sharing
         the export folder (``--workers``) take turns: one that finds another sweeping skips its turn.
 
         Space given back (SQLite): only the pages that were free already when this sweep began — free
         for a whole interval, not taken by the records that arrived meanwhile.  At a steady rate the
         pages a sweep frees are taken again by the next interval's records: returning them to the
-        file system only to grow the file again would cost every record a page move."""
+        file system only to grow the file again would cost every record a page move.  (``now``: a
+        test's clock; the time otherwise.)"""
         idle = free_pages(self.db)
+        if self.partitions is not None:
+            self.partitions.ensure_ahead(time.time() if now is None else now)
+            self.partitions.last_whole = 0
         if self.writer is None:
-            dropped = sweep_once(self.db, self.policy, None, stop=self._stop)
+            dropped = sweep_once(self.db, self.policy, None, now=now, stop=self._stop, partitions=self.partitions)
         else:
             self.writer.directory.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.writer.directory / ".sweep.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -623,14 +760,20 @@ class Sweeper:
                 if not self._repaired:
                     self.writer.repair()
                     self._repaired = True
-                dropped = sweep_once(self.db, self.policy, self.writer, stop=self._stop)
+                dropped = sweep_once(self.db, self.policy, self.writer, now=now, stop=self._stop,
+                                     partitions=self.partitions)
             finally:
                 os.close(fd)
-        now = time.time()
+        now = time.time() if now is None else now
         others = sum(fn(now, self.policy.max_age_s) for fn in self.history)
         if self.db.dialect == "sqlite":
             if idle:
                 vacuum_some(self.db, stop=self._stop, limit=idle)
+        elif self.partitions is not None:
+            if dropped - self.partitions.last_whole:
+                self.partitions.vacuum_current(now)
+            if others:
+                vacuum_some(self.db, stop=self._stop)
         elif dropped or others:
             vacuum_some(self.db, stop=self._stop)
         return dropped
