@@ -100,6 +100,28 @@ def test_records_past_their_age_go_and_younger_ones_stay(tmp_path: Path) -> None
     assert db.fetchone("SELECT MIN(ts) FROM audit_events")[0] >= now - 30 * 60  # type: ignore[index]
 
 
+def test_a_sweep_with_nothing_due_reads_only_the_oldest_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Most sweeps drop nothing; they run in the serving process every few seconds, so learning that
+    costs one row, not a batch of them."""
+    now = 1_800_000_000.0
+    db, _ = _filled(tmp_path, 100, start=now - 100 * 60, step=60)
+    fetched: list[int] = []
+    fetchall = db.fetchall
+
+    def counted(sql: str, params: Any = ()) -> Any:
+        rows = fetchall(sql, params)
+        fetched.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(db, "fetchall", counted)
+    for policy in ("1d", "1000", "1GB", "1d,1000,1GB"):
+        fetched.clear()
+        assert sweep_once(db, Retention.parse(policy), None, now=now) == 0
+        assert fetched == [1], policy
+    assert sweep_once(db, Retention.parse("30m"), None, now=now) == 70  # one due: the batch is read
+    assert fetched[-1] == 100
+
+
 def test_a_size_budget_shrinks_the_file(tmp_path: Path) -> None:
     db, _ = _filled(tmp_path, 6000)
     db.forget()  # checkpointed: the file holds every page

@@ -444,6 +444,12 @@ def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: 
     # id after a higher one was read; only the ids read (and exported) are deleted.
     by_range = db.dialect == "sqlite"
     try:
+        # The oldest record alone first: most sweeps find nothing due, and reading a whole batch
+        # (a thousand rows, every few seconds, in the serving process) only to learn that is work
+        # the calls pay for: ~35k instructions a call in bench/stdio_cost.py, where callgrind
+        # stretches a thousand calls over some fifty sweeps.
+        if _how_many(db, policy, _oldest(db, 1, False), now) <= 0:
+            return 0
         for _ in range(max_batches):
             if stop is not None and stop.is_set():
                 break
