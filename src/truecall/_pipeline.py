@@ -311,15 +311,14 @@ async def run(server: "Server", ctx: ToolContext, arguments: dict[str, Any], cli
             outcome = Failed("bad_result", type(exc).__name__)
         else:
             checker = tool.output_validator
-            # The MCP schema of the era (truecall._wire_check).  Its fast path is here, inline: one
-            # plain text block, a dict of facts or none, a bool flag and no _meta (the result
-            # truecall's builders make) is nothing the schema could refuse.  The call itself, for
-            # every result, measured ~1.1k instructions of a stdio call (bench/stdio_cost.py).
+            # The MCP schema of the era (truecall._wire_check).  Its fast path is here, inline (a
+            # call for every result cost a frame): one plain text block, a dict of facts or none and
+            # no _meta (the result truecall's builders make) is nothing the schema could refuse.
+            # (The flag needs no look: to_dict writes isError true or leaves it out.)
             content, sc = outcome.content, outcome.structured_content
             if (type(content) is list and len(content) == 1 and type(block := content[0]) is dict
                     and len(block) == 2 and type(block.get("text")) is str and block.get("type") == "text"
-                    and (sc is None or type(sc) is dict) and outcome.meta is None
-                    and type(outcome.is_error) is bool):
+                    and (sc is None or type(sc) is dict) and outcome.meta is None):
                 malformed = None
             else:
                 malformed = tool_result_problems(outcome, ctx.peer.version)
