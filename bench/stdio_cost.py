@@ -12,6 +12,13 @@ flight — plus what the server does in the second after the last answer (the au
 pending load: part of a call's cost).  ``--ref REV`` measures the same cells from ``git archive
 REV src`` in the same run; ``--keep`` keeps the callgrind files for ``callgrind_annotate
 --inclusive=yes``.  Why instructions and not CPU time: see ``http_cost.py``.
+
+Each cell's count is also split (``_drivers.callgrind_split``): ``calls``, the event loop's work
+outside its timers (the requests themselves); ``timers``, its timer callbacks (the journal's load);
+``elsewhere``, other threads (the retention sweep).  Only ``calls`` is independent of the clock:
+the other two are work per tick, and callgrind's slowdown, longer on a busy machine, gives a
+thousand calls more ticks (83a5ac1's ``seq`` over four runs: 4.6 % apart in ``total``, 0.5 % in
+``calls``).
 """
 
 from __future__ import annotations
@@ -29,8 +36,8 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from _drivers import (_STDIO_CALL, BenchError, StdioPeer, _fast_ok, callgrind_instrument, callgrind_total,  # noqa: E402
-                      in_parallel, stop, unpacked_src)
+from _drivers import (_STDIO_CALL, BenchError, StdioPeer, _fast_ok, callgrind_instrument, callgrind_split,  # noqa: E402
+                      in_parallel, print_costs, stop, unpacked_src)
 
 CELLS = ("seq", "pipe64")
 WARM_CALLS = 200
@@ -60,7 +67,7 @@ def _pipelined(peer: StdioPeer, calls: int, base: int) -> None:
             sent += 1
 
 
-def instructions_per_call(attr: str, src: Path, cell: str, calls: int, out: Path) -> float:
+def instructions_per_call(attr: str, src: Path, cell: str, calls: int, out: Path) -> dict[str, float]:
     tmp = tempfile.mkdtemp(prefix="tc-stdio-cost-")
     env = dict(os.environ, BENCH_TRUECALL_DB=os.path.join(tmp, "bench.db"), PYTHONPATH=str(src))
     argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", sys.executable,
@@ -81,9 +88,9 @@ def instructions_per_call(attr: str, src: Path, cell: str, calls: int, out: Path
         raise BenchError(f"{cell} ({src}): {exc}; server log: {tmp}/server.log") from exc
     finally:
         stop(proc, grace=60.0)
-    total = callgrind_total(out)
+    split = callgrind_split(out)
     shutil.rmtree(tmp, ignore_errors=True)
-    return total / calls
+    return {part: count / calls for part, count in split.items()}
 
 
 def main() -> None:
@@ -102,7 +109,7 @@ def main() -> None:
     trees: dict[str, Path] = {"this tree": ROOT / "src"}
     if ns.ref:
         trees[ns.ref] = unpacked_src(ns.ref, work / "ref")
-    results: dict[tuple[str, str], float | str] = {}
+    results: dict[tuple[str, str], dict[str, float] | str] = {}
 
     def one(tree: str, cell: str, index: int) -> None:
         out = work / f"{index}-stdio-{cell}-{'tree' if tree == 'this tree' else 'ref'}.callgrind"
@@ -113,15 +120,7 @@ def main() -> None:
 
     in_parallel(one, [(t, c, i) for i, (t, c) in enumerate((t, c) for t in trees for c in cells)])
     print(f"instructions per tools/call, stdio, {ns.calls} calls, {ns.attr} (callgrind):")
-    for cell in cells:
-        row = [f"  {cell:>8}:"]
-        for tree in trees:
-            value = results[(tree, cell)]
-            row.append(f"{tree} {value:>11,.0f}" if isinstance(value, float) else f"{tree} {value}")
-        mine, theirs = results[("this tree", cell)], results.get((ns.ref, cell)) if ns.ref else None
-        if isinstance(mine, float) and isinstance(theirs, float):
-            row.append(f"this tree ÷ {ns.ref}: {mine / theirs:.3f}")
-        print("   ".join(row))
+    print_costs(cells, list(trees), results, ns.ref, 8)
     if ns.keep:
         print(f"callgrind files: {work}")
     else:
