@@ -589,6 +589,46 @@ def callgrind_total(out: Path) -> int:
     return int(match.group(1).replace(",", ""))
 
 
+def callgrind_split(out: Path) -> dict[str, int]:
+    """Where a callgrind file's instructions went: ``timers`` (the event loop's timer callbacks: the
+    audit journal's load every few ms, uvicorn's tick; what they cost per call grows with how long a
+    run takes, i.e. with valgrind's slowdown and the machine's load), ``elsewhere`` (outside the
+    event loop: other threads, such as the retention sweep's) and ``calls`` (the rest of the loop's
+    work: the requests themselves, which does not depend on the clock)."""
+    text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
+                          capture_output=True, text=True, check=True).stdout
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*([\d,]+) \([\s\d.]+%\)\s+\S*/(timer\.c:uv__run_timers|core\.c:uv_run) ", line)
+        if m:
+            found.setdefault(m.group(2), int(m.group(1).replace(",", "")))
+    total = callgrind_total(out)
+    loop, timers = found.get("core.c:uv_run", 0), found.get("timer.c:uv__run_timers", 0)
+    return {"total": total, "calls": loop - timers, "timers": timers, "elsewhere": total - loop}
+
+
+def print_costs(cells: list[str], trees: list[str], results: dict[tuple[str, str], dict[str, float] | str],
+                ref: str | None, width: int, bare: str | None = None) -> None:
+    """The table of ``stdio_cost.py`` and ``http_cost.py``: per cell, each tree's instructions per call
+    (this tree ÷ ``ref`` when both counted), then the same split as :func:`callgrind_split` says."""
+    for cell in cells:
+        mine, theirs = results[(trees[0], cell)], results.get((ref, cell)) if ref else None
+        for part in ("total", "calls", "timers", "elsewhere"):
+            row = [f"  {cell if part == 'total' else '':>{width}} {part:>9}:"]
+            for tree in trees:
+                value = results[(tree, cell)]
+                if isinstance(value, dict):
+                    row.append(f"{tree} {value[part]:>11,.0f}")
+                elif part == "total":
+                    row.append(f"{tree} {value}")
+            if isinstance(mine, dict) and isinstance(theirs, dict) and theirs[part]:
+                row.append(f"{trees[0]} ÷ {ref}: {mine[part] / theirs[part]:.3f}")
+            other = results.get((bare, cell)) if bare else None
+            if part == "total" and isinstance(mine, dict) and isinstance(other, dict):
+                row.append(f"bare ÷ {trees[0]}: {100 * other['total'] / mine['total']:.0f} %")
+            print("   ".join(row))
+
+
 def in_parallel(target: Callable[..., None], calls: list[tuple[Any, ...]]) -> None:
     """``target(*args)`` for each ``args``, each in its own thread (instruction counts do not mind
     sharing the cores), until all are done."""

@@ -21,7 +21,9 @@ The cells (``--cells``, comma-separated): ``modern-json``, ``legacy-json``, ``mo
 ``legacy-sse`` — 2026-07-28 (stateless, ``_meta`` and routing headers) or 2025-11-25
 (handshake, session id), accepting JSON only or JSON and SSE (the 2026-07-28 SSE request
 carries a ``progressToken``, which is what makes truecall stream).  ``--keep`` keeps the
-callgrind files (their folder is printed) for ``callgrind_annotate --inclusive=yes``.
+callgrind files (their folder is printed) for ``callgrind_annotate --inclusive=yes``.  Each count
+is also split into ``calls``, ``timers`` and ``elsewhere``, as ``stdio_cost.py`` says: only ``calls``
+does not grow with the run's length.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from _drivers import (BenchError, HttpClient, callgrind_instrument, callgrind_total, in_parallel, open_clients,  # noqa: E402
+from _drivers import (BenchError, HttpClient, callgrind_instrument, callgrind_split, in_parallel, print_costs, open_clients,  # noqa: E402
                       run_async, stop, unpacked_src)
 from run import free_port, wait_listening  # noqa: E402
 
@@ -72,7 +74,7 @@ async def _drive(port: int, era: str, sse: bool, clients: int, calls: int, pid: 
     await asyncio.gather(*(p.aclose() for p in peers), return_exceptions=True)
 
 
-def instructions_per_call(attr: str, src: Path | None, cell: str, calls: int, clients: int, out: Path) -> float:
+def instructions_per_call(attr: str, src: Path | None, cell: str, calls: int, clients: int, out: Path) -> dict[str, float]:
     """``src``: the truecall tree to serve ``attr`` from, or ``None`` for the bare ASGI app."""
     era, sse = CELLS[cell]
     tmp = tempfile.mkdtemp(prefix="tc-http-cost-")
@@ -94,9 +96,9 @@ def instructions_per_call(attr: str, src: Path | None, cell: str, calls: int, cl
         raise BenchError(f"{cell} ({src}): {exc}; server log: {tmp}/server.log") from exc
     finally:
         stop(proc, grace=60.0)
-    total = callgrind_total(out)
+    split = callgrind_split(out)
     shutil.rmtree(tmp, ignore_errors=True)
-    return total / calls
+    return {part: count / calls for part, count in split.items()}
 
 
 def main() -> None:
@@ -120,7 +122,7 @@ def main() -> None:
         trees[ns.ref] = unpacked_src(ns.ref, work / "ref")
     if ns.bare:
         trees["bare ASGI"] = None
-    results: dict[tuple[str, str], float | str] = {}
+    results: dict[tuple[str, str], dict[str, float] | str] = {}
 
     def one(tree: str, cell: str, index: int) -> None:
         label = {"this tree": "tree", "bare ASGI": "bare"}.get(tree, "ref")
@@ -133,18 +135,7 @@ def main() -> None:
     in_parallel(one, [(t, c, i) for i, (t, c) in enumerate((t, c) for t in trees for c in cells)])
     print(f"instructions per tools/call, Streamable HTTP, {ns.clients} keep-alive clients, {ns.calls} calls, "
           f"{ns.attr} (callgrind):")
-    for cell in cells:
-        row = [f"  {cell:>12}:"]
-        for tree in trees:
-            value = results[(tree, cell)]
-            row.append(f"{tree} {value:>11,.0f}" if isinstance(value, float) else f"{tree} {value}")
-        mine, theirs = results[("this tree", cell)], results.get((ns.ref, cell)) if ns.ref else None
-        if isinstance(mine, float) and isinstance(theirs, float):
-            row.append(f"this tree ÷ {ns.ref}: {mine / theirs:.3f}")
-        bare = results.get(("bare ASGI", cell))
-        if isinstance(mine, float) and isinstance(bare, float):
-            row.append(f"bare ÷ this tree: {100 * bare / mine:.0f} %")
-        print("   ".join(row))
+    print_costs(cells, list(trees), results, ns.ref, 12, "bare ASGI" if ns.bare else None)
     if ns.keep:
         print(f"callgrind files: {work}")
     else:

@@ -26,7 +26,8 @@ from typer.testing import CliRunner
 from truecall import Principal, Server
 from truecall._journal import Journal
 from truecall._misuse import SettingError
-from truecall._retention import (BATCH, ExportError, Retention, Sweeper, read_export, sweep_once, verify_export)
+from truecall._retention import (_SPAN, BATCH, ExportError, Retention, Sweeper, _span, read_export, sweep_once,
+                                 verify_export)
 from truecall.audit import AuditLog, TrailUnavailable
 from truecall.cli import app
 from truecall.storage import Database
@@ -99,6 +100,37 @@ def test_records_past_their_age_go_and_younger_ones_stay(tmp_path: Path) -> None
     db, _ = _filled(tmp_path, 100, start=now - 100 * 60, step=60)  # one a minute, the last a minute ago
     assert sweep_once(db, Retention.parse("30m"), None, now=now) == 70
     assert db.fetchone("SELECT MIN(ts) FROM audit_events")[0] >= now - 30 * 60  # type: ignore[index]
+
+
+def test_a_sweep_with_nothing_due_reads_only_the_oldest_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Most sweeps drop nothing; they run in the serving process every few seconds, so learning that
+    costs one row, not a batch of them."""
+    now = 1_800_000_000.0
+    db, _ = _filled(tmp_path, 100, start=now - 100 * 60, step=60)
+    fetched: list[int] = []
+    fetchall = db.fetchall
+
+    def counted(sql: str, params: Any = ()) -> Any:
+        rows = fetchall(sql, params)
+        fetched.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(db, "fetchall", counted)
+    for policy in ("1d", "1000", "1GB", "1d,1000,1GB"):
+        fetched.clear()
+        assert sweep_once(db, Retention.parse(policy), None, now=now) == 0
+        assert fetched == [1], policy
+    assert sweep_once(db, Retention.parse("30m"), None, now=now) == 70  # one due: the batch is read
+    assert fetched[-1] == 100
+
+
+def test_counting_the_records_reads_the_ends_of_the_table_not_all_of_it(tmp_path: Path) -> None:
+    """The span of ids is read every sweep: it must not grow with the trail (``SELECT MIN(id), MAX(id)``
+    scanned the whole table on SQLite)."""
+    db, _ = _filled(tmp_path, 10)
+    plan = " ".join(str(r[-1]) for r in db.fetchall(f"EXPLAIN QUERY PLAN {_SPAN}"))
+    assert "SCAN audit_events" not in plan and "SEARCH audit_events" in plan, plan
+    assert _span(db) == 10
 
 
 def test_a_size_budget_shrinks_the_file(tmp_path: Path) -> None:

@@ -311,13 +311,22 @@ async def run(server: "Server", ctx: ToolContext, arguments: dict[str, Any], cli
             outcome = Failed("bad_result", type(exc).__name__)
         else:
             checker = tool.output_validator
-            malformed = tool_result_problems(outcome, ctx.peer.version)  # the MCP schema of the era
+            # The MCP schema of the era (truecall._wire_check).  Its fast path is here, inline (a
+            # call for every result cost a frame): one plain text block, a dict of facts or none and
+            # no _meta (the result truecall's builders make) is nothing the schema could refuse.
+            # (The flag needs no look: to_dict writes isError true or leaves it out.)
+            content, sc = outcome.content, outcome.structured_content
+            if (type(content) is list and len(content) == 1 and type(block := content[0]) is dict
+                    and len(block) == 2 and type(block.get("text")) is str and block.get("type") == "text"
+                    and (sc is None or type(sc) is dict) and outcome.meta is None):
+                malformed = None
+            else:
+                malformed = tool_result_problems(outcome, ctx.peer.version)
             if malformed:
                 log.warning("tool %s: a result the MCP schema refuses was withheld: %s", tool.name,
                             "; ".join(malformed))
                 outcome = Failed("malformed_result", violations=malformed)
             elif checker is not None and not outcome.is_error:
-                sc = outcome.structured_content
                 if sc is None or not checker.is_valid(sc):
                     problems = ["structuredContent is missing"] if sc is None else \
                         [v.message for v in checker.violations(sc, 5)]

@@ -15,6 +15,12 @@ from .versions import LOG_LEVELS, UNNEGOTIATED, Features
 __all__ = ["RequestContext", "Peer"]
 
 
+#: The fields of a request that has none of them: read, never filled in place (see RequestContext).
+_EMPTY: dict[str, Any] = {}
+#: No question changed (shared: a ``frozenset()`` call per request is a cost every call pays).
+_NONE_CHANGED: frozenset[str] = frozenset()
+
+
 class RequestContext:
     """What the engine knows about one request while serving it."""
 
@@ -35,17 +41,19 @@ class RequestContext:
         #: What this request's version does (set on admission; see :mod:`.versions`).
         self.features: Features = UNNEGOTIATED
         self.version: str | None = None
-        self.caps: dict[str, Any] = {}
-        self.client_info: dict[str, Any] = {}
+        # (These five start as one shared empty dict: admission and the request state replace them,
+        # nothing fills them in place; five dicts made and freed per request were a cost every call paid.)
+        self.caps: dict[str, Any] = _EMPTY
+        self.client_info: dict[str, Any] = _EMPTY
         self.log_level: str | None = None
-        self.input_responses: dict[str, Any] = {}
-        self.prior_responses: dict[str, Any] = {}
+        self.input_responses: dict[str, Any] = _EMPTY
+        self.prior_responses: dict[str, Any] = _EMPTY
         #: Answers the tool actually used in this round; carried forward in the next state.
         self.consumed: dict[str, Any] = {}
         #: key → digest of the question this server asked under it (from an authentic requestState).
-        self.asked: dict[str, str] = {}
+        self.asked: dict[str, str] = _EMPTY
         #: Keys whose question read differently in the last round than in the one answered before it.
-        self.changed: frozenset[str] = frozenset()
+        self.changed: frozenset[str] = _NONE_CHANGED
         #: Keys whose question reads differently now than in the round the client answered (made
         #: when there is one: most requests ask nothing).
         self.changing: set[str] | None = None

@@ -74,11 +74,6 @@ def _depth_ok(value: Any, limit: int) -> bool:
     return True
 
 
-def _valid_id(value: Any) -> bool:
-    # MCP's RequestId: a string or an integer (never null, a float or a boolean).
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
 def decode(data: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Incoming:
     """Parse and check one JSON-RPC message.
 
@@ -99,7 +94,9 @@ def decode(data: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Incoming:
     if not isinstance(msg, dict):
         raise MessageError(InvalidRequest())
     raw_id = msg.get("id")
-    id = raw_id if _valid_id(raw_id) else None
+    # MCP's RequestId: a string or an integer (never null, a float or a boolean; JSON gives exact
+    # types, so no bool passes as an int).  ``id`` is None exactly when the raw id is not one.
+    id = raw_id if type(raw_id) is int or type(raw_id) is str else None
     if msg.get("jsonrpc") != "2.0":
         raise MessageError(InvalidRequest("jsonrpc must be \"2.0\""), id)
     # Only a message with more brackets than the depth limit can be too deep: count them in C first.
@@ -115,13 +112,13 @@ def decode(data: bytes | str, limits: Limits = DEFAULT_LIMITS) -> Incoming:
             raise MessageError(InvalidRequest("params must be an object"), id)
         if "id" not in msg:
             return Incoming(NOTIFICATION, None, method, params, msg)
-        if not _valid_id(raw_id):
+        if id is None:
             raise MessageError(InvalidRequest("id must be a string or an integer"))
-        return Incoming(REQUEST, raw_id, method, params, msg)
+        return Incoming(REQUEST, id, method, params, msg)
     if "result" in msg or "error" in msg:
-        if not _valid_id(raw_id):
+        if id is None:
             raise MessageError(InvalidRequest("response id must be a string or an integer"))
-        return Incoming(RESPONSE, raw_id, None, None, msg)
+        return Incoming(RESPONSE, id, None, None, msg)
     raise MessageError(InvalidRequest(), id)
 
 
