@@ -14,6 +14,8 @@ the package ``truecall`` itself and is one.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,3 +205,19 @@ def test_class_bodies_and_the_else_of_type_checking_run_at_import_time(tmp_path:
                  "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    pass\nelse:\n    import pkg.a\n"):
         src = _package(tmp_path, {"__init__.py": "", "a.py": "from .b import y\n", "b.py": text})
         assert find_cycle(import_graph(src, "pkg")) is not None, text
+
+
+def test_import_truecall_builds_none_of_the_judges_word_tables() -> None:
+    """``import truecall`` must stay within a few ms of what it cost before the judge (issue 26): the
+    judge's claim and form tables (≈200 ms to build) load on first use, not with the package.  Before,
+    ``redact`` and ``forms`` took ``names_credential`` at import and built them all."""
+    probe = ("import sys, truecall, truecall.forms, truecall.redact; "
+             "print(sorted(m for m in sys.modules if m.startswith('truecall.judge.')))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    loaded = set(ast.literal_eval(out.strip()))
+    assert not loaded & {"truecall.judge._claims", "truecall.judge._forms", "truecall.judge._signs"}, loaded
+    # ... and the names still work, loaded then
+    from truecall import judge
+    from truecall.redact import is_sensitive_name
+
+    assert is_sensitive_name("db_pass") and judge.claim_in_text("已受理") is not None

@@ -70,8 +70,11 @@ def refused_result(exc: FormError) -> Any:
 # six languages, negation and questions understood, adversarial spellings normalised away); the lint
 # refuses credential, payment, recovery-phrase and identity asks alike.
 
-#: Kept importable for callers of the old lint (the probe): the judge's own.
-names_credential = judge.names_credential
+def names_credential(text: str, *, field_name: bool = False) -> bool:
+    """Kept importable for callers of the old lint: the judge's own (its tables built on first use,
+    not when ``truecall`` is imported)."""
+    return judge.names_credential(text, field_name=field_name)
+
 
 _ASKS_FOR = {
     "credential": "a credential", "payment": "payment data", "recovery": "a recovery phrase",

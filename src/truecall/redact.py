@@ -15,7 +15,6 @@ from typing import Any, Callable
 
 import orjson
 
-from .judge import names_credential
 from .judge._secrets import SENSITIVE_VALUES, luhn
 
 __all__ = ["REDACTED", "UNDECLARED", "is_sensitive_name", "redact", "redact_at", "redact_text", "redact_free_text", "shown_uri", "fingerprint", "fingerprint_into",
@@ -32,6 +31,10 @@ _SENSITIVE_VALUES = SENSITIVE_VALUES
 def is_sensitive_name(name: str) -> bool:
     """Whether a key names a credential (the judge's :func:`~truecall.judge.names_credential`, as a
     field's own name); cached here too, so the audit path pays one dict look-up per name."""
+    # (imported here: the judge's form tables take tens of milliseconds to build, and ``import truecall``
+    # must not pay for them; a process that redacts a name pays once)
+    from .judge import names_credential
+
     return names_credential(_MARKER.sub(" ", name), field_name=True)
 
 

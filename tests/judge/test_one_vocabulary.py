@@ -16,6 +16,7 @@ STRUCTURAL = {
     "transports/guarded.py:_BAD_NAME": "characters RFC 9110 forbids in a header name",
     "transports/guarded.py:_BAD_VALUE": "control characters RFC 9110 forbids in a header value",
     "_retention.py:_ITEM": "a retention budget's number and unit ('30d', '2 GB')",
+    "_partitions.py:_BOUND": "PostgreSQL's partition bound expression (FOR VALUES FROM (…) TO (…))",
     "storage/_postgres.py:_SCHEMA_NAME": "a PostgreSQL identifier",
     "redact.py:_MARKER": "the [REDACTED:kind] marker redaction itself writes",
     "redact.py:_ANY_SENSITIVE": "the judge's own secret shapes (SENSITIVE_VALUES), joined for one first look",
