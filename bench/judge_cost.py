@@ -54,7 +54,8 @@ def _per_call(fn: object, number: int, rounds: int) -> float:
     return min(timeit.repeat(fn, number=number, repeat=rounds)) / number  # type: ignore[arg-type]
 
 
-CORPUS = Path(__file__).resolve().parent.parent / "tests" / "judge" / "corpus"
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "judge" / "corpus"
 
 
 def _corpus_texts() -> list[str]:
@@ -85,7 +86,7 @@ def corpus_main(compare: str | None, rounds: int) -> None:
     scratch = tempfile.TemporaryDirectory()
     if compare:
         archive = subprocess.run(["git", "archive", compare, "src/truecall/judge"], check=True,
-                                 capture_output=True, cwd=CORPUS.parents[2]).stdout
+                                 capture_output=True, cwd=ROOT).stdout
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(scratch.name, filter="data")
         (Path(scratch.name) / "src" / "truecall" / "judge").rename(Path(scratch.name) / "judge_at_ref")
