@@ -191,12 +191,14 @@ def test_wrong_type_names_the_field_without_the_value(desk, operator_token, argu
     assert rec.fields["field"] == field
 
 
-def test_unknown_field_is_invalid_input_naming_it_without_the_value(desk, operator_token):
+def test_unknown_field_is_invalid_input_naming_the_declared_ones_not_the_callers(desk, operator_token):
     result = desk.call_tool("incident.search", {"service": "payments", "limt": "VALUE-PLANTED-91ab"},
                             operator_token, "acme")
     assert result.is_error is True
     assert result.error["kind"] == "invalid_input"
-    assert "limt" in result.error["message"]
+    # neither the caller's key nor its value comes back; how many, and the fields the tool takes, do
+    assert "limt" not in repr(result.to_dict()) and "[undeclared]" in result.error["message"]
+    assert "it takes: service, includeLinks" in result.error["message"]
     assert "VALUE-PLANTED-91ab" not in repr(result.to_dict())
     [rec] = desk.events.query(kind="tool.rejected")
     assert rec.fields["reason"] == "invalid_input"

@@ -33,19 +33,25 @@ class Violation:
         return self.keyword == "required"
 
 
-def _safe_name(name: str) -> str:
-    """A client-sent field name fit to echo back: a name that is itself a secret is not."""
-    from .redact import REDACTED, is_sensitive_name, redact_text
-
-    name = name[:64]
-    return REDACTED if redact_text(name) != name or is_sensitive_name(name) else name
-
-
 def _field(path: list[Any]) -> str:
     return "/".join(str(p)[:64] for p in path)
 
 
-def _describe(err: Any) -> Violation:
+def _declared_at(schema: Mapping[str, Any], path: list[Any]) -> list[str]:
+    """The property names the (sub)schema at ``path`` (a validation error's schema path) declares."""
+    node: Any = schema
+    for step in path:
+        if isinstance(node, Mapping):
+            node = node.get(step)
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            node = node[step]
+        else:
+            return []
+    props = node.get("properties") if isinstance(node, Mapping) else None
+    return [str(name)[:64] for name in props] if isinstance(props, Mapping) else []
+
+
+def _describe(err: Any, schema: Mapping[str, Any] | None = None) -> Violation:
     kind_name = type(err.kind).__name__
     keyword = (err.schema_path[-1] if err.schema_path else kind_name)
     keyword = str(keyword) if not isinstance(keyword, int) else kind_name.lower()
@@ -56,9 +62,16 @@ def _describe(err: Any) -> Violation:
         full = _field(path + [name]) if name else where
         return Violation(full, "required", f"required field '{full}' is missing")
     if kind_name == "AdditionalProperties":
-        unexpected = [_safe_name(str(u)) for u in getattr(err.kind, "unexpected", [])][:5]
-        names = ", ".join(repr(u) for u in unexpected)
-        return Violation(where, "additionalProperties", f"unexpected field(s) at {where}: {names}")
+        # The client's own key names are never quoted back (a key can be a secret a caller pasted in the
+        # wrong place, and this message is stored with a task's result): how many, and the names the
+        # schema declares there — what a model needs to fix a typo.
+        from .redact import UNDECLARED
+
+        count = len(getattr(err.kind, "unexpected", []) or [])
+        declared = _declared_at(schema, list(err.schema_path)[:-1]) if schema is not None else []
+        takes = f"; it takes: {', '.join(declared[:20])}" if declared else "; it takes no other field"
+        return Violation(where, "additionalProperties",
+                         f"unexpected field(s) at {where}: {count} {UNDECLARED}{takes}")
     if kind_name == "Type":
         types = getattr(err.kind, "types", None) or getattr(err.kind, "expected", None)
         expected = f" (expected {types})" if isinstance(types, (str, list)) else ""
@@ -114,7 +127,7 @@ class Validator:
         out = []
         try:
             for err in self._compiled.iter_errors(instance):
-                out.append(_describe(err))
+                out.append(_describe(err, self.schema))
                 if len(out) >= limit:
                     break
         except ValueError as exc:

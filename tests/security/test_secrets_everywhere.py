@@ -44,8 +44,9 @@ class Planted:
 
     def __init__(self) -> None:
         self.secrets: dict[str, str] = {}  # secret → channel
-        #: Planted where an answer may name it back to the caller who sent it (an undeclared argument
-        #: key: "unexpected field 'servce'" is how a model fixes a typo); never persisted all the same.
+        #: Planted where an answer may name it back to the caller who sent it (a URI asked for, a request
+        #: id); never persisted all the same.  (An undeclared argument key is not among them: the answer
+        #: says how many and which fields the tool takes, never the caller's key — issue 25, case 4.)
         self.echoable: set[str] = set()
 
     def _add(self, value: str, channel: str) -> str:
@@ -172,10 +173,10 @@ def test_tool_arguments_valid_and_invalid(desk: Any, http: httpx.Client, planted
         ]
     # a key that is itself a JWT (keys are client data too; the audit keeps key names)
     calls.append({"name": "incident.search", "arguments": {"service": "payments", planted.jwt("JWT as a key"): "x"}})
-    # keys no pattern recognises: an undeclared key is client data, whatever it looks like
+    # keys no pattern recognises: an undeclared key is client data, whatever it looks like, and is not
+    # named back in the answer either
     for key in (planted.marker("undeclared key"), planted.marker("undeclared nested key"),
                 planted._add(f"sk-live-{secrets.token_hex(4)}", "short sk-live key")):
-        planted.echoable.add(key)
         calls.append({"name": "incident.search", "arguments": {"service": "payments", key: 1}})
         calls.append({"name": "incident.escalate", "arguments": {"incidentId": "INC-1001", key: {"n": 1}}})
         calls.append({"name": "incident.search", "arguments": {"service": {key: 1}}})
