@@ -31,6 +31,7 @@ from .errors import InternalError, InvalidParams, MissingCapability, NotFound
 from ._wire_check import contents_problems, prompt_problems
 from ._keys import keys_from_env
 from .ratelimit import RateLimit
+from .redact import is_sensitive_name
 from .redact import shown_uri as _shown
 from .results import ToolResult
 from .storage import Storage, open_database
@@ -93,6 +94,11 @@ class Server:
         self.registry = Registry()
         self.tokens: TokenVerifier = tokens if tokens is not None else StaticTokens()
         self.db = open_database(db)
+        # Redaction asks the judge whether a name names a credential; its word tables take tens of ms to
+        # build and are not built by ``import truecall``.  Built here, before anything is served: built by the
+        # first call that redacts a name instead, they held the event loop for ~100 ms mid-serving (a
+        # /healthz waited that long in tests/reliability/test_stalls.py).
+        is_sensitive_name("password")
         # The argument-hash key is shared by every replica when configured (TRUECALL_AUDIT_KEY).
         shared = keys_from_env("TRUECALL_AUDIT_KEY")
         # Retention (how much of the trail is kept, what is exported before it goes): the arguments,
