@@ -684,3 +684,29 @@ async def http_cell(port: int, era: str, sse: bool, clients: int, warm_s: float,
     cell.calls = len(cell.latencies_ns)
     await asyncio.gather(*(p.aclose() for p in peers))
     return cell
+
+
+def cost_cells(cells: list[str], trees: dict[str, Any], work: Path, label: Callable[[str], str],
+               measure: Callable[[Any, str, Path], dict[str, float]]) -> dict[tuple[str, str], dict[str, float] | str]:
+    """``stdio_cost.py``'s and ``http_cost.py``'s runs: ``measure(tree's src, cell, callgrind file)`` for each
+    tree and cell at once (see :func:`in_parallel`); a cell that fails is reported in the table as
+    ``"failed: …"`` and the others still count.  ``label(tree)`` names the tree in the file name."""
+    results: dict[tuple[str, str], dict[str, float] | str] = {}
+
+    def one(tree: str, cell: str, index: int) -> None:
+        try:
+            results[(tree, cell)] = measure(trees[tree], cell, work / f"{index}-{cell}-{label(tree)}.callgrind")
+        except Exception as exc:  # noqa: BLE001 - reported in the table
+            results[(tree, cell)] = f"failed: {exc}"
+
+    in_parallel(one, [(t, c, i) for i, (t, c) in enumerate((t, c) for t in trees for c in cells)])
+    return results
+
+
+def chosen_cells(parser: Any, given: str, known: Any) -> list[str]:
+    """``--cells``: the comma-separated names, each one of ``known`` (else the parser's error)."""
+    cells = [c.strip() for c in given.split(",") if c.strip()]
+    for c in cells:
+        if c not in known:
+            parser.error(f"unknown cell {c!r}")
+    return cells

@@ -41,7 +41,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from _drivers import (BenchError, HttpClient, callgrind_instrument, callgrind_split, in_parallel, print_costs, open_clients,  # noqa: E402
+from _drivers import (BenchError, HttpClient, callgrind_instrument, callgrind_split, chosen_cells, cost_cells, print_costs, open_clients,  # noqa: E402
                       run_async, stop, unpacked_src)
 from run import free_port, wait_listening  # noqa: E402
 
@@ -112,27 +112,15 @@ def main() -> None:
     parser.add_argument("--bare", action="store_true", help="also measure bench/peers/bare_asgi.py (the floor)")
     parser.add_argument("--keep", action="store_true", help="keep the callgrind files")
     ns = parser.parse_args()
-    cells = [c.strip() for c in ns.cells.split(",") if c.strip()]
-    for c in cells:
-        if c not in CELLS:
-            parser.error(f"unknown cell {c!r}")
+    cells = chosen_cells(parser, ns.cells, CELLS)
     work = Path(tempfile.mkdtemp(prefix="tc-http-cost-"))
     trees: dict[str, Path | None] = {"this tree": ROOT / "src"}
     if ns.ref:
         trees[ns.ref] = unpacked_src(ns.ref, work / "ref")
     if ns.bare:
         trees["bare ASGI"] = None
-    results: dict[tuple[str, str], dict[str, float] | str] = {}
-
-    def one(tree: str, cell: str, index: int) -> None:
-        label = {"this tree": "tree", "bare ASGI": "bare"}.get(tree, "ref")
-        out = work / f"{index}-{cell}-{label}.callgrind"
-        try:
-            results[(tree, cell)] = instructions_per_call(ns.attr, trees[tree], cell, ns.calls, ns.clients, out)
-        except Exception as exc:  # reported in the table, the other cells still count
-            results[(tree, cell)] = f"failed: {exc}"
-
-    in_parallel(one, [(t, c, i) for i, (t, c) in enumerate((t, c) for t in trees for c in cells)])
+    results = cost_cells(cells, trees, work, lambda tree: {"this tree": "tree", "bare ASGI": "bare"}.get(tree, "ref"),
+                         lambda src, cell, out: instructions_per_call(ns.attr, src, cell, ns.calls, ns.clients, out))
     print(f"instructions per tools/call, Streamable HTTP, {ns.clients} keep-alive clients, {ns.calls} calls, "
           f"{ns.attr} (callgrind):")
     print_costs(cells, list(trees), results, ns.ref, 12, "bare ASGI" if ns.bare else None)

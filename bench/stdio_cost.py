@@ -37,7 +37,7 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 from _drivers import (_STDIO_CALL, BenchError, StdioPeer, _fast_ok, callgrind_instrument, callgrind_split,  # noqa: E402
-                      in_parallel, print_costs, stop, unpacked_src)
+                      chosen_cells, cost_cells, print_costs, stop, unpacked_src)
 
 CELLS = ("seq", "pipe64")
 WARM_CALLS = 200
@@ -101,24 +101,13 @@ def main() -> None:
     parser.add_argument("--ref", help="also measure git archive REF src, in the same run")
     parser.add_argument("--keep", action="store_true", help="keep the callgrind files")
     ns = parser.parse_args()
-    cells = [c.strip() for c in ns.cells.split(",") if c.strip()]
-    for c in cells:
-        if c not in CELLS:
-            parser.error(f"unknown cell {c!r}")
+    cells = chosen_cells(parser, ns.cells, CELLS)
     work = Path(tempfile.mkdtemp(prefix="tc-stdio-cost-"))
     trees: dict[str, Path] = {"this tree": ROOT / "src"}
     if ns.ref:
         trees[ns.ref] = unpacked_src(ns.ref, work / "ref")
-    results: dict[tuple[str, str], dict[str, float] | str] = {}
-
-    def one(tree: str, cell: str, index: int) -> None:
-        out = work / f"{index}-stdio-{cell}-{'tree' if tree == 'this tree' else 'ref'}.callgrind"
-        try:
-            results[(tree, cell)] = instructions_per_call(ns.attr, trees[tree], cell, ns.calls, out)
-        except Exception as exc:  # reported in the table, the other cells still count
-            results[(tree, cell)] = f"failed: {exc}"
-
-    in_parallel(one, [(t, c, i) for i, (t, c) in enumerate((t, c) for t in trees for c in cells)])
+    results = cost_cells(cells, trees, work, lambda tree: "stdio-tree" if tree == "this tree" else "stdio-ref",
+                         lambda src, cell, out: instructions_per_call(ns.attr, src, cell, ns.calls, out))
     print(f"instructions per tools/call, stdio, {ns.calls} calls, {ns.attr} (callgrind):")
     print_costs(cells, list(trees), results, ns.ref, 8)
     if ns.keep:
