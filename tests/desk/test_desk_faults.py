@@ -38,13 +38,18 @@ RUNS = 1000
 BATCH = 40
 TIMEOUT_S = 0.015
 #: The fault plan's times (below) are drawn around a 15 ms ack budget: SQLite's, whose one connection runs
-#: every statement inline.  A machine or a backend that takes longer to hand a job to a worker (PostgreSQL:
-#: its workers claim off the event loop, queueing with 40 handlers' transactions for the pool's threads and
-#: connections) would turn most runs into "withdrawn before a worker claimed it" and starve the other paths.
-#: So each backend's fault-free hand-over (submit → ack) is first timed at the same concurrency
-#: (``_handover_median``), and another backend's budget, lease and fault times are SQLite's stretched by how
-#: much slower its hand-over is on this machine, in this run: the mix of paths stays the one the thresholds
-#: below were set on.  The factor is printed with the statistics.
+#: every statement inline, and where 15 ms is about the 90th percentile of a fault-free hand-over (submit →
+#: ack) with 40 calls at once on an idle machine (8.5 / 11.2 / 13.9 ms at the 10th / 50th / 90th).  A machine
+#: or a backend that takes longer to hand a job to a worker (PostgreSQL: its workers claim off the event loop,
+#: queueing with 40 handlers' transactions for the pool's threads and connections: 42 / 69 / 104 ms on the
+#: same machine, 329 ms median in a CI run) would turn most runs into "withdrawn before a worker claimed it"
+#: and starve the other paths.  So each backend's own fault-free hand-over is first timed at the same
+#: concurrency (``_handover_p90``), and its budget, lease and fault times are the ones below stretched by
+#: ``p90 / 15 ms`` (never shrunk): the budget sits where it sits for SQLite on an idle machine, and the mix of
+#: paths stays the one the thresholds below were set on.  (Stretching by the ratio of the two backends'
+#: medians did not: CI's SQLite median was itself 85 ms, the factor came to 3.87, the budget 58 ms against a
+#: 329 ms PostgreSQL median, and 214 of 600 jobs were withdrawn before a claim: 82 successes < 100.)  The
+#: factor is printed with the statistics.
 LEASE_S = 0.06
 #: Fault-free batches timed per backend (the first one, a warm-up, not counted).
 CALIBRATION_BATCHES = 3
@@ -100,8 +105,8 @@ def _scaled(factor: float) -> dict[str, Any]:
     return plan
 
 
-def _handover_median(target: str) -> float:
-    """The median time (seconds) from handing a fault-free job to the upstream to its ack, with a batch of
+def _handover_p90(target: str) -> float:
+    """The 90th percentile of the time (seconds) from handing a fault-free job to the upstream to its ack, with a batch of
     calls at once as in the runs (the first batch, which warms the database up, not counted)."""
     server = build_desk(target, faults={"seed": 1}, ack_timeout_s=5.0, claim_lease_s=5.0, workers=16, audit=True)
     upstream = server.state.upstream
@@ -132,7 +137,7 @@ def _handover_median(target: str) -> float:
     finally:
         server.db.close()
     counted = sorted(took[BATCH:])
-    return counted[len(counted) // 2]
+    return counted[len(counted) * 9 // 10]
 
 
 @pytest.fixture(scope="module", params=list(RUNS_BY_BACKEND))
@@ -146,16 +151,15 @@ def fault_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
         else:
             calibration = stack.enter_context(pg_schema()).url
             target = stack.enter_context(pg_schema()).url
-        factor, median = 1.0, _handover_median(calibration)
-        if request.param != "sqlite":
-            factor = max(1.0, median / _handover_median(str(tmp_path_factory.mktemp("sqlite-calibration") / "c.db")))
+        p90 = _handover_p90(calibration)
+        factor = max(1.0, p90 / TIMEOUT_S)
         server = build_desk(target, faults={**_scaled(factor), "seed": module_rng_seed + FAULT_SEED_OFFSET},
                             ack_timeout_s=TIMEOUT_S * factor, claim_lease_s=LEASE_S * factor, workers=16,
                             audit=True)
         stack.callback(server.db.close)
         runs = _run_the_accident(server, random.Random(module_rng_seed), RUNS_BY_BACKEND[request.param], factor)
         runs.stats["scale_x100"] = round(factor * 100)
-        runs.stats["handover_median_us"] = round(median * 1e6)
+        runs.stats["handover_p90_us"] = round(p90 * 1e6)
         yield runs
 
 
