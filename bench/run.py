@@ -188,6 +188,9 @@ class Runner:
         # discarded cold start), whatever PYTHONDONTWRITEBYTECODE says here.
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+        # One string-hash seed for every server: with a random one each process lays out its dicts and sets
+        # differently, and two servers of the same code differ in CPU per call by that alone.
+        env["PYTHONHASHSEED"] = env.get("BENCH_HASH_SEED", "0")
         return env
 
     def spawn(self, argv: list[str], tmp: str, log_name: str, stdio: bool,
@@ -613,8 +616,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-stdio", action="store_true", help="skip the stdio cells and cold start")
     parser.add_argument("--no-http", action="store_true", help="skip the HTTP cells")
     parser.add_argument("--out", help="where to write the JSON (default bench/results/<timestamp>.json)")
-    parser.add_argument("--compare", metavar="REF", help="also serve truecall from REF's src/ (git archive) in the "
-                                                         "same rounds, and print this tree's ratio to it per cell")
+    parser.add_argument("--compare", metavar="REF", action="append",
+                        help="also serve truecall from REF's src/ (git archive) in the same rounds, and print this "
+                             "tree's ratio to it per cell; given twice, e.g. --compare OLD --compare HEAD, the second "
+                             "ratio (this tree against its own commit) is the run's noise floor")
     parser.add_argument("--retention", metavar="SPEC", help="also serve truecall with TRUECALL_AUDIT_RETAIN=SPEC "
                                                             "(export on) and with it off, and print their ratio per "
                                                             "cell (e.g. 10000: a sweep that drops as calls arrive)")
@@ -643,10 +648,10 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"unknown systems: {', '.join(sorted(unknown))}")
     chosen = [s for s in all_systems if wanted is None or s.key in wanted]
-    compare_dir: str | None = None
-    if ns.compare:
-        compare_dir = tempfile.mkdtemp(prefix="truecall-bench-compare-")
-        chosen.insert(1, compared_system(ns.compare, compare_dir))
+    compare_dirs: list[str] = []
+    for at, ref in enumerate(ns.compare or []):
+        compare_dirs.append(tempfile.mkdtemp(prefix="truecall-bench-compare-"))
+        chosen.insert(1 + at, compared_system(ref, compare_dirs[-1]))
 
     if not ns.no_stdio:
         runner.stdio([s for s in chosen if s.stdio])
@@ -681,11 +686,14 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(typed_text(typed_vs_hand(results), imports))
     if ns.compare:
-        print()
-        print(compare_text(results, f"truecall@{ns.compare}"))
-        report["compare"] = compare_rows(results, f"truecall@{ns.compare}")
+        report["compare"] = {}
+        for ref in ns.compare:
+            print()
+            print(compare_text(results, f"truecall@{ref}"))
+            report["compare"][ref] = compare_rows(results, f"truecall@{ref}")
         out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
-        shutil.rmtree(compare_dir or "", ignore_errors=True)
+        for folder in compare_dirs:
+            shutil.rmtree(folder, ignore_errors=True)
     if ns.retention:
         print()
         print(compare_text(results, "truecall-retain-off", "truecall-retain"))
