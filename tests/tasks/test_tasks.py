@@ -324,6 +324,22 @@ def test_ttl_expiry(store):
     assert store.get(long.task_id).status is S.WORKING
 
 
+def test_the_expiry_sweep_finds_expired_tasks_by_an_index(store, task_db, backend):
+    """The sweep deletes ``expires_at <= now`` every few seconds: it read the whole tasks table each time."""
+    from truecall._retention import expired_tasks
+
+    store.create(ttl_ms=60_000, owner=ALICE)
+    if backend == "sqlite":
+        plan = " ".join(str(row[-1]) for row in task_db.fetchall(
+            "EXPLAIN QUERY PLAN SELECT h.task_id FROM tasks h WHERE h.expires_at <= ? LIMIT 500", (time.time(),)))
+        assert "USING COVERING INDEX tasks_expires" in plan or "USING INDEX tasks_expires" in plan, plan
+    else:
+        defs = [row[0] for row in task_db.fetchall(
+            "SELECT indexdef FROM pg_indexes WHERE tablename = 'tasks' AND schemaname = current_schema()")]
+        assert any(d.endswith("(expires_at)") for d in defs), defs
+    assert expired_tasks(task_db)(time.time(), None) == 0 and len(store.list(ALICE)) == 1
+
+
 def test_default_ttl_comes_from_the_store(task_db):
     store = TaskStore(task_db, default_ttl_ms=300)
     task = store.create()

@@ -73,6 +73,9 @@ TASK_MIGRATIONS = [
     # The fencing token: every takeover of a task's lease (sweep, recovery, a cancel from another
     # process) increments it, and every write made on the task's behalf checks it.
     ("tasks-4", "ALTER TABLE tasks ADD COLUMN lease_epoch INTEGER NOT NULL DEFAULT 0"),
+    # The expiry sweep (every few seconds) and every read ask ``expires_at``: without an index the sweep
+    # read the whole table each time, however few tasks had expired.
+    ("tasks-5", "CREATE INDEX tasks_expires ON tasks (expires_at)"),
 ]
 
 
