@@ -246,6 +246,88 @@ def test_anchored_judgment_equals_the_full_one() -> None:
     assert not differ
 
 
+def _corpus_claim_texts() -> list[str]:
+    from _corpus import load
+
+    return [c["text"] for name in ("claims.jsonl", "claims_heldout.jsonl", "claims_heldout2.jsonl", "claims_heldout3.jsonl",
+                                   "claims_heldout4.jsonl") for c in load(name)]
+
+
+#: Texts made to meet each shortcut of the quick judgment at its edge: a cue glued into a word, a
+#: clause cut inside a word, a question asked without "?", reported speech, counts of none, marks of
+#: other scripts next to Latin words, a first match that is not valid and a later one that is.
+_SHORTCUT_EDGES = [
+    "The upload failed, it canbut be retried", "The upload failed, it can be retried", "Upload failed; cannot retry.",
+    "ifbut the upload failed", "If the upload failed, retry.", "The job failed unless retried",
+    "Your order has been received?", "¿Su pedido ha sido recibido", "订单已受理吗", "注文は受け付けましたか",
+    "The vendor said the order is pending", "The vendorsaid the order is pending", "said: your order is queued",
+    "errors: 0", "Failed: none", "failures=0", "Upload жnot received", "жif the upload failed", "notreceived",
+    "Not received. Your request has been received and will be processed.", "No errors. The export failed.",
+    "Der Upload ist keinfehlgeschlagen", "Der Auftrag wurde angenommen nicht", "Der Auftrag wurde angenommen keinesfalls", "Verbindungsfehler beim Upload",
+    "La commande n'a pas été envoyée", "Le fichier a été envoyé si", "Il pedido no fue enviado", "Si el pedido fue enviado",
+    "The task was not processed. It is queued.", "Queued? No. Your request has been received.", "received",
+    "Processing was started but the job failed", "The job is still processing, however the upload has failed",
+    "We will email you when the export is ready", "Your payment can be refunded if the order failed",
+]
+
+
+def _variants(text: str) -> list[str]:
+    """A text and the same text with each rule's cue put before or after it."""
+    return [text, "If " + text, text + "?", "The vendor said " + text, "Not " + text, text + " errors: 0",
+            "Nothing failed. " + text, text + ", but it can fail", "wenn " + text, "si " + text, "如果" + text]
+
+
+def test_quick_judgment_equals_the_full_one() -> None:
+    """The quick judgment (matches found one at a time until one is valid, pieces whose words the
+    text lacks not searched, validity decided from the text's words when it holds no cue) decides
+    every corpus text, each with the cues of every rule put around it, and the edge cases of each
+    shortcut, as reading every match of every candidate piece in full does."""
+    from truecall.judge._claims import _candidates, _claim, _head
+
+    differ = []
+    for text in [v for t in _corpus_claim_texts() + _SHORTCUT_EDGES for v in _variants(t)]:
+        head, candidates = _head(text), _candidates(text)
+        if head and candidates and _claim(head, candidates) != _claim(head, candidates, quick=False):
+            differ.append(text)
+    assert not differ
+
+
+def test_a_piece_matches_only_where_its_required_words_are() -> None:
+    """Every piece that matches a corpus text's head (or an edge case's) matches where the words and
+    runs :func:`_required` says it needs are there: the skip of a piece is never a judgment."""
+    from truecall.judge._claims import _PIECES, _Reading, _head, _piece_matches, _single, normalise
+
+    readings = [_Reading(normalise(head)) for head in map(_head, _corpus_claim_texts() + _SHORTCUT_EDGES) if head]
+    wrong, checked = [], 0
+    for i in range(len(_PIECES)):
+        _, _, _, words, runs = _single(i)
+        if not words and not runs:
+            continue
+        checked += 1
+        for reading in readings:
+            if _piece_matches(reading, i) and not (words <= reading.tokens() and all(r in reading.norm for r in runs)):
+                wrong.append((_PIECES[i][1].pattern, reading.norm))
+    assert not wrong
+    assert checked > len(_PIECES) // 2  # (most pieces require something: the test could fail)
+
+
+@pytest.mark.parametrize("pattern,left,right,words,runs", [
+    ("to be processed", True, True, {b"to", b"be", b"processed"}, ()),
+    ("we (have |ve )?received", True, True, {b"we"}, ("received",)),
+    ("will (?:email) you", True, True, {b"will", b"email", b"you"}, ()),
+    ("pin ?code", True, True, set(), ("pin", "code")),
+    ("acceptee?s?", True, True, set(), ("accepte",)),
+    ("(?:processed)(?= ?([.!]|$))", True, True, set(), ("processed",)),
+    ("fehlgeschlagen", False, False, set(), ("fehlgeschlagen",)),
+    ("queued|pending", True, True, set(), ()),
+    (r"still \w{2,}ing", True, True, {b"still"}, ("ing",)),
+])
+def test_what_a_piece_requires(pattern: str, left: bool, right: bool, words: set[bytes], runs: tuple[str, ...]) -> None:
+    from truecall.judge._claims import _required
+
+    assert _required(pattern, left, right) == (frozenset(words), runs)
+
+
 # -- what the probe's word lists missed and misread (issue 24) -----------------------------------------
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
+from heapq import heapify, heappop, heapreplace
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterator, Literal, Mapping
@@ -146,20 +147,195 @@ def _piece_regex(piece: Term) -> tuple[re.Pattern[str], bool, bool]:
     return re.compile(f"(?:{pattern})(?![a-z0-9])"), True, at_sentence
 
 
-#: Compiled when first needed (most pieces never are in a process's life; compiling them all would
-#: cost the import a tenth of a second).
-_SINGLE: list[tuple[re.Pattern[str], bool, bool] | None] = [None] * len(_PIECES)
+_TOKEN_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_META = frozenset("\\[](){}.*+?^$|")
+
+
+def _group_end(pattern: str, i: int) -> int:
+    """The index after the group that opens at ``pattern[i]`` (escapes and classes stepped over)."""
+    depth = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i = _class_end(pattern, i)
+            continue
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        i += 1
+        if depth == 0:
+            return i
+    return i
+
+
+def _class_end(pattern: str, i: int) -> int:
+    """The index after the character class that opens at ``pattern[i]``."""
+    j = i + 1
+    if pattern[j:j + 1] == "^":
+        j += 1
+    if pattern[j:j + 1] == "]":
+        j += 1
+    while j < len(pattern) and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
+
+
+def _after_quantifier(pattern: str, i: int) -> tuple[int, bool]:
+    """Where the element before ``i`` really ends: past a quantifier there (``?``, ``*``, ``+``,
+    ``{m,n}`` and a lazy or possessive mark after it), and whether there was one."""
+    if pattern[i:i + 1] in ("?", "*", "+"):
+        i += 1
+    elif pattern[i:i + 1] == "{" and re.match(r"\{\d*,?\d*\}", pattern[i:]):
+        i = pattern.index("}", i) + 1
+    else:
+        return i, False
+    if pattern[i:i + 1] in ("?", "+"):
+        i += 1
+    return i, True
+
+
+def _required(pattern: str, left: bool, right: bool) -> tuple[frozenset[bytes], tuple[str, ...]]:
+    """What every match of a piece holds, read from its top level: the whole words (letters and
+    digits between two known non-word characters: a literal one, or the piece's start when ``left``,
+    its end when ``right``) and the longer runs of letters whose edges are not known.  A text whose
+    words or characters lack one of them cannot match the piece: its search is skipped.  Only what
+    is sure is kept (a quantified letter, a class, an escape, a group that is not plain words ends a
+    run with its edge unknown); a pattern with a top-level ``|`` requires nothing."""
+    words: set[bytes] = set()
+    runs: list[str] = []
+    run: list[str] = []
+    run_left, i = left, 0
+
+    def close(known: bool) -> None:
+        text = "".join(run)
+        if text and run_left and known:
+            words.add(text.encode())
+        elif len(text) >= 3:
+            runs.append(text)
+        run.clear()
+
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch in _TOKEN_CHARS:
+            after, quantified = _after_quantifier(pattern, i + 1)
+            if quantified:  # an optional or repeated letter: the run ends before it, its edge unknown
+                close(False)
+                run_left, i = False, after
+            else:
+                run.append(ch)
+                i += 1
+            continue
+        if ch == "(":
+            end = _group_end(pattern, i)
+            inner = pattern[i + 3:end - 1] if pattern.startswith("(?:", i) else pattern[i + 1:end - 1]
+            after, quantified = _after_quantifier(pattern, end)
+            if (not quantified and inner and (pattern.startswith("(?:", i) or pattern[i + 1:i + 2] != "?")
+                    and all(c in _TOKEN_CHARS or c == " " for c in inner)):
+                pattern = pattern[:i] + inner + pattern[after:]  # a plain group of words: read as if written inline
+                continue
+            close(False)
+            run_left, i = False, after
+            continue
+        if ch == "|":
+            return frozenset(), ()
+        if ch in _META:  # an escape, a class, any character, an anchor: unknown
+            close(False)
+            end = i + 2 if ch == "\\" else _class_end(pattern, i) if ch == "[" else i + 1
+            run_left, i = False, _after_quantifier(pattern, end)[0]
+            continue
+        after, quantified = _after_quantifier(pattern, i + 1)  # a literal character that is no part of a word
+        close(not quantified)
+        run_left, i = not quantified, after
+    close(right)
+    return frozenset(words), tuple(runs)
+
+
+#: A piece compiled (its regex, whether a match must start a word, a sentence) with what every match
+#: of it holds (:func:`_required`); compiled when first needed (most pieces never are in a process's
+#: life; compiling them all would cost the import a tenth of a second).
+_SINGLE: list[tuple[re.Pattern[str], bool, bool, frozenset[bytes], tuple[str, ...]] | None] = [None] * len(_PIECES)
 _EVERY = list(range(len(_PIECES)))
+
+
+def _single(i: int) -> tuple[re.Pattern[str], bool, bool, frozenset[bytes], tuple[str, ...]]:
+    piece = _PIECES[i][1]
+    regex, word, sentence = _piece_regex(piece)
+    if piece.hint or _CJK.search(piece.pattern):
+        words, runs = frozenset[bytes](), ()
+    else:
+        words, runs = _required(piece.pattern.lstrip("^"), word or sentence, not piece.compound)
+    single = _SINGLE[i] = (regex, word, sentence, words, runs)
+    return single
+
+
+def _next_match(reading: "_Reading", regex: re.Pattern[str], word: bool, sentence: bool,
+                at: int) -> re.Match[str] | None:
+    """The first match of a piece from ``at`` on that :func:`_piece_matches` lists (at a word's start
+    for a Latin piece, at a sentence's start for one that says ``^``): the matches one at a time,
+    for a judgment that stops at the first valid one."""
+    norm = reading.norm
+    if sentence:
+        starts = reading.sentence_starts()
+        for k in range(bisect_left(starts, at), len(starts)):
+            m = regex.match(norm, starts[k])
+            if m is not None:
+                return m
+        return None
+    while True:
+        m = regex.search(norm, at)
+        if m is None or not word or starts_word(norm, m.start()):
+            return m
+        at = m.start() + 1
+
+
+def _first_valid(reading: "_Reading", kind_pieces: list[int]) -> tuple[int, re.Match[str]] | None:
+    """The first valid match of a kind's pieces, in the order :func:`_claim`'s reference reads them
+    (by start, then by piece): each piece's matches are found one at a time, merged by start, and
+    the merge stops at the first valid one (most texts: the first match, one search per piece).  A
+    piece whose words or runs (:func:`_required`) the text lacks is not searched."""
+    norm = reading.norm
+    heads: list[tuple[int, int, int, re.Match[str]]] = []
+    tokens: frozenset[bytes] | None = None
+    for k, i in enumerate(kind_pieces):
+        regex, word, sentence, words, runs = _SINGLE[i] or _single(i)
+        if words:
+            if tokens is None:
+                tokens = reading.tokens()
+            if not words <= tokens:
+                continue
+        for run in runs:
+            if run not in norm:
+                break
+        else:
+            m = _next_match(reading, regex, word, sentence, 0)
+            if m is not None:
+                heads.append((m.start(), k, i, m))
+    if len(heads) > 1:
+        heapify(heads)
+    while heads:
+        start, k, i, m = heads[0]
+        if _valid(reading, CLAIMS[_PIECES[i][0]], m):
+            return i, m
+        regex, word, sentence = (_SINGLE[i] or _single(i))[:3]
+        following = _next_match(reading, regex, word, sentence, max(m.end(), start + 1))
+        if following is None:
+            heappop(heads)
+        else:
+            heapreplace(heads, (following.start(), k, i, following))
+    return None
+
+
 def _piece_matches(reading: "_Reading", i: int) -> list[re.Match[str]]:
-    norm, single = reading.norm, _SINGLE[i]
-    if single is None:
-        single = _SINGLE[i] = _piece_regex(_PIECES[i][1])
-    regex, word, sentence = single
+    """Every match of piece ``i`` (at a word's start for a Latin one, at a sentence's start for one
+    that says ``^``): the reference :func:`_next_match` is tested against."""
+    norm = reading.norm
+    regex, word, sentence = (_SINGLE[i] or _single(i))[:3]
     found: list[re.Match[str]] = []
     if not sentence:
         first = regex.search(norm)
         if first is None:  # most candidate pieces match nowhere: one search, no more
-            return []
+            return found
         start = first.start()
         if not word or starts_word(norm, start):
             found.append(first)
@@ -340,6 +516,14 @@ _NEG_AFTER = re.compile(r"\s?[:=]\s?(?:" + _alternation(every(NONE_COUNTS)) + ")
 _YES_NO = re.compile(_alternation(every(YES_NO_MARKS)))
 _LATIN_NEG = {lang: frozenset(cues) for lang, cues in NEGATIONS.items() if lang not in ("zh", "ja")}
 _ALL_LATIN_NEG = frozenset().union(*_LATIN_NEG.values())
+#: Every byte that is not ``[a-z0-9]`` a space: ``split`` then gives the words ``_WORD`` finds.
+_TOKEN_BYTES = bytes(b if 97 <= b <= 122 or 48 <= b <= 57 else 32 for b in range(256))
+#: The negation cues a clause's words are compared with, as words (a cue of two words is never one).
+_LATIN_NEG_TOKENS = {lang: frozenset(c.encode() for c in cues if c.isalnum() and c.isascii())
+                     for lang, cues in _LATIN_NEG.items()}
+_ALL_LATIN_NEG_TOKENS = frozenset().union(*_LATIN_NEG_TOKENS.values())
+_YES_NO_WORDS = every(YES_NO_MARKS)
+assert all(_CJK.search(w) for w in _YES_NO_WORDS), "a Latin yes/no mark: _Reading.may_ask reads only Chinese, Japanese"
 
 
 class _Reading:
@@ -347,7 +531,8 @@ class _Reading:
     sentence starts, reported speech — each found once for the text (when first needed), not once
     per match by scanning the text before it."""
 
-    __slots__ = ("norm", "_clause_ends", "_sentence_ends", "_sentence_starts", "_reported", "_clause_of")
+    __slots__ = ("norm", "_clause_ends", "_sentence_ends", "_sentence_starts", "_reported", "_clause_of", "_tokens",
+                 "_asks")
 
     def __init__(self, norm: str) -> None:
         self.norm = norm
@@ -356,6 +541,24 @@ class _Reading:
         self._sentence_ends: list[int] | None = None
         self._sentence_starts: list[int] | None = None
         self._reported: list[tuple[int, int]] | None = None
+        self._tokens: frozenset[bytes] | None = None
+        self._asks: bool | None = None
+
+    def tokens(self) -> frozenset[bytes]:
+        """The text's words as ``[a-z0-9]+`` finds them (every other byte of its UTF-8 is a space):
+        what a piece's required words and the rules' cue words are looked up in."""
+        if self._tokens is None:
+            self._tokens = frozenset(self.norm.encode("utf-8").translate(_TOKEN_BYTES).split())
+        return self._tokens
+
+    def may_ask(self) -> bool:
+        """Whether any sentence of the text could be a question: it holds a question mark, or a
+        Chinese or Japanese yes/no mark."""
+        if self._asks is None:
+            norm = self.norm
+            self._asks = ("?" in norm or "？" in norm or "¿" in norm
+                          or not norm.isascii() and any(mark in norm for mark in _YES_NO_WORDS))
+        return self._asks
 
     def sentence_starts(self) -> list[int]:
         """Where a sentence may start: the text's start, and after a sentence mark (and one space)."""
@@ -393,7 +596,9 @@ class _Reading:
         """Whether the word is in someone else's reported words ("the vendor said the order is pending")."""
         if self._reported is None:
             norm = self.norm
-            words = norm.encode("utf-8").translate(_WORD_BYTES).split()
+            # (the text's words, when it holds none of reported speech's, answer for the words split at
+            # separators only: a word of those made of letters alone is one of these too)
+            words = () if self.tokens().isdisjoint(_REPORTED_WORDS) else norm.encode("utf-8").translate(_WORD_BYTES).split()
             if _REPORTED_WORDS.isdisjoint(words) and (norm.isascii() or not any(w in norm for w in _REPORTED_CJK)):
                 self._reported = []  # (most texts: a set look-up instead of a pattern tried at every letter)
             else:
@@ -404,10 +609,16 @@ class _Reading:
         return any(sentence_start <= s and e <= start for s, e in self._reported)
 
 
-def _negated(reading: _Reading, start: int, end: int, term: Term) -> bool:
+def _negated(reading: _Reading, start: int, end: int, term: Term, quick: bool = True) -> bool:
+    """Whether a match is negated: a count of none after it ("errors: 0"), a negation cue among the
+    last words of its clause (Chinese: just before it; Japanese: just after it).  ``quick``: a Latin
+    match at a word's start in a text that holds no cue word is decided from the text's words."""
     norm = reading.norm
     if _NEG_AFTER.match(norm, end):
         return True
+    if quick and term.language not in ("zh", "ja") and starts_word(norm, start) and reading.tokens().isdisjoint(
+            _LATIN_NEG_TOKENS.get(term.language, _ALL_LATIN_NEG_TOKENS)):
+        return term.language == "de" and norm[end:end + 7].startswith((" nicht", " keine"))
     clause_start = reading.clause_start(start)
     if clause_start is None:  # no clause mark in the 80 characters before: the clause's end is read from those
         clause_start, whole = start - 80, False
@@ -430,7 +641,11 @@ def _negated(reading: _Reading, start: int, end: int, term: Term) -> bool:
     return False
 
 
-def _question(reading: _Reading, start: int, end: int) -> bool:
+def _question(reading: _Reading, start: int, end: int, quick: bool = True) -> bool:
+    """Whether the sentence of a match asks (a question mark ends it, an inverted one is in it, a
+    Chinese or Japanese yes/no mark is in it); ``quick``: a text without any of those asks nowhere."""
+    if quick and not reading.may_ask():
+        return False
     sentence_start, stop = reading.sentence(start, end)
     norm = reading.norm
     mark = norm[stop:stop + 1]
@@ -471,12 +686,49 @@ def _words_in(regex: re.Pattern[str], text: str, pos: int, endpos: int) -> Itera
 _NEG_WORDS = frozenset(every(NEGATIONS))
 
 
-def _general(reading: _Reading, start: int, end: int, term: Term) -> bool:
+def _cue_firsts(before: tuple[str, ...], after: tuple[str, ...]) -> tuple[frozenset[bytes], tuple[str, ...]]:
+    """Cue phrases as what a text must hold for one to be found at a word's start: (the first words
+    of the Latin ones looked for before a match, which are whole words of the text there: a phrase
+    goes on with a space or ends a word, and the clause before a match at a word's start ends where
+    a word does; the text of every other: a Chinese or Japanese one, one that starts with no letter,
+    and the first word of a Latin one looked for after the match — a clause can end inside a word,
+    at a contrast word written into another, where a phrase would end no word of the text)."""
+    firsts: set[bytes] = set()
+    texts: list[str] = []
+    for w in before + after:
+        first = _WORD.match(w)
+        if first is None or not w.isascii():
+            texts.append(w)
+        elif w in before:
+            firsts.add(first.group().encode())
+        else:
+            texts.append(first.group())
+    return frozenset(firsts), tuple(dict.fromkeys(texts))
+
+
+#: Per language, for :func:`_general`'s quick answer: the cues of a condition (before and after the
+#: match) and, for a failure, the modals (before and after it).
+_CONDITION_CUES = {lang: _cue_firsts(CONDITIONALS.get(lang, ()), CONDITIONALS_AFTER.get(lang, ()))
+                   for lang in set(CONDITIONALS) | set(CONDITIONALS_AFTER)}
+_MODAL_CUES = {lang: _cue_firsts((), words) for lang, words in GENERIC_MODALS.items()}
+
+
+def _holds_cue(reading: _Reading, cues: tuple[frozenset[bytes], tuple[str, ...]] | None) -> bool:
+    if cues is None:
+        return False
+    return not reading.tokens().isdisjoint(cues[0]) or any(w in reading.norm for w in cues[1])
+
+
+def _general(reading: _Reading, start: int, end: int, term: Term, quick: bool = True) -> bool:
     """Whether the clause of a match states something general or hypothetical, not what happened: a
     condition before it ("if the upload fails"; Japanese after it: 失敗した場合), or — for a failure
     word — a modal of possibility ("failed uploads can be retried"; not "cannot", a failure itself,
-    nor "can not")."""
+    nor "can not").  ``quick``: a match at a word's start in a text that holds no cue
+    (:func:`_cue_firsts`) is decided at once."""
     norm = reading.norm
+    if quick and starts_word(norm, start) and not _holds_cue(reading, _CONDITION_CUES.get(term.language)):
+        if term.kind != "failed" or not _holds_cue(reading, _MODAL_CUES.get(term.language)):
+            return False
     clause_start = reading.clause_start(start)
     clause_start = start - 80 if clause_start is None else clause_start
     stop = _CLAUSE_END.search(norm, end)
@@ -499,33 +751,44 @@ def _general(reading: _Reading, start: int, end: int, term: Term) -> bool:
     return False
 
 
-def _valid(reading: _Reading, term: Term, m: re.Match[str]) -> bool:
+def _valid(reading: _Reading, term: Term, m: re.Match[str], quick: bool = True) -> bool:
     """Whether a match is a claim: not a topic ("error rate"), not negated, not asked, not reported,
-    not general or hypothetical."""
+    not general or hypothetical.  ``quick``: with the shortcuts that decide the common case from the
+    text's words (without them: the reference the shortcuts are tested against)."""
     start, end = m.span()
-    return not (_ABOUT_AFTER.match(reading.norm, end) or _negated(reading, start, end, term)
-                or _question(reading, start, end) or reading.reported(start) or _general(reading, start, end, term))
+    return not (_ABOUT_AFTER.match(reading.norm, end) or _negated(reading, start, end, term, quick)
+                or _question(reading, start, end, quick) or reading.reported(start)
+                or _general(reading, start, end, term, quick))
 
 
-def _claim(head: str, candidates: list[int] | None = None, norm: str | None = None) -> Claim | None:
+def _claim(head: str, candidates: list[int] | None = None, norm: str | None = None, *,
+           quick: bool = True) -> Claim | None:
     """The claim of the head: the first valid match of the highest-ranked kind (failed, then accepted,
     then completed), a kind at a time, stopping at the first kind that has a valid match.  Only the
     ``candidates`` pieces run; without them, every piece (the reference the anchors are tested
-    against).  ``norm``: the head already normalised."""
+    against).  ``norm``: the head already normalised.  ``quick``: a kind's matches found one at a
+    time until one is valid (:func:`_first_valid`), pieces whose words the text lacks skipped, the
+    common case of validity decided from the text's words; without: every match of every piece found
+    and each read in full (the reference the shortcuts are tested against)."""
     reading = _Reading(normalise(head) if norm is None else norm)
-    pieces = candidates or _EVERY
     by_kind: tuple[list[int], list[int], list[int]] = ([], [], [])
-    for i in pieces:
+    for i in candidates or _EVERY:
         by_kind[_KIND_RANK[i]].append(i)
     for kind_pieces in by_kind:
         if not kind_pieces:
+            continue
+        if quick:
+            first = _first_valid(reading, kind_pieces)
+            if first is not None:
+                term = CLAIMS[_PIECES[first[0]][0]]
+                return Claim(term.kind, term.language, _evidence(head, first[1].group()))  # type: ignore[arg-type]
             continue
         found = [(i, m) for i in kind_pieces for m in _piece_matches(reading, i)]
         if len(found) > 1:
             found.sort(key=_start)
         for i, m in found:
             term = CLAIMS[_PIECES[i][0]]
-            if _valid(reading, term, m):
+            if _valid(reading, term, m, quick=False):
                 return Claim(term.kind, term.language, _evidence(head, m.group()))  # type: ignore[arg-type]
     return None
 
@@ -537,10 +800,11 @@ def _start(found: tuple[int, re.Match[str]]) -> int:
 def _judge(text: str, *, anchored: bool = True) -> Claim | None:
     """The judgment, a text normalised once: an ASCII text is first checked for a claim word on its
     raw bytes (most texts stop there); any other is normalised and its candidates read from that, and
-    when its head is the whole text (most are) that one normalised form is what the pieces read."""
+    when its head is the whole text (most are) that one normalised form is what the pieces read.
+    ``anchored`` false: every piece, every match, no shortcut (the reference of the tests)."""
     if not anchored:
         head = _head(text)
-        return _claim(head) if head else None
+        return _claim(head, quick=False) if head else None
     if text.isascii():
         candidates = _ascii_candidates(text)
         if not candidates:
