@@ -311,6 +311,48 @@ def test_a_piece_matches_only_where_its_required_words_are() -> None:
     assert checked > len(_PIECES) // 2  # (most pieces require something: the test could fail)
 
 
+def _candidates_by_reading_everything(text: str) -> list[int]:
+    """The anchors' candidates read as they were before words were remembered: every stem and every
+    hint searched for in the whole text."""
+    from truecall.judge import _claims as c
+
+    found: set[int] = set()
+    if text.isascii():
+        raw = text.encode("ascii").translate(c._WORD_BYTES)
+        for w in c._WORD_BYTES_SET.intersection(raw.split()):
+            found.update(c._BY_WORD_BYTES[w])
+    else:
+        norm = normalise(text)
+        raw = norm.encode("utf-8").translate(c._WORD_BYTES)
+        for word in c._WORDS.intersection(raw.decode("utf-8").split()):
+            found.update(c._BY_WORD[word])
+        for pair in c._PAIRS.intersection(c._PAIR_AT.findall(norm)):
+            found.update(c._BY_CJK[pair])
+        for ch in c._CHARS.intersection(norm):
+            found.update(c._BY_CJK[ch])
+    found.update(i for stem, i in c._COMPOUND if stem in raw)
+    found.update(i for hint, i in c._HINTED if hint.search(raw) is not None)
+    return sorted(found)
+
+
+def test_remembered_words_give_the_candidates_reading_everything_gives() -> None:
+    """The candidates of every corpus text (and its variants, the shortcuts' edge cases, compounds
+    and participles written into other words) are those of searching every stem and hint in the
+    whole text — the first time its words are seen, and again when they are remembered."""
+    from truecall.judge import _claims as c
+
+    texts = [v for t in _corpus_claim_texts() + _SHORTCUT_EDGES for v in _variants(t)] + [
+        "Verbindungsfehler", "Der Serverfehler ist behoben", "xfehlerx", "Die Datei wurde hochgeladen", "abgeschickt",
+        "La tarea fue completada", "Los archivos se guardaron", "se enviaron los pedidos", "still processing the job",
+        "Es wurde aktualisiert", "gespeichert\x0bund", "ge\x01speichert", "based on the data", "ed", "edd"]
+    c._PLAIN_WORDS.clear()
+    c._WORD_PIECES.clear()
+    for _ in range(2):
+        differ = [t for t in texts if c._candidates(t) != _candidates_by_reading_everything(t)]
+        assert not differ
+    assert c._PLAIN_WORDS and c._WORD_PIECES  # (words were remembered: the second round read them so)
+
+
 @pytest.mark.parametrize("pattern,left,right,words,runs", [
     ("to be processed", True, True, {b"to", b"be", b"processed"}, ()),
     ("we (have |ve )?received", True, True, {b"we"}, ("received",)),

@@ -126,8 +126,6 @@ _PAIR_AT = re.compile("(?=([" + "".join(sorted(k[0] for k in _PAIRS)) + "].))")
 _BY_WORD_BYTES = {w.encode(): pieces for w, pieces in _BY_WORD.items() if w.isascii()}
 _WORD_BYTES_SET = frozenset(_BY_WORD_BYTES)
 _STEMS = re.compile(b"|".join(re.escape(stem) for stem in sorted({stem for stem, _ in _COMPOUND})) or b"(?!)")
-_STEMS_TEXT = re.compile(_STEMS.pattern.decode())
-_COMPOUND_TEXT = [(stem.decode(), i) for stem, i in _COMPOUND]
 _KIND = [piece.kind for _, piece in _PIECES]
 _KIND_RANK = [("failed", "accepted", "completed").index(kind) for kind in _KIND]  # the order kinds are judged in
 
@@ -259,11 +257,13 @@ _EVERY = list(range(len(_PIECES)))
 
 
 def _single(i: int) -> tuple[re.Pattern[str], bool, bool, frozenset[bytes], tuple[str, ...]]:
+    """Piece ``i`` compiled, with what its matches require (a grammar term's and a Chinese or
+    Japanese piece's: nothing)."""
     piece = _PIECES[i][1]
     regex, word, sentence = _piece_regex(piece)
-    if piece.hint or _CJK.search(piece.pattern):
-        words, runs = frozenset[bytes](), ()
-    else:
+    words: frozenset[bytes] = frozenset()
+    runs: tuple[str, ...] = ()
+    if not piece.hint and not _CJK.search(piece.pattern):
         words, runs = _required(piece.pattern.lstrip("^"), word or sentence, not piece.compound)
     single = _SINGLE[i] = (regex, word, sentence, words, runs)
     return single
@@ -368,24 +368,81 @@ def _candidates(text: str) -> list[int]:
     return _normalised_candidates(normalise(text))
 
 
+def _inside_a_word(hint: bytes) -> bool:
+    """Whether every match of a hint lies inside one word: it has no space and nothing that matches
+    one (``.``, ``\\W``, ``\\s``, ``\\S``, ``\\D``, a negated class)."""
+    return not any(part in hint for part in (b" ", b".", b"\\W", b"\\s", b"\\S", b"\\D", b"[^"))
+
+
+#: The hints read one word at a time (with the compound stems: both only ever match inside a word)
+#: and those read on the whole text (a phrase: "still ...ing").
+_HINTS_IN_WORD = [(hint, i) for hint, i in _HINTED if _inside_a_word(hint.pattern)]
+_HINTS_ACROSS = [(hint, i) for hint, i in _HINTED if not _inside_a_word(hint.pattern)]
+#: Any stem or in-word hint (one search of new words: most hold none).
+_ANY_IN_WORD = re.compile(b"|".join([_STEMS.pattern] + [hint.pattern for hint, _ in _HINTS_IN_WORD]))
+#: Words already read for stems and in-word hints: those that hold none (most), and the pieces the
+#: others give.  A client reads the same few thousand words again and again: a known word costs a
+#: set difference, where the stems and hints were searched for in every text anew.  Bounded (a word
+#: beyond the bound, or longer than ``_LONGEST_KEPT``, is read every time).
+_PLAIN_WORDS: set[bytes] = set()
+_WORD_PIECES: dict[bytes, tuple[int, ...]] = {}
+_WORDS_KEPT = 50_000
+_LONGEST_KEPT = 40
+
+
+def _in_word_pieces(words: set[bytes], found: set[int]) -> None:
+    """Adds to ``found`` the pieces the compound stems and in-word hints give for ``words`` (raw
+    words, split at ASCII white space: a match inside a word is found in that word alone)."""
+    unknown = words - _PLAIN_WORDS
+    if not unknown:
+        return
+    fresh: list[bytes] = []
+    for w in unknown:
+        pieces = _WORD_PIECES.get(w)
+        if pieces is None:
+            fresh.append(w)
+        else:
+            found.update(pieces)
+    if not fresh:
+        return
+    if _ANY_IN_WORD.search(b" ".join(fresh)) is None:  # (one search for all the new words: most hold none)
+        if len(_PLAIN_WORDS) < _WORDS_KEPT:
+            _PLAIN_WORDS.update(w for w in fresh if len(w) <= _LONGEST_KEPT)
+        return
+    for w in fresh:
+        pieces = tuple([i for stem, i in _COMPOUND if stem in w] + [i for hint, i in _HINTS_IN_WORD if hint.search(w)])
+        found.update(pieces)
+        if len(w) <= _LONGEST_KEPT:
+            if not pieces and len(_PLAIN_WORDS) < _WORDS_KEPT:
+                _PLAIN_WORDS.add(w)
+            elif pieces and len(_WORD_PIECES) < _WORDS_KEPT:
+                _WORD_PIECES[w] = pieces
+
+
 def _ascii_candidates(text: str) -> list[int]:
     """:func:`_candidates` of an ASCII text, read from its raw bytes (no normalising: a text without
-    a claim word costs a translate, a split and a set intersection)."""
+    a claim word costs a translate, a split and a few set operations)."""
     found: set[int] = set()
     raw = text.encode("ascii").translate(_WORD_BYTES)
-    for w in _WORD_BYTES_SET.intersection(raw.split()):
+    words = set(raw.split())
+    for w in words & _WORD_BYTES_SET:
         found.update(_BY_WORD_BYTES[w])
-    if _STEMS.search(raw) is not None:  # one search for every compound stem (most texts hold none)
-        found.update(i for stem, i in _COMPOUND if stem in raw)
-    found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
+    _in_word_pieces(words, found)
+    for hint, i in _HINTS_ACROSS:
+        if hint.search(raw) is not None:
+            found.add(i)
     return sorted(found)
 
 
 def _normalised_candidates(norm: str) -> list[int]:
-    """:func:`_candidates` of text already normalised."""
+    """:func:`_candidates` of text already normalised (a stem in it is one in its raw bytes: those
+    differ from it in separators only)."""
     found: set[int] = set()
     raw = norm.encode("utf-8").translate(_WORD_BYTES)
-    found.update(i for hint, i in _HINTED if hint.search(raw) is not None)
+    for hint, i in _HINTS_ACROSS:
+        if hint.search(raw) is not None:
+            found.add(i)
+    _in_word_pieces(set(raw.split()), found)
     for word in _WORDS.intersection(raw.decode("utf-8").split()):
         found.update(_BY_WORD[word])
     if not norm.isascii() and not _FIRSTS.isdisjoint(norm):
@@ -393,8 +450,6 @@ def _normalised_candidates(norm: str) -> list[int]:
             found.update(_BY_CJK[pair])
         for ch in _CHARS.intersection(norm):
             found.update(_BY_CJK[ch])
-    if _STEMS_TEXT.search(norm) is not None:
-        found.update(i for stem, i in _COMPOUND_TEXT if stem in norm)
     return sorted(found)
 
 # -- data ------------------------------------------------------------------------------------------
@@ -532,7 +587,7 @@ class _Reading:
     per match by scanning the text before it."""
 
     __slots__ = ("norm", "_clause_ends", "_sentence_ends", "_sentence_starts", "_reported", "_clause_of", "_tokens",
-                 "_asks")
+                 "_asks", "_plain")
 
     def __init__(self, norm: str) -> None:
         self.norm = norm
@@ -543,6 +598,7 @@ class _Reading:
         self._reported: list[tuple[int, int]] | None = None
         self._tokens: frozenset[bytes] | None = None
         self._asks: bool | None = None
+        self._plain: dict[tuple[str, bool], bool] = {}
 
     def tokens(self) -> frozenset[bytes]:
         """The text's words as ``[a-z0-9]+`` finds them (every other byte of its UTF-8 is a space):
@@ -592,8 +648,30 @@ class _Reading:
         after = bisect_left(ends, end)
         return (ends[k] + 1 if k >= 0 else 0), (ends[after] if after < len(ends) else len(self.norm))
 
+    def plain(self, language: str, failed: bool) -> bool:
+        """Whether the text holds no cue of any rule for a Latin ``language``'s words (of a failure,
+        when ``failed``: its modals too): no negation cue among its words, no question mark or yes/no
+        mark, no reported speech, no condition.  A match at a word's start is then read from what
+        follows it alone (:func:`_valid`)."""
+        key = (language, failed)
+        found = self._plain.get(key)
+        if found is None:
+            found = self._plain[key] = (
+                language not in ("zh", "ja")
+                and self.tokens().isdisjoint(_LATIN_NEG_TOKENS.get(language, _ALL_LATIN_NEG_TOKENS))
+                and not self.may_ask() and not self.reports() and not _holds_cue(self, _CONDITION_CUES.get(language))
+                and not (failed and _holds_cue(self, _MODAL_CUES.get(language))))
+        return found
+
     def reported(self, start: int) -> bool:
         """Whether the word is in someone else's reported words ("the vendor said the order is pending")."""
+        if not self.reports():
+            return False
+        sentence_start = self.sentence(start, start)[0]
+        return any(sentence_start <= s and e <= start for s, e in self.reports())
+
+    def reports(self) -> list[tuple[int, int]]:
+        """Where the text's reported speech is (its words: "said", "according to")."""
         if self._reported is None:
             norm = self.norm
             # (the text's words, when it holds none of reported speech's, answer for the words split at
@@ -603,10 +681,7 @@ class _Reading:
                 self._reported = []  # (most texts: a set look-up instead of a pattern tried at every letter)
             else:
                 self._reported = [m.span() for m in _REPORTED.finditer(norm) if _at_word(norm, m.start())]
-        if not self._reported:
-            return False
-        sentence_start = self.sentence(start, start)[0]
-        return any(sentence_start <= s and e <= start for s, e in self._reported)
+        return self._reported
 
 
 def _negated(reading: _Reading, start: int, end: int, term: Term, quick: bool = True) -> bool:
@@ -756,7 +831,13 @@ def _valid(reading: _Reading, term: Term, m: re.Match[str], quick: bool = True) 
     not general or hypothetical.  ``quick``: with the shortcuts that decide the common case from the
     text's words (without them: the reference the shortcuts are tested against)."""
     start, end = m.span()
-    return not (_ABOUT_AFTER.match(reading.norm, end) or _negated(reading, start, end, term, quick)
+    norm = reading.norm
+    if quick and starts_word(norm, start) and reading.plain(term.language, term.kind == "failed"):
+        # no cue of negation, question, reported speech, condition or modal in the text: only what
+        # follows the match is left to read
+        return not (_ABOUT_AFTER.match(norm, end) or _NEG_AFTER.match(norm, end)
+                    or term.language == "de" and norm[end:end + 7].startswith((" nicht", " keine")))
+    return not (_ABOUT_AFTER.match(norm, end) or _negated(reading, start, end, term, quick)
                 or _question(reading, start, end, quick) or reading.reported(start)
                 or _general(reading, start, end, term, quick))
 
