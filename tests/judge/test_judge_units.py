@@ -230,6 +230,28 @@ def test_secret_shapes() -> None:
     assert not looks_secret("the quick brown fox jumps over")
 
 
+def test_runs_of_dashes_and_dots_are_joined_as_one_pattern_joined_them(rng_seed: int) -> None:
+    """A run of ``-`` and ``.`` between two letters or digits is a space: the two patterns that start
+    with their own character (``-`` first, then ``.``) replace what the one pattern of both did, and
+    camelCase is found from the upper-case letters as the substrings ``aA``/``AAa`` found it."""
+    import random
+    import re
+
+    from truecall.judge import _normalise
+
+    one = re.compile(r"[-.](?<=[^\W_][-.])[-.]*(?=[^\W_])")
+    rng = random.Random(rng_seed)
+    for _ in range(20000):
+        text = "".join(rng.choice("aZ1-.-. ._é!") for _ in range(rng.randint(0, 14)))
+        two = _normalise._JOIN_DOT.sub(" ", _normalise._JOIN_DASH.sub(" ", text))
+        assert two == one.sub(" ", text), text
+        cases = text.encode("utf-8").translate(_normalise._CASES)
+        assert (_normalise._CAMEL_CASES.search(cases) is None) == (b"aA" not in cases and b"AAa" not in cases), text
+        word = "".join(rng.choice("aAbB1 ") for _ in range(rng.randint(0, 8)))
+        cases = word.encode("ascii").translate(_normalise._CASES)
+        assert (_normalise._CAMEL_CASES.search(cases) is None) == (b"aA" not in cases and b"AAa" not in cases), word
+
+
 # -- the anchors are only a shortcut --------------------------------------------------------------------
 
 

@@ -472,7 +472,7 @@ _NAMES = re.compile(
     r"(?<!\S)--?[A-Za-z][\w-]*|(?<!\S)[^\s/\\]*[/\\]\S*|"
     r"(?<![\w.-])[\w.-]+\.(?:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b", re.I)
 _EXTENSION = re.compile(r"\.(?i:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b")
-_SPACE_DASH = re.compile(r"\s-")
+_SPACE_DASH = re.compile(r"-(?<=\s-)")  # (a "-" after white space: the engine skips to each "-")
 
 
 def _name_hint(text: str) -> bool:
