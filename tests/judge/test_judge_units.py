@@ -240,6 +240,7 @@ def test_runs_of_dashes_and_dots_are_joined_as_one_pattern_joined_them(rng_seed:
     from truecall.judge import _normalise
 
     one = re.compile(r"[-.](?<=[^\W_][-.])[-.]*(?=[^\W_])")
+    camel = re.compile("[a-z][A-Z]|[A-Z][A-Z][a-z]")
     rng = random.Random(rng_seed)
     for _ in range(20000):
         text = "".join(rng.choice("aZ1-.-. ._é!") for _ in range(rng.randint(0, 14)))
@@ -247,9 +248,10 @@ def test_runs_of_dashes_and_dots_are_joined_as_one_pattern_joined_them(rng_seed:
         assert two == one.sub(" ", text), text
         cases = text.encode("utf-8").translate(_normalise._CASES)
         assert (_normalise._CAMEL_CASES.search(cases) is None) == (b"aA" not in cases and b"AAa" not in cases), text
-        word = "".join(rng.choice("aAbB1 ") for _ in range(rng.randint(0, 8)))
-        cases = word.encode("ascii").translate(_normalise._CASES)
+        word = "".join(rng.choice("aAbB1 é") for _ in range(rng.randint(0, 8)))
+        cases = word.encode("utf-8").translate(_normalise._CASES)
         assert (_normalise._CAMEL_CASES.search(cases) is None) == (b"aA" not in cases and b"AAa" not in cases), word
+        assert (_normalise._ANY_CAMEL.search(word) is None) == (camel.search(word) is None), word
 
 
 # -- the anchors are only a shortcut --------------------------------------------------------------------
@@ -290,6 +292,10 @@ _SHORTCUT_EDGES = [
     "The task was not processed. It is queued.", "Queued? No. Your request has been received.", "received",
     "Processing was started but the job failed", "The job is still processing, however the upload has failed",
     "We will email you when the export is ready", "Your payment can be refunded if the order failed",
+    "In case the upload failed, retry", "in the queue: the upload failed", "Should the upload fail, retry",
+    "The upload failed. Should the job be queued", "En caso de error, el pedido fue cancelado", "au cas ou la commande a échoué",
+    "订单未受理", "订单已受理", "如果订单已受理", "注文を受け付けていません", "注文を受け付けました", "受け付けました場合",
+    "ok订单已受理", "x注文を受け付けました",
 ]
 
 

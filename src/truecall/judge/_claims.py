@@ -649,16 +649,17 @@ class _Reading:
         return (ends[k] + 1 if k >= 0 else 0), (ends[after] if after < len(ends) else len(self.norm))
 
     def plain(self, language: str, failed: bool) -> bool:
-        """Whether the text holds no cue of any rule for a Latin ``language``'s words (of a failure,
-        when ``failed``: its modals too): no negation cue among its words, no question mark or yes/no
-        mark, no reported speech, no condition.  A match at a word's start is then read from what
+        """Whether the text holds no cue of any rule for a ``language``'s words (of a failure, when
+        ``failed``: its modals too): no negation cue (among its words; Chinese, Japanese: anywhere), no
+        question mark or yes/no mark, no reported speech, no condition.  A match at a word's start is then read from what
         follows it alone (:func:`_valid`)."""
         key = (language, failed)
         found = self._plain.get(key)
         if found is None:
+            cjk = _CJK_NEGATIONS.get(language)
             found = self._plain[key] = (
-                language not in ("zh", "ja")
-                and self.tokens().isdisjoint(_LATIN_NEG_TOKENS.get(language, _ALL_LATIN_NEG_TOKENS))
+                (self.tokens().isdisjoint(_LATIN_NEG_TOKENS.get(language, _ALL_LATIN_NEG_TOKENS)) if cjk is None
+                 else not any(cue in self.norm for cue in cjk))
                 and not self.may_ask() and not self.reports() and not _holds_cue(self, _CONDITION_CUES.get(language))
                 and not (failed and _holds_cue(self, _MODAL_CUES.get(language))))
         return found
@@ -761,37 +762,52 @@ def _words_in(regex: re.Pattern[str], text: str, pos: int, endpos: int) -> Itera
 _NEG_WORDS = frozenset(every(NEGATIONS))
 
 
-def _cue_firsts(before: tuple[str, ...], after: tuple[str, ...]) -> tuple[frozenset[bytes], tuple[str, ...]]:
-    """Cue phrases as what a text must hold for one to be found at a word's start: (the first words
-    of the Latin ones looked for before a match, which are whole words of the text there: a phrase
-    goes on with a space or ends a word, and the clause before a match at a word's start ends where
-    a word does; the text of every other: a Chinese or Japanese one, one that starts with no letter,
-    and the first word of a Latin one looked for after the match — a clause can end inside a word,
-    at a contrast word written into another, where a phrase would end no word of the text)."""
-    firsts: set[bytes] = set()
+_Cues = tuple[frozenset[bytes], tuple[frozenset[bytes], ...], tuple[str, ...]]
+
+
+def _cue_words(before: tuple[str, ...], after: tuple[str, ...]) -> _Cues:
+    """Cue phrases as what a text must hold for one to be found at a word's start: (the Latin ones
+    looked for before a match as their words — one word each, then those of two or more: a match of
+    one there is whole words of the text, since a phrase goes on with a space or ends a word and the
+    clause before a match at a word's start ends where a word does; the text of every other: a
+    Chinese or Japanese one, one that starts with no letter, and the first word of a Latin one
+    looked for after the match — a clause can end inside a word, at a contrast word written into
+    another, where a phrase would end no word of the text)."""
+    singles: set[bytes] = set()
+    multis: list[frozenset[bytes]] = []
     texts: list[str] = []
     for w in before + after:
         first = _WORD.match(w)
         if first is None or not w.isascii():
             texts.append(w)
         elif w in before:
-            firsts.add(first.group().encode())
+            words = frozenset(word.encode() for word in _WORD.findall(w))
+            if len(words) == 1:
+                singles |= words
+            else:
+                multis.append(words)
         else:
             texts.append(first.group())
-    return frozenset(firsts), tuple(dict.fromkeys(texts))
+    return frozenset(singles), tuple(multis), tuple(dict.fromkeys(texts))
 
 
 #: Per language, for :func:`_general`'s quick answer: the cues of a condition (before and after the
 #: match) and, for a failure, the modals (before and after it).
-_CONDITION_CUES = {lang: _cue_firsts(CONDITIONALS.get(lang, ()), CONDITIONALS_AFTER.get(lang, ()))
+_CONDITION_CUES = {lang: _cue_words(CONDITIONALS.get(lang, ()), CONDITIONALS_AFTER.get(lang, ()))
                    for lang in set(CONDITIONALS) | set(CONDITIONALS_AFTER)}
-_MODAL_CUES = {lang: _cue_firsts((), words) for lang, words in GENERIC_MODALS.items()}
+_MODAL_CUES = {lang: _cue_words((), words) for lang, words in GENERIC_MODALS.items()}
+#: Chinese negation comes before a word, Japanese after it: a text without any of its language's
+#: cues has no negation in it (:meth:`_Reading.plain`).
+_CJK_NEGATIONS = {"zh": NEGATIONS["zh"], "ja": AFTER_NEGATIONS["ja"]}
 
 
-def _holds_cue(reading: _Reading, cues: tuple[frozenset[bytes], tuple[str, ...]] | None) -> bool:
+def _holds_cue(reading: _Reading, cues: _Cues | None) -> bool:
+    """Whether the text holds what one of ``cues`` needs (:func:`_cue_words`)."""
     if cues is None:
         return False
-    return not reading.tokens().isdisjoint(cues[0]) or any(w in reading.norm for w in cues[1])
+    tokens = reading.tokens()
+    return (not tokens.isdisjoint(cues[0]) or any(words <= tokens for words in cues[1])
+            or any(w in reading.norm for w in cues[2]))
 
 
 def _general(reading: _Reading, start: int, end: int, term: Term, quick: bool = True) -> bool:
@@ -799,7 +815,7 @@ def _general(reading: _Reading, start: int, end: int, term: Term, quick: bool = 
     condition before it ("if the upload fails"; Japanese after it: 失敗した場合), or — for a failure
     word — a modal of possibility ("failed uploads can be retried"; not "cannot", a failure itself,
     nor "can not").  ``quick``: a match at a word's start in a text that holds no cue
-    (:func:`_cue_firsts`) is decided at once."""
+    (:func:`_cue_words`) is decided at once."""
     norm = reading.norm
     if quick and starts_word(norm, start) and not _holds_cue(reading, _CONDITION_CUES.get(term.language)):
         if term.kind != "failed" or not _holds_cue(reading, _MODAL_CUES.get(term.language)):

@@ -55,7 +55,7 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 #: each) and ``_CAMEL`` (look-behinds first) is tried at every position.
 _ANY_INVISIBLE = re.compile("[" + "".join(map(chr, _INVISIBLE)) + "]")
 _ANY_CONFUSABLE = re.compile("[" + "".join(map(chr, _CONFUSABLES)) + "]")
-_ANY_CAMEL = re.compile("[a-z][A-Z]|[A-Z][A-Z][a-z]")
+_ANY_CAMEL = re.compile("[A-Z](?:(?<=[a-z][A-Z])|(?=[A-Z][a-z]))")  # ([a-z][A-Z] or [A-Z][A-Z][a-z]: one class first)
 _APOSTROPHES = ("'", "\u2019", "`")
 
 
