@@ -320,6 +320,39 @@ def test_quick_judgment_equals_the_full_one() -> None:
     assert not differ
 
 
+_WORD_EDGES = [
+    "The orderIsQueued and was notProcessed", "orderReceived", "Your request has been received " + "x" * 390 + "notice",
+    "Your request has been received\x01not", "Upload failed\x1fif retried", "Saved to /tmp/not-here.txt: the file was saved",
+    "Wrote 'not' into notes.md; the job is queued", "--no-retry: the upload failed", "Contents of out.log: not queued",
+    "Your order\nhas been received\n\nnot really", "REQ-20931 received", "The job_is queued", "it's queued, isn't it",
+]
+
+
+def test_the_raw_words_of_an_ascii_text_hold_its_heads_words() -> None:
+    """Where the quick reading is given an ASCII text's raw words for its head's words
+    (:func:`_words_hold_the_heads`), they hold every word of the normalised head (they only ever rule
+    a cue or a piece out), and the judgment equals reading every match in full."""
+    from truecall.judge._claims import (_WORD_BYTES, _Reading, _candidates, _claim, _head, _judge,
+                                        _words_hold_the_heads)
+
+    given = 0
+    for text in [v for t in _corpus_claim_texts() + _SHORTCUT_EDGES + _WORD_EDGES for v in _variants(t)]:
+        if not text.isascii():
+            continue
+        raw = text.encode("ascii").translate(_WORD_BYTES)
+        head = _head(text)
+        if not head or not _words_hold_the_heads(text, raw):
+            continue
+        given += 1
+        assert _Reading(normalise(head)).tokens() <= set(raw.split()), text
+        candidates = _candidates(text)
+        if candidates:
+            assert _judge(text) == _claim(head, candidates, quick=False), text
+    assert given > 500
+    assert not _words_hold_the_heads("orderReceived", b"orderreceived")
+    assert not _words_hold_the_heads("a\x01b", b"a\x01b")
+
+
 def test_a_piece_matches_only_where_its_required_words_are() -> None:
     """Every piece that matches a corpus text's head (or an edge case's) matches where the words and
     runs :func:`_required` says it needs are there: the skip of a piece is never a judgment."""

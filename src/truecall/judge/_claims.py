@@ -17,12 +17,12 @@ from bisect import bisect_left, bisect_right
 from heapq import heapify, heappop, heapreplace
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterator, Literal, Mapping
+from typing import AbstractSet, Any, Iterator, Literal, Mapping
 
 import orjson
 
 from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, matches, starts_word, top_groups
-from ._normalise import normalise
+from ._normalise import _CAMEL_CASES, _CASES, normalise
 from ._vocabulary import (ADVICE_INTROS, AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONDITIONALS, CONDITIONALS_AFTER,
                           CONTRASTS, DATA_INTROS, GENERIC_MODALS, NEGATIONS, NONE_COUNTS, REPORTED_SPEECH, YES_NO_MARKS,
                           Term, every)
@@ -296,7 +296,7 @@ def _first_valid(reading: "_Reading", kind_pieces: list[int]) -> tuple[int, re.M
     piece whose words or runs (:func:`_required`) the text lacks is not searched."""
     norm = reading.norm
     heads: list[tuple[int, int, int, re.Match[str]]] = []
-    tokens: frozenset[bytes] | None = None
+    tokens: AbstractSet[bytes] | None = None
     for k, i in enumerate(kind_pieces):
         regex, word, sentence, words, runs = _SINGLE[i] or _single(i)
         if words:
@@ -422,9 +422,13 @@ def _in_word_pieces(words: set[bytes], found: set[int]) -> None:
 def _ascii_candidates(text: str) -> list[int]:
     """:func:`_candidates` of an ASCII text, read from its raw bytes (no normalising: a text without
     a claim word costs a translate, a split and a few set operations)."""
-    found: set[int] = set()
     raw = text.encode("ascii").translate(_WORD_BYTES)
-    words = set(raw.split())
+    return _raw_candidates(raw, set(raw.split()))
+
+
+def _raw_candidates(raw: bytes, words: set[bytes]) -> list[int]:
+    """:func:`_ascii_candidates` of an ASCII text's raw bytes and their words."""
+    found: set[int] = set()
     for w in words & _WORD_BYTES_SET:
         found.update(_BY_WORD_BYTES[w])
     _in_word_pieces(words, found)
@@ -592,20 +596,21 @@ class _Reading:
     __slots__ = ("norm", "_clause_ends", "_sentence_ends", "_sentence_starts", "_reported", "_clause_of", "_tokens",
                  "_asks", "_plain")
 
-    def __init__(self, norm: str) -> None:
+    def __init__(self, norm: str, tokens: AbstractSet[bytes] | None = None) -> None:
         self.norm = norm
         self._clause_of: tuple[int, int | None] = (-1, None)  # the last clause_start asked: negation and generality ask alike
         self._clause_ends: list[int] | None = None
         self._sentence_ends: list[int] | None = None
         self._sentence_starts: list[int] | None = None
         self._reported: list[tuple[int, int]] | None = None
-        self._tokens: frozenset[bytes] | None = None
+        self._tokens = tokens
         self._asks: bool | None = None
         self._plain: dict[tuple[str, bool], bool] = {}
 
-    def tokens(self) -> frozenset[bytes]:
+    def tokens(self) -> AbstractSet[bytes]:
         """The text's words as ``[a-z0-9]+`` finds them (every other byte of its UTF-8 is a space):
-        what a piece's required words and the rules' cue words are looked up in."""
+        what a piece's required words and the rules' cue words are looked up in — or words that hold
+        all of those, given (a cue or a piece is only ever ruled out by its words' absence)."""
         if self._tokens is None:
             self._tokens = frozenset(self.norm.encode("utf-8").translate(_TOKEN_BYTES).split())
         return self._tokens
@@ -885,15 +890,16 @@ def _valid(reading: _Reading, term: Term, m: re.Match[str], quick: bool = True) 
 
 
 def _claim(head: str, candidates: list[int] | None = None, norm: str | None = None, *,
-           quick: bool = True) -> Claim | None:
+           quick: bool = True, tokens: AbstractSet[bytes] | None = None) -> Claim | None:
     """The claim of the head: the first valid match of the highest-ranked kind (failed, then accepted,
     then completed), a kind at a time, stopping at the first kind that has a valid match.  Only the
     ``candidates`` pieces run; without them, every piece (the reference the anchors are tested
-    against).  ``norm``: the head already normalised.  ``quick``: a kind's matches found one at a
+    against).  ``norm``: the head already normalised; ``tokens``: words that hold all of its words
+    (:func:`_words_hold_the_heads`).  ``quick``: a kind's matches found one at a
     time until one is valid (:func:`_first_valid`), pieces whose words the text lacks skipped, the
     common case of validity decided from the text's words; without: every match of every piece found
     and each read in full (the reference the shortcuts are tested against)."""
-    reading = _Reading(normalise(head) if norm is None else norm)
+    reading = _Reading(normalise(head) if norm is None else norm, tokens if quick else None)
     by_kind: tuple[list[int], list[int], list[int]] = ([], [], [])
     for i in candidates or _EVERY:
         by_kind[_KIND_RANK[i]].append(i)
@@ -920,6 +926,24 @@ def _start(found: tuple[int, re.Match[str]]) -> int:
     return found[1].start()
 
 
+#: The bytes a raw ASCII text's words are made of when each is a word of ``[a-z0-9]`` (nothing else is
+#: left in them: no control character), with white space.
+_WORD_OR_SPACE = bytes(range(97, 123)) + bytes(range(48, 58)) + b" \t\n\r\x0b\x0c"
+
+
+def _words_hold_the_heads(text: str, raw: bytes) -> bool:
+    """Whether an ASCII text's raw words (``raw``: its bytes lower-cased, separators made spaces)
+    hold every word of its normalised head, so that they can stand for those in the quick reading
+    (:class:`_Reading` reads the words only to rule a cue or a piece out: more words than the head's
+    only send a match to the full reading).  The head is the text's first lines with quotations and
+    names made " … " (their edges are no part of a word), normalising lower-cases and makes the
+    separators spaces as ``raw`` does — unless it splits camelCase (a word the text does not have
+    as one), the head is cut at 400 characters (inside a word), or a raw word holds a byte that is
+    no letter or digit (a control character: two words there)."""
+    return (len(text) <= 400 and not raw.translate(None, _WORD_OR_SPACE)
+            and _CAMEL_CASES.search(text.encode("ascii").translate(_CASES)) is None)
+
+
 def _judge(text: str, *, anchored: bool = True) -> Claim | None:
     """The judgment, a text normalised once: an ASCII text is first checked for a claim word on its
     raw bytes (most texts stop there); any other is normalised and its candidates read from that, and
@@ -929,11 +953,15 @@ def _judge(text: str, *, anchored: bool = True) -> Claim | None:
         head = _head(text)
         return _claim(head, quick=False) if head else None
     if text.isascii():
-        candidates = _ascii_candidates(text)
+        raw = text.encode("ascii").translate(_WORD_BYTES)
+        words = set(raw.split())
+        candidates = _raw_candidates(raw, words)
         if not candidates:
             return None
         head = _head(text)
-        return _claim(head, candidates) if head else None
+        if not head:
+            return None
+        return _claim(head, candidates, tokens=words if _words_hold_the_heads(text, raw) else None)
     norm = normalise(text)
     candidates = _normalised_candidates(norm)
     if not candidates:
