@@ -405,7 +405,8 @@ def test_remembered_words_give_the_candidates_reading_everything_gives() -> None
     texts = [v for t in _corpus_claim_texts() + _SHORTCUT_EDGES for v in _variants(t)] + [
         "Verbindungsfehler", "Der Serverfehler ist behoben", "xfehlerx", "Die Datei wurde hochgeladen", "abgeschickt",
         "La tarea fue completada", "Los archivos se guardaron", "se enviaron los pedidos", "still processing the job",
-        "Es wurde aktualisiert", "gespeichert\x0bund", "ge\x01speichert", "based on the data", "ed", "edd"]
+        "Es wurde aktualisiert", "gespeichert\x0bund", "ge\x01speichert", "based on the data", "ed", "edd",
+        "Datei gespeichertж", "жgespeichert", "订单fehler", "fehler订单", "订单ge speichert", "処理済みcompletado", "ид enviado"]
     c._PLAIN_WORDS.clear()
     c._WORD_PIECES.clear()
     for _ in range(2):

@@ -438,6 +438,12 @@ def _raw_candidates(raw: bytes, words: set[bytes]) -> list[int]:
     return sorted(found)
 
 
+#: Every byte of a character beyond ASCII a space: a stem or an in-word hint is ASCII letters, and
+#: what ends or begins one there (no letter) ends or begins it at a space too; Chinese and Japanese
+#: text then gives few words to look up.
+_LATIN_ONLY = bytes(range(128)) + b" " * 128
+
+
 def _normalised_candidates(norm: str) -> list[int]:
     """:func:`_candidates` of text already normalised (a stem in it is one in its raw bytes: those
     differ from it in separators only)."""
@@ -446,7 +452,7 @@ def _normalised_candidates(norm: str) -> list[int]:
     for hint, i in _HINTS_ACROSS:
         if hint.search(raw) is not None:
             found.add(i)
-    _in_word_pieces(set(raw.split()), found)
+    _in_word_pieces(set(raw.translate(_LATIN_ONLY).split()), found)
     for word in _WORDS.intersection(raw.decode("utf-8").split()):
         found.update(_BY_WORD[word])
     if not norm.isascii() and not _FIRSTS.isdisjoint(norm):
@@ -497,6 +503,15 @@ _INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w
                     r")(?!\w)[^:：\n]{0,60}[:：]", re.I)
 
 
+def _unquoted(text: str) -> str:
+    """``text`` with its quotations blanked out (:data:`_QUOTED`); an ASCII text without any of the
+    three ASCII quote characters has none (three ``in`` tests, where the pattern looks at every
+    character)."""
+    if text.isascii() and '"' not in text and "'" not in text and "`" not in text:
+        return text
+    return _QUOTED.sub(_unquote, text)
+
+
 def _is_json(text: str) -> bool:
     first = text[:1]
     if first not in "{[\"" and text not in ("true", "false", "null"):
@@ -519,7 +534,7 @@ def _head(text: str) -> str:
         if _DATA_LINE.match(text):
             return ""
         intro = _INTRO.match(text) if ":" in text or "：" in text else None
-        text = _QUOTED.sub(_unquote, (text[:intro.end() - 1] if intro else text)[:400])
+        text = _unquoted((text[:intro.end() - 1] if intro else text)[:400])
         return _NAMES.sub(" \u2026 ", text) if _name_hint(text) else text
     lines = text.split("\n", 3)
     if _DATA_LINE.match(lines[0]):
@@ -533,7 +548,7 @@ def _head(text: str) -> str:
             head.append(line[:intro.end() - 1])
             break
         head.append(line)
-    text = _QUOTED.sub(_unquote, "\n".join(head)[:400])
+    text = _unquoted("\n".join(head)[:400])
     return _NAMES.sub(" \u2026 ", text) if _name_hint(text) else text
 
 
