@@ -391,8 +391,8 @@ _HINTS_IN_WORD = [(hint, i) for hint, i in _HINTED if _inside_a_word(hint.patter
 _HINTS_ACROSS = [(hint, i) for hint, i in _HINTED if not _inside_a_word(hint.pattern)]
 #: Any stem or in-word hint (one search of new words: most hold none).
 _ANY_IN_WORD = re.compile(b"|".join([_STEMS.pattern] + [hint.pattern for hint, _ in _HINTS_IN_WORD]))
-#: Words already read for stems and in-word hints: those that hold none (most), and the pieces the
-#: others give.  A client reads the same few thousand words again and again: a known word costs a
+#: Words already read for stems and in-word hints: those that hold none and are no anchor word (most),
+#: and the in-word pieces the others give.  A client reads the same few thousand words again and again: a known word costs a
 #: set difference, where the stems and hints were searched for in every text anew.  Bounded (a word
 #: beyond the bound, or longer than ``_LONGEST_KEPT``, is read every time).
 _PLAIN_WORDS: set[bytes] = set()
@@ -405,8 +405,14 @@ def _in_word_pieces(words: set[bytes], found: set[int]) -> None:
     """Adds to ``found`` the pieces the compound stems and in-word hints give for ``words`` (raw
     words, split at ASCII white space: a match inside a word is found in that word alone)."""
     unknown = words - _PLAIN_WORDS
-    if not unknown:
-        return
+    if unknown:
+        _read_words(unknown, found)
+
+
+def _read_words(unknown: set[bytes], found: set[int]) -> None:
+    """:func:`_in_word_pieces` of words not known to be plain; those found plain are remembered (an
+    anchor word never is: ``_PLAIN_WORDS`` is what gives no piece at all, and an anchor word's
+    in-word pieces, none or some, are kept in ``_WORD_PIECES``)."""
     fresh: list[bytes] = []
     for w in unknown:
         pieces = _WORD_PIECES.get(w)
@@ -416,18 +422,18 @@ def _in_word_pieces(words: set[bytes], found: set[int]) -> None:
             found.update(pieces)
     if not fresh:
         return
-    if _ANY_IN_WORD.search(b" ".join(fresh)) is None:  # (one search for all the new words: most hold none)
-        if len(_PLAIN_WORDS) < _WORDS_KEPT:
-            _PLAIN_WORDS.update(w for w in fresh if len(w) <= _LONGEST_KEPT)
-        return
+    none = _ANY_IN_WORD.search(b" ".join(fresh)) is None  # (one search for all the new words: most hold none)
     for w in fresh:
-        pieces = tuple([i for stem, i in _COMPOUND if stem in w] + [i for hint, i in _HINTS_IN_WORD if hint.search(w)])
+        pieces = () if none else tuple([i for stem, i in _COMPOUND if stem in w]
+                                       + [i for hint, i in _HINTS_IN_WORD if hint.search(w)])
         found.update(pieces)
-        if len(w) <= _LONGEST_KEPT:
-            if not pieces and len(_PLAIN_WORDS) < _WORDS_KEPT:
-                _PLAIN_WORDS.add(w)
-            elif pieces and len(_WORD_PIECES) < _WORDS_KEPT:
+        if len(w) > _LONGEST_KEPT:
+            continue
+        if pieces or w in _WORD_BYTES_SET:
+            if len(_WORD_PIECES) < _WORDS_KEPT:
                 _WORD_PIECES[w] = pieces
+        elif len(_PLAIN_WORDS) < _WORDS_KEPT:
+            _PLAIN_WORDS.add(w)
 
 
 def _ascii_candidates(text: str) -> list[int]:
@@ -440,9 +446,11 @@ def _ascii_candidates(text: str) -> list[int]:
 def _raw_candidates(raw: bytes, words: set[bytes]) -> list[int]:
     """:func:`_ascii_candidates` of an ASCII text's raw bytes and their words."""
     found: set[int] = set()
-    for w in words & _WORD_BYTES_SET:
-        found.update(_BY_WORD_BYTES[w])
-    _in_word_pieces(words, found)
+    unknown = words - _PLAIN_WORDS  # (no anchor word is plain)
+    if unknown:
+        for w in unknown & _WORD_BYTES_SET:
+            found.update(_BY_WORD_BYTES[w])
+        _read_words(unknown, found)
     for hint, i in _HINTS_ACROSS:
         if hint.search(raw) is not None:
             found.add(i)
