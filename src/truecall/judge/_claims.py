@@ -700,8 +700,13 @@ class _Reading:
         if found is None:
             words, phrases, texts = _PLAIN_CUES.get(key) or _plain_cues(key)
             tokens = self.tokens()
-            found = self._plain[key] = (tokens.isdisjoint(words) and texts.search(self.norm) is None
-                                        and not any(phrase <= tokens for phrase in phrases))
+            found = tokens.isdisjoint(words) and texts.search(self.norm) is None
+            if found:
+                for phrase in phrases:  # (a loop: a generator costs more than the few tests)
+                    if phrase <= tokens:
+                        found = False
+                        break
+            self._plain[key] = found
         return found
 
     def reported(self, start: int) -> bool:
