@@ -232,26 +232,46 @@ def test_secret_shapes() -> None:
 
 def test_runs_of_dashes_and_dots_are_joined_as_one_pattern_joined_them(rng_seed: int) -> None:
     """A run of ``-`` and ``.`` between two letters or digits is a space: the two patterns that start
-    with their own character (``-`` first, then ``.``) replace what the one pattern of both did, and
-    camelCase is found from the upper-case letters as the substrings ``aA``/``AAa`` found it."""
+    with their own character (``-`` first, then ``.``) replace what the one pattern of both did,
+    camelCase is found from the upper-case letters as the substrings ``aA``/``AAa`` found it, and a
+    dash after white space as ``\\s-`` found it."""
     import random
     import re
 
-    from truecall.judge import _normalise
+    from truecall.judge import _claims, _normalise
 
     one = re.compile(r"[-.](?<=[^\W_][-.])[-.]*(?=[^\W_])")
+    space_dash = re.compile(r"\s-")
     camel = re.compile("[a-z][A-Z]|[A-Z][A-Z][a-z]")
     rng = random.Random(rng_seed)
     for _ in range(20000):
-        text = "".join(rng.choice("aZ1-.-. ._é!") for _ in range(rng.randint(0, 14)))
+        text = "".join(rng.choice("aZ1-.-. ._é!\t") for _ in range(rng.randint(0, 14)))
         two = _normalise._JOIN_DOT.sub(" ", _normalise._JOIN_DASH.sub(" ", text))
         assert two == one.sub(" ", text), text
+        assert (_claims._SPACE_DASH.search(text) is None) == (space_dash.search(text) is None), text
         cases = text.encode("utf-8").translate(_normalise._CASES)
         assert (_normalise._CAMEL_CASES.search(cases) is None) == (b"aA" not in cases and b"AAa" not in cases), text
         word = "".join(rng.choice("aAbB1 é") for _ in range(rng.randint(0, 8)))
         cases = word.encode("utf-8").translate(_normalise._CASES)
         assert (_normalise._CAMEL_CASES.search(cases) is None) == (b"aA" not in cases and b"AAa" not in cases), word
         assert (_normalise._ANY_CAMEL.search(word) is None) == (camel.search(word) is None), word
+
+
+def test_names_are_blanked_word_by_word_as_in_the_whole_text(rng_seed: int) -> None:
+    """Paths, URLs, file names and flags are blanked out of a head word by word (only the words that
+    hold a mark of a name) as the pattern over the whole text blanked them."""
+    import random
+
+    from truecall.judge import _claims
+
+    rng = random.Random(rng_seed)
+    pieces = ["a", "Z", "9", "-", "--", "/", "\\", ".", ".txt", ".md", ".PY", ".json", " ", "  ", "\t", "\n", "\x1c",
+              "_", ":", "(", "é", "\u3000", "x", "tmp", "http://", "é.log", ".Txt", "txt", ".jsonl", ".ts", "s", "-.", ".-",
+              "\x85", "\xa0"]
+    for text in ["File written successfully to notes.txt", "Deleted branch feature/login.", "--no-verify ok",
+                 "Failed to fetch https://example.com: 404 Not Found", "a.txt/b c\\d -e --f -- -"] + [
+            "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(20000)]:
+        assert _claims._unnamed(text) == _claims._NAMES.sub(" \u2026 ", text), repr(text)
 
 
 # -- the anchors are only a shortcut --------------------------------------------------------------------

@@ -522,6 +522,39 @@ _INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w
                     r")(?!\w)[^:：\n]{0,60}[:：]", re.I)
 
 
+#: What a word is no name without (a flag's "-", a path's "/" or "\\", a file name's extension: each
+#: branch a literal first, which the engine skips to), and white space (what ends a word: no name
+#: spans it).
+_NAME_MARK = re.compile(r"-|/|\\|" + _EXTENSION.pattern)
+_SPACE = re.compile(r"\s")
+
+
+def _unnamed(text: str) -> str:
+    """``_NAMES.sub(" … ", text)`` word by word: every match of :data:`_NAMES` lies inside one word
+    (no branch matches white space, and what each looks at before its start — white space, or no
+    word character — and ``\\b`` after its end read the same at a word's edge as at the ends of
+    the word alone), so only the words with a mark of a name (:data:`_NAME_MARK`) are searched, each
+    on its own — where the pattern, a look-behind first, was tried at every position of the text
+    (16 µs over 200 characters)."""
+    out: list[str] = []
+    last, rev = 0, ""
+    at = _NAME_MARK.search(text)
+    while at is not None:
+        mark = at.start()
+        if not rev:
+            rev = text[::-1]
+        before = _SPACE.search(rev, len(text) - 1 - mark)  # the white space before the word, read backwards
+        start = len(text) - before.start() if before is not None else 0
+        after = _SPACE.search(text, mark)
+        end = after.start() if after is not None else len(text)
+        out.append(text[last:start])
+        out.append(_NAMES.sub(" \u2026 ", text[start:end]))
+        last = end
+        at = _NAME_MARK.search(text, end)
+    out.append(text[last:])
+    return "".join(out)
+
+
 def _unquoted(text: str) -> str:
     """``text`` with its quotations blanked out (:data:`_QUOTED`); an ASCII text without any of the
     three ASCII quote characters has none (three ``in`` tests, where the pattern looks at every
@@ -554,7 +587,7 @@ def _head(text: str) -> str:
             return ""
         intro = _INTRO.match(text) if ":" in text or "：" in text else None
         text = _unquoted((text[:intro.end() - 1] if intro else text)[:400])
-        return _NAMES.sub(" \u2026 ", text) if _name_hint(text) else text
+        return _unnamed(text) if _name_hint(text) else text
     lines = text.split("\n", 3)
     if _DATA_LINE.match(lines[0]):
         return ""
@@ -568,7 +601,7 @@ def _head(text: str) -> str:
             break
         head.append(line)
     text = _unquoted("\n".join(head)[:400])
-    return _NAMES.sub(" \u2026 ", text) if _name_hint(text) else text
+    return _unnamed(text) if _name_hint(text) else text
 
 
 # -- reading a match ----------------------------------------------------------------------------
