@@ -422,10 +422,17 @@ def _read_words(unknown: set[bytes], found: set[int]) -> None:
             found.update(pieces)
     if not fresh:
         return
-    none = _ANY_IN_WORD.search(b" ".join(fresh)) is None  # (one search for all the new words: most hold none)
+    if _ANY_IN_WORD.search(b" ".join(fresh)) is None:  # (one search for all the new words: most hold none)
+        if len(_PLAIN_WORDS) < _WORDS_KEPT:
+            for w in fresh:
+                if len(w) <= _LONGEST_KEPT:
+                    if w in _WORD_BYTES_SET:
+                        _WORD_PIECES[w] = ()  # (anchor words are a few thousand: bounded)
+                    else:
+                        _PLAIN_WORDS.add(w)
+        return
     for w in fresh:
-        pieces = () if none else tuple([i for stem, i in _COMPOUND if stem in w]
-                                       + [i for hint, i in _HINTS_IN_WORD if hint.search(w)])
+        pieces = tuple([i for stem, i in _COMPOUND if stem in w] + [i for hint, i in _HINTS_IN_WORD if hint.search(w)])
         found.update(pieces)
         if len(w) > _LONGEST_KEPT:
             continue
