@@ -55,6 +55,11 @@ _CAMEL = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 #: each) and ``_CAMEL`` (look-behinds first) is tried at every position.
 _ANY_INVISIBLE = re.compile("[" + "".join(map(chr, _INVISIBLE)) + "]")
 _ANY_CONFUSABLE = re.compile("[" + "".join(map(chr, _CONFUSABLES)) + "]")
+#: (Whether a text holds one: the class alone, which the engine scans for at once; a repeat first, as in
+#: the patterns that replace them, is entered at every position — 0.7 µs where this takes 0.3 over 70
+#: characters.)
+_ANY_SPACING_ACCENT = re.compile(_SPACING_ACCENTS.pattern.removesuffix("+"))
+_ANY_COMBINING = re.compile(_COMBINING.pattern.removesuffix("+"))
 _ANY_CAMEL = re.compile("[A-Z](?:(?<=[a-z][A-Z])|(?=[A-Z][a-z]))")  # ([a-z][A-Z] or [A-Z][A-Z][a-z]: one class first)
 _APOSTROPHES = ("'", "\u2019", "`")
 
@@ -104,14 +109,14 @@ def _fold(text: str, split: bool) -> str:
     if not text.isascii():
         if ("\u00c3" in text or "\u00c2" in text or "\u00c5" in text) and _mojibake().search(text) is not None:
             text = _mojibake().sub(_redecode, text)
-        if _SPACING_ACCENTS.search(text) is not None:
+        if _ANY_SPACING_ACCENT.search(text) is not None:
             text = _SPACING_ACCENTS.sub(_after_letter, text)
         text = unicodedata.normalize("NFKC", text)
         if _ANY_INVISIBLE.search(text) is not None:
             text = text.translate(_INVISIBLE)
         # decomposed once, and only when something decomposes (Chinese does not); marks already apart stay apart
         decomposed = text if unicodedata.is_normalized("NFD", text) else unicodedata.normalize("NFD", text)
-        if _COMBINING.search(decomposed) is not None:
+        if _ANY_COMBINING.search(decomposed) is not None:
             text = unicodedata.normalize("NFC", _COMBINING.sub("", decomposed))
         if split and _ANY_CAMEL.search(text) is not None:
             text = _CAMEL.sub(" ", text)
