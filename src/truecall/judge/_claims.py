@@ -389,6 +389,8 @@ def _inside_a_word(hint: bytes) -> bool:
 #: and those read on the whole text (a phrase: "still ...ing").
 _HINTS_IN_WORD = [(hint, i) for hint, i in _HINTED if _inside_a_word(hint.pattern)]
 _HINTS_ACROSS = [(hint, i) for hint, i in _HINTED if not _inside_a_word(hint.pattern)]
+#: Any phrase hint (one search: most texts hold none; both start with "s", the engine skips to those).
+_ANY_ACROSS = re.compile(b"|".join(hint.pattern for hint, _ in _HINTS_ACROSS) or b"(?!)")
 #: Any stem or in-word hint (one search of new words: most hold none).
 _ANY_IN_WORD = re.compile(b"|".join([_STEMS.pattern] + [hint.pattern for hint, _ in _HINTS_IN_WORD]))
 #: Words already read for stems and in-word hints: those that hold none and are no anchor word (most),
@@ -458,9 +460,8 @@ def _raw_candidates(raw: bytes, words: set[bytes]) -> list[int]:
         for w in unknown & _WORD_BYTES_SET:
             found.update(_BY_WORD_BYTES[w])
         _read_words(unknown, found)
-    for hint, i in _HINTS_ACROSS:
-        if hint.search(raw) is not None:
-            found.add(i)
+    if _ANY_ACROSS.search(raw) is not None:
+        found.update(i for hint, i in _HINTS_ACROSS if hint.search(raw) is not None)
     return sorted(found)
 
 
@@ -475,9 +476,8 @@ def _normalised_candidates(norm: str) -> list[int]:
     differ from it in separators only)."""
     found: set[int] = set()
     raw = norm.encode("utf-8").translate(_WORD_BYTES)
-    for hint, i in _HINTS_ACROSS:
-        if hint.search(raw) is not None:
-            found.add(i)
+    if _ANY_ACROSS.search(raw) is not None:
+        found.update(i for hint, i in _HINTS_ACROSS if hint.search(raw) is not None)
     _in_word_pieces(set(raw.translate(_LATIN_ONLY).split()), found)
     for word in _WORDS.intersection(raw.decode("utf-8").split()):
         found.update(_BY_WORD[word])
