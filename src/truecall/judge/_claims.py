@@ -308,7 +308,12 @@ def _first_valid(reading: "_Reading", kind_pieces: list[int]) -> tuple[int, re.M
             if run not in norm:
                 break
         else:
-            m = _first_match(reading, regex, word, sentence)
+            if sentence:
+                m = _next_match(reading, regex, word, sentence, 0)
+            else:  # (the first search inline: most pieces are searched once)
+                m = regex.search(norm)
+                if m is not None and word and m.start() and norm[m.start() - 1] in _TOKEN_CHARS:
+                    m = _next_match(reading, regex, word, sentence, m.start() + 1)  # not a word's start: on
             if m is not None:
                 heads.append((m.start(), k, i, m))
     if len(heads) > 1:
@@ -324,17 +329,6 @@ def _first_valid(reading: "_Reading", kind_pieces: list[int]) -> tuple[int, re.M
         else:
             heapreplace(heads, (following.start(), k, i, following))
     return None
-
-
-def _first_match(reading: "_Reading", regex: re.Pattern[str], word: bool, sentence: bool) -> re.Match[str] | None:
-    """:func:`_next_match` from the start (its first search inline: most pieces are searched once)."""
-    if sentence:
-        return _next_match(reading, regex, word, sentence, 0)
-    norm = reading.norm
-    m = regex.search(norm)
-    if m is not None and word and m.start() and norm[m.start() - 1] in _TOKEN_CHARS:
-        return _next_match(reading, regex, word, sentence, m.start() + 1)  # not a word's start: on
-    return m
 
 
 def _piece_matches(reading: "_Reading", i: int) -> list[re.Match[str]]:
