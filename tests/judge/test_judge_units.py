@@ -230,6 +230,50 @@ def test_secret_shapes() -> None:
     assert not looks_secret("the quick brown fox jumps over")
 
 
+def test_runs_of_dashes_and_dots_are_joined_as_one_pattern_joined_them(rng_seed: int) -> None:
+    """A run of ``-`` and ``.`` between two letters or digits is a space: the two patterns that start
+    with their own character (``-`` first, then ``.``) replace what the one pattern of both did,
+    camelCase is found from the upper-case letters as the substrings ``aA``/``AAa`` found it, and a
+    dash after white space as ``\\s-`` found it."""
+    import random
+    import re
+
+    from truecall.judge import _claims, _normalise
+
+    one = re.compile(r"[-.](?<=[^\W_][-.])[-.]*(?=[^\W_])")
+    space_dash = re.compile(r"\s-")
+    camel = re.compile("[a-z][A-Z]|[A-Z][A-Z][a-z]")
+    rng = random.Random(rng_seed)
+    for _ in range(20000):
+        text = "".join(rng.choice("aZ1-.-. ._é!\t") for _ in range(rng.randint(0, 14)))
+        two = _normalise._JOIN_DOT.sub(" ", _normalise._JOIN_DASH.sub(" ", text))
+        assert two == one.sub(" ", text), text
+        assert (_claims._SPACE_DASH.search(text) is None) == (space_dash.search(text) is None), text
+        cases = text.encode("utf-8").translate(_normalise._CASES)
+        assert (_normalise._CAMEL_CASES.search(cases) is None) == (b"aA" not in cases and b"AAa" not in cases), text
+        word = "".join(rng.choice("aAbB1 é") for _ in range(rng.randint(0, 8)))
+        cases = word.encode("utf-8").translate(_normalise._CASES)
+        assert (_normalise._CAMEL_CASES.search(cases) is None) == (b"aA" not in cases and b"AAa" not in cases), word
+        assert (_normalise._ANY_CAMEL.search(word) is None) == (camel.search(word) is None), word
+
+
+def test_names_are_blanked_word_by_word_as_in_the_whole_text(rng_seed: int) -> None:
+    """Paths, URLs, file names and flags are blanked out of a head word by word (only the words that
+    hold a mark of a name) as the pattern over the whole text blanked them."""
+    import random
+
+    from truecall.judge import _claims
+
+    rng = random.Random(rng_seed)
+    pieces = ["a", "Z", "9", "-", "--", "/", "\\", ".", ".txt", ".md", ".PY", ".json", " ", "  ", "\t", "\n", "\x1c",
+              "_", ":", "(", "é", "\u3000", "x", "tmp", "http://", "é.log", ".Txt", "txt", ".jsonl", ".ts", "s", "-.", ".-",
+              "\x85", "\xa0"]
+    for text in ["File written successfully to notes.txt", "Deleted branch feature/login.", "--no-verify ok",
+                 "Failed to fetch https://example.com: 404 Not Found", "a.txt/b c\\d -e --f -- -"] + [
+            "".join(rng.choice(pieces) for _ in range(rng.randint(0, 12))) for _ in range(20000)]:
+        assert _claims._unnamed(text) == _claims._NAMES.sub(" \u2026 ", text), repr(text)
+
+
 # -- the anchors are only a shortcut --------------------------------------------------------------------
 
 
@@ -244,6 +288,168 @@ def test_anchored_judgment_equals_the_full_one() -> None:
                                                        "claims_heldout4.jsonl") for c in load(name)]
     differ = [t for t in texts if _judge(t) != _judge(t, anchored=False)]
     assert not differ
+
+
+def _corpus_claim_texts() -> list[str]:
+    from _corpus import load
+
+    return [c["text"] for name in ("claims.jsonl", "claims_heldout.jsonl", "claims_heldout2.jsonl", "claims_heldout3.jsonl",
+                                   "claims_heldout4.jsonl") for c in load(name)]
+
+
+#: Texts made to meet each shortcut of the quick judgment at its edge: a cue glued into a word, a
+#: clause cut inside a word, a question asked without "?", reported speech, counts of none, marks of
+#: other scripts next to Latin words, a first match that is not valid and a later one that is.
+_SHORTCUT_EDGES = [
+    "The upload failed, it canbut be retried", "The upload failed, it can be retried", "Upload failed; cannot retry.",
+    "ifbut the upload failed", "If the upload failed, retry.", "The job failed unless retried",
+    "Your order has been received?", "¿Su pedido ha sido recibido", "订单已受理吗", "注文は受け付けましたか",
+    "The vendor said the order is pending", "The vendorsaid the order is pending", "said: your order is queued",
+    "errors: 0", "Failed: none", "failures=0", "Upload жnot received", "жif the upload failed", "notreceived",
+    "Not received. Your request has been received and will be processed.", "No errors. The export failed.",
+    "Der Upload ist keinfehlgeschlagen", "Der Auftrag wurde angenommen nicht", "Der Auftrag wurde angenommen keinesfalls", "Verbindungsfehler beim Upload",
+    "La commande n'a pas été envoyée", "Le fichier a été envoyé si", "Il pedido no fue enviado", "Si el pedido fue enviado",
+    "The task was not processed. It is queued.", "Queued? No. Your request has been received.", "received",
+    "Processing was started but the job failed", "The job is still processing, however the upload has failed",
+    "We will email you when the export is ready", "Your payment can be refunded if the order failed",
+    "In case the upload failed, retry", "in the queue: the upload failed", "Should the upload fail, retry",
+    "The upload failed. Should the job be queued", "En caso de error, el pedido fue cancelado", "au cas ou la commande a échoué",
+    "订单未受理", "订单已受理", "如果订单已受理", "注文を受け付けていません", "注文を受け付けました", "受け付けました場合",
+    "ok订单已受理", "x注文を受け付けました",
+]
+
+
+def _variants(text: str) -> list[str]:
+    """A text and the same text with each rule's cue put before or after it."""
+    return [text, "If " + text, text + "?", "The vendor said " + text, "Not " + text, text + " errors: 0",
+            "Nothing failed. " + text, text + ", but it can fail", "wenn " + text, "si " + text, "如果" + text]
+
+
+def test_quick_judgment_equals_the_full_one() -> None:
+    """The quick judgment (matches found one at a time until one is valid, pieces whose words the
+    text lacks not searched, validity decided from the text's words when it holds no cue) decides
+    every corpus text, each with the cues of every rule put around it, and the edge cases of each
+    shortcut, as reading every match of every candidate piece in full does."""
+    from truecall.judge._claims import _candidates, _claim, _head
+
+    differ = []
+    for text in [v for t in _corpus_claim_texts() + _SHORTCUT_EDGES for v in _variants(t)]:
+        head, candidates = _head(text), _candidates(text)
+        if head and candidates and _claim(head, candidates) != _claim(head, candidates, quick=False):
+            differ.append(text)
+    assert not differ
+
+
+_WORD_EDGES = [
+    "The orderIsQueued and was notProcessed", "orderReceived", "Your request has been received " + "x" * 390 + "notice",
+    "Your request has been received\x01not", "Upload failed\x1fif retried", "Saved to /tmp/not-here.txt: the file was saved",
+    "Wrote 'not' into notes.md; the job is queued", "--no-retry: the upload failed", "Contents of out.log: not queued",
+    "Your order\nhas been received\n\nnot really", "REQ-20931 received", "The job_is queued", "it's queued, isn't it",
+]
+
+
+def test_the_raw_words_of_an_ascii_text_hold_its_heads_words() -> None:
+    """Where the quick reading is given an ASCII text's raw words for its head's words
+    (:func:`_words_hold_the_heads`), they hold every word of the normalised head (they only ever rule
+    a cue or a piece out), and the judgment equals reading every match in full."""
+    from truecall.judge._claims import (_WORD_BYTES, _Reading, _candidates, _claim, _head, _judge,
+                                        _words_hold_the_heads)
+
+    given = 0
+    for text in [v for t in _corpus_claim_texts() + _SHORTCUT_EDGES + _WORD_EDGES for v in _variants(t)]:
+        if not text.isascii():
+            continue
+        raw = text.encode("ascii").translate(_WORD_BYTES)
+        head = _head(text)
+        if not head or not _words_hold_the_heads(text, raw):
+            continue
+        given += 1
+        assert _Reading(normalise(head)).tokens() <= set(raw.split()), text
+        candidates = _candidates(text)
+        if candidates:
+            assert _judge(text) == _claim(head, candidates, quick=False), text
+    assert given > 500
+    assert not _words_hold_the_heads("orderReceived", b"orderreceived")
+    assert not _words_hold_the_heads("a\x01b", b"a\x01b")
+
+
+def test_a_piece_matches_only_where_its_required_words_are() -> None:
+    """Every piece that matches a corpus text's head (or an edge case's) matches where the words and
+    runs :func:`_required` says it needs are there: the skip of a piece is never a judgment."""
+    from truecall.judge._claims import _PIECES, _Reading, _head, _piece_matches, _single, normalise
+
+    readings = [_Reading(normalise(head)) for head in map(_head, _corpus_claim_texts() + _SHORTCUT_EDGES) if head]
+    wrong, checked = [], 0
+    for i in range(len(_PIECES)):
+        _, _, _, words, runs = _single(i)
+        if not words and not runs:
+            continue
+        checked += 1
+        for reading in readings:
+            if _piece_matches(reading, i) and not (words <= reading.tokens() and all(r in reading.norm for r in runs)):
+                wrong.append((_PIECES[i][1].pattern, reading.norm))
+    assert not wrong
+    assert checked > len(_PIECES) // 2  # (most pieces require something: the test could fail)
+
+
+def _candidates_by_reading_everything(text: str) -> list[int]:
+    """The anchors' candidates read as they were before words were remembered: every stem and every
+    hint searched for in the whole text."""
+    from truecall.judge import _claims as c
+
+    found: set[int] = set()
+    if text.isascii():
+        raw = text.encode("ascii").translate(c._WORD_BYTES)
+        for w in c._WORD_BYTES_SET.intersection(raw.split()):
+            found.update(c._BY_WORD_BYTES[w])
+    else:
+        norm = normalise(text)
+        raw = norm.encode("utf-8").translate(c._WORD_BYTES)
+        for word in c._WORDS.intersection(raw.decode("utf-8").split()):
+            found.update(c._BY_WORD[word])
+        for pair in c._PAIRS.intersection(c._PAIR_AT.findall(norm)):
+            found.update(c._BY_CJK[pair])
+        for ch in c._CHARS.intersection(norm):
+            found.update(c._BY_CJK[ch])
+    found.update(i for stem, i in c._COMPOUND if stem in raw)
+    found.update(i for hint, i in c._HINTED if hint.search(raw) is not None)
+    return sorted(found)
+
+
+def test_remembered_words_give_the_candidates_reading_everything_gives() -> None:
+    """The candidates of every corpus text (and its variants, the shortcuts' edge cases, compounds
+    and participles written into other words) are those of searching every stem and hint in the
+    whole text — the first time its words are seen, and again when they are remembered."""
+    from truecall.judge import _claims as c
+
+    texts = [v for t in _corpus_claim_texts() + _SHORTCUT_EDGES for v in _variants(t)] + [
+        "Verbindungsfehler", "Der Serverfehler ist behoben", "xfehlerx", "Die Datei wurde hochgeladen", "abgeschickt",
+        "La tarea fue completada", "Los archivos se guardaron", "se enviaron los pedidos", "still processing the job",
+        "Es wurde aktualisiert", "gespeichert\x0bund", "ge\x01speichert", "based on the data", "ed", "edd",
+        "Datei gespeichertж", "жgespeichert", "订单fehler", "fehler订单", "订单ge speichert", "処理済みcompletado", "ид enviado"]
+    c._PLAIN_WORDS.clear()
+    c._WORD_PIECES.clear()
+    for _ in range(2):
+        differ = [t for t in texts if c._candidates(t) != _candidates_by_reading_everything(t)]
+        assert not differ
+    assert c._PLAIN_WORDS and c._WORD_PIECES  # (words were remembered: the second round read them so)
+
+
+@pytest.mark.parametrize("pattern,left,right,words,runs", [
+    ("to be processed", True, True, {b"to", b"be", b"processed"}, ()),
+    ("we (have |ve )?received", True, True, {b"we"}, ("received",)),
+    ("will (?:email) you", True, True, {b"will", b"email", b"you"}, ()),
+    ("pin ?code", True, True, set(), ("pin", "code")),
+    ("acceptee?s?", True, True, set(), ("accepte",)),
+    ("(?:processed)(?= ?([.!]|$))", True, True, set(), ("processed",)),
+    ("fehlgeschlagen", False, False, set(), ("fehlgeschlagen",)),
+    ("queued|pending", True, True, set(), ()),
+    (r"still \w{2,}ing", True, True, {b"still"}, ("ing",)),
+])
+def test_what_a_piece_requires(pattern: str, left: bool, right: bool, words: set[bytes], runs: tuple[str, ...]) -> None:
+    from truecall.judge._claims import _required
+
+    assert _required(pattern, left, right) == (frozenset(words), runs)
 
 
 # -- what the probe's word lists missed and misread (issue 24) -----------------------------------------
