@@ -1,14 +1,17 @@
 """The retention sweep's CPU per record dropped (SQLite, or a PostgreSQL URL), export on and off.
 
-    python bench/sweep_cost.py [--records 100000] [--keep 2000] [--db URL] [--profile] [--every N]
+    python bench/sweep_cost.py [--records 100000] [--keep 2000] [--db URL] [--profile] [--every N] [--idle K]
 
 Fills ``audit_events`` with ``--records`` synthetic records shaped like a served call's (a
 ``tool.called`` document of ~200 bytes), then times ``Sweeper.sweep()`` — the export (JSON lines,
 gzip, ``fsync``), the ``.sha256`` seal, the deletes and the space given back — with
 ``time.process_time`` (this process's CPU: the PostgreSQL server's own work is not in it).
 ``--every N``: sweep after every N records inserted instead of once at the end, as a server
-sweeping at a steady rate does (many small sweeps: their fixed costs show).  Prints µs of CPU per
-record dropped; ``--profile`` adds the sweep's top functions (cProfile).
+sweeping at a steady rate does (many small sweeps: their fixed costs show).  ``--idle K`` (with
+``--every``): after every K of those sweeps, two sweeps with no arrivals between them, as a server
+whose load comes and goes sees (bench/run.py's rounds serve another system meanwhile): what the
+space given back and taken again costs.  Prints µs of CPU per record dropped, and the pages given
+back; ``--profile`` adds the sweep's top functions (cProfile).
 """
 
 from __future__ import annotations
@@ -48,7 +51,8 @@ def _fill(db: object, first: int, count: int, ts0: float) -> None:
             db.execute(_INSERT, row)  # type: ignore[attr-defined]
 
 
-def run(target: str, records: int, keep: int, export: bool, every: int, profile: bool, workdir: Path) -> float:
+def run(target: str, records: int, keep: int, export: bool, every: int, profile: bool, workdir: Path,
+        idle: int = 0) -> float:
     db = open_database(target)
     try:
         AuditLog(db, key=b"k" * 32, journal=False, retain="all")
@@ -58,21 +62,26 @@ def run(target: str, records: int, keep: int, export: bool, every: int, profile:
         cpu = 0.0
         dropped = 0
         prof = cProfile.Profile(time.process_time) if profile else None
-        made = 0
+        made = sweeps = 0
         while made < records:
             n = min(every, records - made)
             _fill(db, made, n, ts0)
             made += n
+            sweeps += 1
             if prof is not None:
                 prof.enable()
             t0 = time.process_time()
             dropped += sweeper.sweep()
+            if idle and sweeps % idle == 0:  # the load stops for two sweeps
+                dropped += sweeper.sweep() + sweeper.sweep()
             cpu += time.process_time() - t0
             if prof is not None:
                 prof.disable()
         per = cpu / max(1, dropped) * 1e6
         print(f"{'export' if export else 'no export':>9}: {dropped} dropped, {cpu * 1000:.0f} ms CPU, "
-              f"{per:.2f} µs/record (sweeps of {min(every, records)} arrivals)")
+              f"{per:.2f} µs/record (sweeps of {min(every, records)} arrivals"
+              f"{f', two idle sweeps after every {idle}' if idle else ''}; "
+              f"{getattr(sweeper, 'vacuumed', '?')} pages given back)")
         if prof is not None:
             pstats.Stats(prof).sort_stats("tottime").print_stats(14)
         return per
@@ -85,13 +94,14 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--keep", type=int, default=2000)
     parser.add_argument("--every", type=int, default=0, help="sweep after every N records (0: once at the end)")
+    parser.add_argument("--idle", type=int, default=0, help="two sweeps without arrivals after every K sweeps")
     parser.add_argument("--db", help="a PostgreSQL URL (?schema=… recommended); default a fresh SQLite file")
     parser.add_argument("--profile", action="store_true")
     ns = parser.parse_args()
     for export in (False, True):
         with tempfile.TemporaryDirectory(prefix="truecall-sweep-cost-") as tmp:
             target = ns.db or os.path.join(tmp, "a.db")
-            run(target, ns.records, ns.keep, export, ns.every or ns.records, ns.profile, Path(tmp))
+            run(target, ns.records, ns.keep, export, ns.every or ns.records, ns.profile, Path(tmp), ns.idle)
             if ns.db:
                 db = open_database(ns.db)
                 try:
