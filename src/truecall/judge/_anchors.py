@@ -86,17 +86,30 @@ ENDINGS = ("", "s", "e", "es", "n", "en", "o", "a", "os", "as")
 CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]+")
 
 
-def _scan(pattern: str) -> Iterator[tuple[int, str, int]]:
-    """Each structural character of a pattern with its position and the group depth before it;
-    escapes and character classes are stepped over."""
-    depth, i = 0, 0
+def class_end(pattern: str, i: int) -> int:
+    """The index after the character class that opens at ``pattern[i]`` (a ``]`` first in it, or
+    escaped, is one of its characters)."""
+    j = i + 1
+    if pattern[j:j + 1] == "^":
+        j += 1
+    if pattern[j:j + 1] == "]":
+        j += 1
+    while j < len(pattern) and pattern[j] != "]":
+        j += 2 if pattern[j] == "\\" else 1
+    return j + 1
+
+
+def scan(pattern: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """Each structural character of a pattern from ``start`` with its position and the group depth
+    before it (counted from ``start``); escapes and character classes are stepped over."""
+    depth, i = 0, start
     while i < len(pattern):
         ch = pattern[i]
         if ch == "\\":
             i += 2
             continue
         if ch == "[":
-            i = pattern.index("]", i + 1) + 1
+            i = class_end(pattern, i)
             continue
         yield i, ch, depth
         depth += {"(": 1, ")": -1}.get(ch, 0)
@@ -106,7 +119,7 @@ def _scan(pattern: str) -> Iterator[tuple[int, str, int]]:
 def alternatives(pattern: str) -> list[str]:
     """The top-level alternatives of a pattern (``a|b(c|d)|e`` → ``a``, ``b(c|d)``, ``e``)."""
     parts, start = [], 0
-    for i, ch, depth in _scan(pattern):
+    for i, ch, depth in scan(pattern):
         if ch == "|" and depth == 0:
             parts.append(pattern[start:i])
             start = i + 1
@@ -116,7 +129,7 @@ def alternatives(pattern: str) -> list[str]:
 def top_groups(pattern: str) -> list[tuple[int, int]]:
     """The top-level groups of a pattern, ``(index of "(", index of ")")`` each."""
     groups, opened = [], -1
-    for i, ch, depth in _scan(pattern):
+    for i, ch, depth in scan(pattern):
         if ch == "(" and depth == 0:
             opened = i
         elif ch == ")" and depth == 1:

@@ -21,7 +21,7 @@ from typing import AbstractSet, Any, Iterator, Literal, Mapping
 
 import orjson
 
-from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, matches, starts_word, top_groups
+from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, class_end, matches, scan, starts_word, top_groups
 from ._normalise import _CAMEL_CASES, _CASES, normalise
 from ._vocabulary import (ADVICE_INTROS, AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONDITIONALS, CONDITIONALS_AFTER,
                           CONTRASTS, DATA_INTROS, GENERIC_MODALS, NEGATIONS, NONE_COUNTS, REPORTED_SPEECH, YES_NO_MARKS,
@@ -151,32 +151,10 @@ _META = frozenset("\\[](){}.*+?^$|")
 
 def _group_end(pattern: str, i: int) -> int:
     """The index after the group that opens at ``pattern[i]`` (escapes and classes stepped over)."""
-    depth = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "[":
-            i = _class_end(pattern, i)
-            continue
-        depth += {"(": 1, ")": -1}.get(ch, 0)
-        i += 1
-        if depth == 0:
-            return i
-    return i
-
-
-def _class_end(pattern: str, i: int) -> int:
-    """The index after the character class that opens at ``pattern[i]``."""
-    j = i + 1
-    if pattern[j:j + 1] == "^":
-        j += 1
-    if pattern[j:j + 1] == "]":
-        j += 1
-    while j < len(pattern) and pattern[j] != "]":
-        j += 2 if pattern[j] == "\\" else 1
-    return j + 1
+    for j, ch, depth in scan(pattern, i):
+        if ch == ")" and depth == 1:
+            return j + 1
+    return len(pattern)
 
 
 def _after_quantifier(pattern: str, i: int) -> tuple[int, bool]:
@@ -239,7 +217,7 @@ def _required(pattern: str, left: bool, right: bool) -> tuple[frozenset[bytes], 
             return frozenset(), ()
         if ch in _META:  # an escape, a class, any character, an anchor: unknown
             close(False)
-            end = i + 2 if ch == "\\" else _class_end(pattern, i) if ch == "[" else i + 1
+            end = i + 2 if ch == "\\" else class_end(pattern, i) if ch == "[" else i + 1
             run_left, i = False, _after_quantifier(pattern, end)[0]
             continue
         after, quantified = _after_quantifier(pattern, i + 1)  # a literal character that is no part of a word
