@@ -123,7 +123,7 @@ class TcpProxy:
                 data = src.recv(65536)
                 if not data:
                     break
-                after: str | None = None
+                forward = False  # this read goes through even though the stall begins with it
                 with self.lock:
                     trigger = self._trigger
                     if outbound and trigger is not None and self.stalled is None:
@@ -132,19 +132,17 @@ class TcpProxy:
                             seen += 1
                         if seen == len(patterns):
                             self._trigger = None
-                            if on_answer:  # the statement goes through; its answer is what stalls
-                                after = mode
-                            else:
-                                self._stall(mode)
-                    if self.stalled == "hold":
+                            # The stall begins before the statement is forwarded, even when the statement goes
+                            # through (``on_answer``): set after sending it, the server's answer could pass the
+                            # other pump first (seen: an INSERT answered, "DID NOT RAISE").
+                            self._stall(mode)
+                            forward = on_answer
+                    if self.stalled == "hold" and not forward:
                         self._held.append((dst, data))
                         continue
-                    if self.stalled == "drop":
+                    if self.stalled == "drop" and not forward:
                         continue
                 dst.sendall(data)
-                if after is not None:
-                    with self.lock:
-                        self._stall(after)
         except OSError:
             pass
         finally:
