@@ -7,15 +7,18 @@ Nothing here imports a peer SDK: the client is the same for every system.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import contextlib
 import os
 import re
+import shutil
 import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import orjson
 
@@ -710,3 +713,51 @@ def chosen_cells(parser: Any, given: str, known: Any) -> list[str]:
         if c not in known:
             parser.error(f"unknown cell {c!r}")
     return cells
+
+
+# -- what stdio_cost.py and http_cost.py share around each measured server ----------------------------
+
+
+def cost_parser(description: str, cells: str, cells_help: str) -> argparse.ArgumentParser:
+    """The options both callgrind scripts take (each adds its own)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--cells", default=cells, help=cells_help)
+    parser.add_argument("--attr", default="app", help="the app in bench/peers/truecall_app.py (default: app)")
+    parser.add_argument("--ref", help="also measure git archive REF src, in the same run")
+    parser.add_argument("--keep", action="store_true", help="keep the callgrind files")
+    return parser
+
+
+def cost_trees(src: Path, ref: str | None, work: Path) -> dict[str, Any]:
+    """This tree's ``src``, and REF's unpacked under ``work`` when asked: the trees a cost script measures."""
+    trees: dict[str, Any] = {"this tree": src}
+    if ref:
+        trees[ref] = unpacked_src(ref, work / "ref")
+    return trees
+
+
+@contextlib.contextmanager
+def under_callgrind(proc: subprocess.Popen[bytes], cell: str, src: Any, tmp: str) -> Iterator[None]:
+    """The measured server for the block: a failure names the cell, the tree and the server's log, and
+    the process is stopped either way (valgrind writes its counts on the way out: a long grace)."""
+    try:
+        yield
+    except Exception as exc:
+        raise BenchError(f"{cell} ({src}): {exc}; server log: {tmp}/server.log") from exc
+    finally:
+        stop(proc, grace=60.0)
+
+
+def per_call(out: Path, tmp: str, calls: int) -> dict[str, float]:
+    """The callgrind file's counts split (calls, timers, elsewhere), per call; the server's folder removed."""
+    split = callgrind_split(out)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return {part: count / calls for part, count in split.items()}
+
+
+def keep_or_remove(work: Path, keep: bool) -> None:
+    if keep:
+        print(f"callgrind files: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)

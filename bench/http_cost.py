@@ -28,10 +28,8 @@ does not grow with the run's length.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,8 +39,8 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from _drivers import (BenchError, HttpClient, callgrind_instrument, callgrind_split, chosen_cells, cost_cells, print_costs, open_clients,  # noqa: E402
-                      run_async, stop, unpacked_src)
+from _drivers import (BenchError, HttpClient, callgrind_instrument, chosen_cells, cost_cells, cost_parser,  # noqa: E402
+                      cost_trees, keep_or_remove, open_clients, per_call, print_costs, run_async, under_callgrind)
 from run import free_port, wait_listening  # noqa: E402
 
 CELLS = {"modern-json": ("modern", False), "legacy-json": ("legacy", False),
@@ -89,34 +87,21 @@ def instructions_per_call(attr: str, src: Path | None, cell: str, calls: int, cl
                  "--http", "--port", str(port)]
     with open(os.path.join(tmp, "server.log"), "wb") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=tmp)
-    try:
+    with under_callgrind(proc, cell, src, tmp):
         wait_listening(proc, port, timeout=300.0)  # (under valgrind a start takes a while)
         run_async(_drive(port, era, sse, clients, calls, proc.pid))
-    except Exception as exc:
-        raise BenchError(f"{cell} ({src}): {exc}; server log: {tmp}/server.log") from exc
-    finally:
-        stop(proc, grace=60.0)
-    split = callgrind_split(out)
-    shutil.rmtree(tmp, ignore_errors=True)
-    return {part: count / calls for part, count in split.items()}
+    return per_call(out, tmp, calls)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--calls", type=int, default=2000)
+    parser = cost_parser((__doc__ or "").splitlines()[0], "modern-json,legacy-json",
+                         f"comma-separated, of {', '.join(CELLS)} (default: the two JSON cells)")
     parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--cells", default="modern-json,legacy-json",
-                        help=f"comma-separated, of {', '.join(CELLS)} (default: the two JSON cells)")
-    parser.add_argument("--attr", default="app", help="the app in bench/peers/truecall_app.py (default: app)")
-    parser.add_argument("--ref", help="also measure git archive REF src, in the same run")
     parser.add_argument("--bare", action="store_true", help="also measure bench/peers/bare_asgi.py (the floor)")
-    parser.add_argument("--keep", action="store_true", help="keep the callgrind files")
     ns = parser.parse_args()
     cells = chosen_cells(parser, ns.cells, CELLS)
     work = Path(tempfile.mkdtemp(prefix="tc-http-cost-"))
-    trees: dict[str, Path | None] = {"this tree": ROOT / "src"}
-    if ns.ref:
-        trees[ns.ref] = unpacked_src(ns.ref, work / "ref")
+    trees = cost_trees(ROOT / "src", ns.ref, work)
     if ns.bare:
         trees["bare ASGI"] = None
     results = cost_cells(cells, trees, work, lambda tree: {"this tree": "tree", "bare ASGI": "bare"}.get(tree, "ref"),
@@ -124,10 +109,7 @@ def main() -> None:
     print(f"instructions per tools/call, Streamable HTTP, {ns.clients} keep-alive clients, {ns.calls} calls, "
           f"{ns.attr} (callgrind):")
     print_costs(cells, list(trees), results, ns.ref, 12, "bare ASGI" if ns.bare else None)
-    if ns.keep:
-        print(f"callgrind files: {work}")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
+    keep_or_remove(work, ns.keep)
 
 
 if __name__ == "__main__":

@@ -23,9 +23,7 @@ thousand calls more ticks (83a5ac1's ``seq`` over four runs: 4.6 % apart in ``to
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,8 +34,8 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from _drivers import (_STDIO_CALL, BenchError, StdioPeer, _fast_ok, callgrind_instrument, callgrind_split,  # noqa: E402
-                      chosen_cells, cost_cells, print_costs, stop, unpacked_src)
+from _drivers import (_STDIO_CALL, BenchError, StdioPeer, _fast_ok, callgrind_instrument, chosen_cells,  # noqa: E402
+                      cost_cells, cost_parser, cost_trees, keep_or_remove, per_call, print_costs, under_callgrind)
 
 CELLS = ("seq", "pipe64")
 WARM_CALLS = 200
@@ -74,7 +72,7 @@ def instructions_per_call(attr: str, src: Path, cell: str, calls: int, out: Path
             "-m", "truecall", "serve", f"{BENCH / 'peers' / 'truecall_app.py'}:{attr}"]
     with open(os.path.join(tmp, "server.log"), "wb") as log:
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, cwd=tmp)
-    try:
+    with under_callgrind(proc, cell, src, tmp):
         peer = StdioPeer(proc)
         peer.handshake()
         run = _sequential if cell == "seq" else _pipelined
@@ -84,36 +82,20 @@ def instructions_per_call(attr: str, src: Path, cell: str, calls: int, out: Path
         run(peer, calls, 1_000_000)
         time.sleep(1.0)  # the journal's pending load runs (part of the calls' cost)
         callgrind_instrument(proc.pid, False)
-    except Exception as exc:
-        raise BenchError(f"{cell} ({src}): {exc}; server log: {tmp}/server.log") from exc
-    finally:
-        stop(proc, grace=60.0)
-    split = callgrind_split(out)
-    shutil.rmtree(tmp, ignore_errors=True)
-    return {part: count / calls for part, count in split.items()}
+    return per_call(out, tmp, calls)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--calls", type=int, default=2000)
-    parser.add_argument("--cells", default="seq", help=f"comma-separated, of {', '.join(CELLS)} (default: seq)")
-    parser.add_argument("--attr", default="app", help="the app in bench/peers/truecall_app.py (default: app)")
-    parser.add_argument("--ref", help="also measure git archive REF src, in the same run")
-    parser.add_argument("--keep", action="store_true", help="keep the callgrind files")
+    parser = cost_parser((__doc__ or "").splitlines()[0], "seq", f"comma-separated, of {', '.join(CELLS)} (default: seq)")
     ns = parser.parse_args()
     cells = chosen_cells(parser, ns.cells, CELLS)
     work = Path(tempfile.mkdtemp(prefix="tc-stdio-cost-"))
-    trees: dict[str, Path] = {"this tree": ROOT / "src"}
-    if ns.ref:
-        trees[ns.ref] = unpacked_src(ns.ref, work / "ref")
+    trees = cost_trees(ROOT / "src", ns.ref, work)
     results = cost_cells(cells, trees, work, lambda tree: "stdio-tree" if tree == "this tree" else "stdio-ref",
                          lambda src, cell, out: instructions_per_call(ns.attr, src, cell, ns.calls, out))
     print(f"instructions per tools/call, stdio, {ns.calls} calls, {ns.attr} (callgrind):")
     print_costs(cells, list(trees), results, ns.ref, 8)
-    if ns.keep:
-        print(f"callgrind files: {work}")
-    else:
-        shutil.rmtree(work, ignore_errors=True)
+    keep_or_remove(work, ns.keep)
 
 
 if __name__ == "__main__":
