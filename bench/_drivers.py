@@ -91,7 +91,9 @@ class Cell:
             self.content_type += f"|{other.content_type}"
         for k, v in other.extra.items():
             self.extra.setdefault(k, v)
-        if other.seconds:
+        if other.slices:  # a whole process's cell: its slices
+            self.slices += other.slices
+        elif other.seconds:
             self.slices.append(other.calls / other.seconds)
 
     def summary(self) -> dict[str, Any]:
