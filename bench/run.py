@@ -696,7 +696,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = parser.parse_args(argv)
 
     started = time.perf_counter()
-    profile = dict(PROFILES["quick" if ns.quick else "full"])
+    profile: dict[str, Any] = dict(PROFILES["quick" if ns.quick else "full"])
     if ns.seconds:
         profile["cell_s"] = ns.seconds
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
