@@ -155,6 +155,19 @@ def versions(peers_python: str) -> dict[str, str]:
 # -- one system ------------------------------------------------------------------------------------
 
 
+def interpreter_env(system: System | None = None) -> dict[str, str]:
+    """The environment of every interpreter the bench starts (servers, import timings): ``system``'s
+    own settings, and one shared bytecode cache, written on a discarded first run, whatever
+    ``PYTHONDONTWRITEBYTECODE`` says here — an installed package has its bytecode, and without it a
+    start or an import would time the compiler (``import truecall``: about 110 ms instead of 53)."""
+    env = dict(os.environ)
+    if system is not None and system.env:
+        env.update(system.env)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    return env
+
+
 class Live:
     """One running server: its process, its temporary folder, and how to reach it."""
 
@@ -194,15 +207,9 @@ class Runner:
             print(text, file=sys.stderr, flush=True)
 
     def env(self, tmp: str, system: System | None = None) -> dict[str, str]:
-        env = dict(os.environ)
-        if system is not None and system.env:
-            env.update(system.env)
+        env = interpreter_env(system)
         env["BENCH_TRUECALL_DB"] = os.path.join(tmp, "bench.db")
         env.pop("TRUECALL_PRINCIPAL", None)
-        # Every server gets the same bytecode cache, written on its first spawn (the
-        # discarded cold start), whatever PYTHONDONTWRITEBYTECODE says here.
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
         # One string-hash seed for every server: with a random one each process lays out its dicts and sets
         # differently, and two servers of the same code differ in CPU per call by that alone.
         env["PYTHONHASHSEED"] = env.get("BENCH_HASH_SEED", "0")
@@ -527,18 +534,6 @@ IMPORT_SNIPPETS = {
 }
 
 
-def _import_env(system: System | None = None) -> dict[str, str]:
-    """An interpreter's environment for timing an import as an installed package meets it: with its
-    bytecode cache (written on the discarded first run, in the bench's shared cache; a
-    ``PYTHONDONTWRITEBYTECODE`` here would time the compiler instead), and ``system``'s own paths."""
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
-    if system is not None and system.env:
-        env.update(system.env)
-    return env
-
-
 _IMPORT_TIMED = "import time\nt0 = time.perf_counter()\nimport truecall\nprint((time.perf_counter() - t0) * 1000)\n"
 
 
@@ -549,7 +544,7 @@ def import_compare(systems: list[System], runs: int) -> dict[str, float]:
     for i in range(runs + 1):
         for s in systems if i % 2 == 0 else list(reversed(systems)):
             done = subprocess.run([s.python, "-c", _IMPORT_TIMED], capture_output=True, text=True, check=True,
-                                  cwd=str(ROOT), env=_import_env(s))
+                                  cwd=str(ROOT), env=interpreter_env(s))
             if i:
                 samples[s.key].append(float(done.stdout))
     return {key: round(statistics.median(v), 1) for key, v in samples.items()}
@@ -567,7 +562,7 @@ def import_costs(python: str, runs: int) -> dict[str, Any]:
         flags = ""
         for i in range(runs + 1):
             done = subprocess.run([python, "-c", timed], capture_output=True, text=True, check=True, cwd=str(ROOT),
-                                  env=_import_env())
+                                  env=interpreter_env())
             ms, pyd, msg = done.stdout.split()
             if i:
                 samples.append(float(ms))
