@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from heapq import heapify, heappop, heapreplace
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import AbstractSet, Any, Iterator, Literal, Mapping
@@ -97,7 +96,10 @@ _BY_WORD: dict[str, list[int]] = {}
 _BY_CJK: dict[str, list[int]] = {}  # Chinese, Japanese: a phrase's first two characters (or one) -> pieces
 _COMPOUND: list[tuple[bytes, int]] = []  # ASCII stems that may end a longer word ("verbindungsfehler")
 _HINTED: list[tuple[re.Pattern[bytes], int]] = []  # grammar terms: (what a text they match holds, piece)
-for _t, _term in enumerate(CLAIMS):
+#: Pieces are numbered kind by kind in the order kinds are judged (failed, accepted, completed; each
+#: kind's in the vocabulary's order): a text's candidates, sorted, are then read in that order, and the
+#: first valid match is the claim.
+for _t, _term in sorted(enumerate(CLAIMS), key=lambda tt: _RANK[tt[1].kind]):
     _term = _elided(_term)
     if _term.hint:
         _HINTED.append((re.compile(_term.hint.encode()), len(_PIECES)))
@@ -126,8 +128,7 @@ _PAIR_AT = re.compile("(?=([" + "".join(sorted(k[0] for k in _PAIRS)) + "].))")
 _BY_WORD_BYTES = {w.encode(): pieces for w, pieces in _BY_WORD.items() if w.isascii()}
 _WORD_BYTES_SET = frozenset(_BY_WORD_BYTES)
 _STEMS = re.compile(b"|".join(re.escape(stem) for stem in sorted({stem for stem, _ in _COMPOUND})) or b"(?!)")
-_KIND = [piece.kind for _, piece in _PIECES]
-_KIND_RANK = [("failed", "accepted", "completed").index(kind) for kind in _KIND]  # the order kinds are judged in
+assert [_RANK[piece.kind] for _, piece in _PIECES] == sorted(_RANK[piece.kind] for _, piece in _PIECES)
 
 
 def _piece_regex(piece: Term) -> tuple[re.Pattern[str], bool, bool]:
@@ -268,14 +269,14 @@ def _next_match(reading: "_Reading", regex: re.Pattern[str], word: bool, sentenc
 
 
 def _first_valid(reading: "_Reading", kind_pieces: list[int]) -> tuple[int, re.Match[str]] | None:
-    """The first valid match of a kind's pieces, in the order :func:`_claim`'s reference reads them
-    (by start, then by piece): each piece's matches are found one at a time, merged by start, and
-    the merge stops at the first valid one (most texts: the first match, one search per piece).  A
-    piece whose words or runs (:func:`_required`) the text lacks is not searched."""
+    """The first valid match of ``kind_pieces``, in the order :func:`_claim`'s reference reads them
+    (piece by piece in their order, each piece's matches by start): each piece's matches
+    are found one at a time and the reading stops at the first valid one — most claims are made by
+    the first piece that matches, one search.  A piece whose words or runs (:func:`_required`) the
+    text lacks is not searched."""
     norm = reading.norm
-    heads: list[tuple[int, int, int, re.Match[str]]] = []
     tokens: AbstractSet[bytes] | None = None
-    for k, i in enumerate(kind_pieces):
+    for i in kind_pieces:
         regex, word, sentence, words, runs = _SINGLE[i] or _single(i)
         if words:
             if tokens is None:
@@ -292,20 +293,13 @@ def _first_valid(reading: "_Reading", kind_pieces: list[int]) -> tuple[int, re.M
                 m = regex.search(norm)
                 if m is not None and word and m.start() and norm[m.start() - 1] in _TOKEN_CHARS:
                     m = _next_match(reading, regex, word, sentence, m.start() + 1)  # not a word's start: on
-            if m is not None:
-                heads.append((m.start(), k, i, m))
-    if len(heads) > 1:
-        heapify(heads)
-    while heads:
-        start, k, i, m = heads[0]
-        if _valid(reading, CLAIMS[_PIECES[i][0]], m):
-            return i, m
-        regex, word, sentence = (_SINGLE[i] or _single(i))[:3]
-        following = _next_match(reading, regex, word, sentence, max(m.end(), start + 1))
-        if following is None:
-            heappop(heads)
-        else:
-            heapreplace(heads, (following.start(), k, i, following))
+            if m is None:
+                continue
+            term = CLAIMS[_PIECES[i][0]]
+            while m is not None:
+                if _valid(reading, term, m):
+                    return i, m
+                m = _next_match(reading, regex, word, sentence, max(m.end(), m.start() + 1))
     return None
 
 
@@ -942,39 +936,30 @@ def _valid(reading: _Reading, term: Term, m: re.Match[str], quick: bool = True) 
 
 def _claim(head: str, candidates: list[int] | None = None, norm: str | None = None, *,
            quick: bool = True, tokens: AbstractSet[bytes] | None = None) -> Claim | None:
-    """The claim of the head: the first valid match of the highest-ranked kind (failed, then accepted,
-    then completed), a kind at a time, stopping at the first kind that has a valid match.  Only the
-    ``candidates`` pieces run; without them, every piece (the reference the anchors are tested
-    against).  ``norm``: the head already normalised; ``tokens``: words that hold all of its words
-    (:func:`_words_hold_the_heads`).  ``quick``: a kind's matches found one at a
-    time until one is valid (:func:`_first_valid`), pieces whose words the text lacks skipped, the
-    common case of validity decided from the text's words; without: every match of every piece found
-    and each read in full (the reference the shortcuts are tested against)."""
+    """The claim of the head: the first valid match of the pieces read in their order — kind by kind
+    (failed, then accepted, then completed: the pieces are numbered so), each kind's in the
+    vocabulary's order, each piece's matches by start; so the highest-ranked kind that has a valid
+    match wins.  Only the ``candidates`` pieces run; without them, every piece (the reference the
+    anchors are tested against).  ``norm``: the head already normalised; ``tokens``: words that hold
+    all of its words (:func:`_words_hold_the_heads`).  ``quick``: matches found one at a time until
+    one is valid (:func:`_first_valid`), pieces whose words the text lacks skipped, the common case
+    of validity decided from the text's words; without: every match of every piece found and each
+    read in full (the reference the shortcuts are tested against)."""
     reading = _Reading(normalise(head) if norm is None else norm, tokens if quick else None)
-    by_kind: tuple[list[int], list[int], list[int]] = ([], [], [])
-    for i in candidates or _EVERY:
-        by_kind[_KIND_RANK[i]].append(i)
-    for kind_pieces in by_kind:
-        if not kind_pieces:
-            continue
-        if quick:
-            first = _first_valid(reading, kind_pieces)
-            if first is not None:
-                term = CLAIMS[_PIECES[first[0]][0]]
-                return Claim(term.kind, term.language, _evidence(head, first[1].group()))  # type: ignore[arg-type]
-            continue
-        found = [(i, m) for i in kind_pieces for m in _piece_matches(reading, i)]
-        if len(found) > 1:
-            found.sort(key=_start)
-        for i, m in found:
-            term = CLAIMS[_PIECES[i][0]]
-            if _valid(reading, term, m, quick=False):
-                return Claim(term.kind, term.language, _evidence(head, m.group()))  # type: ignore[arg-type]
-    return None
-
-
-def _start(found: tuple[int, re.Match[str]]) -> int:
-    return found[1].start()
+    pieces = candidates or _EVERY
+    if quick:
+        first = _first_valid(reading, pieces)
+        if first is None:
+            return None
+        i, m = first
+    else:
+        for i, m in [(i, m) for i in pieces for m in _piece_matches(reading, i)]:
+            if _valid(reading, CLAIMS[_PIECES[i][0]], m, quick=False):
+                break
+        else:
+            return None
+    term = CLAIMS[_PIECES[i][0]]
+    return Claim(term.kind, term.language, _evidence(head, m.group()))  # type: ignore[arg-type]
 
 
 #: The bytes a raw ASCII text's words are made of when each is a word of ``[a-z0-9]`` (nothing else is
