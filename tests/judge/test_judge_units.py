@@ -280,21 +280,16 @@ def test_names_are_blanked_word_by_word_as_in_the_whole_text(rng_seed: int) -> N
 def test_anchored_judgment_equals_the_full_one() -> None:
     """Running only the terms whose anchor words a text holds decides every corpus text as running
     every term does (the anchors are a shortcut for speed, never a second rule)."""
-    from _corpus import load
-
     from truecall.judge._claims import _judge
 
-    texts = [c["text"] for name in ("claims.jsonl", "claims_heldout.jsonl", "claims_heldout2.jsonl", "claims_heldout3.jsonl",
-                                                       "claims_heldout4.jsonl") for c in load(name)]
-    differ = [t for t in texts if _judge(t) != _judge(t, anchored=False)]
+    differ = [t for t in _corpus_claim_texts() if _judge(t) != _judge(t, anchored=False)]
     assert not differ
 
 
 def _corpus_claim_texts() -> list[str]:
-    from _corpus import load
+    from _corpus import CORPUS, load
 
-    return [c["text"] for name in ("claims.jsonl", "claims_heldout.jsonl", "claims_heldout2.jsonl", "claims_heldout3.jsonl",
-                                   "claims_heldout4.jsonl") for c in load(name)]
+    return [c["text"] for path in sorted(CORPUS.glob("claims*.jsonl")) for c in load(path.name)]
 
 
 #: Texts made to meet each shortcut of the quick judgment at its edge: a cue glued into a word, a
