@@ -555,3 +555,58 @@ def test_says_unknown_tool(message: str | None, expected: bool) -> None:
     from truecall.judge import says_unknown_tool
 
     assert says_unknown_tool(message) is expected
+
+
+# -- the anchors are sound: every match of a piece holds one of its anchors --------------------------
+
+def _generated_pieces() -> list[tuple[int, Any, Any]]:
+    """Every piece of the claims vocabulary that is a pattern (not a grammar hint), with its compiled
+    form and a strategy of texts its pattern (look-arounds left out) matches whole."""
+    import re
+
+    from hypothesis import strategies as st
+
+    from truecall.judge import _claims
+    from truecall.judge._anchors import _without_lookarounds
+
+    cjk = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+    pieces = []
+    for i, (_, piece) in enumerate(_claims._PIECES):
+        if piece.hint:
+            continue
+        alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 " + "".join(sorted(set(cjk.findall(piece.pattern))))
+        pattern = re.compile(_without_lookarounds(piece.pattern).lstrip("^"))
+        pieces.append((i, _claims._piece_regex(piece),
+                       st.from_regex(pattern, fullmatch=True, alphabet=alphabet).map(lambda s: " ".join(s.split()))))
+    return pieces
+
+
+_GENERATED: list[tuple[int, Any, Any]] = []
+
+
+def test_every_match_of_a_piece_holds_one_of_its_anchors() -> None:
+    """The anchors only skip pieces that cannot match: for pieces of the vocabulary drawn at random,
+    texts generated from the piece's own pattern that the piece matches (from their start, at a word's
+    start) make it a candidate.  A piece whose anchors were every word it spells but the common and
+    the rarely-alone ones ("(will|ll) (review|process|…) (it|this|your)": "review" is rarely alone,
+    so "will review it" made no candidate) fails here."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    from truecall.judge import _claims
+    from truecall.judge._anchors import starts_word
+
+    if not _GENERATED:
+        _GENERATED.extend(_generated_pieces())
+
+    @settings(max_examples=3000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        i, (regex, word, _sentence), texts = data.draw(st.sampled_from(_GENERATED), label="piece")
+        text = data.draw(texts, label="text")
+        m = regex.match(text)
+        if m is None or (word and not starts_word(text, 0)):
+            return  # a look-around the generator left out says no: not a match of the piece
+        assert i in _claims._candidates(text), f"piece {i} ({_claims._PIECES[i][1].pattern!r}) matches {text!r} but is no candidate"
+
+    check()

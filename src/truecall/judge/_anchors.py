@@ -65,17 +65,74 @@ def _spellings(run: str) -> set[str]:
     return words
 
 
-def anchors(pattern: str, *, weak: bool = True, cjk_pairs: bool = False) -> tuple[set[str], set[str]]:
+_RUN = re.compile(r"(?:[a-z0-9]|\[[a-z0-9]+\])(?:[a-z0-9]|\[[a-z0-9]+\]|\?)*")
+
+
+def _top_level(source: str) -> str:
+    """``source`` with every top-level group (and its quantifier) blanked by ``\x00``: what is left
+    is what every match goes through, in order."""
+    out, depth, i = [], 0, 0
+    while i < len(source):
+        ch = source[i]
+        if ch == "[":
+            end = class_end(source, i)
+            out.append("\x00" * (end - i) if depth else source[i:end])
+            i = end
+            continue
+        if ch == "\\":
+            out.append("\x00" if depth else source[i:i + 2])
+            i += 2
+            continue
+        if ch == "(":
+            depth += 1
+        if depth:
+            out.append("\x00")
+        else:
+            out.append(ch)
+        if ch == ")":
+            depth -= 1
+            if depth == 0 and source[i + 1:i + 2] in ("?", "*", "+", "{"):
+                j = i + 1 + (source[i + 1:].index("}") + 1 if source[i + 1] == "{" else 1)
+                out.append("\x00" * (j - i - 1))
+                i = j
+                continue
+        i += 1
+    return "".join(out)
+
+
+def _words(run: str) -> set[str]:
+    return {w for w in _spellings(run) if len(w) > 1}
+
+
+def anchors(pattern: str, *, cjk_pairs: bool = False) -> tuple[set[str], set[str]]:
     """The words (Latin) and first characters (Chinese, Japanese) a match of ``pattern`` (one
-    alternative: see :func:`alternatives`) holds one of.  ``weak``: leave out the words that rarely
-    stand alone where the pattern has others.  ``cjk_pairs``: a run's first two characters where a
+    alternative: see :func:`alternatives`) holds one of — sound: every match holds one.
+
+    Latin: the spellings of one word every match goes through whole (a run of letters at the top
+    level, between spaces or the pattern's ends, not a word too common to tell anything — the
+    longest such); where there is none, every word the pattern spells but the common ones, which
+    is sound as long as no branch of a group is common words only (a test checks every pattern of
+    the vocabulary on generated matches).  ``cjk_pairs``: a run's first two characters where a
     match must hold both (``已受理`` → ``已受``; ``完成了?`` → ``完``): one character such as ``已``
     begins dozens of phrases, two tell them apart."""
-    source = re.sub(r"\\[a-zA-Z]", " ", _without_lookarounds(pattern))
-    every = {w for text in (source, source.replace(" ?", ""))  # "pin ?code" is "pincode" too
-             for run in re.findall(r"(?:[a-z0-9]|\[[a-z0-9]+\])(?:[a-z0-9]|\[[a-z0-9]+\]|\?)*", text)
-             for w in _spellings(run) if len(w) > 1}
-    words = (every - STOP - (WEAK if weak else frozenset())) or (every - STOP) or every
+    bare = _without_lookarounds(pattern)
+    source = re.sub(r"\\[a-zA-Z]", " ", bare)
+    top = _top_level(re.sub(r"\\[a-zA-Z]", "\x00", re.sub(r"\\s", " ", bare)))  # \s a space, \w… a letter
+    required: list[set[str]] = []
+    if not re.search(r" [?*{]|\|", top):  # no optional space ("pin ?code" is "pincode" too), no alternation
+        for m in _RUN.finditer(top):
+            before, after = top[m.start() - 1:m.start()], top[m.end():m.end() + 1]
+            if before not in ("", " ") or after not in ("", " "):
+                continue  # glued to a group, a class or a wildcard: not a whole word
+            words = _spellings(m.group())
+            if all(len(w) > 1 for w in words) and words.isdisjoint(STOP) and words.isdisjoint(WEAK):
+                required.append(words)
+    if required:
+        words = max(required, key=lambda ws: min(len(w) for w in ws))
+    else:
+        every = {w for text in (source, source.replace(" ?", ""))  # "pin ?code" is "pincode" too
+                 for run in _RUN.findall(text) for w in _words(run)}
+        words = (every - STOP) or every
     cjk = {(m.group()[:2] if cjk_pairs and (len(m.group()) > 2 or source[m.end():m.end() + 1] not in ("?", "*", "{"))
             else m.group()[0]) for m in CJK_RUN.finditer(source)}
     return words, cjk
