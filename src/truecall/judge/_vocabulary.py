@@ -141,6 +141,11 @@ CLAIMS: tuple[Term, ...] = (
        r"arrive|complete|finish)|expected to (complete|finish|arrive|be ready)|will (notify|email|contact|update) you|"
        r"(will|ll) (review|process|handle|look at|get to) (it|this|your)", A, "en",
        "a promise about later: the work is not done yet"),
+    _t(r"(is|are) (now )?with (our|the) (\w+ ){0,2}(team|department|desk|staff|specialists?)|"
+       r"(handed|passed|forwarded|referred|escalated) (over |on )?to|they (usually|normally|typically) (answer|reply|respond)",
+       A, "en", "with our team / handed over to / escalated to: someone else has the work now; nothing says it was done"),
+    _t(r"on (its|their|the) way|should (reach|arrive|land|appear|show up) (in|at|on|by|the|your)", A, "en",
+       "on its way / should reach you by: in transit, not arrived"),
     # -- English: completed -----------------------------------------------------------------------
     _t(r"done|completed|complete(?! (the|your|this|a|an|all|following)\b)|finished|succeeded|"
        r"successful|successfully|success", C, "en", "says the work is done"),
@@ -186,8 +191,8 @@ CLAIMS: tuple[Term, ...] = (
        r"请耐心等待|预计|稍后|[一-龥]{2}中(?=[，。！,.!…]|$)|后台|(完成|处理|结束)(之)?后(会|将|再)",
        A, "zh", "受理/排队/处理中: the work was taken on, not done"),
     _t(r"已完成|完成了|办结|已办理|成功|已创建|已保存|已发送|已删除|已更新|已添加|已写入|已上传|已部署|已取消|已支付|已退款|已关闭|"
-       r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[。！!.]|$)|已[一-龥]|已经[一-龥]",
-       C, "zh", "已…/成功: the effect is said to exist"),
+       r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[。！!.]|$)|已(?<![个件条项份笔单台次位名]已)[一-龥]|已经[一-龥]",
+       C, "zh", "已…/成功: the effect is said to exist (not after a counter: '3 个已退货' counts things, it reports no work)"),
     _t(r"失败|错误|出错|报错|超时|异常|无法|不能|未能|未成功|没有成功|未完成|被拒绝|拒绝|不可用|找不到|未找到|不存在|崩溃|已过期|已失效",
        F, "zh", "失败/错误/超时: the work failed"),
     _t(r"中断|返回 ?5\d\d|状态码 ?5\d\d", F, "zh", "中断 (broke off), a 5xx status returned: the work failed"),
@@ -196,11 +201,13 @@ CLAIMS: tuple[Term, ...] = (
     # -- Japanese ---------------------------------------------------------------------------------
     _t(r"受け付け|受付|受理|キューに(追加|登録|入|投入)|処理中|保留中|待機中|処理待ち|順番待ち|後ほど|実行予定|審査中|処理されます|"
        r"実行されます|進行中|対応中|送信されます|開始しました|スケジュール|チケット(を|が)?(作成|発行)|しています|しております|"
-       r"[一-龥]{2}中です|準備中|確認中|予定です|お待ちください|順次|承り|[一-龥]{2}待ち|次第|バックグラウンド",
-       A, "ja", "受付/処理中/保留中/承りました/…待ち/…次第: taken on, not done"),
+       r"[一-龥]{2}中です|準備中|確認中|予定です|お待ちください|順次|承り|[一-龥]{2}待ち|次第|バックグラウンド|"
+       r"引き継|引継ぎ|折り返し|ご連絡いたします",
+       A, "ja", "受付/処理中/保留中/承りました/…待ち/…次第/引き継ぎ/折り返しご連絡: taken on (or handed on), not done"),
     _t(r"完了|成功|作成しました|保存しました|送信しました|削除しました|更新しました|登録しました|追加しました|終了しました|"
        r"書き込みました|実行しました|予約しました|(作成|保存|送信|削除|更新|登録|追加|予約)されました|しました|"
-       r"されました", C, "ja", "完了/成功/…しました: the effect is said to exist"),
+       r"されました|終わりました|終わった|終えました|済みです|済んだ", C, "ja",
+       "完了/成功/…しました/終わりました/済みです: the effect is said to exist"),
     _t(r"失敗|エラー|タイムアウト|できませんでした|できません|例外|拒否|見つかりません|利用できません|異常|中断されました|権限がありません|めません",
        F, "ja", "失敗/エラー/タイムアウト: the work failed"),
     _t(r"ユーザーが(入力を)?(キャンセル|拒否)|(ダイアログ|フォーム|入力)(が|は)?キャンセルされました", F, "ja",
@@ -241,12 +248,13 @@ CLAIMS: tuple[Term, ...] = (
        r"lauft|im hintergrund|ticket (erstellt|angelegt|eroffnet)|wird (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|"
        r"werden (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|(wurde|wurden|ist|sind) (\w+ ){0,3}(veranlasst|eingeleitet|"
        r"angestossen|gestartet|beauftragt|eingereicht|ubermittelt|eingegangen)|"
-       r"zur (prufung|bearbeitung|freigabe|genehmigung|kontrolle)",
-       A, "de", "angenommen/in der Warteschlange: taken on, not done"),
+       r"zur (prufung|bearbeitung|freigabe|genehmigung|kontrolle)|eingeplant|terminiert|"
+       r"startet (heute|morgen|gleich|bald|in|um|am|nachts|nach)",
+       A, "de", "angenommen/in der Warteschlange/eingeplant/startet heute: taken on, not done"),
     _t(r"abgeschlossen|erledigt|erfolgreich|fertig|(wurde|wurden|ist|sind) (\w+ ){0,3}(erstellt|gespeichert|"
        r"gesendet|geloscht|aktualisiert|durchgefuhrt|ausgefuhrt|angelegt|hinzugefugt|bezahlt|storniert|gebucht|"
        r"reserviert|bestatigt|versendet|verschickt|hochgeladen|ubertragen)|(wurde|wurden|ist|sind|wurde erfolgreich) "
-       r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!]|$))",
+       r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!:]|$))",
        C, "de", "abgeschlossen/erfolgreich: the effect is said to exist"),
     _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["de"]) + r")\b)"
        r"\w*ge\w{2,}(t|en)(?= ?([.!]|$))", C, "de",
@@ -260,6 +268,7 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnte (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
        "fehlgeschlagen/Fehler: the work failed", compound=True),
+    _t(r"abgewiesen|zuruckgewiesen|verweigert", F, "de", "abgewiesen/verweigert: the request was refused, nothing was done"),
     _t(r"(benutzer|nutzer) hat (den dialog |das formular |die eingabe )?(abgebrochen|abgelehnt|geschlossen)|"
        r"(dialog|formular|eingabe) (wurde )?(vom (benutzer|nutzer) )?abgebrochen", F, "de",
        "der Benutzer hat abgebrochen: the input was not given, so the work was not done"),
@@ -272,12 +281,14 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
        r"envoyee?|supprimee?|mise? a jour|payee?|annulee?|reservee?)s?|(creee?|enregistree?|envoyee?|supprimee?|"
        r"reservee?)s?(?= ?([.!]|$))|mise?s? a jour|^(\w+ ){1,3}(creee?|enregistree?|envoyee?|supprimee?)s? (a|dans|pour|en)\b|"
-       r"(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|^(\w+ ){1,3}(" + _FR_DONE + r")(?= ?([.!]|$)| (a|au|aux|dans|avec|"
+       r"(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|(est|sont|est bien|sont bien) (" + _FR_DONE + r")|^(\w+ ){1,3}(" + _FR_DONE + r")(?= ?([.!]|$)| (a|au|aux|dans|avec|"
        r"pour|en|sur|de)\b)",
        C, "fr", "terminée/avec succès: the effect is said to exist"),
     _t(r"interrompue?s?", F, "fr", "interrompu: the work broke off before its end"),
     _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
+    _t(r"(n a|n ont|n avons|n ai) pas pu|(ne peut|ne peuvent|ne pouvait|ne pouvaient|ne pourra) pas etre", F, "fr",
+       "n'a pas pu / ne peut pas être: the work could not be done"),
     _t(r"l utilisateur a (annule|refuse|ferme)|(dialogue|formulaire|saisie) annulee?s? par l utilisateur", F, "fr",
        "l'utilisateur a annulé: the input was not given, so the work was not done"),
 )
