@@ -77,7 +77,11 @@ def test_every_adversarial_spelling_is_caught(case: dict) -> None:
 # A fifth batch (claims_heldout5.jsonl, 132 texts: 22 per language) and a second forms batch
 # (forms_heldout2.jsonl, 72 forms: 12 per language) were written by someone who had not read the rules
 # nor run the judge, committed before any change to the rules, and first measured with the rules of
-# that commit (the claims as they stood after the fourth batch's first measurement).
+# that commit (the claims as they stood after the fourth batch's first measurement).  Six of the forms
+# batch's "recovery" labels (a second factor's backup codes, a device's recovery key) were then made
+# "credential", the convention of forms.jsonl ("recovery" is a wallet's recovery phrase); its floors
+# are the first measurement at that commit with those labels (with the author's: credential P 88.2 /
+# R 83.3, recovery P 100 / R 50).
 
 #: (precision, recall) per class as first measured (the commit messages of each batch).
 HELD_OUT_FIRST = {
@@ -87,7 +91,7 @@ HELD_OUT_FIRST = {
     "claims4": {"accepted": (1.0, 0.722), "completed": (0.833, 0.833), "failed": (1.0, 0.833)},
     "claims5": {"accepted": (0.846, 0.611), "completed": (0.710, 0.750), "failed": (0.828, 0.805)},
     "forms": {"credential": (1.0, 0.923), "payment": (1.0, 1.0), "recovery": (1.0, 1.0), "identity": (1.0, 1.0)},
-    "forms2": {"credential": (0.882, 0.833), "payment": (1.0, 1.0), "recovery": (1.0, 0.5), "identity": (1.0, 0.833)},
+    "forms2": {"credential": (1.0, 0.708), "payment": (1.0, 1.0), "recovery": (0.833, 0.833), "identity": (1.0, 0.833)},
 }
 HELD_OUT = {"claims": load("claims_heldout.jsonl"), "claims2": load("claims_heldout2.jsonl"),
             "claims3": load("claims_heldout3.jsonl"), "claims4": load("claims_heldout4.jsonl"),

@@ -144,6 +144,43 @@ def test_hand_offs_transit_schedules_and_refusals(text: str, kind: str) -> None:
     assert claim is not None and claim.kind == kind, claim
 
 
+@pytest.mark.parametrize("text,kind", [
+    ("The contract was countersigned by legal.", "completed"),  # a passive of any regular verb
+    ("We've archived the old workspace.", "completed"),  # a first-person perfect
+    ("Refund issued: $12.00 returned to the card.", "completed"),  # a short report ending at a colon
+    ("Hemos actualizado tu dirección de envío.", "completed"),
+    ("J'ai bien envoyé la facture au client.", "completed"),
+    ("Export not generated: the dataset is empty.", "failed"),  # a negated participle heads the report
+    ("I wasn't able to reach the payment provider.", "failed"),
+    ("No hemos podido validar la tarjeta.", "failed"),
+    ("Wir konnten die Datei leider nicht öffnen.", "failed"),
+    ("Je n'ai pas réussi à joindre le serveur.", "failed"),
+    ("The claim is registered but not yet reviewed.", "accepted"),
+    ("El caso se ha derivado al equipo legal.", "accepted"),
+    ("Ihr Antrag wurde in die Warteschlange gestellt.", "accepted"),
+    ("Nous avons transmis la demande au support.", "accepted"),
+    ("設定は明朝に反映されるよう予約されました。", "accepted"),
+])
+def test_grammar_of_perfects_negated_reports_and_hand_ons(text: str, kind: str) -> None:
+    """Grammar held-out batch 5 missed: a passive or first-person perfect of any regular verb, a
+    negated participle that heads the report, 'wasn't able to', 'not yet …ed', hand-ons."""
+    claim = claim_in_text(text)
+    assert claim is not None and claim.kind == kind, claim
+
+
+@pytest.mark.parametrize("text", [
+    "Logauszug: 2024-03-01 10:00:01 ERROR Export fehlgeschlagen",
+    "日志：2024-03-01 10:00:01 同步失败",
+    "注文 #12 の履歴：受付 → 発送済み",
+    "Historial del ticket 7: recibido · cerrado",
+    "Résultats : Dossier 12 — statut : refusé",
+])
+def test_a_labelled_listing_is_data(text: str) -> None:
+    """A label and a colon that introduce a log excerpt, a history or a listing (in any of the
+    languages; a Chinese or Japanese label after other words too) make what follows data."""
+    assert claim_in_text(text) is None
+
+
 @pytest.mark.parametrize("text", ["本月共有 12 个订单，其中 3 个已退货。", "共 5 件，2 件已签收。"])
 def test_a_count_of_things_in_a_state_is_no_claim(text: str) -> None:
     """"3 个已退货" counts things in a state (a statistic of data), it reports no work of the tool's."""
@@ -206,6 +243,34 @@ def test_structure_before_words() -> None:
     assert ask is not None and ask.reason == "writeOnly"
     ask = credential_ask("Continue", form(pin={"type": "integer"}))
     assert ask is not None and ask.category == "credential"
+
+
+def test_a_list_of_free_words_can_carry_a_recovery_phrase() -> None:
+    """A field that is a list of free strings (12 or 24 words typed one by one) carries what the
+    message asks for; a multiple choice (items with an enum) carries nothing."""
+    words = {"type": "array", "items": {"type": "string"}, "minItems": 12, "maxItems": 24}
+    ask = credential_ask("Restore the wallet: type your recovery words in order", form(words=words))
+    assert ask is not None and ask.category == "recovery"
+    choice = {"type": "array", "items": {"type": "string", "enum": ["seed phrase", "password"]}}
+    assert credential_ask("Which recovery words do you use?", form(kinds=choice)) is None
+    ask = credential_ask("Continue", form(seed_words={"type": "array", "items": {"type": "string"}}))
+    assert ask is not None and ask.category == "recovery"
+
+
+@pytest.mark.parametrize("message,fields,category", [
+    ("Conecta tu cuenta", {"clave_api": {"type": "string"}}, "credential"),
+    ("Bitte bestätigen Sie die Überweisung", {"tan": {"type": "string"}}, "credential"),
+    ("Connexion", {"mot_de_passse": {"type": "string"}}, "credential"),  # a doubled letter
+    ("Accès de secours", {"codes": {"type": "string", "description": "Un de vos codes de secours"}}, "credential"),
+    ("Sin acceso", {"codigo": {"type": "string", "title": "Código de respaldo"}}, "credential"),
+    ("Laufwerk entsperren", {"wiederherstellungsschluessel": {"type": "string"}}, "credential"),
+    ("端末を紛失した場合", {"リカバリーコード": {"type": "string"}}, "credential"),  # a second factor's backup code
+    ("Datos fiscales", {"nif": {"type": "string", "title": "NIF"}}, "identity"),
+    ("开具发票", {"tax": {"type": "string", "title": "纳税人识别号"}}, "identity"),
+])
+def test_asks_held_out_forms_2_missed(message: str, fields: dict[str, Any], category: str) -> None:
+    ask = credential_ask(message, form(**fields))
+    assert ask is not None and ask.category == category, ask
 
 
 def test_a_credential_in_a_free_text_oneof_title_is_an_ask() -> None:

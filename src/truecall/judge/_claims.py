@@ -491,8 +491,10 @@ def _unquote(match: re.Match[str]) -> str:
                            or match.end() < len(match.string) and match.string[match.end()].isalnum()):
         return text  # an apostrophe ("don't ... it's"), not a quotation
     return " \u2026 "
-_INTRO = re.compile(r"^[^:：\n]{0,30}?(?<!\w)(?:" + "|".join(re.escape(w) for w in every(DATA_INTROS) + every(ADVICE_INTROS)) +
-                    r")(?!\w)[^:：\n]{0,60}[:：]", re.I)
+_INTROS = every(DATA_INTROS) + every(ADVICE_INTROS)
+#: (Latin intro words whole; Chinese and Japanese ones where they stand: no space sets them apart.)
+_INTRO = re.compile(r"^[^:：\n]{0,30}?(?:(?<!\w)(?:" + "|".join(re.escape(w) for w in _INTROS if not _CJK.search(w)) +
+                    r")(?!\w)|(?:" + "|".join(re.escape(w) for w in _INTROS if _CJK.search(w)) + r"))[^:：\n]{0,60}[:：]", re.I)
 
 
 #: What a word is no name without (a flag's "-", a path's "/" or "\\", a file name's extension: each

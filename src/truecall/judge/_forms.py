@@ -293,7 +293,7 @@ def _field_ask(name: str, spec: dict[str, Any]) -> CredentialAsk | None:
     if isinstance(fmt, str) and fmt.lower() in CREDENTIAL_FORMATS:
         return CredentialAsk(CREDENTIAL_FORMATS[fmt.lower()], name, name, f"format: {fmt}")  # type: ignore[arg-type]
     kind = spec.get("type")
-    if kind == "boolean" or kind == "array":
+    if kind == "boolean" or kind == "array" and not _free_items(spec):
         return None
     alternatives = _free_alternatives(spec)
     if _is_choice(spec) and not alternatives:
@@ -326,11 +326,18 @@ def _field_ask(name: str, spec: dict[str, Any]) -> CredentialAsk | None:
                          _reason(hit))
 
 
+def _free_items(spec: dict[str, Any]) -> bool:
+    """Whether an array field's items are free text (a list of words typed one by one: a recovery
+    phrase's 12 or 24 words), not a multiple choice."""
+    items = spec.get("items")
+    return isinstance(items, dict) and items.get("type", "string") == "string" and not _is_choice(items)
+
+
 def _can_carry(spec: Any) -> bool:
-    """Whether a field could carry a secret typed by the user: free text or a number."""
+    """Whether a field could carry a secret typed by the user: free text (or a list of it) or a number."""
     if not isinstance(spec, dict):
         return False
-    if spec.get("type") in ("boolean", "array"):
+    if spec.get("type") == "boolean" or spec.get("type") == "array" and not _free_items(spec):
         return False
     return not _is_choice(spec) or bool(_free_alternatives(spec))
 

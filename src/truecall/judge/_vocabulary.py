@@ -86,7 +86,10 @@ _FR_DONE = (
 #: participle: negation is otherwise read only before a match.)
 _NOT_PARTICIPLES: dict[str, tuple[str, ...]] = {
     "en": ("hundred", "sacred", "naked", "wicked", "kindred", "ragged", "rugged", "crooked", "wretched", "beloved",
-           "unlimited", "limited", "detailed", "advanced", "related", "based", "united", "interested", "red"),
+           "unlimited", "limited", "detailed", "advanced", "related", "based", "united", "interested", "red",
+           "supposed", "used", "expected", "needed", "required", "concerned", "involved", "located", "called", "named",
+           "titled", "entitled", "dated", "priced", "rated", "sized", "tired", "scared", "worried", "pleased",
+           "excited", "surprised", "married", "attached", "blocked", "locked", "disabled", "limited"),
     "es": ("nada", "cada", "vida", "salida", "entrada", "partida", "comida", "medida", "pedido", "pedidos", "estado",
            "estados", "lado", "mercado", "dado", "cuidado", "sentido", "contenido", "apellido", "periodo", "todo",
            "ciudad", "unidad", "unidades", "seguridad", "cantidad", "ayuda", "llegada", "bebida", "ruido"),
@@ -144,12 +147,15 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"(is|are) (now )?with (our|the) (\w+ ){0,2}(team|department|desk|staff|specialists?)|"
        r"(handed|passed|forwarded|referred|escalated) (over |on )?to|they (usually|normally|typically) (answer|reply|respond)",
        A, "en", "with our team / handed over to / escalated to: someone else has the work now; nothing says it was done"),
+    _t(r"not yet (been )?\w{2,}(ed|en)|not \w{2,}ed yet", A, "en",
+       "'acknowledged but not yet processed': taken on, the work still to come",
+       hint=r"yet(?![a-z0-9])"),
     _t(r"on (its|their|the) way|should (reach|arrive|land|appear|show up) (in|at|on|by|the|your)", A, "en",
        "on its way / should reach you by: in transit, not arrived"),
     # -- English: completed -----------------------------------------------------------------------
     _t(r"done|completed|complete(?! (the|your|this|a|an|all|following)\b)|finished|succeeded|"
        r"successful|successfully|success", C, "en", "says the work is done"),
-    _t(r"(has been|have been|was|were|is now|are now|has|have|successfully) (" + _EN_DONE + r"|set)",
+    _t(r"(has been|have been|was|were|is now|are now|has|have|ve|successfully) (" + _EN_DONE + r"|set)",
        C, "en", "a perfect or passive: the effect is said to exist"),
     _t(r"^(\w+ ){1,3}(" + _EN_DONE + r")(?= ?([.!]|$))", C, "en", "'Cache cleared.': a short report of the effect"),
     _t(r"^(created|saved|sent|deleted|updated|added|wrote|written|stored|uploaded|deployed|merged|renamed|moved|"
@@ -161,7 +167,11 @@ CLAIMS: tuple[Term, ...] = (
        r"exported|executed|processed|delivered|confirmed|transferred|passed)(?= ?([.!:]|$| successfully))",
        C, "en", "'X created.' reports the effect"),
     _t(r"all set|good to go", C, "en", "idiom for done"),
-    _t(r"^((?!(not|no|never|nothing|none) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["en"]) + r")\b)\w{2,}([^e\W]ed|ied)(?= ?([.!]|$)| (to|into|for|"
+    _t(r"((has|have) been|was|were|is now|are now|(i|we) (ve|have|had)( just| now| already| successfully)?) "
+       r"(?!(" + "|".join(_NOT_PARTICIPLES["en"]) + r")\b)\w{2,}([^e\W]ed|ied)(?![a-z0-9])", C, "en",
+       "grammar: a passive or a first-person perfect of any regular verb ('was emailed to', 'I've renamed the "
+       "branch') reports the effect", hint=r"ed(?![a-z0-9])"),
+    _t(r"^((?!(not|no|never|nothing|none) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["en"]) + r")\b)\w{2,}([^e\W]ed|ied)(?= ?([.!:]|$)| (to|into|for|"
        r"on|in|at|from|with|by|as|under|successfully)\b)", C, "en",
        "grammar: a short sentence that ends with (or goes on from) a regular past participle reports the effect "
        "('Cache cleared.', 'Link emailed to the user'), whatever the verb", hint=r"ed(?![a-z0-9])"),
@@ -170,6 +180,9 @@ CLAIMS: tuple[Term, ...] = (
        "'Email sent to …', 'Repository cloned into …': a short report of the effect"),
     # -- English: failed --------------------------------------------------------------------------
     _t(r"failed" + _NOT_ATTRIBUTIVE + r"|failure|fails|failing|^fatal", F, "en", "says the work failed"),
+    _t(r"^(\w+ ){1,3}not (" + _EN_DONE + r")(?= ?([.!:;,]|$)| (because|as|since|due))|"
+       r"(wasn|weren|isn|aren|hasn|haven) t (been )?able to|(was|were) not possible", F, "en",
+       "'Meeting not created: …', 'I wasn't able to update it': the work did not happen"),
     _t(r"interrupted|(stopped|ended|quit) (halfway|partway|midway|unexpectedly|prematurely)", F, "en",
        "interrupted: the work broke off before its end"),
     _t(r"error|errors|exception|traceback|panic", F, "en", "an error report"),
@@ -188,10 +201,10 @@ CLAIMS: tuple[Term, ...] = (
     # -- Chinese ----------------------------------------------------------------------------------
     _t(r"已受理|受理|已提交|提交成功|已接收|已收到|收到(您|你)的|排队|队列中|加入队列|稍后(处理|执行|完成)|正在(处理|执行|进行)|处理中|"
        r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记|已开始|开始(执行|处理)|正在|进入队列|将在|将于|"
-       r"请耐心等待|预计|稍后|[一-龥]{2}中(?=[，。！,.!…]|$)|后台|(完成|处理|结束)(之)?后(会|将|再)",
+       r"请耐心等待|预计|稍后|收悉|將於|將在|將會|處理中|辦理中|[一-龥]{2}中(?=[，。！,.!…]|$)|后台|(完成|处理|结束)(之)?后(会|将|再)",
        A, "zh", "受理/排队/处理中: the work was taken on, not done"),
     _t(r"已完成|完成了|办结|已办理|成功|已创建|已保存|已发送|已删除|已更新|已添加|已写入|已上传|已部署|已取消|已支付|已退款|已关闭|"
-       r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[。！!.]|$)|已(?<![个件条项份笔单台次位名]已)[一-龥]|已经[一-龥]",
+       r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[，,。！!.；;]|$)|已(?<![个件条项份笔单台次位名]已)[一-龥]|已经[一-龥]",
        C, "zh", "已…/成功: the effect is said to exist (not after a counter: '3 个已退货' counts things, it reports no work)"),
     _t(r"失败|错误|出错|报错|超时|异常|无法|不能|未能|未成功|没有成功|未完成|被拒绝|拒绝|不可用|找不到|未找到|不存在|崩溃|已过期|已失效",
        F, "zh", "失败/错误/超时: the work failed"),
@@ -202,7 +215,7 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"受け付け|受付|受理|キューに(追加|登録|入|投入)|処理中|保留中|待機中|処理待ち|順番待ち|後ほど|実行予定|審査中|処理されます|"
        r"実行されます|進行中|対応中|送信されます|開始しました|スケジュール|チケット(を|が)?(作成|発行)|しています|しております|"
        r"[一-龥]{2}中です|準備中|確認中|予定です|お待ちください|順次|承り|[一-龥]{2}待ち|次第|バックグラウンド|"
-       r"引き継|引継ぎ|折り返し|ご連絡いたします",
+       r"引き継|引継ぎ|折り返し|ご連絡いたします|よう(に)?(予約|設定|スケジュール)|まだ(処理|対応|実行|確認|反映)",
        A, "ja", "受付/処理中/保留中/承りました/…待ち/…次第/引き継ぎ/折り返しご連絡: taken on (or handed on), not done"),
     _t(r"完了|成功|作成しました|保存しました|送信しました|削除しました|更新しました|登録しました|追加しました|終了しました|"
        r"書き込みました|実行しました|予約しました|(作成|保存|送信|削除|更新|登録|追加|予約)されました|しました|"
@@ -217,7 +230,7 @@ CLAIMS: tuple[Term, ...] = (
        r"ejecutad[oa]|revisad[oa])|en proceso|procesando|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)|"
        r"(estamos|estan|esta) (\w+ )?\w+(ando|iendo)|sera (\w+ )?\w+(ad|id)[oa]s?|se (enviara|procesara|realizara|"
        r"ejecutara|completara|publicara|entregara|revisara|aplicara|actualizara|enviaran|procesaran)|"
-       r"en (breve|cuanto)", A, "es",
+       r"en (breve|cuanto)|(derivad[oa]|remitid[oa]|trasladad[oa]|escalad[oa]|reenviad[oa])s? (a|al)", A, "es",
        "aceptado/en cola/pendiente: taken on, not done"),
     _t(r"completad[oa]|terminad[oa]|finalizad[oa]|con exito|exitosamente|correctamente|hecho|listo|"
        r"(ha sido|fue|han sido|fueron) (cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|borrad[oa]|"
@@ -235,9 +248,12 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"^se \w{2,}(aron|ieron|io)(?= )", C, "es",
        "grammar: 'se' and a preterite (-aron/-ieron/-ió) at a sentence's start reports what was done "
        "('Se movieron 3 archivos')", hint=r"se (?<![a-z0-9]se )[a-z]{2,}(aron|ieron|io)(?![a-z0-9])"),
+    _t(r"(he|hemos) (ya )?\w{2,}(ad|id)[oa]s?(?![a-z0-9])", C, "es",
+       "grammar: a first-person perfect ('He guardado los cambios', 'hemos enviado') reports the effect",
+       hint=r"d[oa](?<=[ai]d[oa])s?(?![a-z0-9])"),
     _t(r"error|errores|fallo|fallid[oa]|ha fallado|fallo al|no se pudo|no fue posible|no es posible|"
        r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
-       r"no se (encontro|pudieron|puede|ha podido)|error al|"
+       r"no se (encontro|pudieron|puede|ha podido)|error al|no (he|hemos|ha|han) podido|no (pude|pudimos|pudo)|"
        r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
     _t(r"interrumpid[oa]s?|se interrumpio", F, "es", "interrumpido: the work broke off before its end"),
     _t(r"el usuario (cancelo|cerro|rechazo)|(dialogo|formulario) cancelado", F, "es",
@@ -248,7 +264,8 @@ CLAIMS: tuple[Term, ...] = (
        r"lauft|im hintergrund|ticket (erstellt|angelegt|eroffnet)|wird (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|"
        r"werden (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|(wurde|wurden|ist|sind) (\w+ ){0,3}(veranlasst|eingeleitet|"
        r"angestossen|gestartet|beauftragt|eingereicht|ubermittelt|eingegangen)|"
-       r"zur (prufung|bearbeitung|freigabe|genehmigung|kontrolle)|eingeplant|terminiert|"
+       r"zur (prufung|bearbeitung|freigabe|genehmigung|kontrolle)|in prufung|eingeplant|terminiert|warteschlange gestellt|"
+       r"an (\w+ ){0,3}weitergeleitet|weitergeleitet an|"
        r"startet (heute|morgen|gleich|bald|in|um|am|nachts|nach)",
        A, "de", "angenommen/in der Warteschlange/eingeplant/startet heute: taken on, not done"),
     _t(r"abgeschlossen|erledigt|erfolgreich|fertig|(wurde|wurden|ist|sind) (\w+ ){0,3}(erstellt|gespeichert|"
@@ -265,7 +282,7 @@ CLAIMS: tuple[Term, ...] = (
        hint=r"iert(?![a-z0-9])"),
     _t(r"(ist|wurde|wurden|sind) (\w+ ){0,2}(abgebrochen|unterbrochen)|unterbrochen", F, "de",
        "abgebrochen/unterbrochen: the work broke off before its end"),
-    _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnte (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
+    _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnten? (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
        "fehlgeschlagen/Fehler: the work failed", compound=True),
     _t(r"abgewiesen|zuruckgewiesen|verweigert", F, "de", "abgewiesen/verweigert: the request was refused, nothing was done"),
@@ -275,19 +292,20 @@ CLAIMS: tuple[Term, ...] = (
     # -- French -----------------------------------------------------------------------------------
     _t(r"acceptee?s?|recue?s?|en file d attente|en attente|mise? en file|sera (traitee?|executee?|envoyee?)|"
        r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)|"
-       r"sera (bien |rapidement )?\w+ee?s?|seront (bien )?\w+ee?s?|en (route|chemin|transit)|en cours d acheminement",
+       r"sera (bien |rapidement )?\w+ee?s?|seront (bien )?\w+ee?s?|en (route|chemin|transit)|en cours d acheminement|"
+       r"file d attente|transmise?s? (\w+ ){0,3}(a|au|aux)|pas encore (\w+ )?\w+ee?s?",
        A, "fr",
        "acceptée/en file d'attente: taken on, not done"),
     _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
        r"envoyee?|supprimee?|mise? a jour|payee?|annulee?|reservee?)s?|(creee?|enregistree?|envoyee?|supprimee?|"
        r"reservee?)s?(?= ?([.!]|$))|mise?s? a jour|^(\w+ ){1,3}(creee?|enregistree?|envoyee?|supprimee?)s? (a|dans|pour|en)\b|"
-       r"(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|(est|sont|est bien|sont bien) (" + _FR_DONE + r")|^(\w+ ){1,3}(" + _FR_DONE + r")(?= ?([.!]|$)| (a|au|aux|dans|avec|"
+       r"(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|(j ai|nous avons|on a|je l ai|nous l avons) (bien )?(" + _FR_DONE + r")|(est|sont|est bien|sont bien) (" + _FR_DONE + r")|^(\w+ ){1,3}(" + _FR_DONE + r")(?= ?([.!]|$)| (a|au|aux|dans|avec|"
        r"pour|en|sur|de)\b)",
        C, "fr", "terminée/avec succès: the effect is said to exist"),
     _t(r"interrompue?s?", F, "fr", "interrompu: the work broke off before its end"),
     _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
-    _t(r"(n a|n ont|n avons|n ai) pas pu|(ne peut|ne peuvent|ne pouvait|ne pouvaient|ne pourra) pas etre", F, "fr",
+    _t(r"(n a|n ont|n avons|n ai) pas (pu|reussi)|(n est|ne sont) pas partie?s?|(ne peut|ne peuvent|ne pouvait|ne pouvaient|ne pourra) pas etre", F, "fr",
        "n'a pas pu / ne peut pas être: the work could not be done"),
     _t(r"l utilisateur a (annule|refuse|ferme)|(dialogue|formulaire|saisie) annulee?s? par l utilisateur", F, "fr",
        "l'utilisateur a annulé: the input was not given, so the work was not done"),
@@ -381,8 +399,9 @@ FORMS: tuple[Term, ...] = (
        CR, "zh", "密码/验证码/令牌/密钥: a credential", numeric=True),
     _t(r"卡号|信用卡|银行卡|储蓄卡|借记卡|安全码|cvv|卡.{0,4}有效期|有效期.{0,3}(mm|月)|银行账号|银行账户|账户号码|开户账号",
        PA, "zh", "卡号/信用卡/安全码: payment data", numeric=True),
-    _t(r"助记词|恢复短语|种子短语|恢复词|私钥|备用码|恢复码|钱包短语", RE, "zh", "助记词/私钥: a wallet's recovery secret"),
-    _t(r"身份证|护照号|护照号码|安全问题|密保问题|密保答案|社会保障号|社保号|母亲的(娘家)?姓", ID, "zh",
+    _t(r"助记词|恢复短语|种子短语|恢复词|私钥|钱包短语", RE, "zh", "助记词/私钥: a wallet's recovery secret"),
+    _t(r"备用码|恢复码|恢复密钥", CR, "zh", "备用码/恢复码: a second factor's backup code signs in like a password"),
+    _t(r"身份证|护照号|护照号码|纳税人识别号|安全问题|密保问题|密保答案|社会保障号|社保号|母亲的(娘家)?姓", ID, "zh",
        "身份证/护照号/安全问题答案: an identity secret", numeric=True),
     # -- Japanese ---------------------------------------------------------------------------------
     _t(r"パスワード|暗証番号|認証コード|確認コード|ワンタイム|トークン|秘密鍵|apiキー|アクセスキー|シークレット|資格情報|"
@@ -390,14 +409,16 @@ FORMS: tuple[Term, ...] = (
        CR, "ja", "パスワード/暗証番号/認証コード: a credential", numeric=True),
     _t(r"カード番号|クレジットカード|デビットカード|セキュリティコード|カードの有効期限|有効期限 ?\(?mm|口座番号|キャッシュカード",
        PA, "ja", "カード番号/セキュリティコード: payment data", numeric=True),
-    _t(r"リカバリーフレーズ|シードフレーズ|ニーモニック|復元フレーズ|リカバリーコード|バックアップコード", RE, "ja",
+    _t(r"リカバリーコード|バックアップコード|回復キー|回復コード", CR, "ja",
+       "リカバリーコード: a second factor's backup code signs in like a password"),
+    _t(r"リカバリーフレーズ|シードフレーズ|ニーモニック|復元フレーズ", RE, "ja",
        "シードフレーズ: a wallet's recovery secret"),
     _t(r"パスポート番号|旅券番号|マイナンバー|個人番号|秘密の質問|母親の旧姓|社会保障番号|運転免許証番号", ID, "ja",
        "パスポート番号/秘密の質問: an identity secret", numeric=True),
     # -- Spanish ----------------------------------------------------------------------------------
     _t(r"contrasena|clave de (la )?(acceso|api|seguridad|wifi|wi fi|red|usuario)|(su|tu) clave|codigo (de )?(verificacion|"
        r"seguridad|acceso|confirmacion|autenticacion|un solo uso)|codigo pin|token de (acceso|api)|credenciales|"
-       r"clave secreta|clave privada|llave privada", CR, "es", "contraseña/código de verificación: a credential",
+       r"clave secreta|clave privada|llave privada|clave api|codigos? de (respaldo|recuperacion)", CR, "es", "contraseña/código de verificación: a credential",
        numeric=True),
     _t(r"clave", CR, "es", "as a field's own name: a password", scope="name"),
     _t(r"numero (de )?(la )?tarjeta|tarjeta de (credito|debito)|(fecha de )?(caducidad|vencimiento|expiracion) de "
@@ -406,23 +427,27 @@ FORMS: tuple[Term, ...] = (
     _t(r"frase (semilla|de recuperacion|secreta)|semilla|palabras de recuperacion|mnemonica", RE, "es",
        "frase semilla: a wallet's recovery secret"),
     _t(r"(numero de )?pasaporte|pregunta (de seguridad|secreta)|respuesta (secreta|de seguridad)|"
-       r"apellido de soltera|numero de (la )?seguridad social|dni|numero de identificacion", ID, "es",
+       r"apellido de soltera|numero de (la )?seguridad social|dni|numero de identificacion|nif|"
+       r"numero de identificacion fiscal", ID, "es",
        "pasaporte/pregunta de seguridad: an identity secret", numeric=True),
     # -- German -----------------------------------------------------------------------------------
     _t(r"passwort|kennwort|geheimzahl|zugangsdaten|zugangscode|bestatigungscode|sicherheitscode|einmalcode|"
        r"einmalpasswort|verifizierungscode|anmeldedaten|privater schlussel|geheimer schlussel|api schlussel|"
-       r"wlan schlussel|netzwerkschlussel|zugangsschlussel|sitzungs id", CR, "de",
+       r"wlan schlussel|netzwerkschlussel|zugangsschlussel|sitzungs id|wiederherstellungs(schlu?e?ssel|code)|"
+       r"tan (nummer|code)|mtan|smstan|sms tan|pushtan", CR, "de",
        "Passwort/Kennwort/Bestätigungscode: a credential", compound=True, numeric=True),
     _t(r"kartennummer|kreditkarte|debitkarte|prufnummer|prufziffer|ablaufdatum der karte|gultig bis|kontonummer|"
        r"bankleitzahl|bankverbindung", PA, "de", "Kartennummer/Kreditkarte: payment data", compound=True,
        numeric=True),
     _t(r"wiederherstellungsphrase|wiederherstellungssatz|seed phrase|mnemonik|wiederherstellungsworter",
        RE, "de", "Wiederherstellungsphrase: a wallet's recovery secret", compound=True),
+    _t(r"tan", CR, "de", "as a field's own name: a TAN (a bank's one-time transaction number)", scope="name",
+       numeric=True),
     _t(r"reisepassnummer|passnummer|personalausweisnummer|ausweisnummer|sicherheitsfrage|geburtsname (der|ihrer) "
        r"mutter|sozialversicherungsnummer|steuer id|steueridentifikationsnummer", ID, "de",
        "Reisepassnummer/Sicherheitsfrage: an identity secret", compound=True, numeric=True),
     # -- French -----------------------------------------------------------------------------------
-    _t(r"mot de passe|mdp|code (pin|secret|de verification|de confirmation|de securite|d acces|confidentiel|"
+    _t(r"mot de pas{1,3}e|mdp|codes? de (secours|recuperation)|code (pin|secret|de verification|de confirmation|de securite|d acces|confidentiel|"
        r"a usage unique)|cle (api|privee|secrete|d acces|wifi|wi fi|de securite)|jeton( d acces)?|identifiants",
        CR, "fr", "mot de passe/code de vérification: a credential", numeric=True),
     _t(r"numero (de )?(la |votre )?carte|carte (bancaire|de credit|de paiement)|cryptogramme|date d expiration de "
@@ -549,12 +574,12 @@ DATA_INTROS: dict[str, tuple[str, ...]] = {
     "en": ("contents of", "content of", "content", "contents", "here is", "here are", "observations", "observation",
            "entities", "relations", "file", "notes", "found", "search results", "matches", "stdout", "stderr", "log",
            "logs", "body", "response body", "page", "excerpt", "quote", "text of", "stored", "memory", "graph",
-           "echo", "usage"),
-    "zh": ("内容", "文件内容", "笔记"),
-    "ja": ("ファイルの内容", "内容", "メモ"),
-    "es": ("contenido",),
-    "de": ("inhalt", "notiz"),
-    "fr": ("contenu",),
+           "echo", "usage", "note", "history", "search result", "query result", "query results", "task list"),
+    "zh": ("内容", "文件内容", "笔记", "日志", "查询结果", "搜索结果", "历史记录", "备忘"),
+    "ja": ("ファイルの内容", "内容", "メモ", "履歴", "検索結果", "ログ"),
+    "es": ("contenido", "historial", "resultados", "extracto", "nota"),
+    "de": ("inhalt", "notiz", "logauszug", "protokoll", "verlauf", "aufgabenliste", "suchergebnisse", "auszug"),
+    "fr": ("contenu", "journal", "extrait", "historique", "résultats", "resultats"),
 }
 
 #: What introduces advice ("Tip: failed uploads can be retried"): what follows is a general hint, not
