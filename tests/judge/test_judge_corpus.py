@@ -82,6 +82,12 @@ def test_every_adversarial_spelling_is_caught(case: dict) -> None:
 # "credential", the convention of forms.jsonl ("recovery" is a wallet's recovery phrase); its floors
 # are the first measurement at that commit with those labels (with the author's: credential P 88.2 /
 # R 83.3, recovery P 100 / R 50).
+#
+# The rules then learnt the grammar and data intros batch 5 and forms batch 2 missed; a sixth claims
+# batch (claims_heldout6.jsonl) and a third forms batch (forms_heldout3.jsonl), written meanwhile by
+# someone who had not read the rules, were committed and first measured after that change.  Six
+# forms-3 labels were made "credential" by the same convention as forms batch 2's (with the author's:
+# credential P 63.6 / R 77.8, recovery P 100 / R 33.3).
 
 #: (precision, recall) per class as first measured (the commit messages of each batch).
 HELD_OUT_FIRST = {
@@ -90,16 +96,20 @@ HELD_OUT_FIRST = {
     "claims3": {"accepted": (1.0, 0.632), "completed": (0.947, 0.947), "failed": (1.0, 0.778)},
     "claims4": {"accepted": (1.0, 0.722), "completed": (0.833, 0.833), "failed": (1.0, 0.833)},
     "claims5": {"accepted": (0.846, 0.611), "completed": (0.710, 0.750), "failed": (0.828, 0.805)},
+    "claims6": {"accepted": (0.870, 0.750), "completed": (0.729, 0.972), "failed": (1.0, 0.722)},
     "forms": {"credential": (1.0, 0.923), "payment": (1.0, 1.0), "recovery": (1.0, 1.0), "identity": (1.0, 1.0)},
     "forms2": {"credential": (1.0, 0.708), "payment": (1.0, 1.0), "recovery": (0.833, 0.833), "identity": (1.0, 0.833)},
+    "forms3": {"credential": (0.909, 0.833), "payment": (1.0, 1.0), "recovery": (1.0, 0.666), "identity": (1.0, 0.75)},
 }
 HELD_OUT = {"claims": load("claims_heldout.jsonl"), "claims2": load("claims_heldout2.jsonl"),
             "claims3": load("claims_heldout3.jsonl"), "claims4": load("claims_heldout4.jsonl"),
-            "claims5": load("claims_heldout5.jsonl"), "forms": load("forms_heldout.jsonl"),
-            "forms2": load("forms_heldout2.jsonl")}
+            "claims5": load("claims_heldout5.jsonl"), "claims6": load("claims_heldout6.jsonl"),
+            "forms": load("forms_heldout.jsonl"), "forms2": load("forms_heldout2.jsonl"),
+            "forms3": load("forms_heldout3.jsonl")}
 
 
-@pytest.mark.parametrize("corpus", ["claims", "claims2", "claims3", "claims4", "claims5", "forms", "forms2"])
+@pytest.mark.parametrize("corpus", ["claims", "claims2", "claims3", "claims4", "claims5", "claims6", "forms", "forms2",
+                                    "forms3"])
 def test_held_out_batch(corpus: str) -> None:
     cases = HELD_OUT[corpus]
     judge, show = (form_label, _show_form) if corpus.startswith("forms") else (claim_label, _show_claim)
