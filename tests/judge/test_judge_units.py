@@ -181,6 +181,39 @@ def test_a_labelled_listing_is_data(text: str) -> None:
     assert claim_in_text(text) is None
 
 
+@pytest.mark.parametrize("text,kind", [
+    ("The release was planned for 9 pm, but it was called off after the smoke test.", "failed"),  # contrast
+    ("Das Update war für Montag geplant, aber wurde abgesagt.", "failed"),
+    ("La migración estaba programada, pero se canceló por falta de espacio.", "failed"),
+    ("La sauvegarde était prévue à minuit, mais elle a été annulée.", "failed"),
+    ("原定今晚的升级已排期，但因故障被取消。", "failed"),
+    ("メンテナンスは予定されていましたが、中止になりました。", "failed"),
+    ("Rechnung wurde nicht erstellt: Kundennummer fehlt.", "failed"),  # a negated completion
+    ("订单未提交：库存不足。", "failed"),
+    ("Facture non envoyée : adresse manquante.", "failed"),
+    ("La factura no se envió porque falta el correo.", "failed"),
+    ("レポートは送信されませんでした。", "failed"),
+    ("I've escalated case 88 up to the platform team; they'll be in touch.", "accepted"),  # a hand-on
+    ("已将申请转交财务部门。", "accepted"),
+    ("您的申请尚未审核。", "accepted"),
+    ("Return request for order 5521 received.", "accepted"),
+])
+def test_contrasts_negated_completions_and_hand_ons(text: str, kind: str) -> None:
+    """What held-out batch 6 missed, by mechanism: a plan undone after a contrast is a failure; a
+    negated completion is a failure; a hand-on (to a team, 转交) is acceptance."""
+    claim = claim_in_text(text)
+    assert claim is not None and claim.kind == kind, claim
+
+
+@pytest.mark.parametrize("text", [
+    "振込依頼（¥120,000）は承認待ちです。",  # a thousands separator in a sentence is no CSV row
+    "Zahlung über 1,250 EUR ist in Prüfung.",
+])
+def test_a_number_with_a_thousands_separator_is_no_csv_row(text: str) -> None:
+    claim = claim_in_text(text)
+    assert claim is not None and claim.kind == "accepted", claim
+
+
 @pytest.mark.parametrize("text", ["本月共有 12 个订单，其中 3 个已退货。", "共 5 件，2 件已签收。"])
 def test_a_count_of_things_in_a_state_is_no_claim(text: str) -> None:
     """"3 个已退货" counts things in a state (a statistic of data), it reports no work of the tool's."""
@@ -271,6 +304,30 @@ def test_a_list_of_free_words_can_carry_a_recovery_phrase() -> None:
 def test_asks_held_out_forms_2_missed(message: str, fields: dict[str, Any], category: str) -> None:
     ask = credential_ask(message, form(**fields))
     assert ask is not None and ask.category == category, ask
+
+
+@pytest.mark.parametrize("message,fields,category", [
+    ("Te mandamos un código por SMS; escríbelo aquí", {"valor": {"type": "string"}}, "credential"),
+    ("Saisissez le code reçu par SMS", {"valeur": {"type": "string"}}, "credential"),
+    ("Bitte den Code aus der SMS eingeben", {"wert": {"type": "string"}}, "credential"),
+    ("Connect GitLab", {"project": {"type": "string"}, "tkn": {"type": "string"}}, "credential"),
+    ("ウォレットを復元", {"phrase": {"type": "string", "description": "24個の単語を入力"}}, "recovery"),
+    ("Wallet wiederherstellen", {"woerter": {"type": "string", "title": "Deine 12 Wörter"}}, "recovery"),
+    ("Verifica tu identidad", {"dato": {"type": "string", "title": "Tu CURP"}}, "identity"),
+    ("Konto eröffnen", {"ausweisnr": {"type": "string"}}, "identity"),
+    ("本人確認", {"number": {"type": "string", "title": "運転免許証の番号"}}, "identity"),
+])
+def test_asks_held_out_forms_3_missed(message: str, fields: dict[str, Any], category: str) -> None:
+    ask = credential_ask(message, form(**fields))
+    assert ask is not None and ask.category == category, ask
+
+
+@pytest.mark.parametrize("message,fields", [
+    ("Política de seguridad", {"longitud_minima_contrasena": {"type": "integer", "title": "Longitud mínima"}}),
+    ("Nouveau contrat ERC-20", {"nom_jeton": {"type": "string", "title": "Nom du jeton"}}),
+])
+def test_a_name_or_length_of_a_credential_is_a_topic(message: str, fields: dict[str, Any]) -> None:
+    assert credential_ask(message, form(**fields)) is None
 
 
 def test_a_credential_in_a_free_text_oneof_title_is_an_ask() -> None:
@@ -664,12 +721,11 @@ def _generated_pieces() -> list[tuple[int, Any, Any]]:
     from truecall.judge import _claims
     from truecall.judge._anchors import _without_lookarounds
 
-    cjk = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
     pieces = []
     for i, (_, piece) in enumerate(_claims._PIECES):
         if piece.hint:
             continue
-        alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 " + "".join(sorted(set(cjk.findall(piece.pattern))))
+        alphabet = "abcdefghijklmnopqrstuvwxyz0123456789 " + "".join(sorted({c for c in piece.pattern if not c.isascii()}))
         pattern = re.compile(_without_lookarounds(piece.pattern).lstrip("^"))
         pieces.append((i, _claims._piece_regex(piece),
                        st.from_regex(pattern, fullmatch=True, alphabet=alphabet).map(lambda s: " ".join(s.split()))))
@@ -694,7 +750,7 @@ def test_every_match_of_a_piece_holds_one_of_its_anchors() -> None:
     if not _GENERATED:
         _GENERATED.extend(_generated_pieces())
 
-    @settings(max_examples=3000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=2000, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(st.data())
     def check(data: st.DataObject) -> None:
         i, (regex, word, _sentence), texts = data.draw(st.sampled_from(_GENERATED), label="piece")

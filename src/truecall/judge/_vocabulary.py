@@ -112,7 +112,7 @@ CLAIMS: tuple[Term, ...] = (
        A, "en", "queued: waiting to run"),
     _t(r"pending" + _NOT_ATTRIBUTIVE + r"|awaiting (approval|review|processing|confirmation|execution)", A, "en", "pending: not done yet"),
     _t(r"(request|order|submission|message|payment|job|task|application|report|instruction|it) "
-       r"(has been |have been |was |is )?received|received (your|the|it|this)|we (have |ve )?received",
+       r"(has been |have been |was |is )?received|(request|order|submission|application|claim) (\S+ ){1,5}received(?= ?[.!;]|$)|received (your|the|it|this)|we (have |ve )?received",
        A, "en", "received: it arrived, nothing says it ran"),
     _t(r"submitted", A, "en", "submitted: handed on, nothing says it ran"),
     _t(r"scheduled|will run|will (be )?(processed|handled|executed|run|completed|done|reviewed|applied|"
@@ -123,7 +123,8 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"ticket (number |no |id |#)?(\S+ )?(has been |was |is )?(created|opened|filed|raised|logged)|"
        r"(created|opened|filed|raised|logged) (a |the |your )?ticket",
        A, "en", "a ticket is a promise that someone will do the work later"),
-    _t(r"we('ll| will| ll) (get back|follow up|process|look into|handle|notify|let you know|email)|"
+    _t(r"(we|they|someone|an agent|the team)('ll| will| ll) (get back|follow up|process|look into|handle|notify|let you know|"
+       r"email|contact|reach out|be in touch)|"
        r"(you will|you ll|you'll) (be notified|receive|get) ", A, "en", "a promise of later work"),
     _t(r"(started|initiated|kicked off|triggered|dispatched)", A, "en",
        "started: the work began, nothing says it ended"),
@@ -145,7 +146,7 @@ CLAIMS: tuple[Term, ...] = (
        r"(will|ll) (review|process|handle|look at|get to) (it|this|your)", A, "en",
        "a promise about later: the work is not done yet"),
     _t(r"(is|are) (now )?with (our|the) (\w+ ){0,2}(team|department|desk|staff|specialists?)|"
-       r"(handed|passed|forwarded|referred|escalated) (over |on )?to|they (usually|normally|typically) (answer|reply|respond)",
+       r"(handed|passed|forwarded|referred|escalated) (over |on )?to|(handed|passed|escalated|referred) (\S+ ){1,4}(over|on|up) to|they (usually|normally|typically) (answer|reply|respond)",
        A, "en", "with our team / handed over to / escalated to: someone else has the work now; nothing says it was done"),
     _t(r"not yet (been )?\w{2,}(ed|en)|not \w{2,}ed yet", A, "en",
        "'acknowledged but not yet processed': taken on, the work still to come",
@@ -181,6 +182,7 @@ CLAIMS: tuple[Term, ...] = (
     # -- English: failed --------------------------------------------------------------------------
     _t(r"failed" + _NOT_ATTRIBUTIVE + r"|failure|fails|failing|^fatal", F, "en", "says the work failed"),
     _t(r"^(\w+ ){1,3}not (" + _EN_DONE + r")(?= ?([.!:;,]|$)| (because|as|since|due))|"
+       r"(but|however) (\w+ ){0,3}(was|were|has been|got|had to be) (cancell?ed|called off|aborted|scrapped|dropped)|"
        r"(wasn|weren|isn|aren|hasn|haven) t (been )?able to|(was|were) not possible", F, "en",
        "'Meeting not created: …', 'I wasn't able to update it': the work did not happen"),
     _t(r"interrupted|(stopped|ended|quit) (halfway|partway|midway|unexpectedly|prematurely)", F, "en",
@@ -201,13 +203,15 @@ CLAIMS: tuple[Term, ...] = (
     # -- Chinese ----------------------------------------------------------------------------------
     _t(r"已受理|受理|已提交|提交成功|已接收|已收到|收到(您|你)的|排队|队列中|加入队列|稍后(处理|执行|完成)|正在(处理|执行|进行)|处理中|"
        r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记|已开始|开始(执行|处理)|正在|进入队列|将在|将于|"
-       r"请耐心等待|预计|稍后|收悉|將於|將在|將會|處理中|辦理中|[一-龥]{2}中(?=[，。！,.!…]|$)|后台|(完成|处理|结束)(之)?后(会|将|再)",
+       r"请耐心等待|预计|稍后|收悉|將於|將在|將會|處理中|辦理中|转交|轉交|移交|转给|排定|排期|排程|待审核|待審核|待审批|待确认|尚未(处理|審核|审核|执行|開始|开始)|[一-龥]{2}中(?=[，。！,.!…]|$)|后台|(完成|处理|结束)(之)?后(会|将|再)",
        A, "zh", "受理/排队/处理中: the work was taken on, not done"),
     _t(r"已完成|完成了|办结|已办理|成功|已创建|已保存|已发送|已删除|已更新|已添加|已写入|已上传|已部署|已取消|已支付|已退款|已关闭|"
        r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[，,。！!.；;]|$)|已(?<![个件条项份笔单台次位名]已)[一-龥]|已经[一-龥]",
        C, "zh", "已…/成功: the effect is said to exist (not after a counter: '3 个已退货' counts things, it reports no work)"),
     _t(r"失败|错误|出错|报错|超时|异常|无法|不能|未能|未成功|没有成功|未完成|被拒绝|拒绝|不可用|找不到|未找到|不存在|崩溃|已过期|已失效",
        F, "zh", "失败/错误/超时: the work failed"),
+    _t(r"(?<!尚)未(创建|建立|保存|发送|删除|更新|添加|提交|生成|执行|上传|部署)|但[^。！]{0,30}(被取消|取消了|已取消|中止|被拒)", F, "zh",
+       "未创建 (not created), 但…被取消 (but … was cancelled): the work did not happen"),
     _t(r"中断|返回 ?5\d\d|状态码 ?5\d\d", F, "zh", "中断 (broke off), a 5xx status returned: the work failed"),
     _t(r"(用户|您)(已)?(取消|关闭)了?(对话框|表单|输入|填写)", F, "zh",
        "用户取消了对话框: the input was not given, so the work was not done"),
@@ -223,6 +227,8 @@ CLAIMS: tuple[Term, ...] = (
        "完了/成功/…しました/終わりました/済みです: the effect is said to exist"),
     _t(r"失敗|エラー|タイムアウト|できませんでした|できません|例外|拒否|見つかりません|利用できません|異常|中断されました|権限がありません|めません",
        F, "ja", "失敗/エラー/タイムアウト: the work failed"),
+    _t(r"されませんでした|できていません|が、[^。]{0,30}(中止|キャンセル|取り消)", F, "ja",
+       "…されませんでした (was not …), …が、…中止 (but … was called off): the work did not happen"),
     _t(r"ユーザーが(入力を)?(キャンセル|拒否)|(ダイアログ|フォーム|入力)(が|は)?キャンセルされました", F, "ja",
        "ユーザーがキャンセル: the input was not given, so the work was not done"),
     # -- Spanish ----------------------------------------------------------------------------------
@@ -230,7 +236,7 @@ CLAIMS: tuple[Term, ...] = (
        r"ejecutad[oa]|revisad[oa])|en proceso|procesando|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)|"
        r"(estamos|estan|esta) (\w+ )?\w+(ando|iendo)|sera (\w+ )?\w+(ad|id)[oa]s?|se (enviara|procesara|realizara|"
        r"ejecutara|completara|publicara|entregara|revisara|aplicara|actualizara|enviaran|procesaran)|"
-       r"en (breve|cuanto)|(derivad[oa]|remitid[oa]|trasladad[oa]|escalad[oa]|reenviad[oa])s? (a|al)", A, "es",
+       r"en (breve|cuanto)|(derivad[oa]|remitid[oa]|trasladad[oa]|escalad[oa]|reenviad[oa])s? (\S+ ){0,4}(a|al)", A, "es",
        "aceptado/en cola/pendiente: taken on, not done"),
     _t(r"completad[oa]|terminad[oa]|finalizad[oa]|con exito|exitosamente|correctamente|hecho|listo|"
        r"(ha sido|fue|han sido|fueron) (cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|borrad[oa]|"
@@ -254,6 +260,8 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"error|errores|fallo|fallid[oa]|ha fallado|fallo al|no se pudo|no fue posible|no es posible|"
        r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
        r"no se (encontro|pudieron|puede|ha podido)|error al|no (he|hemos|ha|han) podido|no (pude|pudimos|pudo)|"
+       r"no se (realizo|creo|guardo|envio|completo|actualizo|elimino|registro|proceso)|"
+       r"pero (\w+ ){0,3}(se cancelo|se suspendio|se anulo|fue cancelad[oa]|fue anulad[oa])|"
        r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
     _t(r"interrumpid[oa]s?|se interrumpio", F, "es", "interrumpido: the work broke off before its end"),
     _t(r"el usuario (cancelo|cerro|rechazo)|(dialogo|formulario) cancelado", F, "es",
@@ -285,6 +293,8 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnten? (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
        "fehlgeschlagen/Fehler: the work failed", compound=True),
+    _t(r"(wurde|wurden|ist|sind) (\w+ ){0,3}nicht (" + _DE_DONE + r")|aber (\w+ ){0,3}(abgesagt|storniert|abgebrochen|gestrichen)",
+       F, "de", "'Ticket wurde nicht erstellt', '… wurde aber abgesagt': the work did not happen"),
     _t(r"abgewiesen|zuruckgewiesen|verweigert", F, "de", "abgewiesen/verweigert: the request was refused, nothing was done"),
     _t(r"(benutzer|nutzer) hat (den dialog |das formular |die eingabe )?(abgebrochen|abgelehnt|geschlossen)|"
        r"(dialog|formular|eingabe) (wurde )?(vom (benutzer|nutzer) )?abgebrochen", F, "de",
@@ -293,7 +303,7 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"acceptee?s?|recue?s?|en file d attente|en attente|mise? en file|sera (traitee?|executee?|envoyee?)|"
        r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)|"
        r"sera (bien |rapidement )?\w+ee?s?|seront (bien )?\w+ee?s?|en (route|chemin|transit)|en cours d acheminement|"
-       r"file d attente|transmise?s? (\w+ ){0,3}(a|au|aux)|pas encore (\w+ )?\w+ee?s?",
+       r"file d attente|transmise?s? (\S+ ){0,4}(a|au|aux)|pas encore (\w+ )?\w+ee?s?",
        A, "fr",
        "acceptée/en file d'attente: taken on, not done"),
     _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
@@ -305,7 +315,8 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"interrompue?s?", F, "fr", "interrompu: the work broke off before its end"),
     _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
-    _t(r"(n a|n ont|n avons|n ai) pas (pu|reussi)|(n est|ne sont) pas partie?s?|(ne peut|ne peuvent|ne pouvait|ne pouvaient|ne pourra) pas etre", F, "fr",
+    _t(r"non (" + _FR_DONE + r")|mais (\w+ ){0,4}(annulee?s?|supprimee?s?|abandonnee?s?)|"
+       r"(n a|n ont|n avons|n ai) pas (pu|reussi)|(n est|ne sont) pas partie?s?|(ne peut|ne peuvent|ne pouvait|ne pouvaient|ne pourra) pas etre", F, "fr",
        "n'a pas pu / ne peut pas être: the work could not be done"),
     _t(r"l utilisateur a (annule|refuse|ferme)|(dialogue|formulaire|saisie) annulee?s? par l utilisateur", F, "fr",
        "l'utilisateur a annulé: the input was not given, so the work was not done"),
@@ -365,6 +376,7 @@ FORMS: tuple[Term, ...] = (
        "a key that unlocks something"),
     _t(r"(wifi|wi fi|wlan|wpa2?|wireless|network|router) (password|passphrase|pass)", CR, "en",
        "a Wi-Fi key"),
+    _t(r"tkn|tok", CR, "en", "as a field's own name: the usual abbreviations of token", scope="name"),
     _t(r"cookie|session (id|token|cookie)|sessionid|session token", CR, "en", "a session cookie or id",
        compound=True),
     _t(r"session|authorization|authorisation|signature|sig", CR, "en",
@@ -384,7 +396,7 @@ FORMS: tuple[Term, ...] = (
        r"bank account|swift code|bic", PA, "en", "bank account details", numeric=True),
     # -- English: recovery ------------------------------------------------------------------------
     _t(r"seed (phrase|words?)|seedphrase|recovery (phrase|seed|words?|sentence)|backup (phrase|seed|words)|"
-       r"mnemonic|wallet (seed|phrase|words|key)|\d\d word (phrase|seed)|secret recovery", RE, "en",
+       r"mnemonic|wallet (seed|phrase|words|key)|\d\d word (phrase|seed)|secret recovery|(12|15|18|21|24) words", RE, "en",
        "a wallet's recovery phrase is the wallet"),
     # -- English: identity ------------------------------------------------------------------------
     _t(r"passport( (number|no|num|nr|id))?|ssn|social security( number)?|social insurance number|sin number|"
@@ -399,7 +411,7 @@ FORMS: tuple[Term, ...] = (
        CR, "zh", "密码/验证码/令牌/密钥: a credential", numeric=True),
     _t(r"卡号|信用卡|银行卡|储蓄卡|借记卡|安全码|cvv|卡.{0,4}有效期|有效期.{0,3}(mm|月)|银行账号|银行账户|账户号码|开户账号",
        PA, "zh", "卡号/信用卡/安全码: payment data", numeric=True),
-    _t(r"助记词|恢复短语|种子短语|恢复词|私钥|钱包短语", RE, "zh", "助记词/私钥: a wallet's recovery secret"),
+    _t(r"助记词|恢复短语|种子短语|恢复词|私钥|钱包短语|(12|15|18|24) ?个(单词|英文单词)", RE, "zh", "助记词/私钥: a wallet's recovery secret"),
     _t(r"备用码|恢复码|恢复密钥", CR, "zh", "备用码/恢复码: a second factor's backup code signs in like a password"),
     _t(r"身份证|护照号|护照号码|纳税人识别号|安全问题|密保问题|密保答案|社会保障号|社保号|母亲的(娘家)?姓", ID, "zh",
        "身份证/护照号/安全问题答案: an identity secret", numeric=True),
@@ -411,49 +423,53 @@ FORMS: tuple[Term, ...] = (
        PA, "ja", "カード番号/セキュリティコード: payment data", numeric=True),
     _t(r"リカバリーコード|バックアップコード|回復キー|回復コード", CR, "ja",
        "リカバリーコード: a second factor's backup code signs in like a password"),
-    _t(r"リカバリーフレーズ|シードフレーズ|ニーモニック|復元フレーズ", RE, "ja",
+    _t(r"リカバリーフレーズ|シードフレーズ|ニーモニック|復元フレーズ|(12|15|18|24) ?(個の)?(単語|英単語)", RE, "ja",
        "シードフレーズ: a wallet's recovery secret"),
-    _t(r"パスポート番号|旅券番号|マイナンバー|個人番号|秘密の質問|母親の旧姓|社会保障番号|運転免許証番号", ID, "ja",
+    _t(r"パスポート番号|旅券番号|免許証の番号|免許証番号|マイナンバー|個人番号|秘密の質問|母親の旧姓|社会保障番号|運転免許証番号", ID, "ja",
        "パスポート番号/秘密の質問: an identity secret", numeric=True),
     # -- Spanish ----------------------------------------------------------------------------------
     _t(r"contrasena|clave de (la )?(acceso|api|seguridad|wifi|wi fi|red|usuario)|(su|tu) clave|codigo (de )?(verificacion|"
        r"seguridad|acceso|confirmacion|autenticacion|un solo uso)|codigo pin|token de (acceso|api)|credenciales|"
-       r"clave secreta|clave privada|llave privada|clave api|codigos? de (respaldo|recuperacion)", CR, "es", "contraseña/código de verificación: a credential",
+       r"clave secreta|clave privada|llave privada|clave api|codigos? de (respaldo|recuperacion)|"
+       r"codigo (\w+ ){0,2}(por sms|por correo|que te (enviamos|hemos enviado|mandamos))|(enviamos|mandamos|enviado) un codigo",
+       CR, "es", "contraseña/código de verificación: a credential",
        numeric=True),
     _t(r"clave", CR, "es", "as a field's own name: a password", scope="name"),
     _t(r"numero (de )?(la )?tarjeta|tarjeta de (credito|debito)|(fecha de )?(caducidad|vencimiento|expiracion) de "
        r"(la |su |tu )?tarjeta|codigo de seguridad de (la |su |tu )?tarjeta|numero de cuenta( bancaria)?|"
        r"cuenta bancaria|clabe|numero de ruta", PA, "es", "tarjeta/cuenta: payment data", numeric=True),
-    _t(r"frase (semilla|de recuperacion|secreta)|semilla|palabras de recuperacion|mnemonica", RE, "es",
+    _t(r"frase (semilla|de recuperacion|secreta)|semilla|palabras de recuperacion|mnemonica|(12|15|18|24) palabras", RE, "es",
        "frase semilla: a wallet's recovery secret"),
     _t(r"(numero de )?pasaporte|pregunta (de seguridad|secreta)|respuesta (secreta|de seguridad)|"
        r"apellido de soltera|numero de (la )?seguridad social|dni|numero de identificacion|nif|"
-       r"numero de identificacion fiscal", ID, "es",
+       r"numero de identificacion fiscal|rfc|curp", ID, "es",
        "pasaporte/pregunta de seguridad: an identity secret", numeric=True),
     # -- German -----------------------------------------------------------------------------------
     _t(r"passwort|kennwort|geheimzahl|zugangsdaten|zugangscode|bestatigungscode|sicherheitscode|einmalcode|"
        r"einmalpasswort|verifizierungscode|anmeldedaten|privater schlussel|geheimer schlussel|api schlussel|"
        r"wlan schlussel|netzwerkschlussel|zugangsschlussel|sitzungs id|wiederherstellungs(schlu?e?ssel|code)|"
-       r"tan (nummer|code)|mtan|smstan|sms tan|pushtan", CR, "de",
+       r"tan (nummer|code)|mtan|smstan|sms tan|pushtan|code (per|via|aus der) sms", CR, "de",
        "Passwort/Kennwort/Bestätigungscode: a credential", compound=True, numeric=True),
     _t(r"kartennummer|kreditkarte|debitkarte|prufnummer|prufziffer|ablaufdatum der karte|gultig bis|kontonummer|"
        r"bankleitzahl|bankverbindung", PA, "de", "Kartennummer/Kreditkarte: payment data", compound=True,
        numeric=True),
-    _t(r"wiederherstellungsphrase|wiederherstellungssatz|seed phrase|mnemonik|wiederherstellungsworter",
+    _t(r"wiederherstellungsphrase|wiederherstellungssatz|seed phrase|mnemonik|wiederherstellungsworter|sicherungsphrase|"
+       r"(12|15|18|24) worter",
        RE, "de", "Wiederherstellungsphrase: a wallet's recovery secret", compound=True),
     _t(r"tan", CR, "de", "as a field's own name: a TAN (a bank's one-time transaction number)", scope="name",
        numeric=True),
-    _t(r"reisepassnummer|passnummer|personalausweisnummer|ausweisnummer|sicherheitsfrage|geburtsname (der|ihrer) "
+    _t(r"reisepassnummer|passnummer|personalausweisnummer|ausweisnummer|ausweisnr|ausweis nr|sicherheitsfrage|geburtsname (der|ihrer) "
        r"mutter|sozialversicherungsnummer|steuer id|steueridentifikationsnummer", ID, "de",
        "Reisepassnummer/Sicherheitsfrage: an identity secret", compound=True, numeric=True),
     # -- French -----------------------------------------------------------------------------------
-    _t(r"mot de pas{1,3}e|mdp|codes? de (secours|recuperation)|code (pin|secret|de verification|de confirmation|de securite|d acces|confidentiel|"
+    _t(r"mot de pas{1,3}e|mdp|codes? de (secours|recuperation)|code (\w+ ){0,2}(recu|envoye) (par|sur|a)|code (\w+ )?par sms|"
+       r"code (pin|secret|de verification|de confirmation|de securite|d acces|confidentiel|"
        r"a usage unique)|cle (api|privee|secrete|d acces|wifi|wi fi|de securite)|jeton( d acces)?|identifiants",
        CR, "fr", "mot de passe/code de vérification: a credential", numeric=True),
     _t(r"numero (de )?(la |votre )?carte|carte (bancaire|de credit|de paiement)|cryptogramme|date d expiration de "
        r"(la |votre )?carte|rib|numero de compte|coordonnees bancaires", PA, "fr",
        "carte bancaire/cryptogramme: payment data", numeric=True),
-    _t(r"phrase (de recuperation|secrete|mnemonique)|mnemonique|phrase de recuperation", RE, "fr",
+    _t(r"phrase (de recuperation|secrete|mnemonique)|mnemonique|phrase de recuperation|(12|15|18|24) mots", RE, "fr",
        "phrase de récupération: a wallet's recovery secret"),
     _t(r"(numero de )?passeport|question (secrete|de securite)|reponse (secrete|a la question)|"
        r"nom de jeune fille|numero de securite sociale|numero fiscal", ID, "fr",
@@ -494,8 +510,10 @@ ABOUT_BEFORE: dict[str, tuple[str, ...]] = {
            "performance", "how many", "max", "maximum", "min", "minimum", "secret santa", "forgot", "forgotten",
            "reset", "strong", "weak", "accept", "allow", "block", "essential", "necessary", "preference", "name this",
            "name the", "name your", "rename", "rename the", "rename this"),
-    "es": ("politica de", "requisitos de", "longitud de", "cantidad de", "numero de tokens"),
-    "fr": ("politique de", "longueur du", "longueur de", "nombre de", "exigences de"),
+    "es": ("politica de", "requisitos de", "longitud de", "cantidad de", "numero de tokens", "longitud minima",
+           "longitud maxima", "nombre del", "nombre de la"),
+    "fr": ("politique de", "longueur du", "longueur de", "nombre de", "exigences de", "nom", "nom du", "nom de la",
+           "longueur minimale", "longueur maximale"),
     "de": ("anzahl der", "lange des", "lange der"),
 }
 
@@ -574,12 +592,14 @@ DATA_INTROS: dict[str, tuple[str, ...]] = {
     "en": ("contents of", "content of", "content", "contents", "here is", "here are", "observations", "observation",
            "entities", "relations", "file", "notes", "found", "search results", "matches", "stdout", "stderr", "log",
            "logs", "body", "response body", "page", "excerpt", "quote", "text of", "stored", "memory", "graph",
-           "echo", "usage", "note", "history", "search result", "query result", "query results", "task list"),
-    "zh": ("内容", "文件内容", "笔记", "日志", "查询结果", "搜索结果", "历史记录", "备忘"),
-    "ja": ("ファイルの内容", "内容", "メモ", "履歴", "検索結果", "ログ"),
-    "es": ("contenido", "historial", "resultados", "extracto", "nota"),
-    "de": ("inhalt", "notiz", "logauszug", "protokoll", "verlauf", "aufgabenliste", "suchergebnisse", "auszug"),
-    "fr": ("contenu", "journal", "extrait", "historique", "résultats", "resultats"),
+           "echo", "usage", "note", "history", "search result", "query result", "query results", "task list", "tasks",
+           "documentation", "docs", "status history"),
+    "zh": ("内容", "文件内容", "笔记", "日志", "查询结果", "搜索结果", "历史", "备忘", "列表", "一览", "文档"),
+    "ja": ("ファイルの内容", "内容", "メモ", "履歴", "検索結果", "ログ", "一覧", "ドキュメント"),
+    "es": ("contenido", "historial", "resultados", "extracto", "nota", "tareas", "documentación", "documentacion"),
+    "de": ("inhalt", "notiz", "logauszug", "protokoll", "verlauf", "aufgabenliste", "suchergebnisse", "auszug",
+           "aufgaben", "dokumentation"),
+    "fr": ("contenu", "journal", "extrait", "historique", "résultats", "resultats", "tâches", "taches"),
 }
 
 #: What introduces advice ("Tip: failed uploads can be retried"): what follows is a general hint, not
