@@ -463,7 +463,7 @@ _DATA_LINE = re.compile(
     r"\d{4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d|\[?\d\d:\d\d:\d\d|\[(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL)\])|\t|    |"
     # a line of code, a config assignment, a CSV header, a mail header
     r"(?:def|class|import|from|function|const|let|var|public|private|package|async def|return)\s+\w|"
-    r"[\w.-]+\s?=\s?\S|(?![^\n]*[。！？])[^,\s]+(?:,(?!\d{3}(?!\d))[^,\s]*)+$|(?:From|To|Cc|Subject|Date|Reply-To):\s")
+    r"[\w.-]+\s?=\s?\S|[^,\s]+(?:,(?!\d{3}(?!\d))[^,\s]*)+$|(?:From|To|Cc|Subject|Date|Reply-To):\s")
 #: Quoted content (it is what something says, not what the server claims), paths, URLs and file names.
 _QUOTED = re.compile(  # every branch starts with its quote character: the engine skips to those
     r"\"[^\"\n]{0,400}\"|\u201c[^\u201d\n]{0,400}\u201d|\u2018[^\u2019\n]{0,400}\u2019|«[^»\n]{0,400}»|"
