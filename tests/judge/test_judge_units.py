@@ -330,6 +330,14 @@ def test_a_name_or_length_of_a_credential_is_a_topic(message: str, fields: dict[
     assert credential_ask(message, form(**fields)) is None
 
 
+@pytest.mark.parametrize("name,asks", [
+    ("admin_pw", True), ("adminPassword", True),  # "admin" ends in "min", a topic word only when whole
+    ("min_password_length", False), ("password_policy", False), ("token_count", False),
+])
+def test_topic_words_are_whole_words(name: str, asks: bool) -> None:
+    assert (credential_ask("Router settings", form(**{name: {"type": "string"}})) is not None) is asks
+
+
 def test_a_credential_in_a_free_text_oneof_title_is_an_ask() -> None:
     schema = form(answer={"type": "string", "oneOf": [{"type": "string", "title": "Your online banking password"}]})
     ask = credential_ask("One more thing", schema)
