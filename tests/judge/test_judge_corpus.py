@@ -88,6 +88,11 @@ def test_every_adversarial_spelling_is_caught(case: dict) -> None:
 # someone who had not read the rules, were committed and first measured after that change.  Six
 # forms-3 labels were made "credential" by the same convention as forms batch 2's (with the author's:
 # credential P 63.6 / R 77.8, recovery P 100 / R 33.3).
+#
+# The rules then learnt what batch 6 and forms batch 3 missed (contrasts that undo a plan, negated
+# completions, hand-ons; SMS codes, word counts of a recovery phrase); a seventh claims batch and a
+# fourth forms batch (told the convention: a second factor's backup codes are credentials), written
+# meanwhile without the rules, were committed and first measured after that change.
 
 #: (precision, recall) per class as first measured (the commit messages of each batch).
 HELD_OUT_FIRST = {
@@ -97,19 +102,22 @@ HELD_OUT_FIRST = {
     "claims4": {"accepted": (1.0, 0.722), "completed": (0.833, 0.833), "failed": (1.0, 0.833)},
     "claims5": {"accepted": (0.846, 0.611), "completed": (0.710, 0.750), "failed": (0.828, 0.805)},
     "claims6": {"accepted": (0.870, 0.750), "completed": (0.729, 0.972), "failed": (1.0, 0.722)},
+    "claims7": {"accepted": (0.909, 0.833), "completed": (0.9, 0.75), "failed": (0.970, 0.916)},
     "forms": {"credential": (1.0, 0.923), "payment": (1.0, 1.0), "recovery": (1.0, 1.0), "identity": (1.0, 1.0)},
     "forms2": {"credential": (1.0, 0.708), "payment": (1.0, 1.0), "recovery": (0.833, 0.833), "identity": (1.0, 0.833)},
     "forms3": {"credential": (0.909, 0.833), "payment": (1.0, 1.0), "recovery": (1.0, 0.666), "identity": (1.0, 0.75)},
+    "forms4": {"credential": (0.944, 0.944), "payment": (1.0, 1.0), "recovery": (1.0, 0.916), "identity": (1.0, 0.833)},
 }
 HELD_OUT = {"claims": load("claims_heldout.jsonl"), "claims2": load("claims_heldout2.jsonl"),
             "claims3": load("claims_heldout3.jsonl"), "claims4": load("claims_heldout4.jsonl"),
             "claims5": load("claims_heldout5.jsonl"), "claims6": load("claims_heldout6.jsonl"),
+            "claims7": load("claims_heldout7.jsonl"),
             "forms": load("forms_heldout.jsonl"), "forms2": load("forms_heldout2.jsonl"),
-            "forms3": load("forms_heldout3.jsonl")}
+            "forms3": load("forms_heldout3.jsonl"), "forms4": load("forms_heldout4.jsonl")}
 
 
-@pytest.mark.parametrize("corpus", ["claims", "claims2", "claims3", "claims4", "claims5", "claims6", "forms", "forms2",
-                                    "forms3"])
+@pytest.mark.parametrize("corpus", ["claims", "claims2", "claims3", "claims4", "claims5", "claims6", "claims7",
+                                    "forms", "forms2", "forms3", "forms4"])
 def test_held_out_batch(corpus: str) -> None:
     cases = HELD_OUT[corpus]
     judge, show = (form_label, _show_form) if corpus.startswith("forms") else (claim_label, _show_claim)
