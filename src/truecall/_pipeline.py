@@ -386,6 +386,9 @@ def settle(server: "Server", outcome: Outcome, principal: Principal, tool: Tool,
     if isinstance(outcome, Accepted):
         events.record("task.created", tool=tool.name, tenant=principal.tenant, subject=principal.subject,
                       outcome="accepted", taskId=outcome.task.task_id, arguments=arguments, **_request_ref(request_id))
+        # The request is settled; the work goes on as the task's (this runs in the work's asyncio task),
+        # and what it records when it ends (tool.called, …) is the task's, not a second answer to the request.
+        events.detach()
         return outcome.task
     if isinstance(outcome, Cancelled):
         events.record("tool.cancelled", tool=tool.name, tenant=principal.tenant, subject=principal.subject,

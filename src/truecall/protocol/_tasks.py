@@ -143,6 +143,8 @@ class TaskMethods:
 
     async def _relay_question(self, ctx: RequestContext, session: Session, outbox: Outbox, task_id: str, key: str,
                               request: dict[str, Any]) -> None:
+        # (its own asyncio task: the answer it records, task.input, is the task's, not the tasks/result request's)
+        self.server.events.detach()
         params = dict(request.get("params") or {})
         params["_meta"] = {**(params.get("_meta") or {}), RELATED_TASK: {"taskId": task_id}}
         try:
