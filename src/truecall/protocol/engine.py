@@ -422,11 +422,6 @@ class Engine:
             task_mode = "core"
             ttl = params["task"].get("ttl")
             ttl_ms = min(int(ttl), 7 * 24 * 3600 * 1000) if isinstance(ttl, int) and ttl > 0 else None
-            tool = self.server.registry.tools.get(name)
-            if tool is not None and tool.task_support == "forbidden" and tool.scopes <= ctx.principal.scopes:
-                # 2025-11-25: a client MUST NOT call such a tool as a task; the server SHOULD say -32601
-                # (run as a plain call, the answer would not be the CreateTaskResult that was asked for).
-                raise MethodNotFound("This tool does not run as a task (execution.taskSupport is forbidden)")
         try:
             result = await self.server.acall_tool(ctx.principal, name, arguments, peer=peer, request_id=ctx.id,
                                                   meta=ctx.meta, client=client if isinstance(client, str) else None,
