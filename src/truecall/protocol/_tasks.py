@@ -169,17 +169,4 @@ class TaskMethods:
         """2025-11-25: a call asked for as a task but answered at once (invalid arguments, a rate
         limit, a tool that never accepted its work) still gets a task, already finished with that
         result, so that ``tasks/result`` returns exactly what the plain call would have."""
-        tasks = self.server.tasks
-
-        def store() -> Task:  # (off the event loop on a server database)
-            return tasks.complete(tasks.create(owner=ctx.principal, tool=tool, ttl_ms=ttl_ms,
-                                               request={"tool": tool, "era": "core"}).task_id, result)
-
-        task: Task = await self._read(store)
-        error = (result.get("structuredContent") or {}).get("error") if result.get("isError") else None
-        self.server.events.record("task.completed", tool=tool, tenant=ctx.principal.tenant,
-                                  subject=ctx.principal.subject, taskId=task.task_id, settledAtOnce=True,
-                                  outcome=(error.get("kind", "error") if isinstance(error, dict) else "error")
-                                  if result.get("isError") else "ok")
-        self.server.changes.publish("task", task.task_id)
-        return task
+        return await self.server.task_runtime.complete_at_once(ctx.principal, tool, ttl_ms, result)
