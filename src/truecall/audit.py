@@ -89,18 +89,21 @@ class DuplicateFinalRecord(AssertionError):
 
 
 class Ledger:
-    """One request's account with the trail (:meth:`AuditLog.begin` opens it; it lives in the
-    request's asyncio context): how many records were made when it began (for :meth:`AuditLog.durable`)
-    and the final record it has (``final``: its kind; ``None``: none yet).  A second final record
-    is refused loudly (:class:`DuplicateFinalRecord`)."""
+    """One request's account with the trail, opened by :meth:`AuditLog.begin` in the request's asyncio
+    context: its log, how many records were made when it began (for :meth:`AuditLog.durable`), the
+    kind of its final record (``final``; ``None``: none yet) and whether it is still being served
+    (``serving``: ``False`` once answered — what the tasks it started record later is theirs).  A
+    second final record is refused loudly (:class:`DuplicateFinalRecord`).
+
+    The engine's :class:`~truecall.protocol.RequestContext` is one (the object a request has anyway:
+    a ledger of its own would be one more allocation on every call)."""
 
     __slots__ = ("log", "made", "final", "serving")
 
-    def __init__(self, log: "AuditLog", made: int) -> None:
-        self.log, self.made = log, made
-        self.final: str | None = None
-        #: ``False`` once the request is answered: what the tasks it started record later is theirs.
-        self.serving = True
+    log: "AuditLog"
+    made: int
+    final: str | None
+    serving: bool
 
 
 #: The ledger of the request the running asyncio task serves (``None``: none, or work that outlives
@@ -172,6 +175,9 @@ class AuditLog:
     #: ``fn(tool name) -> declared argument names`` (``None``: unknown tool); the server sets it.
     #: Keys a tool does not declare are recorded as ``[undeclared]``, like the field column.
     declared_fields: Callable[[str], frozenset[str] | None] = staticmethod(_nothing_declared)
+    #: A second final record for one request raises :class:`DuplicateFinalRecord` instead of being
+    #: logged as an error (``TRUECALL_AUDIT_STRICT=1``; the test suite sets it).
+    strict: bool = os.environ.get("TRUECALL_AUDIT_STRICT", "").strip() == "1"
 
     def __init__(self, db: Storage, *, key: bytes | None = None, enabled: bool = True,
                  journal: bool | None = None, retain: Retention | str | None = None,
@@ -260,8 +266,9 @@ class AuditLog:
         """The trail says what retention let go (from the sweep's thread: a direct insert)."""
         self.record("audit.retention", outcome="ok", dropped=dropped, exported=exported is not None)
 
-    def begin(self) -> Ledger:
-        """Open the ledger of one request in the current asyncio task (the engine does, per request).
+    def begin(self, ledger: Ledger | None = None) -> Ledger:
+        """Open ``ledger`` (a new one if ``None``) for one request in the current asyncio task (the
+        engine does, per request, with its request's context) and return it.
 
         :meth:`durable` in the same task then also raises when a commit that failed *earlier*
         held a record made since: without the mark, a request whose record was in a failed
@@ -269,7 +276,9 @@ class AuditLog:
         and be acknowledged without its record.  Records of the :data:`FINAL_KINDS` made in this
         task (and the tasks it starts) count as the request's: one is allowed.
         """
-        ledger = Ledger(self, self._made)
+        if ledger is None:
+            ledger = Ledger()
+        ledger.log, ledger.made, ledger.final, ledger.serving = self, self._made, None, True
         _LEDGER.set(ledger)
         return ledger
 
@@ -291,10 +300,6 @@ class AuditLog:
                 raise DuplicateFinalRecord(message)
             log.error("%s (recorded anyway)", message)
         ledger.final = kind
-
-    #: A second final record for one request raises :class:`DuplicateFinalRecord` instead of being
-    #: logged (``TRUECALL_AUDIT_STRICT=1``; the test suite sets it).
-    strict = os.environ.get("TRUECALL_AUDIT_STRICT", "").strip() == "1"
 
     async def durable(self) -> None:
         """Return once every record made so far is committed.

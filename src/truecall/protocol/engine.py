@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable
 
-from ..audit import AuditUnavailable, DuplicateFinalRecord, Ledger
+from ..audit import AuditUnavailable, DuplicateFinalRecord
 from ..auth import Principal
 from ..context import InputRequired
 from ..errors import (
@@ -270,31 +270,30 @@ class Engine:
             return None, 202
         if not self._started:
             raise EngineNotStarted("Engine.start() was not called (the transports and `truecall serve` call it)")
-        # The request's ledger: release() covers every record made from here on, and it holds the
-        # request's one final record (audit.FINAL_KINDS) — made by whoever settled the outcome (the
-        # tool pipeline, a resource's or prompt's read, a task method), else by _settle_error here.
-        ledger = self.server.events.begin()
+        # The request's context is its audit ledger: release() covers every record made from here on,
+        # and it holds the request's one final record (audit.FINAL_KINDS) — made by whoever settled the
+        # outcome (the tool pipeline, a resource's or prompt's read, a task method), else by _failed here.
         ctx = RequestContext(message, principal, session, outbox)
+        self.server.events.begin(ctx)
         try:
             result = await self._serve(ctx, modern_hint)
         except _HandlerFailed as failed:
-            return self._failed(ctx, ledger, failed.error, failed.kind)
+            return self._failed(ctx, failed.error, failed.kind)
         except ProtocolError as exc:
-            return self._failed(ctx, ledger, exc, "rpc.error")
+            return self._failed(ctx, exc, "rpc.error")
         except DuplicateFinalRecord:
             raise
         except Exception:
             # Outside any handler (a session's state, housekeeping), e.g. the database failed:
             # a JSON-RPC error like any other, never an exception out of the engine (a bare 500).
-            return self._failed(ctx, ledger, InternalError(), "rpc.error")
+            return self._failed(ctx, InternalError(), "rpc.error")
         finally:
-            ledger.serving = False  # what is recorded later (a task's work) is not this request's
+            ctx.serving = False  # what is recorded later (a task's work) is not this request's
         return jsonrpc.result_message(message.id, result), 200
 
-    def _failed(self, ctx: RequestContext, ledger: Ledger, exc: ProtocolError,
-                kind: str) -> tuple[dict[str, Any], int]:
+    def _failed(self, ctx: RequestContext, exc: ProtocolError, kind: str) -> tuple[dict[str, Any], int]:
         """The error answer to a request, and its HTTP status; its final record unless one was made."""
-        if ledger.final is None:  # nothing below settled it: the error is the request's outcome
+        if ctx.final is None:  # nothing below settled it: the error is the request's outcome
             self._settle_error(ctx, exc, kind)
         status = exc.http_status if (ctx.features.stateless or exc.http_status in (401, 403)) else 200
         return jsonrpc.error_message(ctx.id, exc), status

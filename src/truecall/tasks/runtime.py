@@ -27,6 +27,7 @@ Questions asked after acceptance go into the task (``input_required`` with
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import secrets
 import socket
@@ -460,7 +461,8 @@ class TaskRuntime:
 
     def _ensure_heartbeat(self) -> None:
         if self._heartbeat is None or self._heartbeat.done():
-            self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+            # (a context of its own: it outlives the request that started it, and keeps nothing of it)
+            self._heartbeat = asyncio.get_running_loop().create_task(self._beat(), context=contextvars.Context())
 
     async def _beat(self) -> None:
         ticks = 0
