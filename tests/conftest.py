@@ -24,11 +24,17 @@ from typing import Any, Callable
 
 import pytest
 
-from truecall import Principal, Server, StaticTokens
-from truecall.incidents import DEMO_TOKENS, build_desk
+# One request, one final audit record: a second one fails the test that made it (here and in every
+# server process a test starts, which inherits the environment) instead of being logged.
+os.environ["TRUECALL_AUDIT_STRICT"] = "1"
 
-import _seeds
-from _paths import ROOT
+from truecall import Principal, Server, StaticTokens  # noqa: E402
+from truecall.audit import AuditLog  # noqa: E402
+from truecall.incidents import DEMO_TOKENS, build_desk  # noqa: E402
+import _seeds  # noqa: E402
+from _paths import ROOT  # noqa: E402
+
+AuditLog.strict = True  # (if truecall was imported before this file set the environment)
 
 
 def outside_the_repository(path: "str | bytes | os.PathLike[Any]") -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import tempfile
 import time
@@ -475,3 +476,43 @@ def test_a_call_record_of_arguments_that_are_not_an_object_has_no_keys_after_cac
     keys = [orjson.loads(r[6])["argKeys"] for r in rows]
     assert keys == [["service"], [], [], [], ["service"]]
     assert rows[0][1:] == rows[-1][1:]
+
+
+# -- one request, one final record (the wire: test_audit_one_record.py) --------------------------
+
+def test_a_second_final_record_is_a_loud_error(log: AuditLog, monkeypatch: pytest.MonkeyPatch,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    from truecall.audit import DuplicateFinalRecord
+
+    async def request() -> object:
+        ledger = log.begin()
+        log.record("tool.form_refused", tool="t", outcome="refused")  # not final: beside the final one
+        log.record_call("tool.called", "t", "acme", "alice", "ok", {}, 1.0, None, 7)
+        assert ledger.final == "tool.called"
+        log.record("task.completed", taskId="x", outcome="ok")  # a task's own record: not the request's
+        with pytest.raises(DuplicateFinalRecord, match="rpc.error after tool.called"):
+            log.record("rpc.error", method="tools/call", outcome="-32603")
+        monkeypatch.setattr(type(log), "strict", False)  # in production: logged, and recorded anyway
+        log.record("rpc.error", method="tools/call", outcome="-32603")
+        ledger.serving = False  # answered: later records (a task's work) are not the request's
+        log.record("tool.called", tool="t", outcome="ok")
+        return ledger
+
+    asyncio.run(request())
+    assert [r.kind for r in log.query()] == ["tool.called", "rpc.error", "task.completed", "tool.called",
+                                             "tool.form_refused"]
+    assert [r.message for r in caplog.records if r.levelname == "ERROR"] == \
+        ["a second final audit record for one request: rpc.error after tool.called (recorded anyway)"]
+
+
+def test_records_outside_a_request_are_nobody_s(log: AuditLog) -> None:
+    async def detached() -> None:
+        log.begin()
+        log.record("task.created", taskId="x", outcome="accepted")
+        log.detach()  # the work goes on as the task's
+        log.record("tool.called", tool="t", outcome="ok")
+
+    asyncio.run(detached())
+    log.record("tool.called", tool="t", outcome="ok")  # no request at all
+    log.record("tool.called", tool="t", outcome="ok")
+    assert len(log.query()) == 4

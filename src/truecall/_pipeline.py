@@ -34,7 +34,8 @@ from ._wire_check import tool_result_problems
 from .auth import Principal
 from .context import (NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer,
                       QuestionChanged, ToolContext)
-from .errors import AccessDenied, InsufficientScope, ProtocolError, TaskRequired, TenantMismatch, UnknownTool
+from .errors import (AccessDenied, InsufficientScope, MethodNotFound, ProtocolError, TaskRequired, TenantMismatch,
+                     UnknownTool)
 from .forms import FormError, refused_result
 from .redact import redact_free_text, redact_text
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolError, ToolResult, tool_error
@@ -214,8 +215,9 @@ def authenticate(server: "Server", token: str | None, *, tool: str | None = None
 
 
 def admit(server: "Server", principal: Principal, name: str, tenant: str | None, task_mode: str | None) -> Tool:
-    """Tenant, existence and scope checks, in an order that leaks nothing; then whether the
-    caller can take the task a ``task_support="required"`` tool answers with.  A refusal is
+    """Tenant, existence and scope checks, in an order that leaks nothing; then task support: whether
+    the caller can take the task a ``task_support="required"`` tool answers with, and that a
+    ``"forbidden"`` one is not asked for as a 2025-11-25 task.  A refusal is
     settled (:func:`refuse`: recorded, then raised) here, so the way on carries no check."""
     if tenant is not None and tenant != principal.tenant:
         refuse(server, Denied(TenantMismatch(), "tenant_mismatch", principal, name))
@@ -225,8 +227,14 @@ def admit(server: "Server", principal: Principal, name: str, tenant: str | None,
     if not tool.scopes <= principal.scopes:
         refuse(server, Denied(InsufficientScope(tool.scopes - principal.scopes), "insufficient_scope", principal,
                               name))
-    if task_mode is None and tool.task_support == "required":
-        refuse(server, Denied(TaskRequired(), "task_required", principal, name))
+    if task_mode is None:
+        if tool.task_support == "required":
+            refuse(server, Denied(TaskRequired(), "task_required", principal, name))
+    elif task_mode == "core" and tool.task_support == "forbidden":
+        # 2025-11-25: a client MUST NOT call such a tool as a task; the server SHOULD say -32601
+        # (run as a plain call, the answer would not be the CreateTaskResult that was asked for).
+        refuse(server, Denied(MethodNotFound("This tool does not run as a task (execution.taskSupport is "
+                                                 "forbidden)"), "task_forbidden", principal, name))
     return tool
 
 
@@ -386,6 +394,9 @@ def settle(server: "Server", outcome: Outcome, principal: Principal, tool: Tool,
     if isinstance(outcome, Accepted):
         events.record("task.created", tool=tool.name, tenant=principal.tenant, subject=principal.subject,
                       outcome="accepted", taskId=outcome.task.task_id, arguments=arguments, **_request_ref(request_id))
+        # The request is settled; the work goes on as the task's (this runs in the work's asyncio task),
+        # and what it records when it ends (tool.called, …) is the task's, not a second answer to the request.
+        events.detach()
         return outcome.task
     if isinstance(outcome, Cancelled):
         events.record("tool.cancelled", tool=tool.name, tenant=principal.tenant, subject=principal.subject,

@@ -31,7 +31,8 @@ from .storage import Storage
 
 log = logging.getLogger("truecall.audit")
 
-__all__ = ["AuditLog", "AuditRecord", "AuditUnavailable", "TrailUnavailable", "AUDIT_MIGRATIONS", "MAX_RETAINED"]
+__all__ = ["AuditLog", "AuditRecord", "AuditUnavailable", "TrailUnavailable", "AUDIT_MIGRATIONS", "MAX_RETAINED",
+           "FINAL_KINDS", "Ledger", "DuplicateFinalRecord"]
 
 #: Records whose commit failed are kept and written with the next batch, up to this many;
 #: beyond it the oldest are dropped and an ``audit.dropped`` record says how many.
@@ -67,9 +68,47 @@ class TrailUnavailable(ServiceUnavailable):
         return cls(f"Service unavailable: {why}. Nothing was done; retry it later.", data={"retryable": True})
 
 
-#: (log, records made when the current request began) for the running asyncio task; see :meth:`AuditLog.begin`.
-_REQUEST_MARK: contextvars.ContextVar[tuple[int, int] | None] = contextvars.ContextVar("truecall_audit_mark",
-                                                                                     default=None)
+#: The kinds that settle a request: a request the engine serves leaves at most one record of these
+#: kinds — exactly one when it fails, is refused, or acts (calls a tool, reads a resource, gets a
+#: prompt, answers or cancels a task); a request that only reads a listing (``tools/list``, ``ping``,
+#: ``tasks/get``, a completion answered) leaves none.  Every other kind is *non-final*: recorded beside
+#: a request's final record (``tool.form_refused`` before its ``tool.called``, an app's own kinds) or by
+#: no request at all (a task's own settlement — ``task.completed``, ``task.failed``, … —, ``audit.*``).
+FINAL_KINDS = frozenset({
+    "tool.called", "tool.failed", "tool.rejected", "tool.rate_limited", "tool.cancelled", "tool.denied",
+    "tool.refused", "task.created", "auth.denied",
+    "resource.read", "resource.denied", "prompt.get", "prompt.denied",
+    "task.input", "task.cancel_requested",
+    "rpc.error", "protocol.internal_error", "protocol.unavailable",
+})
+
+
+class DuplicateFinalRecord(AssertionError):
+    """A second final record for one request: a bug in whatever recorded it (raised when
+    :attr:`AuditLog.strict`, as the test suite runs; logged as an error otherwise)."""
+
+
+class Ledger:
+    """One request's account with the trail, opened by :meth:`AuditLog.begin` in the request's asyncio
+    context: its log, how many records were made when it began (for :meth:`AuditLog.durable`), the
+    kind of its final record (``final``; ``None``: none yet) and whether it is still being served
+    (``serving``: ``False`` once answered — what the tasks it started record later is theirs).  A
+    second final record is refused loudly (:class:`DuplicateFinalRecord`).
+
+    The engine's :class:`~truecall.protocol.RequestContext` is one (the object a request has anyway:
+    a ledger of its own would be one more allocation on every call)."""
+
+    __slots__ = ("log", "made", "final", "serving")
+
+    log: "AuditLog"
+    made: int
+    final: str | None
+    serving: bool
+
+
+#: The ledger of the request the running asyncio task serves (``None``: none, or work that outlives
+#: its request, such as a task's; see :meth:`AuditLog.begin` and :meth:`AuditLog.detach`).
+_LEDGER: contextvars.ContextVar[Ledger | None] = contextvars.ContextVar("truecall_audit_ledger", default=None)
 
 AUDIT_MIGRATIONS = [
     (
@@ -136,6 +175,9 @@ class AuditLog:
     #: ``fn(tool name) -> declared argument names`` (``None``: unknown tool); the server sets it.
     #: Keys a tool does not declare are recorded as ``[undeclared]``, like the field column.
     declared_fields: Callable[[str], frozenset[str] | None] = staticmethod(_nothing_declared)
+    #: A second final record for one request raises :class:`DuplicateFinalRecord` instead of being
+    #: logged as an error (``TRUECALL_AUDIT_STRICT=1``; the test suite sets it).
+    strict: bool = os.environ.get("TRUECALL_AUDIT_STRICT", "").strip() == "1"
 
     def __init__(self, db: Storage, *, key: bytes | None = None, enabled: bool = True,
                  journal: bool | None = None, retain: Retention | str | None = None,
@@ -224,15 +266,40 @@ class AuditLog:
         """The trail says what retention let go (from the sweep's thread: a direct insert)."""
         self.record("audit.retention", outcome="ok", dropped=dropped, exported=exported is not None)
 
-    def begin(self) -> None:
-        """Mark the start of one request in the current asyncio task (the engine does, per request).
+    def begin(self, ledger: Ledger | None = None) -> Ledger:
+        """Open ``ledger`` (a new one if ``None``) for one request in the current asyncio task (the
+        engine does, per request, with its request's context) and return it.
 
         :meth:`durable` in the same task then also raises when a commit that failed *earlier*
         held a record made since: without the mark, a request whose record was in a failed
         batch, and which awaited something else before answering, would find nothing pending
-        and be acknowledged without its record.
+        and be acknowledged without its record.  Records of the :data:`FINAL_KINDS` made in this
+        task (and the tasks it starts) count as the request's: one is allowed.
         """
-        _REQUEST_MARK.set((id(self), self._made))
+        if ledger is None:
+            ledger = Ledger()
+        ledger.log, ledger.made, ledger.final, ledger.serving = self, self._made, None, True
+        _LEDGER.set(ledger)
+        return ledger
+
+    @staticmethod
+    def detach() -> None:
+        """The work running in the current asyncio task no longer serves a request (a call that
+        went on as a task after its ``task.created``; a question relayed for a task): what it
+        records later is its own, not the request's."""
+        _LEDGER.set(None)
+
+    def _settles(self, kind: str) -> None:
+        """``kind`` (one of the :data:`FINAL_KINDS`) is recorded: the current request's final record."""
+        ledger = _LEDGER.get()
+        if ledger is None or ledger.log is not self or not ledger.serving:
+            return
+        if ledger.final is not None:
+            message = f"a second final audit record for one request: {kind} after {ledger.final}"
+            if self.strict:
+                raise DuplicateFinalRecord(message)
+            log.error("%s (recorded anyway)", message)
+        ledger.final = kind
 
     async def durable(self) -> None:
         """Return once every record made so far is committed.
@@ -244,8 +311,8 @@ class AuditLog:
             await asyncio.shield(self._flushing)
         if self._writing is not None:  # (a batch handed to the writer thread: see _flush_soon)
             await asyncio.shield(self._writing)
-        mark = _REQUEST_MARK.get()
-        if mark is not None and mark[0] == id(self) and self._last_failed > mark[1]:
+        ledger = _LEDGER.get()
+        if ledger is not None and ledger.log is self and self._last_failed > ledger.made:
             raise AuditUnavailable("an audit record made during this request could not be committed")
 
     def flush(self) -> None:
@@ -480,6 +547,7 @@ class AuditLog:
         again (up to :data:`MAX_RETAINED`, then counted in ``audit.dropped``).  It is held, not tried
         now: every write fails meanwhile, and a record that failed would turn this answer — nothing
         was done — into "may not have completed" (:meth:`durable` raises for a failed record)."""
+        self._settles("tool.refused")
         self._refused += 1
         fields: dict[str, Any] = {"tool": tool if isinstance(tool, str) else str(tool)[:128], "tenant": tenant,
                                   "subject": subject, "outcome": "unavailable", "reason": "audit_unavailable"}
@@ -512,6 +580,8 @@ class AuditLog:
         ``arguments=`` is kept as a fingerprint; its keys are checked against ``argument_names=``
         when given (e.g. the questions a task asked), else against the ``tool=``'s declared names.
         """
+        if kind in FINAL_KINDS:
+            self._settles(kind)
         if not self.enabled:
             return
         arguments = fields.pop("arguments", _MISSING)
@@ -534,7 +604,13 @@ class AuditLog:
         The (redacted) columns are the same for every call of one tool by one caller with one
         outcome: they are made once (:func:`_head`), with their part of the journal line, and
         looked up after that.  Served (on the loop, journal open, nothing retained before it),
-        the record goes straight to the journal: :meth:`_commit` and :meth:`_journal_one` inline."""
+        the record goes straight to the journal: :meth:`_commit` and :meth:`_journal_one` inline.
+        ``kind`` is one of the :data:`FINAL_KINDS`: the current request's final record."""
+        ledger = _LEDGER.get()  # (_settles, inline)
+        if ledger is not None and ledger.log is self and ledger.serving:
+            if ledger.final is not None:
+                self._settles(kind)
+            ledger.final = kind
         if not self.enabled:
             return
         try:

@@ -413,9 +413,7 @@ class Server:
         return contents
 
     async def get_prompt(self, principal: Principal, name: str, arguments: Any, *, peer: Peer = NO_PEER) -> dict[str, Any]:
-        prompt = self.registry.prompts.get(name) if isinstance(name, str) else None
-        if prompt is None or not prompt.scopes <= principal.scopes:
-            raise InvalidParams(f"Unknown prompt: {str(name)[:128]}")
+        prompt = self._prompt_for(principal, name, f"Unknown prompt: {str(name)[:128]}")
         arguments = arguments or {}
         if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
             raise InvalidParams("prompt arguments must be an object of strings")
@@ -441,6 +439,18 @@ class Server:
                            prompt=name)
         return result
 
+    def _prompt_for(self, principal: Principal, name: Any, said: str) -> Prompt:
+        """The prompt ``name`` for ``principal``.  Unknown and forbidden are answered alike
+        (:class:`InvalidParams` saying ``said``) and recorded (``prompt.denied``; the reason tells
+        them apart for the operator)."""
+        prompt = self.registry.prompts.get(name) if isinstance(name, str) else None
+        if prompt is None or not prompt.scopes <= principal.scopes:
+            self.events.record("prompt.denied", tenant=principal.tenant, subject=principal.subject, outcome="denied",
+                               reason="unknown_prompt" if prompt is None else "insufficient_scope",
+                               prompt=str(name)[:128])
+            raise InvalidParams(said)
+        return prompt
+
     def completion(self) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register one completion handler for every prompt argument and template variable
         (``@mcp.completion()``, the SDK's way): ``fn(ref, argument, context)`` returning a
@@ -461,14 +471,10 @@ class Server:
             from ._fastmcp import complete_with
 
             if ref.get("type") == "ref/prompt":
-                prompt = self.registry.prompts.get(ref.get("name"))  # type: ignore[arg-type]
-                if prompt is None or not prompt.scopes <= principal.scopes:
-                    raise InvalidParams("Unknown prompt")
+                self._prompt_for(principal, ref.get("name"), "Unknown prompt")
             return complete_with(self.completer, ref, argument, context)
         if ref.get("type") == "ref/prompt":
-            prompt = self.registry.prompts.get(ref.get("name"))  # type: ignore[arg-type]
-            if prompt is None or not prompt.scopes <= principal.scopes:
-                raise InvalidParams("Unknown prompt")
+            prompt = self._prompt_for(principal, ref.get("name"), "Unknown prompt")
             fn = prompt.completions.get(argument.get("name", ""))
             return fn(str(argument.get("value", "")))[:100] if fn else []
         if ref.get("type") == "ref/resource":

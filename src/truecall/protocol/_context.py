@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..audit import Ledger
 from ..auth import Principal
 from ..context import ElicitationUnavailable
 from . import jsonrpc
@@ -21,8 +22,9 @@ _EMPTY: dict[str, Any] = {}
 _NONE_CHANGED: frozenset[str] = frozenset()
 
 
-class RequestContext:
-    """What the engine knows about one request while serving it."""
+class RequestContext(Ledger):
+    """What the engine knows about one request while serving it; also the request's audit
+    :class:`~truecall.audit.Ledger` (opened by ``server.events.begin(ctx)``)."""
 
     __slots__ = ("id", "method", "params", "features", "version", "caps", "client_info", "log_level",
                  "progress_token", "principal", "session", "outbox", "meta", "input_responses", "prior_responses",

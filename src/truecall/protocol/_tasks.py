@@ -143,6 +143,8 @@ class TaskMethods:
 
     async def _relay_question(self, ctx: RequestContext, session: Session, outbox: Outbox, task_id: str, key: str,
                               request: dict[str, Any]) -> None:
+        # (its own asyncio task: the answer it records, task.input, is the task's, not the tasks/result request's)
+        self.server.events.detach()
         params = dict(request.get("params") or {})
         params["_meta"] = {**(params.get("_meta") or {}), RELATED_TASK: {"taskId": task_id}}
         try:
@@ -167,17 +169,4 @@ class TaskMethods:
         """2025-11-25: a call asked for as a task but answered at once (invalid arguments, a rate
         limit, a tool that never accepted its work) still gets a task, already finished with that
         result, so that ``tasks/result`` returns exactly what the plain call would have."""
-        tasks = self.server.tasks
-
-        def store() -> Task:  # (off the event loop on a server database)
-            return tasks.complete(tasks.create(owner=ctx.principal, tool=tool, ttl_ms=ttl_ms,
-                                               request={"tool": tool, "era": "core"}).task_id, result)
-
-        task: Task = await self._read(store)
-        error = (result.get("structuredContent") or {}).get("error") if result.get("isError") else None
-        self.server.events.record("task.completed", tool=tool, tenant=ctx.principal.tenant,
-                                  subject=ctx.principal.subject, taskId=task.task_id, settledAtOnce=True,
-                                  outcome=(error.get("kind", "error") if isinstance(error, dict) else "error")
-                                  if result.get("isError") else "ok")
-        self.server.changes.publish("task", task.task_id)
-        return task
+        return await self.server.task_runtime.complete_at_once(ctx.principal, tool, ttl_ms, result)

@@ -26,11 +26,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable
 
-from ..audit import AuditUnavailable, TrailUnavailable
+from ..audit import AuditUnavailable, DuplicateFinalRecord
 from ..auth import Principal
 from ..context import InputRequired
 from ..errors import (
-    AccessDenied,
     InternalError,
     InvalidParams,
     MethodNotFound,
@@ -39,7 +38,6 @@ from ..errors import (
     ProtocolError,
     ServiceUnavailable,
     TaskRequired,
-    UnknownTool,
     UnsupportedVersion,
 )
 from ..redact import redact_text
@@ -272,26 +270,42 @@ class Engine:
             return None, 202
         if not self._started:
             raise EngineNotStarted("Engine.start() was not called (the transports and `truecall serve` call it)")
-        self.server.events.begin()  # release() covers every record made from here on
+        # The request's context is its audit ledger: release() covers every record made from here on,
+        # and it holds the request's one final record (audit.FINAL_KINDS) — made by whoever settled the
+        # outcome (the tool pipeline, a resource's or prompt's read, a task method), else by _failed here.
         ctx = RequestContext(message, principal, session, outbox)
+        self.server.events.begin(ctx)
         try:
-            try:
-                result = await self._serve(ctx, modern_hint)
-            except Exception as exc:
-                if isinstance(exc, ProtocolError):
-                    raise
-                # Outside any handler (a session's state, housekeeping), e.g. the database failed:
-                # a JSON-RPC error like any other, never an exception out of the engine (a bare 500).
-                raise InternalError() from None
+            result = await self._serve(ctx, modern_hint)
+        except _HandlerFailed as failed:
+            return self._failed(ctx, failed.error, failed.kind)
         except ProtocolError as exc:
-            status = exc.http_status if (ctx.features.stateless or exc.http_status in (401, 403)) else 200
-            if not isinstance(exc, _RECORDED_BY_SERVER):
-                client = ctx.client_info.get("name") if ctx.client_info else None
-                self.server.events.record("rpc.error", method=str(message.method)[:100], tenant=principal.tenant,
-                                          subject=principal.subject, outcome=str(exc.code),
-                                          client=redact_text(client)[:128] if isinstance(client, str) else None)
-            return jsonrpc.error_message(message.id, exc), status
+            return self._failed(ctx, exc, "rpc.error")
+        except DuplicateFinalRecord:
+            raise
+        except Exception:
+            # Outside any handler (a session's state, housekeeping), e.g. the database failed:
+            # a JSON-RPC error like any other, never an exception out of the engine (a bare 500).
+            return self._failed(ctx, InternalError(), "rpc.error")
+        finally:
+            ctx.serving = False  # what is recorded later (a task's work) is not this request's
         return jsonrpc.result_message(message.id, result), 200
+
+    def _failed(self, ctx: RequestContext, exc: ProtocolError, kind: str) -> tuple[dict[str, Any], int]:
+        """The error answer to a request, and its HTTP status; its final record unless one was made."""
+        if ctx.final is None:  # nothing below settled it: the error is the request's outcome
+            self._settle_error(ctx, exc, kind)
+        status = exc.http_status if (ctx.features.stateless or exc.http_status in (401, 403)) else 200
+        return jsonrpc.error_message(ctx.id, exc), status
+
+    def _settle_error(self, ctx: RequestContext, exc: ProtocolError, kind: str) -> None:
+        """The final record of a request answered with an error nobody recorded: ``kind`` is
+        ``rpc.error``, or ``protocol.internal_error`` / ``protocol.unavailable`` for a handler that failed."""
+        principal = ctx.principal
+        client = ctx.client_info.get("name") if ctx.client_info else None
+        self.server.events.record(kind, method=str(ctx.method)[:100], tenant=principal.tenant,
+                                  subject=principal.subject, outcome=str(exc.code),
+                                  client=redact_text(client)[:128] if isinstance(client, str) else None)
 
     async def _serve(self, ctx: RequestContext, modern_hint: bool) -> dict[str, Any]:
         method = ctx.method
@@ -312,13 +326,12 @@ class Engine:
             if not features.request_state or method not in _INPUT_CAPABLE:
                 raise InternalError() from None
             result = self._states.input_required(ctx, need)
-        except (ProtocolError, asyncio.CancelledError):
+        except (ProtocolError, asyncio.CancelledError, DuplicateFinalRecord):
             raise
         except Exception as exc:  # never let internals reach the client
             why = unavailable(exc)  # a database outage is said as such (retry later); a bug is not
-            self.server.events.record("protocol.unavailable" if why else "protocol.internal_error", method=method,
-                                      tenant=ctx.principal.tenant, subject=ctx.principal.subject, outcome="-32603")
-            raise (ServiceUnavailable.because(why) if why else InternalError()) from None
+            raise _HandlerFailed("protocol.unavailable" if why else "protocol.internal_error",
+                                 ServiceUnavailable.because(why) if why else InternalError()) from None
         if features.result_type:
             result.setdefault("resultType", "complete")
             meta = result.get("_meta")
@@ -408,11 +421,6 @@ class Engine:
             task_mode = "core"
             ttl = params["task"].get("ttl")
             ttl_ms = min(int(ttl), 7 * 24 * 3600 * 1000) if isinstance(ttl, int) and ttl > 0 else None
-            tool = self.server.registry.tools.get(name)
-            if tool is not None and tool.task_support == "forbidden" and tool.scopes <= ctx.principal.scopes:
-                # 2025-11-25: a client MUST NOT call such a tool as a task; the server SHOULD say -32601
-                # (run as a plain call, the answer would not be the CreateTaskResult that was asked for).
-                raise MethodNotFound("This tool does not run as a task (execution.taskSupport is forbidden)")
         try:
             result = await self.server.acall_tool(ctx.principal, name, arguments, peer=peer, request_id=ctx.id,
                                                   meta=ctx.meta, client=client if isinstance(client, str) else None,
@@ -481,9 +489,12 @@ def _without_execution(definition: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in definition.items() if k != "execution"}
 
 
-# The pipeline already wrote these to the audit trail (tool.denied); a refusal while the trail cannot be
-# written is counted and recorded once it can (audit.refused).
-_RECORDED_BY_SERVER = (AccessDenied, UnknownTool, TrailUnavailable)
+class _HandlerFailed(Exception):
+    """A method's handler failed (a bug, or its database down): ``error`` is the answer, ``kind``
+    the request's final record (``protocol.internal_error`` / ``protocol.unavailable``)."""
+
+    def __init__(self, kind: str, error: ProtocolError) -> None:
+        self.kind, self.error = kind, error
 
 
 class InvalidMeta(InvalidParams):

@@ -27,6 +27,7 @@ Questions asked after acceptance go into the task (``input_required`` with
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
 import secrets
 import socket
@@ -41,6 +42,7 @@ from ._state import InvalidTransition, TaskStatus
 from .store import LeaseLost, Task, TaskNotFound, TaskStore
 
 if TYPE_CHECKING:
+    from ..auth import Principal
     from ..context import ToolContext
 
 __all__ = ["TaskRuntime", "TaskPeer", "TaskOffer", "RecoverHook", "LEASE_S"]
@@ -51,6 +53,14 @@ RecoverHook = Callable[[Task], ToolResult | None]
 
 LEASE_S = 30.0
 HEARTBEAT_S = 10.0
+
+
+def _completed(payload: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a ``task.completed`` record of a task that ended with ``payload`` (a tool result)."""
+    if not payload.get("isError"):
+        return {"outcome": "ok"}
+    error = (payload.get("structuredContent") or {}).get("error")
+    return {"outcome": error.get("kind", "error") if isinstance(error, dict) else "error"}
 
 
 def new_runner_id() -> str:
@@ -232,6 +242,25 @@ class TaskRuntime:
         accepted.cancel()
         return running.result()
 
+    async def complete_at_once(self, owner: "Principal", tool: str, ttl_ms: int | None,
+                               result: dict[str, Any]) -> Task:
+        """A task made already completed with ``result`` (2025-11-25: a call asked for as a task but
+        answered at once), and its ``task.completed`` record (``settledAtOnce``): the same record,
+        made by the same :func:`_completed`, as a task the runtime settles in the background.  The
+        call's own record (``tool.called``, ``tool.rejected``, …) is the request's final one; this
+        one is the task's."""
+        store = self.store
+
+        def write() -> Task:  # (off the event loop on a server database)
+            return store.complete(store.create(owner=owner, tool=tool, ttl_ms=ttl_ms,
+                                               request={"tool": tool, "era": "core"}).task_id, result)
+
+        task: Task = await off_loop_result(store.db, write)
+        self.audit("task.completed", {"tool": tool, "tenant": owner.tenant, "subject": owner.subject,
+                                      "taskId": task.task_id, "settledAtOnce": True, **_completed(result)})
+        self._changed(task.task_id)
+        return task
+
     def fence(self, task: Task) -> Callable[[], None]:
         """The check a write made on ``task``'s behalf runs inside its own transaction.
 
@@ -302,9 +331,7 @@ class TaskRuntime:
             return "fail", {"code": -32603, "message": "Internal error"}, "task.failed", {"outcome": "-32603"}
         result = work.result()
         payload = result.to_dict() if isinstance(result, ToolResult) else result
-        err = result.error if isinstance(result, ToolResult) else None
-        return "complete", payload, "task.completed", {
-            "outcome": (err or {}).get("kind", "error") if payload.get("isError") else "ok"}
+        return "complete", payload, "task.completed", _completed(payload)
 
     def _write_outcome(self, task_id: str, how: str, payload: Any, epoch: int | None) -> bool:
         """Write a task's outcome; ``False`` when another outcome stood already."""
@@ -434,7 +461,8 @@ class TaskRuntime:
 
     def _ensure_heartbeat(self) -> None:
         if self._heartbeat is None or self._heartbeat.done():
-            self._heartbeat = asyncio.get_running_loop().create_task(self._beat())
+            # (a context of its own: it outlives the request that started it, and keeps nothing of it)
+            self._heartbeat = asyncio.get_running_loop().create_task(self._beat(), context=contextvars.Context())
 
     async def _beat(self) -> None:
         ticks = 0
