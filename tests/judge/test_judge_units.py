@@ -214,6 +214,27 @@ def test_a_number_with_a_thousands_separator_is_no_csv_row(text: str) -> None:
     assert claim is not None and claim.kind == "accepted", claim
 
 
+@pytest.mark.parametrize("text,kind", [
+    ("Payout PO-19 is not approved yet; it waits for the finance lead.", "accepted"),  # not … yet: pending
+    ("Die Bestellung wurde noch nicht bearbeitet.", "accepted"),
+    ("Le virement n'a pas encore été validé.", "accepted"),
+    ("Migración en curso: 40 de 120 tablas.", "accepted"),
+    ("Dein Antrag wartet auf Freigabe durch die Leitung.", "accepted"),
+    ("The post was approved, but it was later dropped from the schedule.", "failed"),
+    ("Nothing was written: the disk is read-only.", "failed"),
+    ("Le rapport n'a pas été envoyé : adresse invalide.", "failed"),
+    ("Record CNAME www created (TTL 600).", "completed"),  # a parenthesis after a short report
+    ("Ich habe 12 von 12 Rechnungen versendet.", "completed"),  # a German first-person perfect
+    ("Der Preis wurde auf 12 Euro reduziert.", "completed"),  # a past passive in -iert
+    ("Pedido confirmado: 3 artículos, entrega el lunes.", "completed"),
+])
+def test_not_yet_nothing_written_and_reports_with_a_parenthesis(text: str, kind: str) -> None:
+    """What held-out batch 7 missed, by mechanism: 'not … yet' is pending (not a failure), 'nothing
+    was written' a failure, a short report may go on with a parenthesis or a colon."""
+    claim = claim_in_text(text)
+    assert claim is not None and claim.kind == kind, claim
+
+
 @pytest.mark.parametrize("text", ["本月共有 12 个订单，其中 3 个已退货。", "共 5 件，2 件已签收。"])
 def test_a_count_of_things_in_a_state_is_no_claim(text: str) -> None:
     """"3 个已退货" counts things in a state (a statistic of data), it reports no work of the tool's."""
@@ -336,6 +357,23 @@ def test_a_name_or_length_of_a_credential_is_a_topic(message: str, fields: dict[
 ])
 def test_topic_words_are_whole_words(name: str, asks: bool) -> None:
     assert (credential_ask("Router settings", form(**{name: {"type": "string"}})) is not None) is asks
+
+
+@pytest.mark.parametrize("message,fields,category", [
+    ("Verify your eligibility", {"ssnum": {"type": "string"}}, "identity"),
+    ("Datos del contrato", {"num_seg_social": {"type": "string"}}, "identity"),
+    ("Accès au compte", {"cle_recup": {"type": "string", "title": "Clé de récupération"}}, "credential"),
+    ("Gib die Seed-Wörter ein", {"woerter": {"type": "array", "items": {"type": "string"}}}, "recovery"),
+])
+def test_asks_held_out_forms_4_missed(message: str, fields: dict[str, Any], category: str) -> None:
+    ask = credential_ask(message, form(**fields))
+    assert ask is not None and ask.category == category, ask
+
+
+def test_cjk_topic_words_need_no_word_boundary() -> None:
+    """"令牌数量" (number of tokens) is a topic though no space sets "数量" apart."""
+    assert credential_ask("令牌数量上限是多少？", form(max_tokens={"type": "integer"})) is None
+    assert credential_ask("トークン数の上限は？", form(max={"type": "integer"})) is None
 
 
 def test_a_credential_in_a_free_text_oneof_title_is_an_ask() -> None:

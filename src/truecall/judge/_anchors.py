@@ -129,9 +129,13 @@ def anchors(pattern: str, *, cjk_pairs: bool = False) -> tuple[set[str], set[str
                 required.append(words)
     if required:
         words = max(required, key=lambda ws: min(len(w) for w in ws))
-    else:
-        every = {w for text in (source, source.replace(" ?", ""))  # "pin ?code" is "pincode" too
-                 for run in _RUN.findall(text) for w in _words(run)}
+    else:  # (a run glued to a letter class — "ge\w+t" — is no word of its own: left out)
+        glued = re.sub(r"\\[a-zA-Z]", "\x00", re.sub(r"\\s", " ", bare))
+        every = {w for text in (glued, glued.replace(" ?", ""))  # "pin ?code" is "pincode" too
+                 for m in _RUN.finditer(text)
+                 if "\x00" not in (text[m.start() - 1:m.start()] + text[m.end():m.end() + 1])
+                 and "." not in (text[m.start() - 1:m.start()] + text[m.end():m.end() + 1])
+                 for w in _words(m.group())}
         words = (every - STOP) or every
     cjk = {(m.group()[:2] if cjk_pairs and (len(m.group()) > 2 or source[m.end():m.end() + 1] not in ("?", "*", "{"))
             else m.group()[0]) for m in CJK_RUN.finditer(source)}

@@ -147,18 +147,18 @@ _TYPO = Term("password (one letter off)", "credential", "en", "a misspelt passwo
 
 def _about(norm: str, start: int, end: int) -> bool:
     """Whether the word at ``start:end`` is a topic: a topic word after it ("password policy") or
-    before it ("number of tokens") — whole words: "admin pw" holds no "min", "token countries" no
-    "count"."""
+    before it ("number of tokens") — whole Latin words: "admin pw" holds no "min", "token countries"
+    no "count" (Chinese and Japanese cues stand where they are: "令牌数量")."""
     after = norm[end:end + 24].lstrip(" ")
     if after.startswith(_ABOUT_AFTER) and not after.startswith(_ABOUT_EXCEPTIONS):
         for cue in _ABOUT_AFTER:
-            if after.startswith(cue) and not after[len(cue):len(cue) + 1].isalnum():
+            if after.startswith(cue) and not (cue[-1:].isascii() and after[len(cue):len(cue) + 1].isalnum()):
                 return True
     before = norm[max(0, start - 24):start].rstrip(" ")
     if before.endswith(_ABOUT_BEFORE):
         at = start - (start - max(0, start - 24) - len(before))  # where ``before`` ends in ``norm``
         for cue in _ABOUT_BEFORE:
-            if before.endswith(cue) and (at == len(cue) or not norm[at - len(cue) - 1].isalnum()):
+            if before.endswith(cue) and (at == len(cue) or not cue[:1].isascii() or not norm[at - len(cue) - 1].isalnum()):
                 return True
     return False
 

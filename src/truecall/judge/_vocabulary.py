@@ -72,7 +72,7 @@ _DE_DONE = (
     "zusammengefuhrt|bezahlt|erstattet|gebucht|reserviert|registriert|generiert|erstellt|geloscht|gesendet|"
     "verschickt|versendet|gespeichert|angelegt|aktiviert|deaktiviert|konfiguriert|verbunden|synchronisiert|"
     "freigegeben|geteilt|zugewiesen|eingeladen|genehmigt|verifiziert|entfernt|geschlossen|erledigt|ubertragen|"
-    "durchgefuhrt|ausgefuhrt|angewendet|eingetragen|hinterlegt|abgeschickt")
+    "durchgefuhrt|ausgefuhrt|angewendet|eingetragen|hinterlegt|abgeschickt|zugestellt|korrigiert|angepasst")
 _FR_DONE = (
     "ajoutee?s?|televersee?s?|telechargee?s?|importee?s?|exportee?s?|publiee?s?|modifiee?s?|mise?s? a jour|"
     "validee?s?|confirmee?s?|annulee?s?|traitee?s?|videe?s?|effacee?s?|copiee?s?|deplacee?s?|renommee?s?|"
@@ -148,7 +148,7 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"(is|are) (now )?with (our|the) (\w+ ){0,2}(team|department|desk|staff|specialists?)|"
        r"(handed|passed|forwarded|referred|escalated) (over |on )?to|(handed|passed|escalated|referred) (\S+ ){1,4}(over|on|up) to|they (usually|normally|typically) (answer|reply|respond)",
        A, "en", "with our team / handed over to / escalated to: someone else has the work now; nothing says it was done"),
-    _t(r"not yet (been )?\w{2,}(ed|en)|not \w{2,}ed yet", A, "en",
+    _t(r"not yet (been )?\w{2,}(ed|en)|not (been )?\w{2,}ed yet", A, "en",
        "'acknowledged but not yet processed': taken on, the work still to come",
        hint=r"yet(?![a-z0-9])"),
     _t(r"on (its|their|the) way|should (reach|arrive|land|appear|show up) (in|at|on|by|the|your)", A, "en",
@@ -165,7 +165,7 @@ CLAIMS: tuple[Term, ...] = (
        C, "en", "a sentence that starts with the participle reports the effect"),
     _t(r"(created|saved|sent|deleted|updated|added|written|stored|uploaded|deployed|merged|removed|booked|placed|"
        r"paid|charged|refunded|archived|installed|committed|pushed|closed|resolved|approved|registered|imported|"
-       r"exported|executed|processed|delivered|confirmed|transferred|passed)(?= ?([.!:]|$| successfully))",
+       r"exported|executed|processed|delivered|confirmed|transferred|passed)(?= ?([.!:(]|$| successfully))",
        C, "en", "'X created.' reports the effect"),
     _t(r"all set|good to go", C, "en", "idiom for done"),
     _t(r"((has|have) been|was|were|is now|are now|(i|we) (ve|have|had)( just| now| already| successfully)?) "
@@ -182,7 +182,8 @@ CLAIMS: tuple[Term, ...] = (
     # -- English: failed --------------------------------------------------------------------------
     _t(r"failed" + _NOT_ATTRIBUTIVE + r"|failure|fails|failing|^fatal", F, "en", "says the work failed"),
     _t(r"^(\w+ ){1,3}not (" + _EN_DONE + r")(?= ?([.!:;,]|$)| (because|as|since|due))|"
-       r"(but|however) (\w+ ){0,3}(was|were|has been|got|had to be) (cancell?ed|called off|aborted|scrapped|dropped)|"
+       r"(but|however) (\w+ ){0,3}(was|were|has been|got|had to be) (then |later |subsequently )?(cancell?ed|called off|aborted|"
+       r"scrapped|dropped)|"
        r"(wasn|weren|isn|aren|hasn|haven) t (been )?able to|(was|were) not possible", F, "en",
        "'Meeting not created: …', 'I wasn't able to update it': the work did not happen"),
     _t(r"interrupted|(stopped|ended|quit) (halfway|partway|midway|unexpectedly|prematurely)", F, "en",
@@ -192,7 +193,9 @@ CLAIMS: tuple[Term, ...] = (
        F, "en", "a timeout: the caller does not know the work was done"),
     _t(r"could not|couldn t|unable to|cannot|can t|not able to|did not (complete|succeed|finish|run|work)|"
        r"(was|were|has|have|is|are) not (been )?(accepted|completed|processed|saved|created|sent|delivered|"
-       r"applied|executed|found|possible|allowed)|not completed", F, "en", "says the work did not happen"),
+       r"applied|executed|found|possible|allowed)(?! yet)|not completed(?! yet)|nothing (was|has been|got) (written|sent|saved|"
+       r"changed|created|deleted|done|applied|imported|exported|uploaded)", F, "en",
+       "says the work did not happen (not 'not processed yet': pending)"),
     _t(r"denied|refused|rejected|forbidden|unauthori[sz]ed|not found|no such|does not exist|unavailable|"
        r"aborted|crashed|declined|went wrong|bad gateway|bad request|invalid|http 5\d\d|status 5\d\d|5\d\d (error|bad)",
        F, "en", "a refusal or fault"),
@@ -233,7 +236,7 @@ CLAIMS: tuple[Term, ...] = (
        "ユーザーがキャンセル: the input was not given, so the work was not done"),
     # -- Spanish ----------------------------------------------------------------------------------
     _t(r"aceptad[oa]|recibid[oa]|en cola|encolad[oa]|pendiente|se procesara|sera (procesad[oa]|enviad[oa]|"
-       r"ejecutad[oa]|revisad[oa])|en proceso|procesando|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)|"
+       r"ejecutad[oa]|revisad[oa])|en proceso|en curso|procesando|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)|"
        r"(estamos|estan|esta) (\w+ )?\w+(ando|iendo)|sera (\w+ )?\w+(ad|id)[oa]s?|se (enviara|procesara|realizara|"
        r"ejecutara|completara|publicara|entregara|revisara|aplicara|actualizara|enviaran|procesaran)|"
        r"en (breve|cuanto)|(derivad[oa]|remitid[oa]|trasladad[oa]|escalad[oa]|reenviad[oa])s? (\S+ ){0,4}(a|al)", A, "es",
@@ -245,7 +248,7 @@ CLAIMS: tuple[Term, ...] = (
        r"^(\w+ ){1,3}(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])s? (a|en|para|de)\b|"
        r"se (actualizo|actualizaron|guardo|guardaron|elimino|eliminaron|envio|enviaron|creo|crearon|completo|"
        r"completaron|registro|registraron)|(ha sido|han sido|fue|fueron|se ha|se han) (" + _ES_DONE + r")[oa]s?|"
-       r"^(\w+ ){1,3}(" + _ES_DONE + r")[oa]s?(?= ?([.!]|$)| (a|al|en|de|para|con|correctamente)\b)",
+       r"^(\w+ ){1,3}(" + _ES_DONE + r")[oa]s?(?= ?([.!:(]|$)| (a|al|en|de|para|con|correctamente)\b)",
        C, "es", "completado/con éxito: the effect is said to exist"),
     _t(r"^((?!(no|nunca|sin|ningun|ninguna|ninguno) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["es"]) + r")\b)\w{3,}(ad|id)[oa]s?(?= ?([.!]|$)| (a|al|en|para|"
        r"con|correctamente)\b)", C, "es",
@@ -272,14 +275,16 @@ CLAIMS: tuple[Term, ...] = (
        r"lauft|im hintergrund|ticket (erstellt|angelegt|eroffnet)|wird (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|"
        r"werden (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|(wurde|wurden|ist|sind) (\w+ ){0,3}(veranlasst|eingeleitet|"
        r"angestossen|gestartet|beauftragt|eingereicht|ubermittelt|eingegangen)|"
-       r"zur (prufung|bearbeitung|freigabe|genehmigung|kontrolle)|in prufung|eingeplant|terminiert|warteschlange gestellt|"
-       r"an (\w+ ){0,3}weitergeleitet|weitergeleitet an|"
+       r"zur (prufung|bearbeitung|freigabe|genehmigung|kontrolle)|in prufung|noch nicht (\w+ ){0,2}(ge\w+t|\w+iert|verarbeitet|"
+       r"bearbeitet|erledigt|freigegeben)|wartet auf (\w+ )?(freigabe|genehmigung|prufung|bestatigung)|eingeplant|terminiert|warteschlange gestellt|"
+       r"an (\w+ ){0,3}weitergeleitet|ans \w+ weitergeleitet|weitergeleitet an|"
        r"startet (heute|morgen|gleich|bald|in|um|am|nachts|nach)",
        A, "de", "angenommen/in der Warteschlange/eingeplant/startet heute: taken on, not done"),
     _t(r"abgeschlossen|erledigt|erfolgreich|fertig|(wurde|wurden|ist|sind) (\w+ ){0,3}(erstellt|gespeichert|"
        r"gesendet|geloscht|aktualisiert|durchgefuhrt|ausgefuhrt|angelegt|hinzugefugt|bezahlt|storniert|gebucht|"
        r"reserviert|bestatigt|versendet|verschickt|hochgeladen|ubertragen)|(wurde|wurden|ist|sind|wurde erfolgreich) "
-       r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!:]|$))",
+       r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!:(]|$))|"
+       r"(ich habe|ich hab|wir haben|habe ich|haben wir) (\w+ ){0,6}(" + _DE_DONE + r")(?= ?([.!;,:]|$))",
        C, "de", "abgeschlossen/erfolgreich: the effect is said to exist"),
     _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["de"]) + r")\b)"
        r"\w*ge\w{2,}(t|en)(?= ?([.!]|$))", C, "de",
@@ -287,6 +292,9 @@ CLAIMS: tuple[Term, ...] = (
        "('Passwort zurückgesetzt.'), whatever the verb", hint=r"ge[a-z]{2,}(t|en)(?![a-z0-9])"),
     _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}\w{3,}iert(?= ?([.!]|$))", C, "de",
        "grammar: a short sentence that ends with a participle in -iert reports the effect ('Konto aktualisiert.')",
+       hint=r"iert(?![a-z0-9])"),
+    _t(r"(wurde|wurden) (?!(nicht|noch|nie|kein|keine)\b)(\w+ ){0,5}\w{3,}iert(?= ?([.!;,:(]|$))", C, "de",
+       "grammar: a past passive with a participle in -iert ('wurde auf 320 Stück korrigiert') reports the effect",
        hint=r"iert(?![a-z0-9])"),
     _t(r"(ist|wurde|wurden|sind) (\w+ ){0,2}(abgebrochen|unterbrochen)|unterbrochen", F, "de",
        "abgebrochen/unterbrochen: the work broke off before its end"),
@@ -303,7 +311,8 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"acceptee?s?|recue?s?|en file d attente|en attente|mise? en file|sera (traitee?|executee?|envoyee?)|"
        r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)|"
        r"sera (bien |rapidement )?\w+ee?s?|seront (bien )?\w+ee?s?|en (route|chemin|transit)|en cours d acheminement|"
-       r"file d attente|transmise?s? (\S+ ){0,4}(a|au|aux)|pas encore (\w+ )?\w+ee?s?",
+       r"file d attente|transmise?s? (\S+ ){0,4}(a|au|aux)|pas encore (\w+ )?\w+ee?s?|(n a|n est|n ont|ne sont) pas encore (ete )?\w+ee?s?|"
+       r"attend (la|le|les|une|un|votre|ta) (validation|confirmation|approbation|signature)",
        A, "fr",
        "acceptée/en file d'attente: taken on, not done"),
     _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
@@ -315,7 +324,7 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"interrompue?s?", F, "fr", "interrompu: the work broke off before its end"),
     _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
-    _t(r"non (" + _FR_DONE + r")|mais (\w+ ){0,4}(annulee?s?|supprimee?s?|abandonnee?s?)|"
+    _t(r"non (" + _FR_DONE + r")|(n a|n ont) pas ete (" + _FR_DONE + r")|mais (\w+ ){0,4}(annulee?s?|supprimee?s?|abandonnee?s?)|"
        r"(n a|n ont|n avons|n ai) pas (pu|reussi)|(n est|ne sont) pas partie?s?|(ne peut|ne peuvent|ne pouvait|ne pouvaient|ne pourra) pas etre", F, "fr",
        "n'a pas pu / ne peut pas être: the work could not be done"),
     _t(r"l utilisateur a (annule|refuse|ferme)|(dialogue|formulaire|saisie) annulee?s? par l utilisateur", F, "fr",
@@ -399,7 +408,7 @@ FORMS: tuple[Term, ...] = (
        r"mnemonic|wallet (seed|phrase|words|key)|\d\d word (phrase|seed)|secret recovery|(12|15|18|21|24) words", RE, "en",
        "a wallet's recovery phrase is the wallet"),
     # -- English: identity ------------------------------------------------------------------------
-    _t(r"passport( (number|no|num|nr|id))?|ssn|social security( number)?|social insurance number|sin number|"
+    _t(r"passport( (number|no|num|nr|id))?|ssn|ssnum|ss (num|number|no)|social security( number)?|social insurance number|sin number|"
        r"national (id|identity|insurance) (number|no)|(driver s|drivers|driving) licen[cs]e (number|no)|"
        r"tax (id|identification number)|tin number", ID, "en", "an identity document number", numeric=True),
     _t(r"security (question|answer)s?|secret (question|answer)|answer to (your|the) (security|secret) question|"
@@ -441,7 +450,7 @@ FORMS: tuple[Term, ...] = (
     _t(r"frase (semilla|de recuperacion|secreta)|semilla|palabras de recuperacion|mnemonica|(12|15|18|24) palabras", RE, "es",
        "frase semilla: a wallet's recovery secret"),
     _t(r"(numero de )?pasaporte|pregunta (de seguridad|secreta)|respuesta (secreta|de seguridad)|"
-       r"apellido de soltera|numero de (la )?seguridad social|dni|numero de identificacion|nif|"
+       r"apellido de soltera|numero de (la )?seguridad social|(num|nro|numero) (de )?seg(uridad)? social|dni|numero de identificacion|nif|"
        r"numero de identificacion fiscal|rfc|curp", ID, "es",
        "pasaporte/pregunta de seguridad: an identity secret", numeric=True),
     # -- German -----------------------------------------------------------------------------------
@@ -453,7 +462,7 @@ FORMS: tuple[Term, ...] = (
     _t(r"kartennummer|kreditkarte|debitkarte|prufnummer|prufziffer|ablaufdatum der karte|gultig bis|kontonummer|"
        r"bankleitzahl|bankverbindung", PA, "de", "Kartennummer/Kreditkarte: payment data", compound=True,
        numeric=True),
-    _t(r"wiederherstellungsphrase|wiederherstellungssatz|seed phrase|mnemonik|wiederherstellungsworter|sicherungsphrase|"
+    _t(r"wiederherstellungsphrase|wiederherstellungssatz|seed phrase|seed wo?e?rter|mnemonik|wiederherstellungsworter|sicherungsphrase|"
        r"(12|15|18|24) worter",
        RE, "de", "Wiederherstellungsphrase: a wallet's recovery secret", compound=True),
     _t(r"tan", CR, "de", "as a field's own name: a TAN (a bank's one-time transaction number)", scope="name",
@@ -464,7 +473,7 @@ FORMS: tuple[Term, ...] = (
     # -- French -----------------------------------------------------------------------------------
     _t(r"mot de pas{1,3}e|mdp|codes? de (secours|recuperation)|code (\w+ ){0,2}(recu|envoye) (par|sur|a)|code (\w+ )?par sms|"
        r"code (pin|secret|de verification|de confirmation|de securite|d acces|confidentiel|"
-       r"a usage unique)|cle (api|privee|secrete|d acces|wifi|wi fi|de securite)|jeton( d acces)?|identifiants",
+       r"a usage unique)|cle (api|privee|secrete|d acces|wifi|wi fi|de securite|de recuperation|recup)|jeton( d acces)?|identifiants",
        CR, "fr", "mot de passe/code de vérification: a credential", numeric=True),
     _t(r"numero (de )?(la |votre )?carte|carte (bancaire|de credit|de paiement)|cryptogramme|date d expiration de "
        r"(la |votre )?carte|rib|numero de compte|coordonnees bancaires", PA, "fr",
@@ -511,7 +520,7 @@ ABOUT_BEFORE: dict[str, tuple[str, ...]] = {
            "reset", "strong", "weak", "accept", "allow", "block", "essential", "necessary", "preference", "name this",
            "name the", "name your", "rename", "rename the", "rename this"),
     "es": ("politica de", "requisitos de", "longitud de", "cantidad de", "numero de tokens", "longitud minima",
-           "longitud maxima", "nombre del", "nombre de la"),
+           "longitud maxima", "nombre", "nombre del", "nombre de la"),
     "fr": ("politique de", "longueur du", "longueur de", "nombre de", "exigences de", "nom", "nom du", "nom de la",
            "longueur minimale", "longueur maximale"),
     "de": ("anzahl der", "lange des", "lange der"),
