@@ -36,9 +36,9 @@ from _drivers import StdioPeer, stop, unpacked_src  # noqa: E402
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def threads(pid: int) -> dict[int, tuple[str, float, int, int]]:
-    """tid -> (name, CPU seconds, voluntary, involuntary context switches)."""
-    out: dict[int, tuple[str, float, int, int]] = {}
+def threads(pid: int) -> dict[int, tuple[str, float, int, int, float]]:
+    """tid -> (name, CPU seconds, voluntary, involuntary context switches, of the CPU the kernel's)."""
+    out: dict[int, tuple[str, float, int, int, float]] = {}
     base = Path(f"/proc/{pid}/task")
     for task in base.iterdir():
         try:
@@ -51,7 +51,8 @@ def threads(pid: int) -> dict[int, tuple[str, float, int, int]]:
         cpu = (int(fields[11]) + int(fields[12])) / TICK
         sw = {k: int(v) for k, v in (line.split(":") for line in status.splitlines()
                                      if line.startswith(("voluntary_ctxt", "nonvoluntary_ctxt")))}
-        out[int(task.name)] = (name, cpu, sw.get("voluntary_ctxt_switches", 0), sw.get("nonvoluntary_ctxt_switches", 0))
+        out[int(task.name)] = (name, cpu, sw.get("voluntary_ctxt_switches", 0), sw.get("nonvoluntary_ctxt_switches", 0),
+                               int(fields[12]) / TICK)
     return out
 
 
@@ -88,10 +89,11 @@ class Server:
         cell = self.peer.pipelined(seconds)
         after = threads(self.proc.pid)
         self.calls += cell.calls
-        for tid, (name, cpu, vol, invol) in after.items():
-            b = before.get(tid, (name, 0.0, 0, 0))
+        for tid, (name, cpu, vol, invol, kernel) in after.items():
+            b = before.get(tid, (name, 0.0, 0, 0, 0.0))
             key = role(name, tid, self.proc.pid)
             self.cpu[key] = self.cpu.get(key, 0.0) + cpu - b[1]
+            self.cpu[key + " sys"] = self.cpu.get(key + " sys", 0.0) + kernel - b[4]
             self.switches[0] += vol - b[2]
             self.switches[1] += invol - b[3]
 
@@ -101,7 +103,7 @@ class Server:
 
     def summary(self) -> dict[str, Any]:
         per = {k: v / max(1, self.calls) * 1e6 for k, v in self.cpu.items()}
-        return {"calls": self.calls, "total": sum(per.values()), **per,
+        return {"calls": self.calls, "total": sum(v for k, v in per.items() if not k.endswith(" sys")), **per,
                 "vcs": self.switches[0] / max(1, self.calls), "ivcs": self.switches[1] / max(1, self.calls)}
 
 
@@ -139,11 +141,11 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     print(f"server CPU µs per call, stdio pipelined (64 in flight), {ns.rounds} rounds of {ns.seconds} s"
           f"{', pinned' if server_cpus else ''}:")
-    print(f"  {'server':<16} {'calls':>8} {'total':>7} {'loop':>7} {'sweep':>7} {'other':>7} {'vcs/call':>9} {'ivcs/call':>9}")
+    print(f"  {'server':<16} {'calls':>8} {'total':>7} {'loop':>7} {'(kernel)':>8} {'sweep':>7} {'other':>7} {'(kernel)':>8} {'vcs/call':>9} {'ivcs/call':>9}")
     sums = {s.label: s.summary() for s in servers}
     for label, r in sums.items():
-        print(f"  {label:<16} {r['calls']:>8} {r['total']:>7.2f} {r.get('loop', 0):>7.2f} {r.get('sweep', 0):>7.2f} "
-              f"{r.get('other', 0):>7.2f} {r['vcs']:>9.3f} {r['ivcs']:>9.3f}")
+        print(f"  {label:<16} {r['calls']:>8} {r['total']:>7.2f} {r.get('loop', 0):>7.2f} {r.get('loop sys', 0):>8.2f} {r.get('sweep', 0):>7.2f} "
+              f"{r.get('other', 0):>7.2f} {r.get('other sys', 0):>8.2f} {r['vcs']:>9.3f} {r['ivcs']:>9.3f}")
     for a, b in [("on", "off")] + ([(f"{ns.ref} on", f"{ns.ref} off")] if ns.ref else []):
         x, y = sums[a], sums[b]
         print(f"  {a} ÷ {b}: total {x['total'] / y['total']:.3f} (+{x['total'] - y['total']:.2f} µs: "
