@@ -569,7 +569,6 @@ _MARK = ("INSERT INTO audit_export (name, bytes, sha256) VALUES (?, ?, ?) "
          "ON CONFLICT (name) DO UPDATE SET bytes = excluded.bytes, sha256 = excluded.sha256")
 
 
-
 @dataclass
 class _Chunk:
     """One batch of the oldest records: deleted in one transaction (by its id range on SQLite, by its
