@@ -96,8 +96,8 @@ def test_every_dropped_record_is_exported_first_as_it_was_stored(tmp_path: Path)
 
 
 def test_an_exported_line_is_its_columns_as_json_then_the_stored_document_whatever_they_hold(tmp_path: Path) -> None:
-    """Lines are made from cached parts (a batch at a time): the bytes are still each record's columns
-    rendered as JSON, in order, then its stored document as it is; nulls, quotes, controls and
+    """Lines are made from cached parts or by SQLite (a batch at a time): the bytes are still each record's
+    columns rendered as JSON, in order, then its stored document as it is; nulls, quotes, controls and
     non-ASCII included, one combination of columns or many, one period file or two."""
     db = Database(tmp_path / "a.db")
     log = AuditLog(db, key=b"k" * 32, journal=False, retain="all")
@@ -116,7 +116,11 @@ def test_an_exported_line_is_its_columns_as_json_then_the_stored_document_whatev
     for line in lines:
         row = stored[orjson.loads(line)["id"]]
         head = dict(zip(("id", "ts", "kind", "tenant", "subject", "tool", "outcome"), row[:7]))
-        assert line == orjson.dumps(head)[:-1] + b',"fields":' + bytes(row[7]) + b"}"
+        # The columns as JSON, in order, the time the same float (SQLite writes it with 17 digits,
+        # orjson with the fewest that read back), then the stored document byte for byte.
+        tail = b',"fields":' + bytes(row[7]) + b"}"
+        assert line.endswith(tail) and line.startswith(b'{"id":%d,"ts":' % row[0]), line
+        assert list(orjson.loads(line[:-len(tail)] + b"}").items()) == list(head.items())
     db.close()
 
 
@@ -147,6 +151,38 @@ def test_a_sweep_with_nothing_due_reads_only_the_oldest_record(tmp_path: Path, m
         assert fetched == [1], policy
     assert sweep_once(db, Retention.parse("30m"), None, now=now) == 70  # one due: the batch is read
     assert fetched[-1] == 100
+
+
+
+def test_an_exported_batch_reaches_python_as_one_value_not_a_row_per_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite makes a batch's export lines itself: Python is handed one value per batch, so the sweep
+    thread does not take the interpreter's lock back for every record (``sqlite3`` releases it around
+    each row it steps) while the serving thread wants it.  The lines are still every record, in id order."""
+    now = 1_800_000_000.0
+    db, _ = _filled(tmp_path, 2 * BATCH + 300, start=now - 3600, step=1.0)
+    rows = 0
+    fetchall = db.fetchall
+
+    def counted(sql: str, params: Any = ()) -> Any:
+        nonlocal rows
+        out = fetchall(sql, params)
+        rows += len(out)
+        return out
+
+    monkeypatch.setattr(db, "fetchall", counted)
+    assert Sweeper(db, Retention.parse("100"), tmp_path / "export", period_s=DAY).sweep() == 2 * BATCH + 200
+    assert rows <= 1  # (the oldest record's id and time: is anything due)
+    assert [r["id"] for r in read_export(tmp_path / "export")] == list(range(1, 2 * BATCH + 201))
+    assert all(verify_export(tmp_path / "export").values())
+    db.close()
+    # an age, counted by SQLite too: the records older than it, up to the first that is not
+    (tmp_path / "age").mkdir()
+    db, _ = _filled(tmp_path / "age", 300, start=now - 3600, step=10.0)
+    db.execute("UPDATE audit_events SET ts = ? WHERE id = 250", (now - 7200,))  # an old one among the young: kept
+    assert Sweeper(db, Retention.parse("30m"), tmp_path / "age" / "export", period_s=DAY).sweep(now=now) == 180
+    assert [r["id"] for r in read_export(tmp_path / "age" / "export")] == list(range(1, 181))
+    db.close()
 
 
 def test_counting_the_records_reads_the_ends_of_the_table_not_all_of_it(tmp_path: Path) -> None:
