@@ -606,6 +606,9 @@ def _at_word(text: str, at: int) -> bool:
 _CLAUSE_END = re.compile("|".join(map(re.escape, ".!?;\n。！？；,，、")) + "|" + _words_first(every(CONTRASTS)))
 _SENTENCE_END = re.compile(r"[.!?\n。！？]")
 _SENTENCE_MARK = re.compile("[.!?;:\n。！？；：]( )?")
+#: What a chat message may put before a sentence's first word: markdown marks, a bullet, an emoji.
+_DECORATION = re.compile("[*_~`#>•·\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f300-\U0001faff ]+")
+_DECORATION_FIRST = frozenset("*_~`#>•·") | frozenset(chr(c) for c in range(0x2600, 0x27c0)) | {"\ufe0f"}
 _WORD = re.compile(r"[a-z0-9]+")
 _ABOUT_AFTER = re.compile(r"(?: (?:" + "|".join(re.escape(w) for w in every(CLAIM_ABOUT_AFTER) if not _CJK.search(w)) +
                           r")(?![a-z0-9])|(?:" + "|".join(w for w in every(CLAIM_ABOUT_AFTER) if _CJK.search(w)) + "))")
@@ -667,15 +670,22 @@ class _Reading:
         return self._asks
 
     def sentence_starts(self) -> list[int]:
-        """Where a sentence may start: the text's start, and after a sentence mark (and one space)."""
+        """Where a sentence may start: the text's start, and after a sentence mark (and one space) —
+        and past the decoration a chat message puts before its first word ("**Sent** …", "✅ Merged")."""
         if self._sentence_starts is None:
+            norm = self.norm
             starts = [0]
-            for m in _SENTENCE_MARK.finditer(self.norm):
+            for m in _SENTENCE_MARK.finditer(norm):
                 at, end = m.span()
                 starts.append(at + 1)
                 if end - at == 2:
                     starts.append(end)
-            self._sentence_starts = starts
+            for at in list(starts):
+                if at < len(norm) and norm[at] in _DECORATION_FIRST:
+                    past = _DECORATION.match(norm, at)
+                    if past is not None and past.end() > at:
+                        starts.append(past.end())
+            self._sentence_starts = sorted(set(starts))
         return self._sentence_starts
 
     def clause_start(self, start: int) -> int | None:
@@ -763,7 +773,9 @@ def _negated(reading: _Reading, start: int, end: int, term: Term, quick: bool = 
     if len(words) < 5 and not whole:
         words = _WORD.findall(norm, max((m.end() for m in _CLAUSE_END.finditer(norm, 0, start)
                                          if _at_word(norm, m.start())), default=0), start)
-    if any(w in cues for w in words[-4:]):
+    last = words[-4:]
+    if any(w in cues and not (k + 1 < len(last) and last[k + 1].isdigit() and w in _NUMBER_MARKS)
+           for k, w in enumerate(last)):  # ("n° 77", "no. 5": a number's mark, no negation)
         return True
     if term.language == "de":  # "wurde angenommen? nein" is rare; "wurde nicht angenommen" is caught above
         return norm[end:end + 7].startswith((" nicht", " keine"))
@@ -813,6 +825,7 @@ def _words_in(regex: re.Pattern[str], text: str, pos: int, endpos: int) -> Itera
         else:
             pos = m.start() + 1
 _NEG_WORDS = frozenset(every(NEGATIONS))
+_NUMBER_MARKS = frozenset(("n", "no", "nr", "nro"))
 
 
 _Cues = tuple[frozenset[bytes], tuple[frozenset[bytes], ...], tuple[str, ...]]

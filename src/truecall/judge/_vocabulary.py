@@ -62,7 +62,7 @@ _EN_DONE = (
     "emptied|flushed|truncated|printed|shared|marked|starred|pinned|unpinned|muted|acknowledged|dismissed|"
     "snoozed|cloned|passed|applied|changed|set up|signed out|logged out|reset|recorded|noted|logged|added")
 _ES_DONE = (
-    "anadid|agregad|subid|descargad|importad|exportad|publicad|modificad|actualizad|validad|confirmad|cancelad|"
+    "anadid|agregad|fusionad|subid|descargad|importad|exportad|publicad|modificad|actualizad|validad|confirmad|cancelad|"
     "vaciad|borrad|copiad|movid|renombrad|archivad|restaurad|instalad|desplegad|pagad|reembolsad|reservad|"
     "registrad|generad|cread|eliminad|enviad|guardad|completad|aplicad|asignad|activad|desactivad|configurad|"
     "conectad|sincronizad|compartid|aprobad|verificad|cerrad|resuelt|escrit|hech")
@@ -72,7 +72,8 @@ _DE_DONE = (
     "zusammengefuhrt|bezahlt|erstattet|gebucht|reserviert|registriert|generiert|erstellt|geloscht|gesendet|"
     "verschickt|versendet|gespeichert|angelegt|aktiviert|deaktiviert|konfiguriert|verbunden|synchronisiert|"
     "freigegeben|geteilt|zugewiesen|eingeladen|genehmigt|verifiziert|entfernt|geschlossen|erledigt|ubertragen|"
-    "durchgefuhrt|ausgefuhrt|angewendet|eingetragen|hinterlegt|abgeschickt|zugestellt|korrigiert|angepasst")
+    "durchgefuhrt|ausgefuhrt|angewendet|eingetragen|hinterlegt|abgeschickt|zugestellt|korrigiert|angepasst|"
+    "abgeschlossen|gemergt|behoben")
 _FR_DONE = (
     "ajoutee?s?|televersee?s?|telechargee?s?|importee?s?|exportee?s?|publiee?s?|modifiee?s?|mise?s? a jour|"
     "validee?s?|confirmee?s?|annulee?s?|traitee?s?|videe?s?|effacee?s?|copiee?s?|deplacee?s?|renommee?s?|"
@@ -148,6 +149,8 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"(is|are) (now )?with (our|the) (\w+ ){0,2}(team|department|desk|staff|specialists?)|"
        r"(handed|passed|forwarded|referred|escalated) (over |on )?to|(handed|passed|escalated|referred) (\S+ ){1,4}(over|on|up) to|they (usually|normally|typically) (answer|reply|respond)",
        A, "en", "with our team / handed over to / escalated to: someone else has the work now; nothing says it was done"),
+    _t(r"(state|status) ?: ?(running|queued|pending|in progress|scheduled|waiting|processing)|eta ~?\d", A, "en",
+       "'status: queued', 'ETA ~5 min': a status line of work under way"),
     _t(r"not yet (been )?\w{2,}(ed|en)|not (been )?\w{2,}ed yet", A, "en",
        "'acknowledged but not yet processed': taken on, the work still to come",
        hint=r"yet(?![a-z0-9])"),
@@ -158,7 +161,7 @@ CLAIMS: tuple[Term, ...] = (
        r"successful|successfully|success", C, "en", "says the work is done"),
     _t(r"(has been|have been|was|were|is now|are now|has|have|ve|successfully) (" + _EN_DONE + r"|set)",
        C, "en", "a perfect or passive: the effect is said to exist"),
-    _t(r"^(\w+ ){1,3}(" + _EN_DONE + r")(?= ?([.!]|$))", C, "en", "'Cache cleared.': a short report of the effect"),
+    _t(r"^([#\w]+ ){1,3}(" + _EN_DONE + r")(?= ?([.!]|$))", C, "en", "'Cache cleared.': a short report of the effect"),
     _t(r"^(created|saved|sent|deleted|updated|added|wrote|written|stored|uploaded|deployed|merged|renamed|moved|"
        r"copied|removed|booked|placed|paid|charged|refunded|archived|installed|committed|pushed|closed|resolved|"
        r"approved|registered|imported|exported|generated|executed|processed|delivered|confirmed|transferred)\b",
@@ -167,7 +170,8 @@ CLAIMS: tuple[Term, ...] = (
        r"paid|charged|refunded|archived|installed|committed|pushed|closed|resolved|approved|registered|imported|"
        r"exported|executed|processed|delivered|confirmed|transferred|passed)(?= ?([.!:(]|$| successfully))",
        C, "en", "'X created.' reports the effect"),
-    _t(r"all set|good to go", C, "en", "idiom for done"),
+    _t(r"all set|good to go|(result|status|outcome) ?: ?(ok|success|succeeded|done)(?![a-z0-9])", C, "en",
+       "idiom for done; 'Result: OK' as a status line"),
     _t(r"((has|have) been|was|were|is now|are now|(i|we) (ve|have|had)( just| now| already| successfully)?) "
        r"(?!(" + "|".join(_NOT_PARTICIPLES["en"]) + r")\b)\w{2,}([^e\W]ed|ied)(?![a-z0-9])", C, "en",
        "grammar: a passive or a first-person perfect of any regular verb ('was emailed to', 'I've renamed the "
@@ -176,14 +180,15 @@ CLAIMS: tuple[Term, ...] = (
        r"on|in|at|from|with|by|as|under|successfully)\b)", C, "en",
        "grammar: a short sentence that ends with (or goes on from) a regular past participle reports the effect "
        "('Cache cleared.', 'Link emailed to the user'), whatever the verb", hint=r"ed(?![a-z0-9])"),
-    _t(r"^(\w+ ){1,3}(" + _EN_DONE + r")(?= (to|into|for|on|in|at|from|with|by|as|under|successfully)\b)|"
-       r"^(\w+ ){1,3}set (for|to)", C, "en",
+    _t(r"^([#\w]+ ){1,3}(" + _EN_DONE + r")(?= (to|into|for|on|in|at|from|with|by|as|under|successfully)\b)|"
+       r"^([#\w]+ ){1,3}set (for|to)", C, "en",
        "'Email sent to …', 'Repository cloned into …': a short report of the effect"),
     # -- English: failed --------------------------------------------------------------------------
     _t(r"failed" + _NOT_ATTRIBUTIVE + r"|failure|fails|failing|^fatal", F, "en", "says the work failed"),
-    _t(r"^(\w+ ){1,3}not (" + _EN_DONE + r")(?= ?([.!:;,]|$)| (because|as|since|due))|"
+    _t(r"^([#\w]+ ){1,3}not (" + _EN_DONE + r")(?= ?([.!:;,]|$)| (because|as|since|due))|"
        r"(but|however) (\w+ ){0,3}(was|were|has been|got|had to be) (then |later |subsequently )?(cancell?ed|called off|aborted|"
-       r"scrapped|dropped)|"
+       r"scrapped|dropped)|but (then |later )?(cancell?ed|called off|aborted|scrapped|dropped)|"
+       r"(scheduled|planned) (\S+ ){0,6}(was|were|has been|got) (cancell?ed|called off|scrapped|dropped)|"
        r"(wasn|weren|isn|aren|hasn|haven) t (been )?able to|(was|were) not possible", F, "en",
        "'Meeting not created: …', 'I wasn't able to update it': the work did not happen"),
     _t(r"interrupted|(stopped|ended|quit) (halfway|partway|midway|unexpectedly|prematurely)", F, "en",
@@ -222,13 +227,14 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"受け付け|受付|受理|キューに(追加|登録|入|投入)|処理中|保留中|待機中|処理待ち|順番待ち|後ほど|実行予定|審査中|処理されます|"
        r"実行されます|進行中|対応中|送信されます|開始しました|スケジュール|チケット(を|が)?(作成|発行)|しています|しております|"
        r"[一-龥]{2}中です|準備中|確認中|予定です|お待ちください|順次|承り|[一-龥]{2}待ち|次第|バックグラウンド|"
-       r"引き継|引継ぎ|折り返し|ご連絡いたします|よう(に)?(予約|設定|スケジュール)|まだ(処理|対応|実行|確認|反映)",
+       r"引き継|引継ぎ|折り返し|ご連絡いたします|よう(に)?(予約|設定|スケジュール)|まだ(処理|対応|実行|確認|反映)|"
+       r"(承認|処理|対応|確認|返信|審査)は?まだ|キュー待ち|キューに入",
        A, "ja", "受付/処理中/保留中/承りました/…待ち/…次第/引き継ぎ/折り返しご連絡: taken on (or handed on), not done"),
     _t(r"完了|成功|作成しました|保存しました|送信しました|削除しました|更新しました|登録しました|追加しました|終了しました|"
        r"書き込みました|実行しました|予約しました|(作成|保存|送信|削除|更新|登録|追加|予約)されました|しました|"
-       r"されました|終わりました|終わった|終えました|済みです|済んだ", C, "ja",
+       r"されました|終わりました|終わった|終えました|済みです|済んだ|[一-龥]{2}した(?=[。！!.]|$)", C, "ja",
        "完了/成功/…しました/終わりました/済みです: the effect is said to exist"),
-    _t(r"失敗|エラー|タイムアウト|できませんでした|できません|例外|拒否|見つかりません|利用できません|異常|中断されました|権限がありません|めません",
+    _t(r"失敗|エラー|タイムアウト|できませんでした|できなかった|できません|例外|中止になりました|中止されました|拒否|見つかりません|利用できません|異常|中断されました|権限がありません|めません",
        F, "ja", "失敗/エラー/タイムアウト: the work failed"),
     _t(r"されませんでした|できていません|が、[^。]{0,30}(中止|キャンセル|取り消)", F, "ja",
        "…されませんでした (was not …), …が、…中止 (but … was called off): the work did not happen"),
@@ -245,10 +251,10 @@ CLAIMS: tuple[Term, ...] = (
        r"(ha sido|fue|han sido|fueron) (cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|borrad[oa]|"
        r"registrad[oa]|pagad[oa]|procesad[oa]|aplicad[oa]|reservad[oa])s?|"
        r"(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])(?= ?([.!]|$))|"
-       r"^(\w+ ){1,3}(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])s? (a|en|para|de)\b|"
+       r"^([#\w]+ ){1,3}(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])s? (a|en|para|de)\b|"
        r"se (actualizo|actualizaron|guardo|guardaron|elimino|eliminaron|envio|enviaron|creo|crearon|completo|"
        r"completaron|registro|registraron)|(ha sido|han sido|fue|fueron|se ha|se han) (" + _ES_DONE + r")[oa]s?|"
-       r"^(\w+ ){1,3}(" + _ES_DONE + r")[oa]s?(?= ?([.!:(]|$)| (a|al|en|de|para|con|correctamente)\b)",
+       r"^([#\w]+ ){1,3}(" + _ES_DONE + r")[oa]s?(?= ?([.!:(]|$)| (a|al|en|de|para|con|correctamente)\b)",
        C, "es", "completado/con éxito: the effect is said to exist"),
     _t(r"^((?!(no|nunca|sin|ningun|ninguna|ninguno) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["es"]) + r")\b)\w{3,}(ad|id)[oa]s?(?= ?([.!]|$)| (a|al|en|para|"
        r"con|correctamente)\b)", C, "es",
@@ -263,7 +269,8 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"error|errores|fallo|fallid[oa]|ha fallado|fallo al|no se pudo|no fue posible|no es posible|"
        r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
        r"no se (encontro|pudieron|puede|ha podido)|error al|no (he|hemos|ha|han) podido|no (pude|pudimos|pudo)|"
-       r"no se (realizo|creo|guardo|envio|completo|actualizo|elimino|registro|proceso)|"
+       r"no se (realizo|creo|guardo|envio|completo|actualizo|elimino|registro|proceso)|no (termino|finalizo|concluyo|se completo)|"
+       r"(prevista|previsto|programada|programado) (\S+ ){0,6}(fue|ha sido|se ha) (cancelad[oa]|anulad[oa]|suspendid[oa])|"
        r"pero (\w+ ){0,3}(se cancelo|se suspendio|se anulo|fue cancelad[oa]|fue anulad[oa])|"
        r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
     _t(r"interrumpid[oa]s?|se interrumpio", F, "es", "interrumpido: the work broke off before its end"),
@@ -276,7 +283,7 @@ CLAIMS: tuple[Term, ...] = (
        r"werden (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|(wurde|wurden|ist|sind) (\w+ ){0,3}(veranlasst|eingeleitet|"
        r"angestossen|gestartet|beauftragt|eingereicht|ubermittelt|eingegangen)|"
        r"zur (prufung|bearbeitung|freigabe|genehmigung|kontrolle)|in prufung|noch nicht (\w+ ){0,2}(ge\w+t|\w+iert|verarbeitet|"
-       r"bearbeitet|erledigt|freigegeben)|wartet auf (\w+ )?(freigabe|genehmigung|prufung|bestatigung)|eingeplant|terminiert|warteschlange gestellt|"
+       r"bearbeitet|erledigt|freigegeben|fertig|abgeschlossen|durch)|dauert (noch|etwa|ca|ungefahr)|angestossen|wartet auf (\w+ )?(freigabe|genehmigung|prufung|bestatigung)|eingeplant|terminiert|warteschlange gestellt|"
        r"an (\w+ ){0,3}weitergeleitet|ans \w+ weitergeleitet|weitergeleitet an|"
        r"startet (heute|morgen|gleich|bald|in|um|am|nachts|nach)",
        A, "de", "angenommen/in der Warteschlange/eingeplant/startet heute: taken on, not done"),
@@ -293,6 +300,9 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}\w{3,}iert(?= ?([.!]|$))", C, "de",
        "grammar: a short sentence that ends with a participle in -iert reports the effect ('Konto aktualisiert.')",
        hint=r"iert(?![a-z0-9])"),
+    _t(r"(wurde|wurden) (?!(nicht|noch|nie|kein|keine)\b)(\w+ ){0,5}\w*ge\w{2,}(t|en)(?= ?([.!;,:(]|$))", C, "de",
+       "grammar: a past passive with a participle in ge…t / ge…en ('wurde in main gemergt') reports the effect",
+       hint=r"ge[a-z]{2,}(t|en)(?![a-z0-9])"),
     _t(r"(wurde|wurden) (?!(nicht|noch|nie|kein|keine)\b)(\w+ ){0,5}\w{3,}iert(?= ?([.!;,:(]|$))", C, "de",
        "grammar: a past passive with a participle in -iert ('wurde auf 320 Stück korrigiert') reports the effect",
        hint=r"iert(?![a-z0-9])"),
@@ -301,7 +311,8 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnten? (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
        "fehlgeschlagen/Fehler: the work failed", compound=True),
-    _t(r"(wurde|wurden|ist|sind) (\w+ ){0,3}nicht (" + _DE_DONE + r")|aber (\w+ ){0,3}(abgesagt|storniert|abgebrochen|gestrichen)",
+    _t(r"(wurde|wurden|ist|sind) (\w+ ){0,3}nicht (" + _DE_DONE + r")|aber (\w+ ){0,3}(abgesagt|storniert|abgebrochen|gestrichen)|"
+       r"geplanter? (\S+ ){0,5}(wurde|wurden|ist|sind) (abgesagt|gestrichen|storniert|verschoben)",
        F, "de", "'Ticket wurde nicht erstellt', '… wurde aber abgesagt': the work did not happen"),
     _t(r"abgewiesen|zuruckgewiesen|verweigert", F, "de", "abgewiesen/verweigert: the request was refused, nothing was done"),
     _t(r"(benutzer|nutzer) hat (den dialog |das formular |die eingabe )?(abgebrochen|abgelehnt|geschlossen)|"
@@ -311,20 +322,22 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"acceptee?s?|recue?s?|en file d attente|en attente|mise? en file|sera (traitee?|executee?|envoyee?)|"
        r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)|"
        r"sera (bien |rapidement )?\w+ee?s?|seront (bien )?\w+ee?s?|en (route|chemin|transit)|en cours d acheminement|"
-       r"file d attente|transmise?s? (\S+ ){0,4}(a|au|aux)|pas encore (\w+ )?\w+ee?s?|(n a|n est|n ont|ne sont) pas encore (ete )?\w+ee?s?|"
+       r"file d attente|(j ai|nous avons|on a|a ete|ont ete|est|sont) (bien )?(lancee?s?|demarree?s?)|ca prend (environ|a peu pres)|"
+       r"transmise?s? (\S+ ){0,4}(a|au|aux)|pas encore (\w+ )?\w+ee?s?|(n a|n est|n ont|ne sont) pas encore (ete )?\w+ee?s?|"
        r"attend (la|le|les|une|un|votre|ta) (validation|confirmation|approbation|signature)",
        A, "fr",
        "acceptée/en file d'attente: taken on, not done"),
     _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
        r"envoyee?|supprimee?|mise? a jour|payee?|annulee?|reservee?)s?|(creee?|enregistree?|envoyee?|supprimee?|"
-       r"reservee?)s?(?= ?([.!]|$))|mise?s? a jour|^(\w+ ){1,3}(creee?|enregistree?|envoyee?|supprimee?)s? (a|dans|pour|en)\b|"
-       r"(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|(j ai|nous avons|on a|je l ai|nous l avons) (bien )?(" + _FR_DONE + r")|(est|sont|est bien|sont bien) (" + _FR_DONE + r")|^(\w+ ){1,3}(" + _FR_DONE + r")(?= ?([.!]|$)| (a|au|aux|dans|avec|"
+       r"reservee?)s?(?= ?([.!]|$))|mise?s? a jour|^([#\w]+ ){1,3}(creee?|enregistree?|envoyee?|supprimee?)s? (a|dans|pour|en)\b|"
+       r"(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|(j ai|nous avons|on a|je l ai|nous l avons) (bien )?(" + _FR_DONE + r")|(est|sont|est bien|sont bien) (" + _FR_DONE + r")|^([#\w]+ ){1,3}(" + _FR_DONE + r")(?= ?([.!]|$)| (a|au|aux|dans|avec|"
        r"pour|en|sur|de)\b)",
        C, "fr", "terminée/avec succès: the effect is said to exist"),
     _t(r"interrompue?s?", F, "fr", "interrompu: the work broke off before its end"),
     _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
-    _t(r"non (" + _FR_DONE + r")|(n a|n ont) pas ete (" + _FR_DONE + r")|mais (\w+ ){0,4}(annulee?s?|supprimee?s?|abandonnee?s?)|"
+    _t(r"non (" + _FR_DONE + r")|(n a|n ont) pas ete (" + _FR_DONE + r")|ne s est pas (terminee?|effectuee?|deroulee?)|"
+       r"ne se sont pas (terminee?s|effectuee?s)|(prevue?s?|planifiee?s?|programmee?s?) (\S+ ){0,6}(a|ont) ete (annulee?s?|abandonnee?s?)|mais (\w+ ){0,4}(annulee?s?|supprimee?s?|abandonnee?s?)|"
        r"(n a|n ont|n avons|n ai) pas (pu|reussi)|(n est|ne sont) pas partie?s?|(ne peut|ne peuvent|ne pouvait|ne pouvaient|ne pourra) pas etre", F, "fr",
        "n'a pas pu / ne peut pas être: the work could not be done"),
     _t(r"l utilisateur a (annule|refuse|ferme)|(dialogue|formulaire|saisie) annulee?s? par l utilisateur", F, "fr",
@@ -444,7 +457,7 @@ FORMS: tuple[Term, ...] = (
        CR, "es", "contraseña/código de verificación: a credential",
        numeric=True),
     _t(r"clave", CR, "es", "as a field's own name: a password", scope="name"),
-    _t(r"numero (de )?(la )?tarjeta|tarjeta de (credito|debito)|(fecha de )?(caducidad|vencimiento|expiracion) de "
+    _t(r"numero (de )?(la )?tarjeta(?!s)|tarjeta de (credito|debito)|(fecha de )?(caducidad|vencimiento|expiracion) de "
        r"(la |su |tu )?tarjeta|codigo de seguridad de (la |su |tu )?tarjeta|numero de cuenta( bancaria)?|"
        r"cuenta bancaria|clabe|numero de ruta", PA, "es", "tarjeta/cuenta: payment data", numeric=True),
     _t(r"frase (semilla|de recuperacion|secreta)|semilla|palabras de recuperacion|mnemonica|(12|15|18|24) palabras", RE, "es",
@@ -455,7 +468,7 @@ FORMS: tuple[Term, ...] = (
        "pasaporte/pregunta de seguridad: an identity secret", numeric=True),
     # -- German -----------------------------------------------------------------------------------
     _t(r"passwort|kennwort|geheimzahl|zugangsdaten|zugangscode|bestatigungscode|sicherheitscode|einmalcode|"
-       r"einmalpasswort|verifizierungscode|anmeldedaten|privater schlussel|geheimer schlussel|api schlussel|"
+       r"einmalpasswort|verifizierungscode|anmeldedaten|privater schlu?e?ssel|geheimer schlu?e?ssel|api schlu?e?ssel|"
        r"wlan schlussel|netzwerkschlussel|zugangsschlussel|sitzungs id|wiederherstellungs(schlu?e?ssel|code)|"
        r"tan (nummer|code)|mtan|smstan|sms tan|pushtan|code (per|via|aus der) sms", CR, "de",
        "Passwort/Kennwort/Bestätigungscode: a credential", compound=True, numeric=True),
@@ -478,7 +491,8 @@ FORMS: tuple[Term, ...] = (
     _t(r"numero (de )?(la |votre )?carte|carte (bancaire|de credit|de paiement)|cryptogramme|date d expiration de "
        r"(la |votre )?carte|rib|numero de compte|coordonnees bancaires", PA, "fr",
        "carte bancaire/cryptogramme: payment data", numeric=True),
-    _t(r"phrase (de recuperation|secrete|mnemonique)|mnemonique|phrase de recuperation|(12|15|18|24) mots", RE, "fr",
+    _t(r"phrase (de recuperation|secrete|mnemonique)|mnemonique|phrase de recuperation|(12|15|18|24) mots|mots secrets|"
+       r"mots de recuperation", RE, "fr",
        "phrase de récupération: a wallet's recovery secret"),
     _t(r"(numero de )?passeport|question (secrete|de securite)|reponse (secrete|a la question)|"
        r"nom de jeune fille|numero de securite sociale|numero fiscal", ID, "fr",
@@ -502,7 +516,7 @@ ABOUT_AFTER: dict[str, tuple[str, ...]] = {
            "reset", "resets", "change", "rotation", "expiry", "expiration", "expires", "age", "history", "manager",
            "count", "counts", "limit", "limits", "usage", "budget", "label", "labels", "name", "names", "nickname",
            "description", "type", "types", "format", "channel", "channels", "method", "methods", "provider",
-           "providers", "enabled", "disabled", "enforcement", "settings", "setting", "preference", "preferences",
+           "providers", "contract", "symbol", "enabled", "disabled", "enforcement", "settings", "setting", "preference", "preferences",
            "consent", "banner", "santa", "field", "prompt", "scope", "scopes", "permissions", "owner", "holder",
            "holders", "issuer", "brand", "network", "last four", "last 4", "ending", "hint", "status", "lifetime",
            "ttl", "timeout", "duration", "window", "size", "storage", "support", "login", "option", "options",
@@ -524,6 +538,7 @@ ABOUT_BEFORE: dict[str, tuple[str, ...]] = {
     "fr": ("politique de", "longueur du", "longueur de", "nombre de", "exigences de", "nom", "nom du", "nom de la",
            "longueur minimale", "longueur maximale"),
     "de": ("anzahl der", "lange des", "lange der"),
+    "zh": ("几张", "多少张", "几个", "多少个"), "ja": ("何枚の", "何個の"),
 }
 
 #: Negation cues, by language; ``before``: within the clause before the word; ``after``: just after
