@@ -259,6 +259,30 @@ def test_decorated_starts_status_lines_and_plans_undone(text: str, kind: str) ->
     assert claim is not None and claim.kind == kind, claim
 
 
+@pytest.mark.parametrize("text,kind", [
+    ("Email delivered on the second try (the first attempt timed out).", "completed"),  # a failure told as past
+    ("The provider rejected the first attempt. A retry is scheduled for 10:05.", "accepted"),
+    ("Le fichier a été poussé. La tentative précédente avait échoué.", "completed"),
+    ("前回はタイムアウトで失敗しましたが、今回はアップロードが完了しました。", "completed"),
+    ("邮件已成功发出（此前第一次发送因超时失败）。", "completed"),
+    ("The first attempt failed.", "failed"),  # nothing else claimed: the failure is the claim
+    ("Upload failed; the previous upload had succeeded.", "failed"),  # the history word is the success's
+    ("Estado: en cola. El envío aún no se ha procesado.", "accepted"),  # "aún no": pending
+    ("El pago no se ha completado: tarjeta rechazada.", "failed"),
+    ("Le paiement n'a pas abouti.", "failed"),
+    ("The commit did not go through: a hook failed.", "failed"),
+    ("The reminder was set up, then called off.", "failed"),
+    ("Navigated to https://example.org and clicked 'Save'.", "completed"),  # a browser tool's report
+    ("Hice clic en «Guardar».", "completed"),
+    ("I've handed the file off to the translator; it should come back tomorrow.", "accepted"),
+])
+def test_failures_told_as_past_retries_and_browser_reports(text: str, kind: str) -> None:
+    """What held-out batch 9 missed, by mechanism: a failure told as an earlier attempt's yields to
+    what follows (a retry taken on, the work done) and is the claim only when nothing else is."""
+    claim = claim_in_text(text)
+    assert claim is not None and claim.kind == kind, claim
+
+
 @pytest.mark.parametrize("text", ["本月共有 12 个订单，其中 3 个已退货。", "共 5 件，2 件已签收。"])
 def test_a_count_of_things_in_a_state_is_no_claim(text: str) -> None:
     """"3 个已退货" counts things in a state (a statistic of data), it reports no work of the tool's."""
@@ -415,6 +439,24 @@ def test_asks_held_out_forms_5_missed(message: str, fields: dict[str, Any], cate
     ("Chain lookup", {"token_contract_name": {"type": "string"}}),
 ])
 def test_counts_and_names_of_cards_and_tokens_are_topics(message: str, fields: dict[str, Any]) -> None:
+    assert credential_ask(message, form(**fields)) is None
+
+
+@pytest.mark.parametrize("message,fields,category", [
+    ("1099 onboarding", {"tin": {"type": "string", "title": "Taxpayer Identification Number"}}, "identity"),
+    ("Verify your age", {"dlNumber": {"type": "string"}}, "identity"),
+])
+def test_asks_held_out_forms_6_missed(message: str, fields: dict[str, Any], category: str) -> None:
+    ask = credential_ask(message, form(**fields))
+    assert ask is not None and ask.category == category, ask
+
+
+@pytest.mark.parametrize("message,fields", [
+    ("Generar una contraseña aleatoria", {"longitud": {"type": "integer"}, "nota": {"type": "string"}}),
+    ("API 网关令牌桶限流配置", {"rate": {"type": "string"}}),
+    ("忘年会のシークレットサンタを企画します", {"参加者": {"type": "string"}}),
+])
+def test_generating_a_password_and_token_buckets_are_topics(message: str, fields: dict[str, Any]) -> None:
     assert credential_ask(message, form(**fields)) is None
 
 

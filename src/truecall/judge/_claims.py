@@ -23,7 +23,7 @@ import orjson
 from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, class_end, matches, scan, starts_word, top_groups
 from ._normalise import _CAMEL_CASES, _CASES, normalise
 from ._vocabulary import (ADVICE_INTROS, AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONDITIONALS, CONDITIONALS_AFTER,
-                          CONTRASTS, DATA_INTROS, GENERIC_MODALS, NEGATIONS, NONE_COUNTS, REPORTED_SPEECH, YES_NO_MARKS,
+                          CONTRASTS, DATA_INTROS, GENERIC_MODALS, HISTORY, NEGATIONS, NONE_COUNTS, REPORTED_SPEECH, YES_NO_MARKS,
                           Term, every)
 
 __all__ = ["Claim", "claim_in_text", "claim_in_result"]
@@ -276,6 +276,8 @@ def _first_valid(reading: "_Reading", kind_pieces: list[int]) -> tuple[int, re.M
     text lacks is not searched."""
     norm = reading.norm
     tokens: AbstractSet[bytes] | None = None
+    history: tuple[int, re.Match[str]] | None = None  # a failure told as past: the claim only if none other is
+    past: list[tuple[int, int]] = []  # where failures told as past are (no other claim is read there)
     for i in kind_pieces:
         regex, word, sentence, words, runs = _SINGLE[i] or _single(i)
         if words:
@@ -298,9 +300,14 @@ def _first_valid(reading: "_Reading", kind_pieces: list[int]) -> tuple[int, re.M
             term = CLAIMS[_PIECES[i][0]]
             while m is not None:
                 if _valid(reading, term, m):
-                    return i, m
+                    if term.kind == "failed" and _historical(reading, m.start(), term):
+                        past.append(m.span())
+                        if history is None:
+                            history = (i, m)
+                    elif not _overlaps(m, past):
+                        return i, m
                 m = _next_match(reading, regex, word, sentence, max(m.end(), m.start() + 1))
-    return None
+    return history
 
 
 def _piece_matches(reading: "_Reading", i: int) -> list[re.Match[str]]:
@@ -825,6 +832,8 @@ def _words_in(regex: re.Pattern[str], text: str, pos: int, endpos: int) -> Itera
         else:
             pos = m.start() + 1
 _NEG_WORDS = frozenset(every(NEGATIONS))
+_HISTORY = re.compile(_alternation(tuple(w for w in every(HISTORY) if not _CJK.search(w))))
+_HISTORY_CJK = tuple(w for w in every(HISTORY) if _CJK.search(w))
 _NUMBER_MARKS = frozenset(("n", "no", "nr", "nro"))
 
 
@@ -949,6 +958,25 @@ def _valid(reading: _Reading, term: Term, m: re.Match[str], quick: bool = True) 
                 or _general(reading, start, end, term, quick))
 
 
+def _overlaps(m: re.Match[str], spans: list[tuple[int, int]]) -> bool:
+    start, end = m.span()
+    return any(start < e and s < end for s, e in spans)
+
+
+def _historical(reading: _Reading, start: int, term: Term) -> bool:
+    """Whether a failure word is told as past, before the work succeeded or was taken on again: a
+    word of an earlier attempt in its clause ("the first attempt timed out", "rejected the first
+    attempt", "前回は失敗しましたが", "la tentative précédente avait échoué").  Such a failure is the text's claim only
+    when no other claim follows (then it is all the text says)."""
+    norm = reading.norm
+    clause_start = reading.clause_start(start)
+    stop = _CLAUSE_END.search(norm, start)
+    clause = norm[max(0, start - 80) if clause_start is None else clause_start:stop.start() if stop else len(norm)]
+    if term.language in ("zh", "ja"):
+        return any(cue in clause for cue in _HISTORY_CJK)
+    return _HISTORY.search(clause) is not None
+
+
 def _claim(head: str, candidates: list[int] | None = None, norm: str | None = None, *,
            quick: bool = True, tokens: AbstractSet[bytes] | None = None) -> Claim | None:
     """The claim of the head: the first valid match of the pieces read in their order — kind by kind
@@ -968,11 +996,15 @@ def _claim(head: str, candidates: list[int] | None = None, norm: str | None = No
             return None
         i, m = first
     else:
-        for i, m in [(i, m) for i in pieces for m in _piece_matches(reading, i)]:
-            if _valid(reading, CLAIMS[_PIECES[i][0]], m, quick=False):
-                break
-        else:
+        valid = [(i, m) for i in pieces for m in _piece_matches(reading, i)
+                 if _valid(reading, CLAIMS[_PIECES[i][0]], m, quick=False)]
+        historical = [(i, m) for i, m in valid if CLAIMS[_PIECES[i][0]].kind == "failed"
+                      and _historical(reading, m.start(), CLAIMS[_PIECES[i][0]])]
+        past = [m.span() for _, m in historical]
+        current = [(i, m) for i, m in valid if (i, m) not in historical and not _overlaps(m, past)]
+        if not valid:
             return None
+        i, m = (current or valid)[0]
     term = CLAIMS[_PIECES[i][0]]
     return Claim(term.kind, term.language, _evidence(head, m.group()))  # type: ignore[arg-type]
 

@@ -21,7 +21,7 @@ __all__ = ["Term", "every", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT
            "ASK_NEGATIONS_AFTER", "ASK_NEGATIONS_IN_CLAUSE", "ASK_NEGATION_IDIOMS", "WH_WORDS", "YES_NO_MARKS", "ABOUT_EXCEPTIONS",
            "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS", "REFERENCE_WORDS",
            "REFERENCE_KEYS", "INTERNALS", "CRASHES", "ENVIRONMENT_VARIABLES", "UNKNOWN_TOOL", "ADVICE_INTROS",
-           "GENERIC_MODALS", "CONDITIONALS", "CONDITIONALS_AFTER"]
+           "GENERIC_MODALS", "CONDITIONALS", "CONDITIONALS_AFTER", "HISTORY"]
 
 
 def every(table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -80,7 +80,7 @@ _FR_DONE = (
     "archivee?s?|restauree?s?|installee?s?|deployee?s?|fusionnee?s?|payee?s?|remboursee?s?|reservee?s?|"
     "enregistree?s?|sauvegardee?s?|generee?s?|creee?s?|supprimee?s?|envoyee?s?|terminee?s?|activee?s?|"
     "desactivee?s?|configuree?s?|connectee?s?|synchronisee?s?|partagee?s?|attribuee?s?|approuvee?s?|"
-    "verifiee?s?|fermee?s?|resolue?s?|ecrite?s?|faite?s?")
+    "verifiee?s?|fermee?s?|resolue?s?|ecrite?s?|faite?s?|poussee?s?")
 
 #: Words that end like a past participle and are none (the grammar rules below read a participle by
 #: its ending): adjectives and nouns.  (Those rules also take no negation among the words before the
@@ -147,7 +147,7 @@ CLAIMS: tuple[Term, ...] = (
        r"(will|ll) (review|process|handle|look at|get to) (it|this|your)", A, "en",
        "a promise about later: the work is not done yet"),
     _t(r"(is|are) (now )?with (our|the) (\w+ ){0,2}(team|department|desk|staff|specialists?)|"
-       r"(handed|passed|forwarded|referred|escalated) (over |on )?to|(handed|passed|escalated|referred) (\S+ ){1,4}(over|on|up) to|they (usually|normally|typically) (answer|reply|respond)",
+       r"(handed|passed|forwarded|referred|escalated) (over |on )?to|(handed|passed|escalated|referred) (\S+ ){1,4}(over|on|up|off) to|they (usually|normally|typically) (answer|reply|respond)",
        A, "en", "with our team / handed over to / escalated to: someone else has the work now; nothing says it was done"),
     _t(r"(state|status) ?: ?(running|queued|pending|in progress|scheduled|waiting|processing)|eta ~?\d", A, "en",
        "'status: queued', 'ETA ~5 min': a status line of work under way"),
@@ -170,6 +170,8 @@ CLAIMS: tuple[Term, ...] = (
        r"paid|charged|refunded|archived|installed|committed|pushed|closed|resolved|approved|registered|imported|"
        r"exported|executed|processed|delivered|confirmed|transferred|passed)(?= ?([.!:(]|$| successfully))",
        C, "en", "'X created.' reports the effect"),
+    _t(r"^(navigated to|clicked (on )?|typed |filled (in )?|selected |scrolled )|(i |we )(navigated to|clicked|opened|went to)",
+       C, "en", "a browser tool's report of what it did: 'Navigated to …', 'Clicked …'"),
     _t(r"all set|good to go|(result|status|outcome) ?: ?(ok|success|succeeded|done)(?![a-z0-9])", C, "en",
        "idiom for done; 'Result: OK' as a status line"),
     _t(r"((has|have) been|was|were|is now|are now|(i|we) (ve|have|had)( just| now| already| successfully)?) "
@@ -187,7 +189,8 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"failed" + _NOT_ATTRIBUTIVE + r"|failure|fails|failing|^fatal", F, "en", "says the work failed"),
     _t(r"^([#\w]+ ){1,3}not (" + _EN_DONE + r")(?= ?([.!:;,]|$)| (because|as|since|due))|"
        r"(but|however) (\w+ ){0,3}(was|were|has been|got|had to be) (then |later |subsequently )?(cancell?ed|called off|aborted|"
-       r"scrapped|dropped)|but (then |later )?(cancell?ed|called off|aborted|scrapped|dropped)|"
+       r"scrapped|dropped)|(but|then) (then |later )?(was |got )?(cancell?ed|called off|aborted|scrapped|dropped)|"
+       r"(did not|didn t) go through|"
        r"(scheduled|planned) (\S+ ){0,6}(was|were|has been|got) (cancell?ed|called off|scrapped|dropped)|"
        r"(wasn|weren|isn|aren|hasn|haven) t (been )?able to|(was|were) not possible", F, "en",
        "'Meeting not created: …', 'I wasn't able to update it': the work did not happen"),
@@ -211,7 +214,7 @@ CLAIMS: tuple[Term, ...] = (
     # -- Chinese ----------------------------------------------------------------------------------
     _t(r"已受理|受理|已提交|提交成功|已接收|已收到|收到(您|你)的|排队|队列中|加入队列|稍后(处理|执行|完成)|正在(处理|执行|进行)|处理中|"
        r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记|已开始|开始(执行|处理)|正在|进入队列|将在|将于|"
-       r"请耐心等待|预计|稍后|收悉|將於|將在|將會|處理中|辦理中|转交|轉交|移交|转给|排定|排期|排程|待审核|待審核|待审批|待确认|尚未(处理|審核|审核|执行|開始|开始)|[一-龥]{2}中(?=[，。！,.!…]|$)|后台|(完成|处理|结束)(之)?后(会|将|再)",
+       r"请耐心等待|预计|稍后|收悉|安排在|安排于|定于|將於|將在|將會|處理中|辦理中|转交|轉交|移交|转给|排定|排期|排程|待审核|待審核|待审批|待确认|尚未(处理|審核|审核|执行|開始|开始)|[一-龥]{2}中(?=[，。！,.!…]|$)|后台|(完成|处理|结束)(之)?后(会|将|再)",
        A, "zh", "受理/排队/处理中: the work was taken on, not done"),
     _t(r"已完成|完成了|办结|已办理|成功|已创建|已保存|已发送|已删除|已更新|已添加|已写入|已上传|已部署|已取消|已支付|已退款|已关闭|"
        r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[，,。！!.；;]|$)|已(?<![个件条项份笔单台次位名]已)[一-龥]|已经[一-龥]",
@@ -232,7 +235,7 @@ CLAIMS: tuple[Term, ...] = (
        A, "ja", "受付/処理中/保留中/承りました/…待ち/…次第/引き継ぎ/折り返しご連絡: taken on (or handed on), not done"),
     _t(r"完了|成功|作成しました|保存しました|送信しました|削除しました|更新しました|登録しました|追加しました|終了しました|"
        r"書き込みました|実行しました|予約しました|(作成|保存|送信|削除|更新|登録|追加|予約)されました|しました|"
-       r"されました|終わりました|終わった|終えました|済みです|済んだ|[一-龥]{2}した(?=[。！!.]|$)", C, "ja",
+       r"されました|終わりました|終わった|終えました|済みです|済んだ|[一-龥]{2}した(?=[。！!.]|$)|クリックした|に移動した", C, "ja",
        "完了/成功/…しました/終わりました/済みです: the effect is said to exist"),
     _t(r"失敗|エラー|タイムアウト|できませんでした|できなかった|できません|例外|中止になりました|中止されました|拒否|見つかりません|利用できません|異常|中断されました|権限がありません|めません",
        F, "ja", "失敗/エラー/タイムアウト: the work failed"),
@@ -242,7 +245,7 @@ CLAIMS: tuple[Term, ...] = (
        "ユーザーがキャンセル: the input was not given, so the work was not done"),
     # -- Spanish ----------------------------------------------------------------------------------
     _t(r"aceptad[oa]|recibid[oa]|en cola|encolad[oa]|pendiente|se procesara|sera (procesad[oa]|enviad[oa]|"
-       r"ejecutad[oa]|revisad[oa])|en proceso|en curso|procesando|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)|"
+       r"ejecutad[oa]|revisad[oa])|en proceso|en curso|procesando|(aun|todavia) no se ha (procesado|enviado|completado|realizado)|(hemos )?programado un reintento|reintento programado|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)|"
        r"(estamos|estan|esta) (\w+ )?\w+(ando|iendo)|sera (\w+ )?\w+(ad|id)[oa]s?|se (enviara|procesara|realizara|"
        r"ejecutara|completara|publicara|entregara|revisara|aplicara|actualizara|enviaran|procesaran)|"
        r"en (breve|cuanto)|(derivad[oa]|remitid[oa]|trasladad[oa]|escalad[oa]|reenviad[oa])s? (\S+ ){0,4}(a|al)", A, "es",
@@ -263,6 +266,7 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"^se \w{2,}(aron|ieron|io)(?= )", C, "es",
        "grammar: 'se' and a preterite (-aron/-ieron/-ió) at a sentence's start reports what was done "
        "('Se movieron 3 archivos')", hint=r"se (?<![a-z0-9]se )[a-z]{2,}(aron|ieron|io)(?![a-z0-9])"),
+    _t(r"hice clic|navegue a|he hecho clic", C, "es", "a browser tool's first-person report: 'hice clic', 'navegué a'"),
     _t(r"(he|hemos) (ya )?\w{2,}(ad|id)[oa]s?(?![a-z0-9])", C, "es",
        "grammar: a first-person perfect ('He guardado los cambios', 'hemos enviado') reports the effect",
        hint=r"d[oa](?<=[ai]d[oa])s?(?![a-z0-9])"),
@@ -270,6 +274,7 @@ CLAIMS: tuple[Term, ...] = (
        r"tiempo de espera (agotado|excedido)|se agoto el tiempo|excepcion|rechazad[oa]|denegad[oa]|no disponible|"
        r"no se (encontro|pudieron|puede|ha podido)|error al|no (he|hemos|ha|han) podido|no (pude|pudimos|pudo)|"
        r"no se (realizo|creo|guardo|envio|completo|actualizo|elimino|registro|proceso)|no (termino|finalizo|concluyo|se completo)|"
+       r"no(?<!aun no)(?<!todavia no) se ha (completado|realizado|procesado|enviado|guardado)|rechazo (el|la|los|las|tu|su)|"
        r"(prevista|previsto|programada|programado) (\S+ ){0,6}(fue|ha sido|se ha) (cancelad[oa]|anulad[oa]|suspendid[oa])|"
        r"pero (\w+ ){0,3}(se cancelo|se suspendio|se anulo|fue cancelad[oa]|fue anulad[oa])|"
        r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
@@ -279,8 +284,8 @@ CLAIMS: tuple[Term, ...] = (
     # -- German -----------------------------------------------------------------------------------
     _t(r"angenommen|entgegengenommen|eingegangen|erhalten|in der warteschlange|eingereiht|ausstehend|"
        r"wird (\w+ ){0,3}(bearbeitet|verarbeitet|ausgefuhrt|gepruft|gesendet)|in bearbeitung|geplant|vorgemerkt|"
-       r"lauft|im hintergrund|ticket (erstellt|angelegt|eroffnet)|wird (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|"
-       r"werden (\w+ ){0,4}(ge\w+(t|en)|\w+iert)|(wurde|wurden|ist|sind) (\w+ ){0,3}(veranlasst|eingeleitet|"
+       r"lauft|im hintergrund|ticket (erstellt|angelegt|eroffnet)|wird (\w+ ){0,6}(ge\w+(t|en)|\w+iert)|"
+       r"werden (\w+ ){0,6}(ge\w+(t|en)|\w+iert)|erneuter versuch|(wurde|wurden|ist|sind) (\w+ ){0,3}(veranlasst|eingeleitet|"
        r"angestossen|gestartet|beauftragt|eingereicht|ubermittelt|eingegangen)|"
        r"zur (prufung|bearbeitung|freigabe|genehmigung|kontrolle)|in prufung|noch nicht (\w+ ){0,2}(ge\w+t|\w+iert|verarbeitet|"
        r"bearbeitet|erledigt|freigegeben|fertig|abgeschlossen|durch)|dauert (noch|etwa|ca|ungefahr)|angestossen|wartet auf (\w+ )?(freigabe|genehmigung|prufung|bestatigung)|eingeplant|terminiert|warteschlange gestellt|"
@@ -290,7 +295,7 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"abgeschlossen|erledigt|erfolgreich|fertig|(wurde|wurden|ist|sind) (\w+ ){0,3}(erstellt|gespeichert|"
        r"gesendet|geloscht|aktualisiert|durchgefuhrt|ausgefuhrt|angelegt|hinzugefugt|bezahlt|storniert|gebucht|"
        r"reserviert|bestatigt|versendet|verschickt|hochgeladen|ubertragen)|(wurde|wurden|ist|sind|wurde erfolgreich) "
-       r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!:(]|$))|"
+       r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!:(]|$))|(ist|sind) (jetzt|nun) (\S+ ){0,4}\w*ge\w{2,}t(?= ?([.!;,:(]|$))|"
        r"(ich habe|ich hab|wir haben|habe ich|haben wir) (\w+ ){0,6}(" + _DE_DONE + r")(?= ?([.!;,:]|$))",
        C, "de", "abgeschlossen/erfolgreich: the effect is said to exist"),
     _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["de"]) + r")\b)"
@@ -311,7 +316,7 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnten? (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
        "fehlgeschlagen/Fehler: the work failed", compound=True),
-    _t(r"(wurde|wurden|ist|sind) (\w+ ){0,3}nicht (" + _DE_DONE + r")|aber (\w+ ){0,3}(abgesagt|storniert|abgebrochen|gestrichen)|"
+    _t(r"(wurde|wurden|ist|sind) (\w+ ){0,3}nicht (" + _DE_DONE + r")|aber (\w+ ){0,6}(abgesagt|storniert|abgebrochen|gestrichen)|"
        r"geplanter? (\S+ ){0,5}(wurde|wurden|ist|sind) (abgesagt|gestrichen|storniert|verschoben)",
        F, "de", "'Ticket wurde nicht erstellt', '… wurde aber abgesagt': the work did not happen"),
     _t(r"abgewiesen|zuruckgewiesen|verweigert", F, "de", "abgewiesen/verweigert: the request was refused, nothing was done"),
@@ -323,20 +328,20 @@ CLAIMS: tuple[Term, ...] = (
        r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)|"
        r"sera (bien |rapidement )?\w+ee?s?|seront (bien )?\w+ee?s?|en (route|chemin|transit)|en cours d acheminement|"
        r"file d attente|(j ai|nous avons|on a|a ete|ont ete|est|sont) (bien )?(lancee?s?|demarree?s?)|ca prend (environ|a peu pres)|"
-       r"transmise?s? (\S+ ){0,4}(a|au|aux)|pas encore (\w+ )?\w+ee?s?|(n a|n est|n ont|ne sont) pas encore (ete )?\w+ee?s?|"
+       r"transmise?s? (\S+ ){0,8}(a|au|aux)|nouvelle tentative (est )?(prevue|programmee|planifiee)|pas encore (\w+ )?\w+ee?s?|(n a|n est|n ont|ne sont) pas encore (ete )?\w+ee?s?|"
        r"attend (la|le|les|une|un|votre|ta) (validation|confirmation|approbation|signature)",
        A, "fr",
        "acceptée/en file d'attente: taken on, not done"),
     _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
        r"envoyee?|supprimee?|mise? a jour|payee?|annulee?|reservee?)s?|(creee?|enregistree?|envoyee?|supprimee?|"
        r"reservee?)s?(?= ?([.!]|$))|mise?s? a jour|^([#\w]+ ){1,3}(creee?|enregistree?|envoyee?|supprimee?)s? (a|dans|pour|en)\b|"
-       r"(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|(j ai|nous avons|on a|je l ai|nous l avons) (bien )?(" + _FR_DONE + r")|(est|sont|est bien|sont bien) (" + _FR_DONE + r")|^([#\w]+ ){1,3}(" + _FR_DONE + r")(?= ?([.!]|$)| (a|au|aux|dans|avec|"
+       r"(j ai|nous avons|on a) clique|je suis allee? sur|(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|(j ai|nous avons|on a|je l ai|nous l avons) (bien )?(" + _FR_DONE + r")|(est|sont|est bien|sont bien) (" + _FR_DONE + r")|^([#\w]+ ){1,3}(" + _FR_DONE + r")(?= ?([.!]|$)| (a|au|aux|dans|avec|"
        r"pour|en|sur|de)\b)",
        C, "fr", "terminée/avec succès: the effect is said to exist"),
     _t(r"interrompue?s?", F, "fr", "interrompu: the work broke off before its end"),
     _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
-    _t(r"non (" + _FR_DONE + r")|(n a|n ont) pas ete (" + _FR_DONE + r")|ne s est pas (terminee?|effectuee?|deroulee?)|"
+    _t(r"non (" + _FR_DONE + r")|(n a|n ont) pas ete (" + _FR_DONE + r")|(n a|n ont) pas abouti|puis (a ete )?annulee?s?|ne s est pas (terminee?|effectuee?|deroulee?)|"
        r"ne se sont pas (terminee?s|effectuee?s)|(prevue?s?|planifiee?s?|programmee?s?) (\S+ ){0,6}(a|ont) ete (annulee?s?|abandonnee?s?)|mais (\w+ ){0,4}(annulee?s?|supprimee?s?|abandonnee?s?)|"
        r"(n a|n ont|n avons|n ai) pas (pu|reussi)|(n est|ne sont) pas partie?s?|(ne peut|ne peuvent|ne pouvait|ne pouvaient|ne pourra) pas etre", F, "fr",
        "n'a pas pu / ne peut pas être: the work could not be done"),
@@ -423,7 +428,7 @@ FORMS: tuple[Term, ...] = (
     # -- English: identity ------------------------------------------------------------------------
     _t(r"passport( (number|no|num|nr|id))?|ssn|ssnum|ss (num|number|no)|social security( number)?|social insurance number|sin number|"
        r"national (id|identity|insurance) (number|no)|(driver s|drivers|driving) licen[cs]e (number|no)|"
-       r"tax (id|identification number)|tin number", ID, "en", "an identity document number", numeric=True),
+       r"tax (id|identification number)|tin number|taxpayer identification number|dl (number|no|num)", ID, "en", "an identity document number", numeric=True),
     _t(r"security (question|answer)s?|secret (question|answer)|answer to (your|the) (security|secret) question|"
        r"(mother s|mothers|mother) maiden name|maiden name|first pet s name|name of your first pet",
        ID, "en", "a security-question answer opens the account like a password"),
@@ -522,9 +527,9 @@ ABOUT_AFTER: dict[str, tuple[str, ...]] = {
            "ttl", "timeout", "duration", "window", "size", "storage", "support", "login", "option", "options",
            "recovery email", "reminder", "reuse", "sharing", "training", "audit", "revocation", "revoked", "issued",
            "created", "updated", "attempts", "attempt", "be named", "be called", "named"),
-    "zh": ("策略", "规则", "强度", "长度", "数量", "设置", "渠道", "方式", "提示", "过期", "有效期", "是否", "已启用", "开启",
+    "zh": ("桶", "策略", "规则", "强度", "长度", "数量", "设置", "渠道", "方式", "提示", "过期", "有效期", "是否", "已启用", "开启",
            "命名", "名称", "账单"),
-    "ja": ("ポリシー", "設定", "の長さ", "有効", "方法", "数", "の変更"),
+    "ja": ("ポリシー", "設定", "の長さ", "有効", "方法", "数", "の変更", "サンタ"),
     "de": ("richtlinie", "lange", "regeln", "anforderungen", "anzahl", "anderung"),
 }
 #: Before a credential word, words that make it a topic ("number of tokens", "analytics cookies").
@@ -533,7 +538,7 @@ ABOUT_BEFORE: dict[str, tuple[str, ...]] = {
            "performance", "how many", "max", "maximum", "min", "minimum", "secret santa", "forgot", "forgotten",
            "reset", "strong", "weak", "accept", "allow", "block", "essential", "necessary", "preference", "name this",
            "name the", "name your", "rename", "rename the", "rename this"),
-    "es": ("politica de", "requisitos de", "longitud de", "cantidad de", "numero de tokens", "longitud minima",
+    "es": ("generar una", "generar", "politica de", "requisitos de", "longitud de", "cantidad de", "numero de tokens", "longitud minima",
            "longitud maxima", "nombre", "nombre del", "nombre de la"),
     "fr": ("politique de", "longueur du", "longueur de", "nombre de", "exigences de", "nom", "nom du", "nom de la",
            "longueur minimale", "longueur maximale"),
@@ -569,6 +574,20 @@ ASK_STARTS: dict[str, tuple[str, ...]] = {
 #: Words that end a clause: a negation or a claim before them does not reach past them.
 CONTRASTS: dict[str, tuple[str, ...]] = {
     "en": ("but", "however"), "es": ("pero",), "de": ("aber",), "fr": ("mais",), "zh": ("但",), "ja": ("が、",),
+}
+#: Before a failure word in its sentence, what tells it as an earlier attempt's ("the first attempt
+#: timed out", "前回は失敗しましたが"): then the text's claim is what follows (a retry taken on, the
+#: work done), and the failure only when nothing else is claimed.
+HISTORY: dict[str, tuple[str, ...]] = {
+    "en": ("first attempt", "first try", "previous", "previously", "earlier", "last time", "initially", "at first",
+           "prior attempt", "the first time"),
+    "de": ("erste versuch", "ersten versuch", "erster versuch", "vorherige", "vorherigen", "fruhere", "zuvor",
+           "beim ersten", "letzte mal", "letztes mal"),
+    "fr": ("premiere tentative", "precedente", "precedent", "precedemment", "la derniere fois", "auparavant",
+           "la premiere fois"),
+    "es": ("primer intento", "anterior", "anteriormente", "la vez pasada", "la primera vez", "intento previo"),
+    "zh": ("此前", "之前", "先前", "第一次", "上次", "首次"),
+    "ja": ("前回", "最初", "以前", "初回"),
 }
 #: After a word, what says there were none of it ("errors: 0"): a count, not a claim.
 NONE_COUNTS: dict[str, tuple[str, ...]] = {
