@@ -94,7 +94,8 @@ def test_every_adversarial_spelling_is_caught(case: dict) -> None:
 # fourth forms batch (told the convention: a second factor's backup codes are credentials), written
 # meanwhile without the rules, were committed and first measured after that change.  An eighth claims
 # batch and a fifth forms batch the same way after the rules learnt batch 7's misses; a ninth and a
-# sixth (results in the words of published MCP servers and their APIs) after batch 8's.
+# sixth (results in the words of published MCP servers and their APIs) after batch 8's; a tenth claims
+# batch after batch 9's (its writer saw one commit message that named some of the new phrasings).
 
 #: (precision, recall) per class as first measured (the commit messages of each batch).
 HELD_OUT_FIRST = {
@@ -107,6 +108,7 @@ HELD_OUT_FIRST = {
     "claims7": {"accepted": (0.909, 0.833), "completed": (0.9, 0.75), "failed": (0.970, 0.916)},
     "claims8": {"accepted": (0.966, 0.805), "completed": (0.838, 0.722), "failed": (0.843, 0.75)},
     "claims9": {"accepted": (0.928, 0.722), "completed": (0.884, 0.638), "failed": (0.690, 0.805)},
+    "claims10": {"accepted": (1.0, 0.694), "completed": (0.781, 0.694), "failed": (0.8, 0.777)},
     "forms": {"credential": (1.0, 0.923), "payment": (1.0, 1.0), "recovery": (1.0, 1.0), "identity": (1.0, 1.0)},
     "forms2": {"credential": (1.0, 0.708), "payment": (1.0, 1.0), "recovery": (0.833, 0.833), "identity": (1.0, 0.833)},
     "forms3": {"credential": (0.909, 0.833), "payment": (1.0, 1.0), "recovery": (1.0, 0.666), "identity": (1.0, 0.75)},
@@ -118,14 +120,14 @@ HELD_OUT = {"claims": load("claims_heldout.jsonl"), "claims2": load("claims_held
             "claims3": load("claims_heldout3.jsonl"), "claims4": load("claims_heldout4.jsonl"),
             "claims5": load("claims_heldout5.jsonl"), "claims6": load("claims_heldout6.jsonl"),
             "claims7": load("claims_heldout7.jsonl"), "claims8": load("claims_heldout8.jsonl"),
-            "claims9": load("claims_heldout9.jsonl"),
+            "claims9": load("claims_heldout9.jsonl"), "claims10": load("claims_heldout10.jsonl"),
             "forms": load("forms_heldout.jsonl"), "forms2": load("forms_heldout2.jsonl"),
             "forms3": load("forms_heldout3.jsonl"), "forms4": load("forms_heldout4.jsonl"),
             "forms5": load("forms_heldout5.jsonl"), "forms6": load("forms_heldout6.jsonl")}
 
 
 @pytest.mark.parametrize("corpus", ["claims", "claims2", "claims3", "claims4", "claims5", "claims6", "claims7",
-                                    "claims8", "claims9", "forms", "forms2", "forms3", "forms4", "forms5", "forms6"])
+                                    "claims8", "claims9", "claims10", "forms", "forms2", "forms3", "forms4", "forms5", "forms6"])
 def test_held_out_batch(corpus: str) -> None:
     cases = HELD_OUT[corpus]
     judge, show = (form_label, _show_form) if corpus.startswith("forms") else (claim_label, _show_claim)
