@@ -277,7 +277,7 @@ def _first_valid(reading: "_Reading", kind_pieces: list[int]) -> tuple[int, re.M
     norm = reading.norm
     tokens: AbstractSet[bytes] | None = None
     history: tuple[int, re.Match[str]] | None = None  # a failure told as past: the claim only if none other is
-    past: list[tuple[int, int]] = []  # where failures told as past are (no other claim is read there)
+    past: list[tuple[int, int]] | None = None  # where failures told as past are (no other claim is read there)
     for i in kind_pieces:
         regex, word, sentence, words, runs = _SINGLE[i] or _single(i)
         if words:
@@ -301,10 +301,10 @@ def _first_valid(reading: "_Reading", kind_pieces: list[int]) -> tuple[int, re.M
             while m is not None:
                 if _valid(reading, term, m):
                     if term.kind == "failed" and _historical(reading, m.start(), term):
-                        past.append(m.span())
+                        past = (past or []) + [m.span()]
                         if history is None:
                             history = (i, m)
-                    elif not _overlaps(m, past):
+                    elif past is None or not _overlaps(m, past):
                         return i, m
                 m = _next_match(reading, regex, word, sentence, max(m.end(), m.start() + 1))
     return history
