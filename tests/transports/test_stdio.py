@@ -564,6 +564,44 @@ def test_a_request_cancelled_before_it_starts_is_forgotten():
     assert [orjson.loads(line)["id"] for line in lines] == [2]
 
 
+def test_a_request_the_client_cancelled_is_not_answered_even_when_the_input_ends_first():
+    """In process: a handler that takes its time to stop (cleanup after the cancellation) is still
+    running when the input ends and the grace runs out; the client cancelled it, so nothing is
+    answered — not "the server stopped" (the fuzzer saw that for a cancelled subscriptions/listen)."""
+    import asyncio
+    import io
+
+    from truecall import Principal, Server
+    from truecall.protocol import Engine
+    from truecall.transports.stdio import StdioConnection
+
+    app = Server("inproc", db=":memory:")
+
+    @app.tool("stubborn", description="Cleans up for a while when cancelled.")
+    async def stubborn(ctx) -> str:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.3)  # its cleanup outlives the end of the input and the grace
+            raise
+        return "woke"
+
+    async def scenario() -> bytes:
+        out = io.BytesIO()
+        conn = StdioConnection(Engine(app), Principal("tester", "t1"), out)
+        conn.receive_line(orjson.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                                        "params": {"name": "stubborn", "_meta": META}}))
+        await asyncio.sleep(0.05)  # running
+        conn.receive_line(orjson.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                        "params": {"requestId": 7}}))
+        await conn.drain(0.05)  # the input ends at once; the grace is shorter than the cleanup
+        app.db.close()
+        return out.getvalue()
+
+    written = asyncio.run(scenario())
+    assert b'"id":7' not in written, written
+
+
 def test_app_without_a_principal_serves_the_local_user_and_says_so_once(spawn, tmp_path):
     """stdio is a process the local user started: with no principal configured the app runs as that
     user (tenant ``local``, every scope its tools declare), and says so once on stderr."""

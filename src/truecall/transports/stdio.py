@@ -68,6 +68,7 @@ class StdioConnection:
         self._held: collections.deque[bytes | None] = collections.deque()
         #: Set once the input has ended and the grace for work in flight is over (see drain).
         self._stopping = False
+        self._withdrawn: set[Any] = set()  # requests the client cancelled: never answered
         self._flush_scheduled = False
         self._background: set[asyncio.Task[Any]] = set()
         #: The reader of stdout went away (EPIPE) or stdout failed: nothing more can be said.
@@ -189,8 +190,8 @@ class StdioConnection:
                                                     outbox=self.outbox)
                 response = await self.engine.release(response)  # once its audit records are durable
             except asyncio.CancelledError:
-                if not self._stopping:
-                    return  # cancelled by the client: no response follows
+                if not self._stopping or key in self._withdrawn:
+                    return  # cancelled by the client (even if its cancellation outlived the input): no response
                 response = jsonrpc.error_message(message.id, _Stopped())
             except Exception:  # the engine already turns faults into errors; this is the last net
                 response = jsonrpc.error_message(message.id, ProtocolError())
@@ -206,8 +207,11 @@ class StdioConnection:
         request_id = params.get("requestId")
         if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
             return  # not an id we could have issued: invalid cancellations are ignored
-        task = self.inflight.get((type(request_id), request_id))
+        key = (type(request_id), request_id)
+        task = self.inflight.get(key)
         if task is not None:
+            self._withdrawn.add(key)  # no answer, even if the input ends before the cancellation lands
+            task.add_done_callback(lambda _: self._withdrawn.discard(key))
             task.cancel()
 
     def start_background(self) -> None:
