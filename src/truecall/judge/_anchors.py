@@ -117,7 +117,8 @@ def anchors(pattern: str, *, cjk_pairs: bool = False) -> tuple[set[str], set[str
     begins dozens of phrases, two tell them apart."""
     bare = _without_lookarounds(pattern)
     source = re.sub(r"\\[a-zA-Z]", " ", bare)
-    top = _top_level(re.sub(r"\\[a-zA-Z]", "\x00", re.sub(r"\\s", " ", bare)))  # \s a space, \w… a letter
+    glued = re.sub(r"\\[a-zA-Z]", "\x00", re.sub(r"\\s", " ", bare))  # \s a space, \w… a letter (no word's edge)
+    top = _top_level(glued)
     required: list[set[str]] = []
     if not re.search(r" [?*{]|\|", top):  # no optional space ("pin ?code" is "pincode" too), no alternation
         for m in _RUN.finditer(top):
@@ -130,7 +131,6 @@ def anchors(pattern: str, *, cjk_pairs: bool = False) -> tuple[set[str], set[str
     if required:
         words = max(required, key=lambda ws: min(len(w) for w in ws))
     else:  # (a run glued to a letter class — "ge\w+t" — is no word of its own: left out)
-        glued = re.sub(r"\\[a-zA-Z]", "\x00", re.sub(r"\\s", " ", bare))
         every = {w for text in (glued, glued.replace(" ?", ""))  # "pin ?code" is "pincode" too
                  for m in _RUN.finditer(text)
                  if "\x00" not in (text[m.start() - 1:m.start()] + text[m.end():m.end() + 1])

@@ -706,6 +706,13 @@ class _Reading:
         self._clause_of = (start, found)
         return found
 
+    def clause(self, start: int, end: int) -> tuple[int, int]:
+        """The clause around ``start:end``: from :meth:`clause_start` (or 80 characters back) to the
+        next clause end after ``end``."""
+        clause_start = self.clause_start(start)
+        stop = _CLAUSE_END.search(self.norm, end)
+        return (max(0, start - 80) if clause_start is None else clause_start), (stop.start() if stop else len(self.norm))
+
     def sentence(self, start: int, end: int) -> tuple[int, int]:
         """The sentence around ``start:end``: from after the last end mark before it to the next one."""
         if self._sentence_ends is None:
@@ -920,12 +927,9 @@ def _general(reading: _Reading, start: int, end: int, term: Term, quick: bool = 
     if quick and starts_word(norm, start) and not _holds_cue(reading, _CONDITION_CUES.get(term.language)):
         if term.kind != "failed" or not _holds_cue(reading, _MODAL_CUES.get(term.language)):
             return False
-    clause_start = reading.clause_start(start)
-    clause_start = start - 80 if clause_start is None else clause_start
-    stop = _CLAUSE_END.search(norm, end)
-    clause_end = stop.start() if stop else len(norm)
+    clause_start, clause_end = reading.clause(start, end)
     cond = _IF_BEFORE.get(term.language)
-    if cond is not None and next(_words_in(cond, norm, max(clause_start, 0), start), None) is not None:
+    if cond is not None and next(_words_in(cond, norm, clause_start, start), None) is not None:
         return True
     cond = _IF_AFTER.get(term.language)
     if cond is not None and next(_words_in(cond, norm, end, clause_end), None) is not None:
@@ -933,7 +937,7 @@ def _general(reading: _Reading, start: int, end: int, term: Term, quick: bool = 
     modal = _MODALS.get(term.language)
     if term.kind != "failed" or modal is None:
         return False
-    for m in _words_in(modal, norm, max(clause_start, 0), clause_end):
+    for m in _words_in(modal, norm, clause_start, clause_end):
         if m.start() < end and m.end() > start:
             continue  # part of the failure phrase ("can t")
         after = _WORD.findall(norm, m.end(), min(clause_end, m.end() + 12))[:1]
@@ -968,10 +972,8 @@ def _historical(reading: _Reading, start: int, term: Term) -> bool:
     word of an earlier attempt in its clause ("the first attempt timed out", "rejected the first
     attempt", "前回は失敗しましたが", "la tentative précédente avait échoué").  Such a failure is the text's claim only
     when no other claim follows (then it is all the text says)."""
-    norm = reading.norm
-    clause_start = reading.clause_start(start)
-    stop = _CLAUSE_END.search(norm, start)
-    clause = norm[max(0, start - 80) if clause_start is None else clause_start:stop.start() if stop else len(norm)]
+    clause_start, clause_end = reading.clause(start, start)
+    clause = reading.norm[clause_start:clause_end]
     if term.language in ("zh", "ja"):
         return any(cue in clause for cue in _HISTORY_CJK)
     return _HISTORY.search(clause) is not None

@@ -156,7 +156,7 @@ def _about(norm: str, start: int, end: int) -> bool:
                 return True
     before = norm[max(0, start - 24):start].rstrip(" ")
     if before.endswith(_ABOUT_BEFORE):
-        at = start - (start - max(0, start - 24) - len(before))  # where ``before`` ends in ``norm``
+        at = max(0, start - 24) + len(before)  # where ``before`` ends in ``norm``
         for cue in _ABOUT_BEFORE:
             if before.endswith(cue) and (at == len(cue) or not cue[:1].isascii() or not norm[at - len(cue) - 1].isalnum()):
                 return True
@@ -303,13 +303,10 @@ def _field_ask(name: str, spec: dict[str, Any]) -> CredentialAsk | None:
         return CredentialAsk("credential", name, name, "writeOnly")
     if isinstance(fmt, str) and fmt.lower() in CREDENTIAL_FORMATS:
         return CredentialAsk(CREDENTIAL_FORMATS[fmt.lower()], name, name, f"format: {fmt}")  # type: ignore[arg-type]
-    kind = spec.get("type")
-    if kind == "boolean" or kind == "array" and not _free_items(spec):
+    if not _can_carry(spec):
         return None
     alternatives = _free_alternatives(spec)
-    if _is_choice(spec) and not alternatives:
-        return None
-    numeric = kind in ("number", "integer")
+    numeric = spec.get("type") in ("number", "integer")
     texts: list[tuple[str, str, bool, bool]] = [(name, name, True, False)]
     for key in ("title", "description"):
         value = spec.get(key)
