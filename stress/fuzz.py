@@ -899,21 +899,26 @@ class HttpFuzzer:
         else:
             answer = {"jsonrpc": "2.0", "id": event["id"], "error": {"code": -1, "message": "no"}}
         side = self._conn("side")
+        headers = [("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"),
+                   ("Authorization", _auth_of(case)), ("Mcp-Session-Id", case.session),
+                   # the version this session negotiated: another is a 400
+                   ("MCP-Protocol-Version", self.pool.session_versions.get(case.session, LEGACY))]
         try:
-            resp = side.request("POST", "/mcp", [("Content-Type", "application/json"),
-                                                 ("Accept", "application/json, text/event-stream"),
-                                                 ("Authorization", _auth_of(case)),
-                                                 ("Mcp-Session-Id", case.session),
-                                                 # the version this session negotiated: another is a 400
-                                                 ("MCP-Protocol-Version",
-                                                  self.pool.session_versions.get(case.session, LEGACY))],
-                                orjson.dumps(answer),
-                                timeout=5.0)
+            resp = side.request("POST", "/mcp", headers, orjson.dumps(answer), timeout=5.0)
+            if resp.status == 404 and not self._session_alive(side, case, headers):
+                return  # the session ended meanwhile (a DELETE or its principal's oldest session evicted)
             if resp.status != 202:
                 self._breach(f"answer to a server request not accepted: {resp.status} {resp.body[:200]!r}", case)
         except (OSError, ConnectionError, HttpProtocolViolation) as exc:
             side.close()
             self._breach(f"answering a server request failed: {exc}", case)
+
+    def _session_alive(self, conn: RawHttp, case: Case, headers: list[tuple[str, Any]]) -> bool:
+        """Whether the session still answers a ping: a 404 to an answer is honest only if it does not.
+        Another case of the batch may have deleted it, or a newer session of the same principal may
+        have evicted it (the per-principal bound), after its stream began."""
+        ping = conn.request("POST", "/mcp", headers, b'{"jsonrpc":"2.0","id":"alive","method":"ping"}', timeout=5.0)
+        return ping.status != 404
 
     def _negotiated(self, case: Case, resp: HttpResponse) -> str:
         """The version an ``initialize`` answer settled on: what every later request of that session
