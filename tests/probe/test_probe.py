@@ -263,6 +263,8 @@ def test_plain_liar_protocol_findings(plain: Report) -> None:
     # a request naming 1999-01-01 answered as if it were fine.
     raw = {f.code: f for f in report.findings if f.era in ("json-rpc", "2026-07-28") and "sent" in f.request}
     assert raw["parse_error_unanswered"].answer is None and raw["parse_error_unanswered"].severity == "warning"
+    # its silence shown by the answer to the request sent after the bad line, not by a timeout waited out
+    assert raw["parse_error_unanswered"].summary.endswith("(silence, though the request after it was answered)")
     assert raw["invalid_request_unanswered"].answer["error"]["code"] == -32601
     assert raw["invalid_request_unanswered"].request["sent"]["method"] == 42
     assert "result" in raw["unsupported_version_data"].answer

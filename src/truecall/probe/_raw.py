@@ -62,6 +62,25 @@ class _RawStdio:
                 got.append(message)
                 deadline = loop.time() + linger
 
+    async def answers_before(self, ids: set[Any], sentinel: Any, wait: float, linger: float) -> tuple[list[Any], bool]:
+        """The answers whose id is in ``ids`` that come before the answer to the request ``sentinel``
+        (sent after them) or within ``linger`` seconds after it, and whether it came within ``wait``.
+        A server that reads its input in order has seen the lines sent before a request it answers:
+        its silence on them is then proven, not assumed from a timeout (``linger`` leaves room for a
+        server that answers concurrently)."""
+        got: list[Any] = []
+        loop = asyncio.get_running_loop()
+        deadline, answered = loop.time() + wait, False
+        while True:
+            left = deadline - loop.time()
+            message = await self.read(left) if left > 0 else None
+            if message is None:
+                return got, answered
+            if message.get("id") in ids:
+                got.append(message)
+            elif not answered and message.get("id") == sentinel:
+                answered, deadline = True, min(deadline, loop.time() + linger)
+
     async def read(self, wait: float) -> Any:
         proc = self.proc
         assert proc is not None and proc.stdout is not None
@@ -96,6 +115,10 @@ def _error_code(message: Any) -> Any:
     return error.get("code") if isinstance(error, dict) else None
 
 
+#: How long answers to a bad line may still come after the answer to the request sent after it.
+LINGER_S = 0.3
+
+
 async def _raw_checks(report: Report, command: Sequence[str], *, modern: bool, env: Any, timeout: float) -> None:
     """Raw lines to a process of the server's own.  The server is known to be reading (it answered a
     tools/list, which is also the one-request-one-answer check) before any silence is held against it."""
@@ -127,20 +150,29 @@ async def _raw_checks(report: Report, command: Sequence[str], *, modern: bool, e
             if len(got) > 1:
                 find("failure", "answered_twice", f"one tools/list was answered {len(got)} times", listing,
                      [{"id": g.get("id"), "has": sorted(k for k in g if k in ("result", "error"))} for g in got])
+            # Each bad line is followed by a tools/list: once that is answered, a server that reads in
+            # order has read the bad line, and its silence is shown (no timeout waited out).
+            async def after(line: bytes, ids: set[Any], sentinel: str) -> tuple[Any, str]:
+                await raw.send(line)
+                await raw.send(orjson.dumps(listing | {"id": sentinel}))
+                got, answered = await raw.answers_before(ids, sentinel, wait, LINGER_S)
+                silence = " (silence, though the request after it was answered)" if answered else \
+                    f" (silence for {wait:g} s)"
+                return next(iter(got), None), silence
+
             bad = "{not json"
-            await raw.send(bad.encode())
-            answer = next(iter(await raw.answers({None}, wait, 0.0)), None)
+            answer, silence = await after(bad.encode(), {None}, "truecall-probe-after-bad")
             if _error_code(answer) != -32700:
                 find("warning", "parse_error_unanswered",
                      "a line that is not JSON was not answered with -32700 and id null"
-                     + (f" (silence for {wait:g} s)" if answer is None else ""), bad, answer)
+                     + (silence if answer is None else ""), bad, answer)
             invalid = {"jsonrpc": "2.0", "id": "truecall-probe-invalid", "method": 42}
-            await raw.send(orjson.dumps(invalid))
-            answer = next(iter(await raw.answers({"truecall-probe-invalid", None}, wait, 0.0)), None)
+            answer, silence = await after(orjson.dumps(invalid), {"truecall-probe-invalid", None},
+                                          "truecall-probe-after-invalid")
             if _error_code(answer) != -32600:
                 find("warning", "invalid_request_unanswered",
                      "a request whose method is a number was not answered with -32600"
-                     + (f" (silence for {wait:g} s)" if answer is None else ""), invalid, answer)
+                     + (silence if answer is None else ""), invalid, answer)
             if modern:
                 ask = {"jsonrpc": "2.0", "id": "truecall-probe-version", "method": "tools/list", "params": {"_meta": {
                     **meta, META_VERSION: "1999-01-01"}}}
