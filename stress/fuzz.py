@@ -1080,11 +1080,10 @@ class HttpFuzzer:
         if case.expect_session and resp.status == 200:
             sid = resp.headers.get("mcp-session-id")
             if sid:
-                self.pool.sessions.append(sid)
                 version = self._negotiated(case, resp)
                 self.pool.session_versions[sid] = version
                 if len(self.pool.session_versions) > 256:  # keep what the pools still name
-                    kept = set(self.pool.sessions) | set(self.pool.dead_sessions)
+                    kept = set(self.pool.sessions) | set(self.pool.dead_sessions) | {sid}
                     for old in [k for k in self.pool.session_versions if k not in kept]:
                         del self.pool.session_versions[old]
                 if self.rng.random() < 0.8:
@@ -1101,6 +1100,9 @@ class HttpFuzzer:
                     except (OSError, ConnectionError, HttpProtocolViolation) as exc:
                         conn.close()
                         self._breach(f"notifications/initialized failed: {exc}", case)
+                # Offered to the other cases (one may DELETE it) only now: before, a concurrent DELETE made
+                # the 404 above a false breach.
+                self.pool.sessions.append(sid)
         if case.delete_session and resp.status == 200:
             try:
                 self.pool.sessions.remove(case.delete_session)
