@@ -417,7 +417,9 @@ class AuditLog:
             self._retire()
         journal = self._journal
         if journal is None:
-            journal = self._journal = Journal(self._journal_dir)  # type: ignore[arg-type]
+            if self._journal_dir is None:  # (batches are appended only where a journal is kept)
+                raise RuntimeError("audit batch appended without a journal directory")
+            journal = self._journal = Journal(self._journal_dir)
         journal.append(encode_rows(batch), batch)
         if self._load_handle is None:
             self._schedule_load(journal)

@@ -234,10 +234,10 @@ class ToolContext:
             raise ValueError("elicit takes exactly one of schema (form mode) or url (URL mode)")
         from .forms import check_form, check_url
 
-        if schema is not None:
+        if url is None:
             check_form(message, schema)  # the red lines hold whoever the client is
         else:
-            check_url(url)  # type: ignore[arg-type]
+            check_url(url)
         self._elicit_seq += 1
         key = key or f"elicit-{self._elicit_seq}"
         caps = self.peer.client_capabilities.get("elicitation")
@@ -413,7 +413,8 @@ class ToolContext:
     def _state(self) -> dict[str, Any]:
         session = _session_of(self.peer)
         if session is not None:
-            return session.app_state  # type: ignore[no-any-return]
+            state: dict[str, Any] = session.app_state
+            return state
         if self._own_state is None:
             self._own_state = {}
         return self._own_state
