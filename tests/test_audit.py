@@ -516,3 +516,27 @@ def test_records_outside_a_request_are_nobody_s(log: AuditLog) -> None:
     log.record("tool.called", tool="t", outcome="ok")  # no request at all
     log.record("tool.called", tool="t", outcome="ok")
     assert len(log.query()) == 4
+
+
+def test_the_audit_logs_jobs_live_apart():
+    """``AuditLog`` keeps the trail durable (ledger, batches, outage); building a record, loading the
+    journal and reading the trail back are modules of their own below it, none of which imports the
+    log or another job's module, and every name ``truecall.audit`` had is still importable from it."""
+    import ast
+
+    import truecall.audit as audit
+    from _paths import ROOT
+
+    jobs = {"_audit_records": {"truecall.redact"},
+            "_audit_loading": {"truecall._journal", "truecall.storage"},
+            "_audit_queries": {"truecall._audit_records", "truecall._retention", "truecall.storage"}}
+    for module, allowed in jobs.items():
+        tree = ast.parse((ROOT / "src" / "truecall" / f"{module}.py").read_text(encoding="utf-8"))
+        named = {"truecall" + "." * bool(n.module) + (n.module or "") for n in ast.walk(tree)
+                 if isinstance(n, ast.ImportFrom) and n.level == 1}
+        assert named <= allowed, (module, sorted(named - allowed))
+    for name in ("AuditLog", "AuditRecord", "AuditUnavailable", "TrailUnavailable", "AUDIT_MIGRATIONS", "MAX_RETAINED",
+                 "FINAL_KINDS", "Ledger", "DuplicateFinalRecord", "LOAD_DELAY_S", "LOAD_BYTES", "LOAD_RETRY_S",
+                 "ROTATE_BYTES", "PROBE_S"):
+        assert hasattr(audit, name), name
+    assert audit.AuditRecord.__module__ == "truecall._audit_records"

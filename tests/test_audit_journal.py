@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 import pytest
 
+import truecall._audit_loading as loading_module  # when the journal is loaded (LOAD_*, ROTATE_BYTES)
 import truecall.audit as audit_module
 from truecall import Principal, Server
 from truecall.audit import AuditLog, AuditUnavailable
@@ -136,8 +137,8 @@ def test_a_quiet_server_loads_a_few_records_in_one_transaction_not_one_each(
 
 def test_a_busy_journal_is_loaded_once_load_bytes_wait_without_waiting_out_the_delay(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(audit_module, "LOAD_DELAY_S", 3600.0)
-    monkeypatch.setattr(audit_module, "LOAD_BYTES", 2000)
+    monkeypatch.setattr(loading_module, "LOAD_DELAY_S", 3600.0)
+    monkeypatch.setattr(loading_module, "LOAD_BYTES", 2000)
     db = Database(tmp_path / "a.db")
     log = AuditLog(db, key=b"k" * 32)
 
@@ -164,9 +165,9 @@ def test_a_load_that_failed_waits_for_its_retry_however_many_records_arrive(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """While the database refuses, records keep arriving past ``LOAD_BYTES``: they wait for the
     retry (``LOAD_RETRY_S``) instead of bringing another failing transaction forward."""
-    monkeypatch.setattr(audit_module, "LOAD_DELAY_S", 0.01)
-    monkeypatch.setattr(audit_module, "LOAD_BYTES", 500)
-    monkeypatch.setattr(audit_module, "LOAD_RETRY_S", 30.0)
+    monkeypatch.setattr(loading_module, "LOAD_DELAY_S", 0.01)
+    monkeypatch.setattr(loading_module, "LOAD_BYTES", 500)
+    monkeypatch.setattr(loading_module, "LOAD_RETRY_S", 30.0)
     db = Database(tmp_path / "a.db", busy_timeout_ms=1)
     log = AuditLog(db, key=b"k" * 32)
     holder = sqlite3.connect(tmp_path / "a.db", isolation_level=None, timeout=10)
@@ -233,8 +234,8 @@ def test_a_locked_database_no_longer_refuses_answers_and_the_records_arrive_once
     from truecall.protocol import Engine
     from truecall.transports.stdio import StdioConnection
 
-    monkeypatch.setattr(audit_module, "LOAD_RETRY_S", 0.05)
-    monkeypatch.setattr(audit_module, "LOAD_DELAY_S", 0.02)  # the first loads fail while the lock is held
+    monkeypatch.setattr(loading_module, "LOAD_RETRY_S", 0.05)
+    monkeypatch.setattr(loading_module, "LOAD_DELAY_S", 0.02)  # the first loads fail while the lock is held
     app = Server("locked", db=Database(tmp_path / "s.db", busy_timeout_ms=20))
     holder = sqlite3.connect(tmp_path / "s.db", isolation_level=None, timeout=10)
 
@@ -351,7 +352,7 @@ def test_a_live_journal_is_left_to_its_process_and_an_orphan_is_loaded_exactly_o
 
 
 def test_a_full_journal_is_replaced_once_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(audit_module, "ROTATE_BYTES", 600)
+    monkeypatch.setattr(loading_module, "ROTATE_BYTES", 600)
     db = Database(tmp_path / "a.db")
     log = AuditLog(db)
 
@@ -374,11 +375,11 @@ def test_a_full_journal_is_replaced_once_loaded(tmp_path: Path, monkeypatch: pyt
 
 _KILLED_WRITER = textwrap.dedent("""
     import asyncio, sys
-    import truecall.audit as audit_module
+    import truecall._audit_loading as loading_module
     from truecall.audit import AuditLog
     from truecall.storage import Database
 
-    audit_module.LOAD_DELAY_S = 3600  # never loads: only the journal holds what it acknowledges
+    loading_module.LOAD_DELAY_S = 3600  # never loads: only the journal holds what it acknowledges
     log = AuditLog(Database(sys.argv[1]))
 
     async def main():
@@ -465,11 +466,11 @@ def test_a_load_keeps_the_journal_order_whatever_the_batch_size(tmp_path: Path, 
 
 _LIVE_WRITER = textwrap.dedent("""
     import asyncio, sys
-    import truecall.audit as audit_module
+    import truecall._audit_loading as loading_module
     from truecall.audit import AuditLog
     from truecall.storage import Database
 
-    audit_module.LOAD_DELAY_S = float(sys.argv[2])
+    loading_module.LOAD_DELAY_S = float(sys.argv[2])
     log = AuditLog(Database(sys.argv[1]))
 
     async def main():

@@ -6,6 +6,7 @@ that lies is a bug a user meets; this runs the same check a maintainer runs, as 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from _paths import ROOT
@@ -20,3 +21,35 @@ def test_mypy_strict_finds_nothing_in_the_package() -> None:
 
 def test_the_package_says_it_is_typed() -> None:
     assert (ROOT / "src" / "truecall" / "py.typed").is_file()
+
+
+#: ``type: ignore`` comments not yet given their reason: the files another branch of issue 27 rewrites
+#: (the transports, and the policy of ``server.py``); take an entry out when that branch is merged.
+_REASONS_PENDING = ("transports/", "server.py")
+_IGNORE = re.compile(r"#\s*type:\s*ignore\b(?P<rest>.*)$")
+_WELL_FORMED = re.compile(r"\[[a-z-]+(?:, *[a-z-]+)*\]\s+#\s*\S.*")
+
+
+def test_every_type_ignore_names_its_error_and_says_why() -> None:
+    """``# type: ignore[code]  # why`` on one line: the code keeps mypy from hiding any other error on the
+    line, and the reason tells the next reader why the checker is wrong there (or why it is not worth
+    convincing), so that an ignore whose reason is gone is seen and removed."""
+    package = ROOT / "src" / "truecall"
+    bad = []
+    for path in sorted(package.rglob("*.py")):
+        where = path.relative_to(package).as_posix()
+        if where.startswith(_REASONS_PENDING):
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found = _IGNORE.search(line)
+            if found and not _WELL_FORMED.fullmatch(found["rest"].strip()):
+                bad.append(f"{where}:{number}: {line.strip()}")
+    assert not bad, "a type: ignore without [code] and '# reason' on its line:\n" + "\n".join(bad)
+
+
+def test_the_ignore_check_reads_what_it_should() -> None:
+    ok = "x = f()  # type: ignore[no-any-return]  # the stub says Any"
+    assert _WELL_FORMED.fullmatch(_IGNORE.search(ok)["rest"].strip())  # type: ignore[index]  # it matches
+    for wrong in ("x = f()  # type: ignore", "x = f()  # type: ignore[arg-type]", "x = f()  # type: ignore  # why",
+                  "x = f()  # type: ignore[arg-type]  #"):
+        assert not _WELL_FORMED.fullmatch(_IGNORE.search(wrong)["rest"].strip()), wrong  # type: ignore[index]  # matches

@@ -116,7 +116,7 @@ class AtRest:
 
 
 _PROCESS_KEY = secrets.token_bytes(32)
-#: ``truecall._workers.MADE_KEYS`` (not imported: that module loads the serving stack).
+#: ``truecall._workers.MADE_KEYS`` (not imported: a storage-level module does not import the command line's).
 _MADE_KEYS = "_TRUECALL_MADE_KEYS"
 _CACHE: dict[tuple[str, str | None], AtRest] = {}
 _BY_DB: "weakref.WeakKeyDictionary[Any, AtRest]" = weakref.WeakKeyDictionary()

@@ -14,6 +14,8 @@ from typing import Optional
 
 import typer
 
+from ._cli_options import _db_path, _name_db_option, _parse_time
+
 __all__ = ["audit_export"]
 
 
@@ -29,22 +31,21 @@ def audit_export(
 ) -> None:
     """Write the audit records with since <= time < until to compressed JSON-lines files (one per
     period, each with a .sha256), as retention's export does; redaction and hashes as recorded."""
-    from . import cli
     from .audit import AuditLog
     from ._journal import journal_dir, unloaded_bytes, wait_loaded
     from ._retention import export_range, period_seconds
     from .storage import CannotOpenDatabase, open_database
 
-    path = cli._db_path(db)
+    path = _db_path(db)
     try:
         log = AuditLog(open_database(path), retain="all")  # opening loads the journals of killed servers
     except CannotOpenDatabase as exc:
-        cli._name_db_option(exc, db)
+        _name_db_option(exc, db)
         raise
     if journal_dir(log.db) is not None and not wait_loaded(path, timeout=2.0):
         typer.echo(f"note: {unloaded_bytes(path)} bytes of audit records that a running server acknowledged "
                    "are not in the table yet; they are not in this export", err=True)
-    files = export_range(log.db, to, cli._parse_time(since), cli._parse_time(until),
+    files = export_range(log.db, to, _parse_time(since), _parse_time(until),
                          period_s=period_seconds(period) if period else None)
     for name, (size, sha) in sorted(files.items()):
         typer.echo(f"{sha}  {os.path.join(str(to), name)}  ({size} bytes)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from ._misuse import SettingError
@@ -63,10 +64,10 @@ def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 def default_name() -> str:
     """The name of a server made without one: the stem of the file that made it."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     here = os.path.dirname(__file__)
     while frame is not None and frame.f_code.co_filename.startswith(here):
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     if frame is None:
         return "truecall"
     stem = os.path.splitext(os.path.basename(frame.f_code.co_filename))[0]

@@ -17,7 +17,7 @@ import sys
 import traceback
 from typing import Sequence
 
-__all__ = ["Misuse", "SettingError", "ENV_DEBUG", "DEBUG_FLAG", "take_debug", "debug_from_env", "report"]
+__all__ = ["Misuse", "ServeError", "SettingError", "ENV_DEBUG", "DEBUG_FLAG", "take_debug", "debug_from_env", "report"]
 
 ENV_DEBUG = "TRUECALL_DEBUG"
 DEBUG_FLAG = "--debug"
@@ -30,6 +30,13 @@ class Misuse(Exception):
     #: Whether the line should say how to see the traceback: true when the misuse surfaced as an
     #: exception in the app's own code, whose traceback points at the line to fix.
     traceback_helps = False
+
+
+class ServeError(Misuse):
+    """A usage or configuration error: said in one line, exit status 2 (the traceback only with ``--debug``).
+
+    Raised by ``truecall serve`` (:mod:`truecall.serving`, which exports it) and by its ``--workers``
+    supervisor (:mod:`truecall._workers`), which ``serving`` imports: it lives here, below both."""
 
 
 class SettingError(Misuse, ValueError):

@@ -48,6 +48,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from ._audit_sql import _COLUMNS, _MARK, _db_bytes
+
 if TYPE_CHECKING:
     from ._retention import ExportWriter, Retention
 
@@ -218,8 +220,6 @@ class Partitions:
 
     def _last_id_dropped(self, policy: "Retention") -> int | None:
         """The newest id a number or size budget drops (``None``: neither drops any)."""
-        from ._retention import _db_bytes
-
         if policy.max_records is None and policy.max_bytes is None:
             return None
         row = self.db.fetchone("SELECT (SELECT MIN(id) FROM audit_events), (SELECT MAX(id) FROM audit_events)")
@@ -239,8 +239,6 @@ class Partitions:
                    stop: threading.Event | None = None) -> int:
         """Detach, export and drop every oldest partition the policy lets go whole; returns the
         records dropped.  A partition detached by a sweep that did not finish goes first."""
-        from ._retention import _db_bytes
-
         dropped = 0
         for (name,) in self.db.fetchall("SELECT name FROM audit_detached ORDER BY name"):
             dropped += self._export_and_drop(str(name), writer, stop)
@@ -287,8 +285,6 @@ class Partitions:
     def _export_and_drop(self, name: str, writer: "ExportWriter | None", stop: threading.Event | None) -> int:
         """Export a detached partition's records (durably), then drop it in the transaction that
         records the export; returns its records."""
-        from ._retention import _COLUMNS, _MARK
-
         count = 0
         marks: dict[str, tuple[int, str]] = {}
         try:

@@ -55,10 +55,11 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 
 import orjson
 
+from ._audit_sql import _COLUMNS, _MARK, _db_bytes
 from ._misuse import Misuse, SettingError
+from ._partitions import Partitions, partition_span
 
 if TYPE_CHECKING:
-    from ._partitions import Partitions
     from .storage import Storage
 
 log = logging.getLogger("truecall.audit")
@@ -160,9 +161,6 @@ def period_seconds(text: str | None = None) -> float:
 
 
 # -- the export files -----------------------------------------------------------------------------
-
-_COLUMNS = "id, ts, kind, tenant, subject, tool, outcome, fields"
-
 
 _LINE = b'{"id":%d,"ts":%b,%b,"fields":%b}\n'
 #: A column's value -> its JSON: the kinds, tenants, subjects, tools and outcomes of a trail repeat.
@@ -501,18 +499,6 @@ def read_export(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 # -- the sweep ---------------------------------------------------------------------------------
 
-def _db_bytes(db: Any) -> int | None:
-    """Bytes the database holds (SQLite: pages in use; PostgreSQL: the audit table with its indexes
-    and TOAST), or ``None`` when it cannot say."""
-    if db.dialect == "sqlite":
-        row = db.fetchone("SELECT (SELECT page_count FROM pragma_page_count()) - "
-                          "(SELECT freelist_count FROM pragma_freelist_count()), "
-                          "(SELECT page_size FROM pragma_page_size())")
-        return int(row[0]) * int(row[1]) if row else None
-    row = db.fetchone("SELECT SUM(pg_total_relation_size(relid)) FROM pg_partition_tree('audit_events')")
-    return int(row[0]) if row and row[0] is not None else None
-
-
 def _oldest(db: Any, limit: int, whole: bool) -> list[tuple[Any, ...]]:
     """The oldest ``limit`` records: whole (to export them) or only their id and time."""
     columns = _COLUMNS if whole else "id, ts"
@@ -563,10 +549,6 @@ def _export_state(db: Any) -> Callable[[str], tuple[int, str] | None]:
         return (int(row[0]), str(row[1])) if row else None
 
     return state
-
-
-_MARK = ("INSERT INTO audit_export (name, bytes, sha256) VALUES (?, ?, ?) "
-         "ON CONFLICT (name) DO UPDATE SET bytes = excluded.bytes, sha256 = excluded.sha256")
 
 
 @dataclass
@@ -883,8 +865,6 @@ class Sweeper:
         #: the partitions of the coming minutes are made now, before any call is served.
         self.partitions: Partitions | None = None
         if db.dialect == "postgresql" and not policy.keeps_all:
-            from ._partitions import Partitions, partition_span
-
             self.partitions = Partitions(db, partition_span(policy, period), ahead_s=4 * interval_s)
             try:
                 self.partitions.ensure_ahead(time.time())

@@ -868,7 +868,7 @@ def _plain_class_shape(hint: Any) -> tuple[Any, list[str]] | None:
     if not fields:
         return None
     shaped = {k: (typing.NotRequired[v] if k in vars(hint) else v) for k, v in fields.items()}
-    return typing.TypedDict(hint.__name__, shaped), list(fields)  # type: ignore[operator]
+    return typing.TypedDict(hint.__name__, shaped), list(fields)  # type: ignore[operator]  # mypy reads literal fields only
 
 
 def _passes_through(hint: Any, is_result_type: Callable[[Any], bool]) -> bool:

@@ -10,7 +10,7 @@ process opens the database next: the worker started in its place).
 The *supervisor* (the process the operator started) binds the listening sockets itself, so
 ``--port`` errors stay one line and no worker can race another for the port: on Linux one socket
 per worker on the same address (``SO_REUSEPORT``, see :data:`REUSE_PORT`), elsewhere one they
-share.  It then starts each worker as a fresh interpreter (``python -m truecall._workers``) that
+share.  It then starts each worker as a fresh interpreter (``python -m truecall._worker_process``) that
 inherits only its listening socket and one end of a socketpair; a worker started again in the
 place of a dead one takes over the same socket (connections queued on it meanwhile wait for it).  A fresh interpreter rather than a fork: the app opens database connections,
 threads and locks at import, none of which survive a fork, and every worker loads the app itself.
@@ -50,7 +50,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from ._misuse import describe
+from ._misuse import ServeError
 
 __all__ = ["WorkerSide", "resolve_workers", "supervise", "worker_pids"]
 
@@ -72,8 +72,6 @@ _PR_SET_PDEATHSIG = 1
 
 def resolve_workers(value: int | str) -> int:
     """``--workers``: a positive number, or ``auto`` for the cores this process may run on."""
-    from .serving import ServeError
-
     if isinstance(value, str) and value.strip().lower() == "auto":
         try:
             return max(1, len(os.sched_getaffinity(0)))
@@ -128,7 +126,7 @@ class _Supervisor:
         config = {"options": self.options, "keys": self.keys, "banner": slot == 0 and slot not in self.failures,
                   "supervisor": os.getpid(), "debug": self.debug}
         listener = self.listeners[slot % len(self.listeners)]
-        argv = [sys.executable, "-m", "truecall._workers", str(listener.fileno()), str(theirs.fileno())]
+        argv = [sys.executable, "-m", "truecall._worker_process", str(listener.fileno()), str(theirs.fileno())]
         try:
             proc = subprocess.Popen(argv, pass_fds=(listener.fileno(), theirs.fileno()),
                                     stdin=subprocess.DEVNULL)
@@ -370,43 +368,3 @@ class WorkerSide:
         finally:
             for name in (*self.keys, MADE_KEYS):
                 os.environ.pop(name, None)
-
-
-def worker_main(argv: list[str]) -> int:
-    """``python -m truecall._workers LISTEN_FD LINE_FD``: serve on the inherited socket."""
-    from . import serving
-    from ._misuse import report
-
-    listener = socket.socket(fileno=int(argv[0]))
-    line = socket.socket(fileno=int(argv[1]))
-    for sock in (listener, line):  # a subprocess a tool starts inherits neither
-        sock.set_inheritable(False)
-    config = _read_config(line)
-    _die_with_parent(int(config["supervisor"]))
-    _watch_lifeline(line)
-    options = dict(config["options"])
-
-    def ready() -> None:
-        try:
-            line.sendall(b"ready\n")
-        except OSError:
-            pass
-
-    side = WorkerSide(listener, bool(config["banner"]), dict(config["keys"]), ready)
-    try:
-        serving.serve(options.pop("target"), http=True, **options, worker=side)
-    except Exception as exc:
-        return report(exc, "truecall serve", bool(config.get("debug")))
-    return 0
-
-
-if __name__ == "__main__":
-    try:
-        sys.exit(worker_main(sys.argv[1:]))
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except BaseException as exc:  # pragma: no cover - say why in one line
-        if isinstance(exc, SystemExit):
-            raise
-        print(f"truecall serve: worker: {describe(exc)}", file=sys.stderr, flush=True)
-        sys.exit(1)

@@ -4,6 +4,12 @@
 columns so that ``truecall audit`` can filter without parsing JSON; everything
 else is redacted and stored as one JSON document.  Tool arguments are never
 stored: callers pass ``arguments=`` and get a fingerprint (keys, size, keyed hash).
+
+:class:`AuditLog` keeps the trail durable: each request's ledger (one final record), the batches
+records are committed or journaled in, and the outage state while they cannot be.  Its other jobs
+have their own modules: building a record (``_audit_records``), loading the journal into the table
+(``_audit_loading``) and reading the trail back (``_audit_queries``); their names are importable from
+here as before.
 """
 
 from __future__ import annotations
@@ -11,22 +17,23 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import errno
-import json
 import logging
 import os
 import secrets
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
 import orjson
 
-from ._retention import History, Retention, Sweeper, time_window
+# LOAD_* and ROTATE_BYTES are importable from here as before (the loading module reads its own).
+from ._audit_loading import _NEVER, LOAD_BYTES, LOAD_DELAY_S, LOAD_RETRY_S, ROTATE_BYTES, JournalLoading
+from ._audit_queries import select_kinds, select_records
+from ._audit_records import _CLIENTS, _HEADS, _INSERT, AuditRecord, _client, _head, make_row
+from ._retention import History, Retention, Sweeper
 from .errors import ServiceUnavailable
 from ._journal import JOURNAL_MIGRATIONS, Journal, encode_line, encode_rows, journal_dir, recover_journals
-from .redact import (ARG_KEYS, REDACTED, argument_keys, canonical_arguments, fingerprint, is_sensitive_name,
-                     mac_state, redact, redact_at, redact_text)
+from .redact import ARG_KEYS, argument_keys, canonical_arguments, fingerprint, mac_state, redact_text
 from .storage import Storage
 
 log = logging.getLogger("truecall.audit")
@@ -37,17 +44,6 @@ __all__ = ["AuditLog", "AuditRecord", "AuditUnavailable", "TrailUnavailable", "A
 #: Records whose commit failed are kept and written with the next batch, up to this many;
 #: beyond it the oldest are dropped and an ``audit.dropped`` record says how many.
 MAX_RETAINED = 10_000
-#: Journaled records are loaded into the table this long after the first of a batch was written,
-#: or as soon as this many bytes wait (about 300 call records); a failed load is retried after
-#: ``LOAD_RETRY_S``.  A load is one transaction, and a transaction costs as much as ten rows
-#: (callgrind: ~120k instructions, then ~14k per row): a busy server loads every ``LOAD_BYTES``,
-#: a quiet one every ``LOAD_DELAY_S`` — so a reader in another process (``truecall audit``,
-#: :func:`truecall._journal.wait_loaded`) may wait that long; a query in this process loads first.
-LOAD_DELAY_S = 0.25
-LOAD_BYTES = 64 * 1024
-LOAD_RETRY_S = 1.0
-#: A fully loaded journal is replaced by a new file once it has grown past this.
-ROTATE_BYTES = 8 * 1024 * 1024
 #: While the trail cannot be written (disk full), the records it holds are retried this often: the
 #: first that goes through ends the outage (:attr:`AuditLog.unwritable`).
 PROBE_S = 0.5
@@ -132,35 +128,6 @@ AUDIT_MIGRATIONS = [
     ("audit-2", "DROP INDEX audit_events_kind"),
 ]
 
-_COLUMNS = ("tenant", "subject", "tool", "outcome")
-_INSERT = "INSERT INTO audit_events (ts, kind, tenant, subject, tool, outcome, fields) VALUES (?, ?, ?, ?, ?, ?, ?)"
-
-
-@dataclass(frozen=True, slots=True)
-class AuditRecord:
-    """One audit row as :meth:`AuditLog.query` returns it: already redacted when it was written."""
-
-    id: int
-    ts: float
-    kind: str
-    tenant: str | None
-    subject: str | None
-    tool: str | None
-    outcome: str | None
-    fields: dict[str, Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "ts": self.ts,
-            "kind": self.kind,
-            "tenant": self.tenant,
-            "subject": self.subject,
-            "tool": self.tool,
-            "outcome": self.outcome,
-            **self.fields,
-        }
-
 
 _MISSING: Any = object()
 
@@ -169,7 +136,7 @@ def _nothing_declared(tool: str) -> frozenset[str] | None:
     return None
 
 
-class AuditLog:
+class AuditLog(JournalLoading):
     """Durable, redacted audit records in the given database."""
 
     #: ``fn(tool name) -> declared argument names`` (``None``: unknown tool); the server sets it.
@@ -417,70 +384,14 @@ class AuditLog:
             self._retire()
         journal = self._journal
         if journal is None:
-            journal = self._journal = Journal(self._journal_dir)  # type: ignore[arg-type]
+            if self._journal_dir is None:  # (batches are appended only where a journal is kept)
+                raise RuntimeError("audit batch appended without a journal directory")
+            journal = self._journal = Journal(self._journal_dir)
         journal.append(encode_rows(batch), batch)
         if self._load_handle is None:
             self._schedule_load(journal)
         elif journal.size >= self._load_at:
             self._load_now()
-
-    def _schedule_load(self, journal: Journal) -> None:
-        """The first record of a batch is journaled: load it ``LOAD_DELAY_S`` from now, or sooner
-        once ``LOAD_BYTES`` wait (:meth:`_load_now`)."""
-        loop = self._loop
-        assert loop is not None
-        if journal.pending >= LOAD_BYTES:
-            self._load_at = _NEVER
-            self._load_handle = loop.call_soon(self._load)
-        else:
-            self._load_at = journal.loaded + LOAD_BYTES
-            self._load_handle = loop.call_later(LOAD_DELAY_S, self._load)
-
-    def _load_now(self) -> None:
-        """``LOAD_BYTES`` wait: the scheduled load runs at the next loop turn instead."""
-        loop = self._loop
-        assert loop is not None and self._load_handle is not None
-        self._load_handle.cancel()
-        self._load_at = _NEVER
-        self._load_handle = loop.call_soon(self._load)
-
-    def _load(self) -> None:
-        """Journal → table (on the loop, a batch at a time); the records are durable already."""
-        self._load_handle = None
-        journal = self._journal
-        if journal is None:
-            return
-        try:
-            journal.load(self.db)
-        except Exception as exc:
-            self._load_failures += 1
-            if self._load_failures == 1:
-                log.warning("audit records stay in the journal until the database takes them: %s",
-                            type(exc).__name__)
-            if self._loop is not None:  # (records keep arriving meanwhile: they wait for the retry)
-                self._load_at = _NEVER
-                self._load_handle = self._loop.call_later(LOAD_RETRY_S, self._load)
-            return
-        if self._load_failures:
-            log.warning("audit journal loaded again after %d failed attempts", self._load_failures)
-            self._load_failures = 0
-        if journal.size >= ROTATE_BYTES:  # (all of it is loaded: appends happen on this loop only)
-            self._retire()
-
-    def _retire(self) -> None:
-        """This process's journal takes no more records: what it holds goes into the table and the
-        file is deleted; whatever fails is left on disk for the next process that opens the database."""
-        journal, self._journal = self._journal, None
-        if journal is None:
-            return
-        try:
-            journal.load(self.db)
-        except Exception as exc:
-            log.warning("audit journal %s left for the next start: %s", journal.name, type(exc).__name__)
-        try:
-            journal.close(self.db)
-        except Exception:  # a mark or the file left behind: swept at the next start
-            pass
 
     def _retain(self, rows: list[tuple[Any, ...]], seqs: list[int], dropped: int) -> None:
         """Keep records whose commit failed for the next batch (the database may come back: a lock
@@ -696,30 +607,8 @@ class AuditLog:
         if not isinstance(exc, Exception):
             raise exc
 
-    @staticmethod
-    def _row(kind: str, fields: dict[str, Any], safe: dict[str, Any] | None = None) -> tuple[Any, ...]:
-        cols = [_column(fields.pop(name, None)) for name in _COLUMNS]
-        doc = {}
-        for key, value in fields.items():  # redact(fields), unrolled for the flat dict a record is
-            safe_key = _KEYS.get(key)
-            if safe_key is None:
-                safe_key = _key_verdict(key)
-            key, sensitive = safe_key
-            if sensitive:
-                doc[key] = REDACTED
-            elif value is None or type(value) in _PLAIN:
-                doc[key] = value
-            elif type(value) is str:
-                doc[key] = redact_text(value)
-            else:
-                doc[key] = redact_at(value, 1)
-        if safe is not None:
-            doc.update(safe)
-        try:
-            encoded = orjson.dumps(doc, default=str)
-        except TypeError:  # an integer beyond 64 bits (only an in-process caller can pass one)
-            encoded = json.dumps(doc, default=str, ensure_ascii=False).encode("utf-8", "replace")
-        return (time.time(), kind, *cols, encoded)
+    #: A record's row from its kind and fields (``_audit_records``: redacted, the columns cut).
+    _row = staticmethod(make_row)
 
     def query(
         self,
@@ -735,67 +624,12 @@ class AuditLog:
     ) -> list[AuditRecord]:
         """Newest first, filtered by the given columns."""
         self.sync()
-        where, params = time_window(since, until)
-        for name, value in (("kind", kind), ("tenant", tenant), ("subject", subject), ("tool", tool), ("outcome", outcome)):
-            if value is not None:
-                where.append(f"{name} = ?")
-                params.append(value)
-        sql = "SELECT id, ts, kind, tenant, subject, tool, outcome, fields FROM audit_events"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY id DESC LIMIT ?"
-        params.append(int(limit))
-        return [_row(r) for r in self.db.fetchall(sql, params)]
+        return select_records(self.db, kind=kind, tenant=tenant, subject=subject, tool=tool, outcome=outcome,
+                              since=since, until=until, limit=limit)
 
     def kinds(self) -> Iterable[str]:
         self.sync()
-        return [r[0] for r in self.db.fetchall("SELECT DISTINCT kind FROM audit_events ORDER BY kind")]
-
-
-#: A client's self-declared name is kept this long (redacted first, so no cut hides a secret).
-_MAX_CLIENT = 128
-_PLAIN = (int, float, bool)
-#: Field name → (its redacted form, whether it names a secret): records use a few dozen names.
-_KEYS: dict[Any, tuple[str, bool]] = {}
-
-
-def _column(value: Any) -> str | None:
-    return None if value is None else redact_text(value if type(value) is str else str(value))[:256]
-
-
-#: (kind, tool, tenant, subject, outcome) → the tenant, subject, tool and outcome columns, and the
-#: journal line's part from kind to outcome (``,"kind",…,"outcome",``): see record_call.
-_Head = tuple[str | None, str | None, str | None, str | None, bytes]
-_HEADS: dict[tuple[Any, ...], _Head] = {}
-#: A load already due (or retried later): no size brings it forward.
-_NEVER = 1 << 62
-#: A client's self-declared name → what the record keeps of it.
-_CLIENTS: dict[str, str] = {}
-
-
-def _head(kind: str, tool: Any, tenant: Any, subject: Any, outcome: Any) -> _Head:
-    cols = (_column(tenant), _column(subject), _column(tool), _column(outcome))
-    head = (*cols, b"," + orjson.dumps((kind, *cols))[1:-1] + b",")
-    if len(_HEADS) < 4096 and all(type(v) is str for v in (kind, tool, tenant, subject, outcome)):
-        _HEADS[(kind, tool, tenant, subject, outcome)] = head
-    return head
-
-
-def _client(client: str) -> str:
-    kept = _CLIENTS.get(client)
-    if kept is None:
-        kept = redact_text(client)[:_MAX_CLIENT]
-        if len(_CLIENTS) < 4096 and type(client) is str:
-            _CLIENTS[client] = kept
-    return kept
-
-
-def _key_verdict(key: Any) -> tuple[str, bool]:
-    name = redact_text(key if type(key) is str else str(key))
-    verdict = (name, is_sensitive_name(name))
-    if len(_KEYS) < 4096 and type(key) is str:
-        _KEYS[key] = verdict
-    return verdict
+        return select_kinds(self.db)
 
 
 def _outage_reason(exc: BaseException, db: Storage) -> str | None:
@@ -814,7 +648,3 @@ def _outage_reason(exc: BaseException, db: Storage) -> str | None:
     if (getattr(exc, "sqlite_errorcode", 0) & 0xFF) == 13 or getattr(exc, "sqlstate", None) == "53100":
         return db.unavailable(exc) or "the database is full"
     return None
-
-
-def _row(r: tuple[Any, ...]) -> AuditRecord:
-    return AuditRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], orjson.loads(r[7]))

@@ -12,6 +12,7 @@ import typer
 
 from . import serving
 from ._audit_export_cli import audit_export
+from ._cli_options import _db_path, _name_db_option, _parse_time
 from ._misuse import debug_from_env, report, take_debug
 
 #: ``--debug`` as :func:`main` found it; ``None``: ``TRUECALL_DEBUG`` decides (e.g. under a test runner).
@@ -226,44 +227,6 @@ def _same_database(wanted: str, opened: str) -> bool:
     if "://" in wanted or "://" in opened or ":memory:" in (wanted, opened):
         return wanted == opened
     return os.path.abspath(wanted) == os.path.abspath(opened)
-
-
-def _db_path(db: Optional[str]) -> str:
-    path = str(db) if db else os.environ.get("TRUECALL_DB") or os.path.join(".truecall", "desk.db")
-    if path.startswith("sqlite:///"):
-        path = path[len("sqlite:///"):]
-    # A server URL (postgresql://…) names a database that is not a file: open_database decides.
-    if path != ":memory:" and "://" not in path and not Path(path).exists():
-        typer.echo(f"no database at {path}", err=True)
-        raise typer.Exit(2)
-    return path
-
-
-def _name_db_option(exc: Any, db: Optional[str]) -> None:
-    """A database named by ``--db`` is reported under that name (``TRUECALL_DB`` otherwise)."""
-    if db and exc.names(db):
-        exc.setting = "--db"
-
-
-def _parse_time(value: Optional[str]) -> Optional[float]:
-    """An epoch number, an ISO 8601 time, or a relative age like 15m / 2h / 7d."""
-    if value is None:
-        return None
-    import re
-    import time
-    from datetime import datetime
-
-    m = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd])", value.strip())
-    if m:
-        return time.time() - float(m.group(1)) * {"s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise typer.BadParameter(f"not a time: {value!r} (use epoch seconds, ISO 8601, or 15m/2h/7d)") from None
 
 
 #: ``truecall audit`` queries the trail; ``truecall audit export`` (its own module) writes it to files.

@@ -193,6 +193,21 @@ class ToolContext:
         """
         return _fenced(self)
 
+    def lease_check(self) -> Callable[[], None] | None:
+        """The lease check for writes this call's task makes outside :meth:`fenced` (``None`` before
+        :meth:`accept_as_task`, or when the call did not become a task: nothing to fence).
+
+        Call what it returns first inside each transaction written on the task's behalf — in another
+        store, or by a worker the job was handed to after this handler moved on: it raises
+        :class:`~truecall.LeaseLost` once another process took the task over (this one was frozen or
+        presumed dead), so that transaction commits nothing.  It holds the lease as it was when asked:
+        a takeover later makes it fail, whoever calls it.
+        """
+        if self.task is None:
+            return None
+        fence: Callable[[], None] = self.server.task_runtime.fence(self.task)
+        return fence
+
     @property
     def client_capabilities(self) -> dict[str, Any]:
         """What the client declared (on this request in 2026-07-28, at initialize before)."""
@@ -234,10 +249,10 @@ class ToolContext:
             raise ValueError("elicit takes exactly one of schema (form mode) or url (URL mode)")
         from .forms import check_form, check_url
 
-        if schema is not None:
+        if url is None:
             check_form(message, schema)  # the red lines hold whoever the client is
         else:
-            check_url(url)  # type: ignore[arg-type]
+            check_url(url)
         self._elicit_seq += 1
         key = key or f"elicit-{self._elicit_seq}"
         caps = self.peer.client_capabilities.get("elicitation")
@@ -413,7 +428,8 @@ class ToolContext:
     def _state(self) -> dict[str, Any]:
         session = _session_of(self.peer)
         if session is not None:
-            return session.app_state  # type: ignore[no-any-return]
+            state: dict[str, Any] = session.app_state
+            return state
         if self._own_state is None:
             self._own_state = {}
         return self._own_state

@@ -227,6 +227,6 @@ def embedded_resource(
         contents["mimeType"] = mime_type
     if text is not None:
         contents["text"] = text
-    else:
-        contents["blob"] = _b64(blob)  # type: ignore[arg-type]
+    elif blob is not None:  # (always: exactly one of the two, checked above)
+        contents["blob"] = _b64(blob)
     return _annotated({"type": "resource", "resource": contents}, annotations, None)

@@ -22,19 +22,15 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
-from ._misuse import DEBUG_FLAG, ENV_DEBUG, Misuse, debug_from_env, describe, report
+from ._misuse import DEBUG_FLAG, ENV_DEBUG, Misuse, ServeError, debug_from_env, describe, report
+from ._workers import REUSE_PORT, WorkerSide, resolve_workers, supervise
 
 if TYPE_CHECKING:
-    from ._workers import WorkerSide
     from .server import Server
 
 __all__ = ["DEFAULT_APP", "ServeError", "load_app", "serve", "serve_parser", "main"]
 
 DEFAULT_APP = "truecall.incidents.app:build_desk"
-
-
-class ServeError(Misuse):
-    """A usage or configuration error: said in one line, exit status 2 (the traceback only with ``--debug``)."""
 
 
 #: What APP looks like, for the lines that say it was not found.
@@ -158,8 +154,6 @@ def serve(
     if workers is not None and not http:
         raise ServeError("--workers is for --http: stdio serves one client on one pipe, in one process")
     if worker is None and workers is not None:
-        from ._workers import resolve_workers
-
         count = resolve_workers(workers)
         if count > 1:
             if not isinstance(target, (str, type(None))):
@@ -255,8 +249,6 @@ def _server_class() -> Any:
 
 def _supervise(count: int, **options: Any) -> None:
     """Bind once here, then serve with ``count`` worker processes on that socket (:mod:`truecall._workers`)."""
-    from ._workers import REUSE_PORT, supervise
-
     listeners = [_listen(options["host"], options["port"])]
     try:
         if REUSE_PORT:  # one socket per worker on the same address: the kernel spreads connections evenly

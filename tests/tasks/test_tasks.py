@@ -590,3 +590,47 @@ def test_a_tool_with_a_recover_hook_is_fenced_like_the_desk(tmp_path):
     assert task.status is S.COMPLETED and task.result["structuredContent"]["error"]["kind"] == "dependency_unavailable"
     kinds = [r[0] for r in a.db.fetchall("SELECT kind FROM audit_events ORDER BY rowid")]
     assert "task.recovered" in kinds and "task.lease_lost" in kinds and "task.completed" not in kinds
+
+
+def test_lease_check_fences_writes_made_outside_ctx_fenced(tmp_path):
+    """``ctx.lease_check()`` is what a tool hands to writes made in another transaction (the desk's ticket
+    store, a job's worker): ``None`` before the call is a task; after acceptance it passes while this
+    runner holds the lease and raises :class:`LeaseLost` once another process took the task over."""
+    import asyncio
+
+    from truecall import LeaseLost, Server, ToolResult
+
+    path = tmp_path / "shared.db"
+    a, b = Server("a", db=str(path)), Server("b", db=str(path))
+    go = asyncio.Event()
+    seen: list[str] = []
+
+    for server in (a, b):
+        @server.tool("book", description="Books once.", input_schema={"type": "object"}, task_support="optional")
+        async def book(ctx):  # type: ignore[no-untyped-def]
+            seen.append(f"before: {ctx.lease_check()}")
+            await ctx.accept_as_task("booking")
+            check = ctx.lease_check()
+            check()
+            seen.append("held")
+            await go.wait()
+            try:
+                check()
+            except LeaseLost:
+                seen.append("fenced")
+                raise
+            return ToolResult([], {"booked": True})
+
+        server.task_runtime.lease_s = 0.3
+        server.task_runtime.poll_s = 0.05
+    a.task_runtime._housekeeping = lambda held, beat: ([], [], [])  # A renews nothing: as if stopped
+
+    async def main() -> None:
+        accepted = await a.acall_tool(ALICE, "book", {}, task_mode="inproc")
+        await asyncio.sleep(0.45)  # A's lease ran out
+        assert [t.task_id for t in b.task_runtime.recover()] == [accepted.task_id]
+        go.set()
+        await a.task_runtime.wait(accepted.task_id, timeout=5)
+
+    asyncio.run(main())
+    assert seen == ["before: None", "held", "fenced"]

@@ -323,7 +323,8 @@ def _transport_for(target: Any, **options: Any) -> Transport:
 
         return StdioTransport(target, env=options["env"], cwd=options["cwd"], stderr=options["stderr"])
     if all(hasattr(target, m) for m in ("open", "send", "cancel", "aclose")):
-        return target  # type: ignore[no-any-return]
+        transport: Transport = target  # it has the protocol's methods (checked above)
+        return transport
     raise TypeError("Client(target): a command line (list), a URL (str), a truecall.Server or a transport")
 
 

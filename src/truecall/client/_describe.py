@@ -1,6 +1,6 @@
 """``describe(outcome)``: :func:`truecall.describe`'s rules (未成功 / 没有匹配数据 / 已受理 ≠ 完成) for client outcomes.
 
-Done and Failed results are described by :func:`truecall.describe` itself (the
+Done and Failed results are described as the result they hold (``_describe_result``: the
 same sentence a server-side result gets); what only a caller can know — a
 result that broke its own schema, a task still accepted, a request nobody
 answered — is said here, with the ``client.*`` texts of :mod:`truecall.texts`.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._describe_result import describe_result
 from ..texts import catalogue, say
 from ._outcomes import CONTRACT_BROKEN, Accepted, Cancelled, Done, Failed, Unconfirmed, Unknown
 
@@ -17,14 +18,12 @@ __all__ = ["describe_outcome"]
 
 
 def describe_outcome(outcome: Any, locale: str) -> str:
-    from ..describe import describe
-
     if isinstance(outcome, Done):
-        return describe(outcome.result, locale)
+        return describe_result(outcome.result, locale)
     if isinstance(outcome, Failed):
         if outcome.kind == CONTRACT_BROKEN:
             return say("client.broken", locale)
-        return describe(outcome.result, locale)
+        return describe_result(outcome.result, locale)
     if isinstance(outcome, Unconfirmed):
         return say(f"client.unconfirmed.{outcome.claim}", locale, evidence=outcome.evidence or outcome.claim)
     if isinstance(outcome, Accepted):

@@ -195,9 +195,9 @@ class Session:
         self._waiting[rid] = fut
         try:
             await self.flush()
-            limit = self.settings.timeout if timeout == "default" else timeout
+            limit = self.settings.timeout if isinstance(timeout, str) else timeout  # "default"
             try:
-                kind, value = await asyncio.wait_for(asyncio.shield(fut), limit)  # type: ignore[arg-type]
+                kind, value = await asyncio.wait_for(asyncio.shield(fut), limit)
             except TimeoutError:
                 self.conn.forget(rid)
                 await self.transport.cancel(rid)
@@ -228,7 +228,8 @@ class Session:
             if value == "not_sent":
                 raise NotSent(f"{method}: the request could not be sent")
             raise ConnectionLost(f"{method}: the connection was lost before an answer ({value})", value)
-        return value  # type: ignore[no-any-return]
+        result: dict[str, Any] = value  # a JSON-RPC result is an object (the connection checked it)
+        return result
 
     # -- from the server -------------------------------------------------------------------------
 

@@ -13,6 +13,9 @@ raises :class:`ClientStateError` naming the current state.
 from __future__ import annotations
 
 import enum
+from typing import Callable, Mapping
+
+from .._machine import ANY, Machine
 
 __all__ = ["ClientState", "ClientEvent", "ClientStateError", "CLIENT_TRANSITIONS", "next_client_state", "may_send"]
 
@@ -36,7 +39,7 @@ class ClientEvent(str, enum.Enum):
 
 St, Ev = ClientState, ClientEvent
 
-CLIENT_TRANSITIONS: dict[tuple[ClientState, ClientEvent], ClientState] = {
+_MOVES = {
     (St.NEW, Ev.DISCOVER): St.DISCOVERING,
     (St.NEW, Ev.INITIALIZE): St.INITIALIZING,
     (St.DISCOVERING, Ev.DISCOVERED): St.READY,
@@ -49,12 +52,12 @@ CLIENT_TRANSITIONS: dict[tuple[ClientState, ClientEvent], ClientState] = {
     (St.CLOSED, Ev.CLOSE): St.CLOSED,  # closing twice is harmless
 }
 
-#: Requests the client may send in each state (``*`` = any method).
-_SENDABLE: dict[ClientState, frozenset[str]] = {
+#: Requests the client may send in each state.
+_SENDABLE = {
     St.NEW: frozenset({"server/discover", "initialize"}),
     St.DISCOVERING: frozenset(),
     St.INITIALIZING: frozenset(),
-    St.READY: frozenset({"*"}),
+    St.READY: frozenset({ANY}),
     St.CLOSED: frozenset(),
 }
 
@@ -67,13 +70,11 @@ class ClientStateError(RuntimeError):
         self.state = state
 
 
-def next_client_state(state: ClientState, event: ClientEvent) -> ClientState:
-    try:
-        return CLIENT_TRANSITIONS[(state, event)]
-    except KeyError:
-        raise ClientStateError(state, event.value) from None
-
-
-def may_send(state: ClientState, method: str) -> bool:
-    sendable = _SENDABLE[state]
-    return "*" in sendable or method in sendable
+_MACHINE = Machine(ClientState, _MOVES, lambda state, event: ClientStateError(state, event.value),
+                   admitted=_SENDABLE)
+#: Every legal move (read-only): the table :func:`next_client_state` moves by.
+CLIENT_TRANSITIONS: Mapping[tuple[ClientState, ClientEvent], ClientState] = _MACHINE.moves
+#: ``next_client_state(state, event)``: the state after ``event``, or :class:`ClientStateError`.
+next_client_state: Callable[[ClientState, ClientEvent], ClientState] = _MACHINE.advance
+#: ``may_send(state, method)``: whether the client may send a request for ``method`` in ``state``.
+may_send: Callable[[ClientState, str], bool] = _MACHINE.admits

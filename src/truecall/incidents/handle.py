@@ -157,7 +157,7 @@ class Handler:
         note = redact_text(note) if note is not None else None
         # Every write made for this task checks its lease first, in the same transaction: once
         # another process took the task over (this one froze past its lease), nothing is written.
-        fence = None if task is None else ctx.server.task_runtime.fence(task)
+        fence = ctx.lease_check()
 
         def still_wanted() -> bool:
             if task is None:

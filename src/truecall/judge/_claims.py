@@ -1008,7 +1008,7 @@ def _claim(head: str, candidates: list[int] | None = None, norm: str | None = No
             return None
         i, m = (current or valid)[0]
     term = CLAIMS[_PIECES[i][0]]
-    return Claim(term.kind, term.language, _evidence(head, m.group()))  # type: ignore[arg-type]
+    return Claim(term.kind, term.language, _evidence(head, m.group()))  # type: ignore[arg-type]  # CLAIMS kinds are Kind
 
 
 #: The bytes a raw ASCII text's words are made of when each is a word of ``[a-z0-9]`` (nothing else is

@@ -20,12 +20,12 @@ from ._anchors import ENDINGS, alternatives, anchors, matches, starts_word
 from ._normalise import irregular_case, normalise, normalise_name
 from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ABOUT_EXCEPTIONS, ASK_NEGATION_IDIOMS, ASK_NEGATIONS_AFTER,
                           ASK_NEGATIONS_BEFORE, ASK_NEGATIONS_IN_CLAUSE, ASK_STARTS, CONTRASTS, CREDENTIAL_FORMATS,
-                          DESTRUCTIVE, FORMS, NEGATIONS, PASSWORD_SPELLINGS, PASTE, WH_WORDS, YES_NO_MARKS, Term,
-                          every)
+                          DESTRUCTIVE, FORMS, NEGATIONS, PASSWORD_SPELLINGS, PASTE, WH_WORDS, YES_NO_MARKS, FormCategory,
+                          Term, every)
 
 __all__ = ["CredentialAsk", "credential_ask", "names_credential", "asks_to_paste", "names_destructive"]
 
-Category = Literal["credential", "payment", "recovery", "identity"]
+Category = FormCategory
 
 
 @dataclass(frozen=True)
@@ -302,7 +302,7 @@ def _field_ask(name: str, spec: dict[str, Any]) -> CredentialAsk | None:
     if spec.get("writeOnly") is True:
         return CredentialAsk("credential", name, name, "writeOnly")
     if isinstance(fmt, str) and fmt.lower() in CREDENTIAL_FORMATS:
-        return CredentialAsk(CREDENTIAL_FORMATS[fmt.lower()], name, name, f"format: {fmt}")  # type: ignore[arg-type]
+        return CredentialAsk(CREDENTIAL_FORMATS[fmt.lower()], name, name, f"format: {fmt}")
     if not _can_carry(spec):
         return None
     alternatives = _free_alternatives(spec)
@@ -330,7 +330,7 @@ def _field_ask(name: str, spec: dict[str, Any]) -> CredentialAsk | None:
     if best is None:
         return None
     hit, where = best
-    return CredentialAsk(hit.term.kind, name if where == name else where, name,  # type: ignore[arg-type]
+    return CredentialAsk(hit.term.kind, name if where == name else where, name,  # type: ignore[arg-type]  # a Category
                          _reason(hit))
 
 
@@ -369,7 +369,7 @@ def credential_ask(message: str, requested_schema: Any) -> CredentialAsk | None:
         if isinstance(text, str) and text:
             hit = _names(text, False, True)
             if hit is not None and (hit.term.numeric or not numbers_only):  # a number field carries no password
-                return CredentialAsk(hit.term.kind, where, None, _reason(hit))  # type: ignore[arg-type]
+                return CredentialAsk(hit.term.kind, where, None, _reason(hit))  # type: ignore[arg-type]  # a Category
     return None
 
 

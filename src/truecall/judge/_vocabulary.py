@@ -14,12 +14,12 @@ ask begins) are kept by language, their reason said once above each table.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 __all__ = ["Term", "every", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT_AFTER", "ABOUT_BEFORE",
            "CLAIM_ABOUT_AFTER", "REPORTED_SPEECH", "CONTRASTS", "NONE_COUNTS", "AFTER_NEGATIONS", "ASK_NEGATIONS_BEFORE",
            "ASK_NEGATIONS_AFTER", "ASK_NEGATIONS_IN_CLAUSE", "ASK_NEGATION_IDIOMS", "WH_WORDS", "YES_NO_MARKS", "ABOUT_EXCEPTIONS",
-           "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "PASSWORD_SPELLINGS", "REFERENCE_WORDS",
+           "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "FormCategory", "PASSWORD_SPELLINGS", "REFERENCE_WORDS",
            "REFERENCE_KEYS", "INTERNALS", "CRASHES", "ENVIRONMENT_VARIABLES", "UNKNOWN_TOOL", "ADVICE_INTROS",
            "GENERIC_MODALS", "CONDITIONALS", "CONDITIONALS_AFTER", "HISTORY"]
 
@@ -27,6 +27,10 @@ __all__ = ["Term", "every", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT
 def every(table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
     """The words of a table kept by language, all languages together (a word once)."""
     return tuple(dict.fromkeys(word for words in table.values() for word in words))
+
+
+#: What a form term asks for (``judge._forms.Category``): here, where ``CREDENTIAL_FORMATS`` is typed by it.
+FormCategory = Literal["credential", "payment", "recovery", "identity"]
 
 
 class Term(NamedTuple):
@@ -43,7 +47,7 @@ class Term(NamedTuple):
 
 
 def _t(pattern: str, kind: str, language: str, reason: str, **flags: bool | str) -> Term:
-    return Term(pattern, kind, language, reason, **flags)  # type: ignore[arg-type]
+    return Term(pattern, kind, language, reason, **flags)  # type: ignore[arg-type]  # each flag is its field's type
 
 
 A, C, F = "accepted", "completed", "failed"
@@ -374,7 +378,10 @@ REPORTED_SPEECH: dict[str, tuple[str, ...]] = {
 # What a form may not ask for
 # =================================================================================================
 
-CR, PA, RE, ID = "credential", "payment", "recovery", "identity"
+CR: FormCategory = "credential"
+PA: FormCategory = "payment"
+RE: FormCategory = "recovery"
+ID: FormCategory = "identity"
 
 FORMS: tuple[Term, ...] = (
     # -- English: credentials ---------------------------------------------------------------------
@@ -508,7 +515,7 @@ FORMS: tuple[Term, ...] = (
 PASSWORD_SPELLINGS: tuple[str, ...] = ("password", "passwort", "passphrase", "passcode", "contrasena", "kennwort")
 
 #: ``format`` values that announce a credential, and what kind.
-CREDENTIAL_FORMATS: dict[str, str] = {
+CREDENTIAL_FORMATS: dict[str, FormCategory] = {
     "password": CR, "otp": CR, "pin": CR, "token": CR, "secret": CR, "one-time-code": CR, "current-password": CR,
     "new-password": CR, "credit-card": PA, "card": PA, "cc": PA, "cc-number": PA, "cvv": PA, "cc-csc": PA,
     "cc-exp": PA, "iban": PA,

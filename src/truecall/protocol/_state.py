@@ -13,7 +13,9 @@ the current state.
 from __future__ import annotations
 
 import enum
+from typing import Callable, Mapping
 
+from .._machine import ANY, Machine
 from ..errors import InvalidRequest
 
 __all__ = ["SessionState", "SessionEvent", "SessionStateError", "SESSION_TRANSITIONS", "next_session_state",
@@ -35,7 +37,7 @@ class SessionEvent(str, enum.Enum):
 
 St, Ev = SessionState, SessionEvent
 
-SESSION_TRANSITIONS: dict[tuple[SessionState, SessionEvent], SessionState] = {
+_MOVES = {
     (St.NEW, Ev.INITIALIZE): St.INITIALIZING,
     (St.INITIALIZING, Ev.INITIALIZED): St.READY,
     (St.READY, Ev.INITIALIZED): St.READY,  # a repeated notification is harmless; notifications get no answer
@@ -44,11 +46,11 @@ SESSION_TRANSITIONS: dict[tuple[SessionState, SessionEvent], SessionState] = {
     (St.READY, Ev.CLOSE): St.CLOSED,
 }
 
-#: Requests served in each state (``*`` = any method).
-_SERVED: dict[SessionState, frozenset[str]] = {
+#: Requests served in each state.
+_SERVED = {
     St.NEW: frozenset({"initialize", "ping"}),
-    St.INITIALIZING: frozenset({"*"}),
-    St.READY: frozenset({"*"}),
+    St.INITIALIZING: frozenset({ANY}),
+    St.READY: frozenset({ANY}),
     St.CLOSED: frozenset(),
 }
 
@@ -59,13 +61,11 @@ class SessionStateError(InvalidRequest):
         self.state = state
 
 
-def next_session_state(state: SessionState, event: SessionEvent) -> SessionState:
-    try:
-        return SESSION_TRANSITIONS[(state, event)]
-    except KeyError:
-        raise SessionStateError(state, event.value) from None
-
-
-def accepts_request(state: SessionState, method: str) -> bool:
-    served = _SERVED[state]
-    return "*" in served or method in served
+_MACHINE = Machine(SessionState, _MOVES, lambda state, event: SessionStateError(state, event.value),
+                   admitted=_SERVED)
+#: Every legal move (read-only): the table :func:`next_session_state` moves by.
+SESSION_TRANSITIONS: Mapping[tuple[SessionState, SessionEvent], SessionState] = _MACHINE.moves
+#: ``next_session_state(state, event)``: the state after ``event``, or :class:`SessionStateError`.
+next_session_state: Callable[[SessionState, SessionEvent], SessionState] = _MACHINE.advance
+#: ``accepts_request(state, method)``: whether a session in ``state`` serves a request for ``method``.
+accepts_request: Callable[[SessionState, str], bool] = _MACHINE.admits

@@ -204,7 +204,7 @@ class Database:
             try:
                 # sqlite3's stubs say Any; without a row_factory a row is a tuple.  (Not a typed local:
                 # that costs ~30 instructions on the hottest statement of the audit and the task store.)
-                return self._conn.execute(sql, params).fetchone()  # type: ignore[no-any-return]
+                return self._conn.execute(sql, params).fetchone()  # type: ignore[no-any-return]  # a tuple (above)
             except sqlite3.OperationalError as exc:
                 self._gave_up(exc)
                 raise
@@ -245,7 +245,10 @@ class Database:
             return done
 
     def integrity_check(self) -> str:
-        return str(self.fetchone("PRAGMA integrity_check")[0])  # type: ignore[index]
+        row = self.fetchone("PRAGMA integrity_check")
+        if row is None:  # SQLite answers the pragma with at least one row
+            raise sqlite3.DatabaseError("PRAGMA integrity_check gave no answer")
+        return str(row[0])
 
     def close(self) -> None:
         with self._lock:

@@ -17,6 +17,9 @@ told that it did not.
 from __future__ import annotations
 
 import enum
+from typing import Callable, Mapping
+
+from .._machine import Machine
 
 __all__ = ["TaskStatus", "TaskEvent", "InvalidTransition", "TRANSITIONS", "TERMINAL", "next_status"]
 
@@ -41,7 +44,7 @@ class TaskEvent(str, enum.Enum):
 
 S, E = TaskStatus, TaskEvent
 
-TRANSITIONS: dict[tuple[TaskStatus, TaskEvent], TaskStatus] = {
+_MOVES = {
     (S.INPUT_REQUIRED, E.PROVIDE_INPUT): S.WORKING,
     (S.WORKING, E.REQUEST_INPUT): S.INPUT_REQUIRED,
     (S.WORKING, E.COMPLETE): S.COMPLETED,
@@ -71,9 +74,8 @@ class InvalidTransition(ValueError):
         super().__init__(f"{_REFUSAL[event]}: {status.value}")
 
 
-def next_status(status: TaskStatus, event: TaskEvent) -> TaskStatus:
-    """The status after ``event``, or :class:`InvalidTransition`."""
-    try:
-        return TRANSITIONS[(status, event)]
-    except KeyError:
-        raise InvalidTransition(status, event) from None
+_MACHINE = Machine(TaskStatus, _MOVES, InvalidTransition)
+#: Every legal move (read-only): the table :func:`next_status` moves by.
+TRANSITIONS: Mapping[tuple[TaskStatus, TaskEvent], TaskStatus] = _MACHINE.moves
+#: ``next_status(status, event)``: the status after ``event``, or :class:`InvalidTransition`.
+next_status: Callable[[TaskStatus, TaskEvent], TaskStatus] = _MACHINE.advance
