@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, cast
 import orjson
 
 from ._audit_sql import _COLUMNS, _MARK, _db_bytes
+from .storage import BATCH, PAUSE_S, delete_batched
 from ._misuse import Misuse, SettingError
 from ._partitions import Partitions, partition_span
 
@@ -75,11 +76,9 @@ ENV_SWEEP_S = "TRUECALL_AUDIT_SWEEP_S"
 #: (About 230 bytes a call: 2 GB is some 9 million calls — three months at 1 call/s, about two and a
 #: half hours at 1,000 calls/s.  See docs/guide/operations.md for the arithmetic.)
 DEFAULT_RETAIN = "90d,2GB"
-#: Records per delete transaction: a few milliseconds of write lock (SQLite: ~3 µs a row deleted inside
-#: it; the export, ~7 µs a row more — reading the whole row, its line, gzip — is done before, outside).
-BATCH = 1000
-#: Pause between two batches of one sweep, so that whatever waits for the lock gets it.
-PAUSE_S = 0.01
+# Records per delete transaction (BATCH, a few milliseconds of write lock; the export, ~7 µs a row more —
+# reading the whole row, its line, gzip — is done before, outside) and the pause between two batches of
+# one sweep (PAUSE_S): storage.delete_batched's.
 #: Batches read and exported together (one ``fsync`` per file for all of them; each still deleted in
 #: its own transaction).
 GROUP = 8
@@ -815,22 +814,6 @@ def vacuum_some(db: Any, pause_s: float = PAUSE_S, stop: threading.Event | None 
 #: (the tasks past their TTL; an app's own, e.g. the desk's settled requests).  Bounded batches, as
 #: :func:`delete_batched` does.
 History = Callable[[float, "float | None"], int]
-
-
-def delete_batched(db: Any, table: str, key: str, where: str, params: Sequence[Any], *, batch: int = BATCH,
-                   pause_s: float = PAUSE_S, max_batches: int = 10_000) -> int:
-    """``DELETE FROM table WHERE where``, ``batch`` rows (by ``key``) per transaction; returns the rows
-    deleted.  ``where`` may name the table's rows as ``h`` (``FROM table h``)."""
-    total = 0
-    sql = f"DELETE FROM {table} WHERE {key} IN (SELECT h.{key} FROM {table} h WHERE {where} LIMIT ?)"
-    for _ in range(max_batches):
-        n = db.execute(sql, (*params, batch)).rowcount
-        total += max(0, n)
-        if n < batch:
-            break
-        if pause_s:
-            time.sleep(pause_s)
-    return total
 
 
 def expired_tasks(db: Any) -> History:

@@ -29,7 +29,7 @@ from typing import Any, Callable
 import orjson
 
 from truecall import Storage
-from truecall._at_rest import at_rest_for
+from truecall.storage import at_rest_for, delete_batched
 
 from .dispatch_state import DispatchEvent, DispatchState, InvalidDispatchTransition, next_dispatch_state
 
@@ -274,7 +274,7 @@ class TicketStore:
 
     def __init__(self, db: Storage, *, migrate: bool = True) -> None:
         self.db = db
-        #: Keys the idempotency fingerprints (:mod:`truecall._at_rest`).
+        #: Keys the idempotency fingerprints (:func:`truecall.storage.at_rest_for`).
         self.rest = at_rest_for(db)
         if migrate:
             db.migrate(TICKET_MIGRATIONS)
@@ -351,8 +351,6 @@ class TicketStore:
         arguments and be answered with the old ticket), not its history.  Returns the rows deleted."""
         if max_age_s is None:
             return 0
-        from truecall._retention import delete_batched
-
         cutoff = now - max_age_s
         gone = "NOT EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = h.task_id)"
         total = delete_batched(self.db, "settlements", "task_id", f"h.settled_at < ? AND {gone}", (cutoff,))

@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from .._at_rest import AtRest, at_rest_for
+from ._batched import BATCH, PAUSE_S, delete_batched
 from ._faults import unavailable
 from ._interface import Cursor, Migration, Row, Storage
 from ._offload import in_thread, off_loop, off_loop_result
@@ -30,7 +32,8 @@ __all__ = ["Storage", "Cursor", "Row", "Database", "PostgresDatabase", "Migratio
            "off_loop", "off_loop_result", "in_thread",
            "CannotOpenDatabase", "ENV_DB", "DEFAULT_PATH", "default_path", "shown_target", "ENV_BUSY_MS",
            "DEFAULT_BUSY_MS", "ENV_CACHE_KIB", "DEFAULT_CACHE_KIB", "ENV_STATEMENT_MS", "DEFAULT_STATEMENT_MS",
-           "FAST_FAIL_MS", "split_schema", "to_postgres"]
+           "FAST_FAIL_MS", "split_schema", "to_postgres", "AtRest", "at_rest_for", "delete_batched", "BATCH",
+           "PAUSE_S"]
 
 #: Names of the PostgreSQL backend, imported on first use (see the module's docstring).
 _POSTGRES = frozenset({"PostgresDatabase", "split_schema", "to_postgres"})
