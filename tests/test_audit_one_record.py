@@ -305,6 +305,13 @@ CELLS: list[tuple[str, Ask, str | None, str]] = [
      "error"),
     ("resources/read rate limited", _rate_limited("resources/read", {"uri": "note://ok"}), "resource.rate_limited",
      "error"),
+    ("resources/subscribe success", lambda p: p.call("resources/subscribe", {"uri": "note://ok"}), None, "result"),
+    ("resources/subscribe refused for scope", lambda p: p.call("resources/subscribe", {"uri": "note://admin"}),
+     "resource.denied", "error"),
+    ("resources/subscribe refused for tenant",
+     lambda p: p.call("resources/subscribe", {"uri": "note://tenant/globex"}), "resource.denied", "error"),
+    ("resources/subscribe unknown", lambda p: p.call("resources/subscribe", {"uri": "note://missing"}),
+     "resource.denied", "error"),
     ("prompts/get success", lambda p: p.call("prompts/get", {"name": "greet"}), "prompt.get", "result"),
     ("prompts/get refused for scope", lambda p: p.call("prompts/get", {"name": "admin_prompt"}), "prompt.denied",
      "error"),
@@ -342,6 +349,9 @@ REASONS = {
     "resources/read refused for scope": "insufficient_scope",
     "resources/read refused for tenant": "tenant_mismatch",
     "resources/read unknown": "unknown_resource",
+    "resources/subscribe refused for scope": "insufficient_scope",
+    "resources/subscribe refused for tenant": "tenant_mismatch",
+    "resources/subscribe unknown": "unknown_resource",
     **{f"tasks/{method} {cell}": reason for method in ("get", "cancel", "update", "result")
        for cell, reason in (("unknown", "unknown_task"), ("refused for tenant", "tenant_mismatch"))},
 }
@@ -352,7 +362,8 @@ _EXPECTED_BY_ERA = {("tools/call task forbidden", MODERN): ("tool.called", "resu
                     ("ping", MODERN): ("rpc.error", "error")}  # (2026-07-28 has no ping)
 _ONLY_HTTP = {cell for cell, *_ in CELLS if cell.startswith("tasks/") and cell.endswith("refused for tenant")}
 _ONLY_ERA = {**{cell: MODERN for cell, *_ in CELLS if cell.startswith("tasks/update")},  # (2025-11-25 has none)
-             **{cell: LEGACY for cell, *_ in CELLS if cell.startswith("tasks/result")}}  # (2026-07-28 has none)
+             **{cell: LEGACY for cell, *_ in CELLS  # (2026-07-28 has none)
+                if cell.startswith(("tasks/result", "resources/subscribe"))}}
 
 
 def _matrix() -> Iterator[Any]:

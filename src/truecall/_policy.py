@@ -4,6 +4,7 @@ Every request that acts on a named thing passes here after authentication and be
 
     tools/call            tenant → tool → scopes → rate limit → task support
     resources/read        resource → tenant → scopes → rate limit
+    resources/subscribe   resource → tenant → scopes  (a listen stream's updates: the same, unrecorded)
     prompts/get           prompt → scopes → rate limit
     completion/complete   (a prompt's: prompt → scopes) → rate limit
     tasks/get|update|cancel|result      task → tenant → owner
@@ -39,7 +40,7 @@ from .tools import Prompt, Resource, ResourceTemplate, Tool
 if TYPE_CHECKING:
     from .server import Server
 
-__all__ = ["admit_tool", "admit_resource", "admit_prompt", "admit_completion", "admit_task", "OverBudget",
+__all__ = ["admit_tool", "admit_resource", "admit_subscription", "may_read", "admit_prompt", "admit_completion", "admit_task", "OverBudget",
            "TENANT_VARIABLE"]
 
 #: A resource template variable of this name holds a tenant: a URI naming another tenant than the
@@ -102,17 +103,42 @@ def admit_resource(server: "Server", principal: Principal,
                    uri: str) -> tuple[Resource | ResourceTemplate, dict[str, str]]:
     """The resource (and the template's variables) ``uri`` names, if ``principal`` may read it now.
     Unknown, another tenant's and out of scope are answered alike (:class:`NotFound`)."""
+    found, refusal = _resource_verdict(server, principal, uri)
+    if refusal is not None:
+        _deny_resource(server, principal, uri, refusal)
+    _spend(server, principal, "resource.rate_limited")
+    assert found is not None  # (no refusal: found)
+    return found
+
+
+def admit_subscription(server: "Server", principal: Principal, uri: str) -> None:
+    """``resources/subscribe``: only to a resource ``principal`` may read (unknown and forbidden
+    alike, as for a read: a subscription that succeeded for a forbidden URI would say it exists,
+    and its updates when it changes).  No rate limit: a subscription reads nothing."""
+    refusal = _resource_verdict(server, principal, uri)[1]
+    if refusal is not None:
+        _deny_resource(server, principal, uri, refusal)
+
+
+def may_read(server: "Server", principal: Principal, uri: str) -> bool:
+    """Whether ``principal`` may read ``uri`` (nothing recorded): a change notification for a
+    resource goes only to those who may (``subscriptions/listen`` takes any list of URIs)."""
+    return _resource_verdict(server, principal, uri)[1] is None
+
+
+def _resource_verdict(server: "Server", principal: Principal, uri: str
+                      ) -> tuple[tuple[Resource | ResourceTemplate, dict[str, str]] | None, str | None]:
+    """What ``uri`` names and why ``principal`` may not read it (``None``: it may)."""
     found = server.registry.find_resource(uri)
     if found is None:
-        _deny_resource(server, principal, uri, "unknown_resource")
+        return None, "unknown_resource"
     res, params = found
     named = params.get(TENANT_VARIABLE)
     if named is not None and named != principal.tenant:
-        _deny_resource(server, principal, uri, "tenant_mismatch")
+        return found, "tenant_mismatch"
     if not res.scopes <= principal.scopes:
-        _deny_resource(server, principal, uri, "insufficient_scope")
-    _spend(server, principal, "resource.rate_limited")
-    return found
+        return found, "insufficient_scope"
+    return found, None
 
 
 def _deny_resource(server: "Server", principal: Principal, uri: str, reason: str) -> NoReturn:
