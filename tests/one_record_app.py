@@ -100,6 +100,11 @@ def note_of_tenant(ctx, uri, tenant):
     return f"{tenant}'s note"  # (no check of its own: another tenant's URI never gets here)
 
 
+@app.resource_template("note://admin/{id}", scopes=("admin",))
+def admin_note(id):  # noqa: A002 - the template's variable is named id
+    return "secret"
+
+
 @app.prompt("greet", description="A greeting.")
 def greet(ctx) -> str:
     return "hello"

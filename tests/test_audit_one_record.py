@@ -236,6 +236,11 @@ def _prompt_ref(name: str) -> dict[str, Any]:
     return {"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": "x", "value": ""}}
 
 
+def _template_ref(uri: str, **resolved: str) -> dict[str, Any]:
+    return {"ref": {"type": "ref/resource", "uri": uri}, "argument": {"name": "id", "value": ""},
+            **({"context": {"arguments": resolved}} if resolved else {})}
+
+
 TASK_CAPS = {"extensions": {TASKS_EXTENSION: {}}}
 
 
@@ -289,9 +294,9 @@ CELLS: list[tuple[str, Ask, str | None, str]] = [
     ("tools/call as a task", lambda p: _as_a_task(p, "needs_task"), "task.created", "result"),
     # (2025-11-25: a task already completed, whose task.completed is the task's record)
     ("tools/call as a task, answered at once", lambda p: _as_a_task(p, "maybe_task"), "tool.called", "result"),
-    # (No tenant refusal for tools/call, prompts/get or completion/complete: a request on the wire names
-    # no tenant — its principal's comes from the credential — and a tool, a prompt or a completion names
-    # none either.  The tenant is checked where a request names one: a resource URI, a task.)
+    # (No tenant refusal for tools/call or prompts/get: a request on the wire names no tenant — its
+    # principal's comes from the credential — and a tool or a prompt names none either.  The tenant is
+    # checked where a request names one: a resource URI, a template's resolved {tenant}, a task.)
     ("resources/read success", lambda p: p.call("resources/read", {"uri": "note://ok"}), "resource.read", "result"),
     ("resources/read refused for scope", lambda p: p.call("resources/read", {"uri": "note://admin"}),
      "resource.denied", "error"),
@@ -324,6 +329,14 @@ CELLS: list[tuple[str, Ask, str | None, str]] = [
      "prompt.denied", "error"),
     ("completion/complete unknown", lambda p: p.call("completion/complete", _prompt_ref("nope")), "prompt.denied",
      "error"),
+    ("completion/complete of a template", lambda p: p.call("completion/complete", _template_ref(
+        "note://tenant/{tenant}", tenant="acme")), None, "result"),
+    ("completion/complete of a template refused for scope",
+     lambda p: p.call("completion/complete", _template_ref("note://admin/{id}")), "resource.denied", "error"),
+    ("completion/complete of a template refused for tenant", lambda p: p.call("completion/complete", _template_ref(
+        "note://tenant/{tenant}", tenant="globex")), "resource.denied", "error"),
+    ("completion/complete of an unknown template",
+     lambda p: p.call("completion/complete", _template_ref("note://nowhere/{id}")), "resource.denied", "error"),
     ("completion/complete rate limited", _rate_limited("completion/complete", _prompt_ref("greet")),
      "completion.rate_limited", "error"),
     ("tasks/get success", _on_a_task("tasks/get", "own"), None, "result"),
@@ -352,6 +365,9 @@ REASONS = {
     "resources/subscribe refused for scope": "insufficient_scope",
     "resources/subscribe refused for tenant": "tenant_mismatch",
     "resources/subscribe unknown": "unknown_resource",
+    "completion/complete of a template refused for scope": "insufficient_scope",
+    "completion/complete of a template refused for tenant": "tenant_mismatch",
+    "completion/complete of an unknown template": "unknown_resource",
     **{f"tasks/{method} {cell}": reason for method in ("get", "cancel", "update", "result")
        for cell, reason in (("unknown", "unknown_task"), ("refused for tenant", "tenant_mismatch"))},
 }

@@ -6,7 +6,7 @@ Every request that acts on a named thing passes here after authentication and be
     resources/read        resource → tenant → scopes → rate limit
     resources/subscribe   resource → tenant → scopes  (a listen stream's updates: the same, unrecorded)
     prompts/get           prompt → scopes → rate limit
-    completion/complete   (a prompt's: prompt → scopes) → rate limit
+    completion/complete   (a prompt's: prompt → scopes; a template's: template → scopes) → rate limit
     tasks/get|update|cancel|result      task → tenant → owner
 
 A refusal is settled here: its record — the request's one final record (``audit.FINAL_KINDS``) —
@@ -156,14 +156,38 @@ def admit_prompt(server: "Server", principal: Principal, name: Any) -> Prompt:
     return prompt
 
 
-def admit_completion(server: "Server", principal: Principal, ref: dict[str, Any]) -> Prompt | None:
-    """Whether ``principal`` may ask for completions of ``ref`` now: a prompt's are the prompt's
-    (unknown and forbidden alike, ``prompt.denied``), then the rate limit.  The prompt, if ``ref``
+def admit_completion(server: "Server", principal: Principal, ref: dict[str, Any],
+                     context: dict[str, Any] | None) -> Prompt | None:
+    """Whether ``principal`` may ask for completions of ``ref`` now, then the rate limit: a prompt's
+    are the prompt's (unknown and forbidden alike, ``prompt.denied``), a resource template's the
+    template's (``resource.denied``: its values — incident ids, say — are the template's data), and
+    a ``{tenant}`` the ``context`` already resolved must be the caller's.  The prompt, if ``ref``
     names one."""
-    prompt = _prompt_for(server, principal, ref.get("name"), "Unknown prompt") \
-        if ref.get("type") == "ref/prompt" else None
+    kind = ref.get("type")
+    prompt = None
+    if kind == "ref/prompt":
+        prompt = _prompt_for(server, principal, ref.get("name"), "Unknown prompt")
+    elif kind == "ref/resource":
+        uri = ref.get("uri")
+        refusal = _template_refusal(server, principal, uri) if isinstance(uri, str) else "unknown_resource"
+        resolved = context.get("arguments") if context is not None else None
+        named = resolved.get(TENANT_VARIABLE) if isinstance(resolved, dict) else None
+        if refusal is None and named is not None and named != principal.tenant:
+            refusal = "tenant_mismatch"
+        if refusal is not None:
+            server.events.record("resource.denied", tenant=principal.tenant, subject=principal.subject,
+                                 outcome="not_found", reason=refusal, arguments={"uri": str(uri)[:4096]})
+            raise InvalidParams("Unknown resource")
     _spend(server, principal, "completion.rate_limited")
     return prompt
+
+
+def _template_refusal(server: "Server", principal: Principal, uri: str) -> str | None:
+    """Why ``principal`` may not complete the template (or resource) ``uri`` names (``None``: it may)."""
+    for template in server.registry.templates:
+        if template.uri_template == uri:
+            return None if template.scopes <= principal.scopes else "insufficient_scope"
+    return _resource_verdict(server, principal, uri)[1]
 
 
 def _prompt_for(server: "Server", principal: Principal, name: Any, said: str) -> Prompt:

@@ -461,7 +461,7 @@ class Server:
         """Completion values for a prompt argument (empty when nothing is known); a coroutine of
         them when a :meth:`completion` handler answers.  The policy stage first
         (:func:`truecall._policy.admit_completion`)."""
-        prompt = admit_completion(self, principal, ref)
+        prompt = admit_completion(self, principal, ref, context)
         if self.completer is not None:
             from ._fastmcp import complete_with
 
