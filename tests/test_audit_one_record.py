@@ -2,11 +2,13 @@
 
 ``tests/one_record_app.py`` has a tool, resource and prompt for each outcome (success, tool error,
 refusal for scope or tenant, task support required or forbidden, rate limit, unknown name, a bug in
-the handler).  It is served for real (``truecall serve``) over stdio and over Streamable HTTP, and
-asked each request in both protocol eras: 2026-07-28 (stateless) and 2025-11-25 (handshake).  For
-each request the records it left are read from the database and those of the *final* kinds
-counted: there must be exactly one, of the kind that outcome is recorded as.  Requests that only
-read listings (``tools/list``, ``ping``) and a completion that is answered leave none.
+the handler); tasks are made by its task tools.  It is served for real (``truecall serve``) over
+stdio and over Streamable HTTP, and asked each request in both protocol eras: 2026-07-28
+(stateless) and 2025-11-25 (handshake).  For each request the records it left are read from the
+database and those of the *final* kinds counted: there must be exactly one, of the kind that
+outcome is recorded as, and for a refusal the ``reason`` the policy stage gives
+(:mod:`truecall._policy`).  Requests that only read (``tools/list``, ``ping``, ``tasks/get``,
+``tasks/result``, a completion that is answered, a subscription) leave none.
 
 Non-final records (a task's own settlement, ``tool.form_refused`` before its ``tool.called``, the
 trail's own ``audit.*``) are the ones in :data:`NON_FINAL` and are not counted; every other kind

@@ -65,8 +65,9 @@ MAX_ARGUMENT_DEPTH = 64
 # and the hot path (a ToolResult) makes none at all.
 
 class Denied:
-    """Refused before the call was admitted (``tool.denied``; ``auth.denied`` for a credential
-    refused with no tool named); the error is raised.  ``principal`` ``None``: the credential
+    """A credential refused before anything was admitted (``auth.denied``; ``tool.denied`` when a tool
+    was named); the error is raised.  (What an authenticated caller may not do is refused, and
+    recorded, by the policy stage: :mod:`truecall._policy`.)  ``principal`` ``None``: the credential
     itself was refused."""
 
     __slots__ = ("error", "reason", "principal", "name", "detail")

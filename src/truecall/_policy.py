@@ -104,10 +104,9 @@ def admit_resource(server: "Server", principal: Principal,
     """The resource (and the template's variables) ``uri`` names, if ``principal`` may read it now.
     Unknown, another tenant's and out of scope are answered alike (:class:`NotFound`)."""
     found, refusal = _resource_verdict(server, principal, uri)
-    if refusal is not None:
-        _deny_resource(server, principal, uri, refusal)
+    if found is None or refusal is not None:
+        _deny_resource(server, principal, uri, refusal or "unknown_resource")
     _spend(server, principal, "resource.rate_limited")
-    assert found is not None  # (no refusal: found)
     return found
 
 
