@@ -435,6 +435,8 @@ def test_resources_prompts_and_completion(tmp_path: Path, version: str | None) -
             assert contents[0]["uri"] == "incident://acme/INC-1001" and '"severity":"P2"' in contents[0]["text"]
             with pytest.raises(NotFound):  # another tenant's incident reads exactly like a missing one
                 await client.read_resource("incident://globex/INC-2001")
+            with pytest.raises(NotFound):  # and the caller's own, named under another tenant, too
+                await client.read_resource("incident://globex/INC-1001")
             assert isinstance(await client.list_resources(), list)
             prompts = [p["name"] for p in await client.list_prompts()]
             assert prompts == ["incident.triage"]
