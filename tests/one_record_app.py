@@ -62,6 +62,14 @@ async def needs_task(ctx) -> str:
     return "done"
 
 
+@app.tool("slow_task", description="Runs as a task only, for a while (long enough to be cancelled).",
+          task_support="required")
+async def slow_task(ctx) -> str:
+    await ctx.accept_as_task("accepted")
+    await asyncio.sleep(30)
+    return "done"
+
+
 @app.tool("maybe_task", description="May run as a task, answers at once.", task_support="optional")
 def maybe_task(ctx) -> str:
     return "at once"
@@ -89,7 +97,12 @@ def note_buggy() -> str:
 
 @app.resource_template("note://tenant/{tenant}")
 def note_of_tenant(ctx, uri, tenant):
-    return None if tenant != ctx.principal.tenant else f"{tenant}'s note"
+    return f"{tenant}'s note"  # (no check of its own: another tenant's URI never gets here)
+
+
+@app.resource_template("note://admin/{id}", scopes=("admin",))
+def admin_note(id):  # noqa: A002 - the template's variable is named id
+    return "secret"
 
 
 @app.prompt("greet", description="A greeting.")

@@ -2,11 +2,13 @@
 
 ``tests/one_record_app.py`` has a tool, resource and prompt for each outcome (success, tool error,
 refusal for scope or tenant, task support required or forbidden, rate limit, unknown name, a bug in
-the handler).  It is served for real (``truecall serve``) over stdio and over Streamable HTTP, and
-asked each request in both protocol eras: 2026-07-28 (stateless) and 2025-11-25 (handshake).  For
-each request the records it left are read from the database and those of the *final* kinds
-counted: there must be exactly one, of the kind that outcome is recorded as.  Requests that only
-read listings (``tools/list``, ``ping``) and a completion that is answered leave none.
+the handler); tasks are made by its task tools.  It is served for real (``truecall serve``) over
+stdio and over Streamable HTTP, and asked each request in both protocol eras: 2026-07-28
+(stateless) and 2025-11-25 (handshake).  For each request the records it left are read from the
+database and those of the *final* kinds counted: there must be exactly one, of the kind that
+outcome is recorded as, and for a refusal the ``reason`` the policy stage gives
+(:mod:`truecall._policy`).  Requests that only read (``tools/list``, ``ping``, ``tasks/get``,
+``tasks/result``, a completion that is answered, a subscription) leave none.
 
 Non-final records (a task's own settlement, ``tool.form_refused`` before its ``tool.called``, the
 trail's own ``audit.*``) are the ones in :data:`NON_FINAL` and are not counted; every other kind
@@ -236,28 +238,46 @@ def _prompt_ref(name: str) -> dict[str, Any]:
     return {"ref": {"type": "ref/prompt", "name": name}, "argument": {"name": "x", "value": ""}}
 
 
-def _as_a_task(peer: Peer, name: str) -> dict[str, Any]:
+def _template_ref(uri: str, **resolved: str) -> dict[str, Any]:
+    return {"ref": {"type": "ref/resource", "uri": uri}, "argument": {"name": "id", "value": ""},
+            **({"context": {"arguments": resolved}} if resolved else {})}
+
+
+TASK_CAPS = {"extensions": {TASKS_EXTENSION: {}}}
+
+
+def _as_a_task(peer: Peer, name: str, as_tenant: str | None = None) -> dict[str, Any]:
     if peer.era == MODERN:
-        return peer.call("tools/call", _tool(name), caps={"extensions": {TASKS_EXTENSION: {}}})
-    return peer.call("tools/call", {**_tool(name), "task": {"ttl": 60_000}})
+        return peer.call("tools/call", _tool(name), caps=TASK_CAPS, as_tenant=as_tenant)
+    return peer.call("tools/call", {**_tool(name), "task": {"ttl": 60_000}}, as_tenant=as_tenant)
 
 
-def _rate_limited(peer: Peer) -> dict[str, Any]:
-    armed = peer.call("tools/call", _tool("arm_limit"))
-    assert armed["result"]["content"][0]["text"] == "armed", armed
-    peer.mark = _last_id(peer.db)  # type: ignore[attr-defined]  # (arm_limit's own record is its request's)
-    return peer.call("tools/call", _tool("ok"))
+def _rate_limited(method: str, params: dict[str, Any]) -> Callable[[Peer], dict[str, Any]]:
+    """``method`` asked once the limit is armed: the one request over it."""
+    def ask(peer: Peer) -> dict[str, Any]:
+        armed = peer.call("tools/call", _tool("arm_limit"))
+        assert armed["result"]["content"][0]["text"] == "armed", armed
+        peer.mark = _last_id(peer.db)  # type: ignore[attr-defined]  # (arm_limit's own record is its request's)
+        return peer.call(method, params)
+    return ask
 
 
-def _other_tenants_task(peer: Peer) -> dict[str, Any]:
-    made = (peer.call("tools/call", _tool("needs_task"), caps={"extensions": {TASKS_EXTENSION: {}}},
-                      as_tenant="globex") if peer.era == MODERN else
-            peer.call("tools/call", {**_tool("needs_task"), "task": {"ttl": 60_000}}, as_tenant="globex"))
-    result = made["result"]
-    task_id = result["task"]["taskId"] if "task" in result else result["taskId"]
-    _settled(peer.db, task_id)
-    peer.mark = _last_id(peer.db)  # type: ignore[attr-defined]  # globex's own records are not this request's
-    return peer.call("tasks/get", {"taskId": task_id})
+def _on_a_task(method: str, whose: str, tool: str = "needs_task",
+               **params: Any) -> Callable[[Peer], dict[str, Any]]:
+    """``method`` on a task: ``whose`` is ``unknown`` (none such), ``own`` (made by this peer; settled
+    first unless ``tool`` runs long) or ``other`` (made by another tenant's peer, settled first)."""
+    def ask(peer: Peer) -> dict[str, Any]:
+        if whose == "unknown":
+            task_id = "nope"
+        else:
+            made = _as_a_task(peer, tool, as_tenant="globex" if whose == "other" else None)
+            result = made["result"]
+            task_id = result["task"]["taskId"] if "task" in result else result["taskId"]
+            if tool != "slow_task":
+                _settled(peer.db, task_id)
+            peer.mark = _last_id(peer.db)  # type: ignore[attr-defined]  # (the task's making is its own request)
+        return peer.call(method, {"taskId": task_id, **params}, caps=TASK_CAPS)
+    return ask
 
 
 Ask = Callable[[Peer], dict[str, Any]]
@@ -270,68 +290,129 @@ CELLS: list[tuple[str, Ask, str | None, str]] = [
     ("tools/call refused for scope", lambda p: p.call("tools/call", _tool("admin_only")), "tool.denied", "error"),
     ("tools/call unknown", lambda p: p.call("tools/call", _tool("nope")), "tool.denied", "error"),
     ("tools/call bug", lambda p: p.call("tools/call", _tool("buggy")), "tool.failed", "result"),
-    ("tools/call rate limited", _rate_limited, "tool.rate_limited", "result"),
+    ("tools/call rate limited", _rate_limited("tools/call", _tool("ok")), "tool.rate_limited", "result"),
     ("tools/call task required", lambda p: p.call("tools/call", _tool("needs_task")), "tool.denied", "error"),
     ("tools/call task forbidden", lambda p: _as_a_task(p, "never_task"), "(by era)", "(by era)"),
     ("tools/call as a task", lambda p: _as_a_task(p, "needs_task"), "task.created", "result"),
     # (2025-11-25: a task already completed, whose task.completed is the task's record)
     ("tools/call as a task, answered at once", lambda p: _as_a_task(p, "maybe_task"), "tool.called", "result"),
+    # (No tenant refusal for tools/call or prompts/get: a request on the wire names no tenant — its
+    # principal's comes from the credential — and a tool or a prompt names none either.  The tenant is
+    # checked where a request names one: a resource URI, a template's resolved {tenant}, a task.)
     ("resources/read success", lambda p: p.call("resources/read", {"uri": "note://ok"}), "resource.read", "result"),
     ("resources/read refused for scope", lambda p: p.call("resources/read", {"uri": "note://admin"}),
      "resource.denied", "error"),
     ("resources/read refused for tenant", lambda p: p.call("resources/read", {"uri": "note://tenant/globex"}),
      "resource.denied", "error"),
+    ("resources/read of its own tenant", lambda p: p.call("resources/read", {"uri": "note://tenant/acme"}),
+     "resource.read", "result"),
     ("resources/read unknown", lambda p: p.call("resources/read", {"uri": "note://missing"}), "resource.denied",
      "error"),
     ("resources/read bug", lambda p: p.call("resources/read", {"uri": "note://buggy"}), "protocol.internal_error",
      "error"),
+    ("resources/read rate limited", _rate_limited("resources/read", {"uri": "note://ok"}), "resource.rate_limited",
+     "error"),
+    ("resources/subscribe success", lambda p: p.call("resources/subscribe", {"uri": "note://ok"}), None, "result"),
+    ("resources/subscribe refused for scope", lambda p: p.call("resources/subscribe", {"uri": "note://admin"}),
+     "resource.denied", "error"),
+    ("resources/subscribe refused for tenant",
+     lambda p: p.call("resources/subscribe", {"uri": "note://tenant/globex"}), "resource.denied", "error"),
+    ("resources/subscribe unknown", lambda p: p.call("resources/subscribe", {"uri": "note://missing"}),
+     "resource.denied", "error"),
     ("prompts/get success", lambda p: p.call("prompts/get", {"name": "greet"}), "prompt.get", "result"),
     ("prompts/get refused for scope", lambda p: p.call("prompts/get", {"name": "admin_prompt"}), "prompt.denied",
      "error"),
     ("prompts/get unknown", lambda p: p.call("prompts/get", {"name": "nope"}), "prompt.denied", "error"),
     ("prompts/get bug", lambda p: p.call("prompts/get", {"name": "buggy_prompt"}), "protocol.internal_error",
      "error"),
+    ("prompts/get rate limited", _rate_limited("prompts/get", {"name": "greet"}), "prompt.rate_limited", "error"),
     ("completion/complete success", lambda p: p.call("completion/complete", _prompt_ref("greet")), None, "result"),
     ("completion/complete refused for scope", lambda p: p.call("completion/complete", _prompt_ref("admin_prompt")),
      "prompt.denied", "error"),
     ("completion/complete unknown", lambda p: p.call("completion/complete", _prompt_ref("nope")), "prompt.denied",
      "error"),
-    ("tasks/get unknown", lambda p: p.call("tasks/get", {"taskId": "nope"}), "rpc.error", "error"),
-    ("tasks/get refused for tenant", _other_tenants_task, "rpc.error", "error"),
+    ("completion/complete of a template", lambda p: p.call("completion/complete", _template_ref(
+        "note://tenant/{tenant}", tenant="acme")), None, "result"),
+    ("completion/complete of a template refused for scope",
+     lambda p: p.call("completion/complete", _template_ref("note://admin/{id}")), "resource.denied", "error"),
+    ("completion/complete of a template refused for tenant", lambda p: p.call("completion/complete", _template_ref(
+        "note://tenant/{tenant}", tenant="globex")), "resource.denied", "error"),
+    ("completion/complete of an unknown template",
+     lambda p: p.call("completion/complete", _template_ref("note://nowhere/{id}")), "resource.denied", "error"),
+    ("completion/complete rate limited", _rate_limited("completion/complete", _prompt_ref("greet")),
+     "completion.rate_limited", "error"),
+    ("tasks/get success", _on_a_task("tasks/get", "own"), None, "result"),
+    ("tasks/get unknown", _on_a_task("tasks/get", "unknown"), "task.denied", "error"),
+    ("tasks/get refused for tenant", _on_a_task("tasks/get", "other"), "task.denied", "error"),
+    ("tasks/cancel success", _on_a_task("tasks/cancel", "own", "slow_task"), "task.cancel_requested", "result"),
+    ("tasks/cancel unknown", _on_a_task("tasks/cancel", "unknown"), "task.denied", "error"),
+    ("tasks/cancel refused for tenant", _on_a_task("tasks/cancel", "other"), "task.denied", "error"),
+    ("tasks/update success", _on_a_task("tasks/update", "own", inputResponses={}), "task.input", "result"),
+    ("tasks/update unknown", _on_a_task("tasks/update", "unknown", inputResponses={}), "task.denied", "error"),
+    ("tasks/update refused for tenant", _on_a_task("tasks/update", "other", inputResponses={}), "task.denied",
+     "error"),
+    ("tasks/result success", _on_a_task("tasks/result", "own"), None, "result"),
+    ("tasks/result unknown", _on_a_task("tasks/result", "unknown"), "task.denied", "error"),
+    ("tasks/result refused for tenant", _on_a_task("tasks/result", "other"), "task.denied", "error"),
     ("tools/list", lambda p: p.call("tools/list", {}), None, "result"),
     ("ping", lambda p: p.call("ping", {}), None, "result"),
     ("unknown method", lambda p: p.call("nope/nope", {}), "rpc.error", "error"),
 ]
 
+#: The ``reason`` a refusal's record gives (the answer is the same for all of them: nothing leaks).
+REASONS = {
+    "resources/read refused for scope": "insufficient_scope",
+    "resources/read refused for tenant": "tenant_mismatch",
+    "resources/read unknown": "unknown_resource",
+    "resources/subscribe refused for scope": "insufficient_scope",
+    "resources/subscribe refused for tenant": "tenant_mismatch",
+    "resources/subscribe unknown": "unknown_resource",
+    "completion/complete of a template refused for scope": "insufficient_scope",
+    "completion/complete of a template refused for tenant": "tenant_mismatch",
+    "completion/complete of an unknown template": "unknown_resource",
+    **{f"tasks/{method} {cell}": reason for method in ("get", "cancel", "update", "result")
+       for cell, reason in (("unknown", "unknown_task"), ("refused for tenant", "tenant_mismatch"))},
+}
+
 #: What differs by era.  2026-07-28 has no "forbidden" to refuse: a task-capable client's call of such a tool is a plain call.
 _EXPECTED_BY_ERA = {("tools/call task forbidden", MODERN): ("tool.called", "result"),
                     ("tools/call task forbidden", LEGACY): ("tool.denied", "error"),
                     ("ping", MODERN): ("rpc.error", "error")}  # (2026-07-28 has no ping)
-_ONLY_HTTP = {"tasks/get refused for tenant"}  # (stdio serves one principal)
+_ONLY_HTTP = {cell for cell, *_ in CELLS if cell.startswith("tasks/") and cell.endswith("refused for tenant")}
+_ONLY_ERA = {**{cell: MODERN for cell, *_ in CELLS if cell.startswith("tasks/update")},  # (2025-11-25 has none)
+             **{cell: LEGACY for cell, *_ in CELLS  # (2026-07-28 has none)
+                if cell.startswith(("tasks/result", "resources/subscribe"))}}
 
 
 def _matrix() -> Iterator[Any]:
     for transport in ("stdio", "http"):
         for era in (MODERN, LEGACY):
             for cell, ask, kind, answer in CELLS:
-                if cell in _ONLY_HTTP and transport != "http":
+                if cell in _ONLY_HTTP and transport != "http" or _ONLY_ERA.get(cell, era) != era:
                     continue
                 kind, answer = _EXPECTED_BY_ERA.get((cell, era), (kind, answer))
-                yield pytest.param(transport, era, ask, kind, answer, id=f"{transport}-{era}-{cell}")
+                yield pytest.param(transport, era, ask, kind, answer, REASONS.get(cell),
+                                   id=f"{transport}-{era}-{cell}")
 
 
-@pytest.mark.parametrize(("transport", "era", "ask", "kind", "answer"), list(_matrix()))
+@pytest.mark.parametrize(("transport", "era", "ask", "kind", "answer", "reason"), list(_matrix()))
 def test_a_request_leaves_exactly_one_final_record(peers: dict[tuple[str, str], Peer], transport: str, era: str,
-                                                   ask: Ask, kind: str | None, answer: str) -> None:
+                                                   ask: Ask, kind: str | None, answer: str,
+                                                   reason: str | None) -> None:
     peer = peers[(transport, era)]
     peer.mark = _last_id(peer.db)  # type: ignore[attr-defined]
     response = ask(peer)
     mark: int = peer.mark  # type: ignore[attr-defined]  # (moved on by a cell that does work first)
     assert answer in response, response
     rows = _rows(peer.db, mark)
-    final = [(k, outcome, f.get("reason")) for _, k, outcome, f in rows if k not in NON_FINAL]
+    # A record naming another request is that one's: a task's work goes on after the call that made it,
+    # and what it records when it ends (tool.cancelled when tasks/cancel stops it) carries that call's id.
+    final = [(k, outcome, f.get("reason")) for _, k, outcome, f in rows
+             if k not in NON_FINAL and f.get("requestId", response["id"]) == response["id"]]
     expected = [] if kind is None else [kind]
     assert [k for k, _, _ in final] == expected, (response, rows)
+    if reason is not None:
+        assert final[0][2] == reason, (response, rows)
     task = (response.get("result") or {}).get("task") or (response.get("result") or {})
     if isinstance(task, dict) and "taskId" in task:  # the task's own records come later: not the next cell's
         _settled(peer.db, task["taskId"])

@@ -1,6 +1,10 @@
 """One tool call, from admission to answer, with one audit point.
 
-    admit → rate limit → check input → run (or accept as a task) → check output
+    admit (the policy stage: tenant, tool, scopes, rate limit, task support)
+    → check input → run (or accept as a task) → check output
+
+Admission is :func:`truecall._policy.admit_tool`, the stage every method passes; what it refuses it
+records and raises itself, except the rate limit, which a tool call answers as a result (settled here).
 
 Each stage returns an *outcome*: a small typed value saying what happened
 (:class:`Denied`, :class:`RateLimited`, :class:`Rejected`, :class:`Accepted`, a
@@ -34,8 +38,8 @@ from ._wire_check import tool_result_problems
 from .auth import Principal
 from .context import (NO_PEER, ElicitationUnavailable, InputRequired, InvalidElicitationAnswer, Peer,
                       QuestionChanged, ToolContext)
-from .errors import (AccessDenied, InsufficientScope, MethodNotFound, ProtocolError, TaskRequired, TenantMismatch,
-                     UnknownTool)
+from ._policy import OverBudget, admit_tool
+from .errors import AccessDenied, ProtocolError
 from .forms import FormError, refused_result
 from .redact import redact_free_text, redact_text
 from .results import MISSING_INPUT_TEXT, ErrorKind, ToolError, ToolResult, tool_error
@@ -61,8 +65,9 @@ MAX_ARGUMENT_DEPTH = 64
 # and the hot path (a ToolResult) makes none at all.
 
 class Denied:
-    """Refused before the call was admitted (``tool.denied``; ``auth.denied`` for a credential
-    refused with no tool named); the error is raised.  ``principal`` ``None``: the credential
+    """A credential refused before anything was admitted (``auth.denied``; ``tool.denied`` when a tool
+    was named); the error is raised.  (What an authenticated caller may not do is refused, and
+    recorded, by the policy stage: :mod:`truecall._policy`.)  ``principal`` ``None``: the credential
     itself was refused."""
 
     __slots__ = ("error", "reason", "principal", "name", "detail")
@@ -178,21 +183,19 @@ async def call_tool(server: "Server", principal: Principal, name: str, arguments
     events = server.events
     if events.unwritable is not None:  # disk full: nothing runs that could not be recorded
         raise events.refusal(name, principal.tenant, principal.subject, request_id)
-    tool = admit(server, principal, name, tenant, task_mode)
+    try:
+        tool = admit_tool(server, principal, name, tenant, task_mode)
+    except OverBudget as over:
+        return settle(server, RateLimited(over.retry_ms), principal, over.tool, {} if arguments is None else arguments,
+                      request_id, client, started)
     if arguments is None:
         arguments = {}
-    limit = server.rate_limit
-    if limit is not None:
-        wait_ms = limit.take(principal.tenant, principal.subject)
-        if wait_ms:
-            return settle(server, RateLimited(int(wait_ms) + 1), principal, tool, arguments, request_id, client,
-                          started)
     rejection = check_input(tool, arguments, from_json)
     if rejection is not None:
         return settle(server, rejection, principal, tool, arguments, request_id, client, started)
     if task_mode is None or tool.task_support == "forbidden":
         ctx = ToolContext(principal, tool, server, peer, request_id, meta)
-        return await run(server, ctx, arguments, client, started)
+        return await run(server, tool, ctx, arguments, client, started)
     runtime = server.task_runtime
     offer = TaskOffer(runtime, task_mode, task_ttl_ms, lambda task: settle(
         server, Accepted(task), principal, tool, arguments, request_id, client, started))
@@ -201,7 +204,7 @@ async def call_tool(server: "Server", principal: Principal, name: str, arguments
     def audit(kind: str, fields: dict[str, Any]) -> None:  # the task's own settlement, later
         server.events.record(kind, tool=name, tenant=principal.tenant, subject=principal.subject, **fields)
 
-    return await runtime.run_or_accept(offer, run(server, ctx, arguments, client, started), audit)
+    return await runtime.run_or_accept(offer, run(server, tool, ctx, arguments, client, started), audit)
 
 
 # -- stages -----------------------------------------------------------------------------------
@@ -212,30 +215,6 @@ def authenticate(server: "Server", token: str | None, *, tool: str | None = None
         return server.tokens.authenticate(token)
     except AccessDenied as exc:
         refuse(server, Denied(exc, "invalid_credential", None, tool, exc.reason))
-
-
-def admit(server: "Server", principal: Principal, name: str, tenant: str | None, task_mode: str | None) -> Tool:
-    """Tenant, existence and scope checks, in an order that leaks nothing; then task support: whether
-    the caller can take the task a ``task_support="required"`` tool answers with, and that a
-    ``"forbidden"`` one is not asked for as a 2025-11-25 task.  A refusal is
-    settled (:func:`refuse`: recorded, then raised) here, so the way on carries no check."""
-    if tenant is not None and tenant != principal.tenant:
-        refuse(server, Denied(TenantMismatch(), "tenant_mismatch", principal, name))
-    tool = server.registry.tools.get(name) if isinstance(name, str) else None
-    if tool is None:
-        refuse(server, Denied(UnknownTool(str(name)), "unknown_tool", principal, name))
-    if not tool.scopes <= principal.scopes:
-        refuse(server, Denied(InsufficientScope(tool.scopes - principal.scopes), "insufficient_scope", principal,
-                              name))
-    if task_mode is None:
-        if tool.task_support == "required":
-            refuse(server, Denied(TaskRequired(), "task_required", principal, name))
-    elif task_mode == "core" and tool.task_support == "forbidden":
-        # 2025-11-25: a client MUST NOT call such a tool as a task; the server SHOULD say -32601
-        # (run as a plain call, the answer would not be the CreateTaskResult that was asked for).
-        refuse(server, Denied(MethodNotFound("This tool does not run as a task (execution.taskSupport is "
-                                                 "forbidden)"), "task_forbidden", principal, name))
-    return tool
 
 
 def check_input(tool: Tool, arguments: Any, from_json: bool = False) -> Rejected | None:
@@ -264,12 +243,12 @@ def check_input(tool: Tool, arguments: Any, from_json: bool = False) -> Rejected
     return Rejected("; ".join(v.message for v in violations), violations[0].path if violations else "(root)")
 
 
-async def run(server: "Server", ctx: ToolContext, arguments: dict[str, Any], client: str | None,
+async def run(server: "Server", tool: Tool, ctx: ToolContext, arguments: dict[str, Any], client: str | None,
               started: float) -> ToolResult | Task:
     """Run the handler, check what it returned against the tool's output contract, and settle
     the outcome — here, in the same frame, because after an acceptance this is the task's work
-    and its outcome is recorded when it ends, in the background."""
-    tool = ctx.tool
+    and its outcome is recorded when it ends, in the background.  (``tool`` is ``ctx.tool``, passed
+    as known: the context's may be ``None``, for resources and prompts.)"""
     outcome: Outcome
     try:
         if tool.is_async:

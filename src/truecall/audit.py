@@ -73,8 +73,8 @@ class TrailUnavailable(ServiceUnavailable):
 FINAL_KINDS = frozenset({
     "tool.called", "tool.failed", "tool.rejected", "tool.rate_limited", "tool.cancelled", "tool.denied",
     "tool.refused", "task.created", "auth.denied",
-    "resource.read", "resource.denied", "prompt.get", "prompt.denied",
-    "task.input", "task.cancel_requested",
+    "resource.read", "resource.denied", "resource.rate_limited", "prompt.get", "prompt.denied", "prompt.rate_limited",
+    "completion.rate_limited", "task.denied", "task.input", "task.cancel_requested",
     "rpc.error", "protocol.internal_error", "protocol.unavailable",
 })
 

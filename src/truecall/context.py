@@ -156,15 +156,18 @@ _NO_DATA: Any = object()
 class ToolContext:
     """What a running tool sees of its call: the caller, the client's channel (progress, logs,
     elicitation, sampling) and the task it may become.  A tool gets it by asking: a parameter
-    annotated ``ToolContext`` (or ``Context``), in any position, or an unannotated first ``ctx``."""
+    annotated ``ToolContext`` (or ``Context``), in any position, or an unannotated first ``ctx``.
+    A resource reader and a prompt ask the same way and get the same context, with ``tool`` ``None``."""
 
     __slots__ = ("principal", "tool", "server", "peer", "request_id", "meta", "_elicit_seq", "_last_progress",
                  "task", "_acceptor", "_own_state")
 
-    def __init__(self, principal: Principal, tool: "Tool", server: Any, peer: Peer = NO_PEER,
+    def __init__(self, principal: Principal, tool: "Tool | None", server: Any, peer: Peer = NO_PEER,
                  request_id: Any = None, meta: dict[str, Any] | None = None,
                  acceptor: Acceptor | None = None) -> None:
         self.principal = principal
+        #: The tool being called; ``None`` while a resource is read or a prompt got (the same context,
+        #: without a tool: what a reader may do is what a tool may, but it never becomes a task).
         self.tool = tool
         self.server = server
         self.peer = peer

@@ -27,6 +27,7 @@ __all__ = [
     "InsufficientScope",
     "UnknownTool",
     "NotFound",
+    "RateLimitExceeded",
     "PARSE_ERROR",
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
@@ -37,6 +38,7 @@ __all__ = [
     "UNSUPPORTED_VERSION",
     "UNAUTHORIZED",
     "FORBIDDEN",
+    "RATE_LIMITED",
 ]
 
 PARSE_ERROR = -32700
@@ -50,6 +52,8 @@ UNSUPPORTED_VERSION = -32022
 #: Implementation-defined codes (JSON-RPC reserves -32000..-32099 for servers).
 UNAUTHORIZED = -32001
 FORBIDDEN = -32003
+#: Over the caller's rate limit (HTTP's 429, in the server range).
+RATE_LIMITED = -32029
 
 
 class ProtocolError(Exception):
@@ -162,6 +166,18 @@ class UnknownTool(InvalidParams, LookupError):
 
     def __init__(self, name: str) -> None:
         super().__init__(f"Unknown tool: {name}"[:200])
+
+
+class RateLimitExceeded(ProtocolError):
+    """A request over the caller's rate limit, for a method whose answer has no error result (a
+    resource read, a prompt, a completion): -32029, HTTP 429, ``retryAfterMs`` in its data.  (A
+    tool call over it is answered with a ``rate_limited`` tool error instead, which a model reads.)"""
+
+    code, http_status, default_message = RATE_LIMITED, 429, "Too many requests"
+
+    @classmethod
+    def after(cls, retry_ms: int) -> "RateLimitExceeded":
+        return cls(f"Too many requests; retry in {retry_ms} ms", {"retryAfterMs": retry_ms, "retryable": True})
 
 
 class AccessDenied(ProtocolError, PermissionError):

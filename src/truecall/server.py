@@ -2,8 +2,11 @@
 
 A tool call goes through one pipeline (:mod:`truecall._pipeline`):
 
-    authenticate → tenant → find tool → scopes → validate input → run
-    → check output → audit → return
+    authenticate → policy (tenant, tool, scopes, rate limit, task support)
+    → validate input → run → check output → audit → return
+
+The policy stage (:mod:`truecall._policy`) is the same for resources, prompts, completions and
+tasks: each is admitted there, and each refusal recorded there, before anything runs.
 
 Each step is a plain method call on precompiled data.  What the model can fix
 comes back as an ``isError`` result; everything else is raised as a
@@ -22,6 +25,7 @@ from typing import Any, Callable, Coroutine, Iterable, NoReturn, TypeVar, overlo
 
 from ._misuse import SettingError
 from . import _pipeline
+from ._policy import admit_completion, admit_prompt, admit_resource
 from .audit import AuditLog
 from ._retention import expired_tasks
 from ._changes import ChangeFeed
@@ -277,7 +281,9 @@ class Server:
                           description: str | None = None, mime_type: str | None = None,
                           scopes: Iterable[str] = ()) -> Callable[..., ResourceTemplate]:
         """Register a reader for every URI matching the template; its variables are passed by name
-        (``fn(ctx, uri, **params)`` in the style before hints)."""
+        (``fn(ctx, uri, **params)`` in the style before hints).  A variable named ``tenant`` holds the
+        caller's tenant: a URI naming another reads as not found before the reader runs
+        (:data:`truecall._policy.TENANT_VARIABLE`)."""
         if callable(uri_template):
             raise RegistrationError("@server.resource_template needs a URI template: "
                                     "@server.resource_template(\"scheme://{id}\")")
@@ -378,25 +384,22 @@ class Server:
         return [p for p in self.registry.prompts.values() if p.scopes <= principal.scopes]
 
     async def read_resource(self, principal: Principal, uri: str, *, peer: Peer = NO_PEER) -> list[dict[str, Any]]:
-        """Contents of ``uri`` for ``principal``; unknown and forbidden read alike (:class:`NotFound`)."""
+        """Contents of ``uri`` for ``principal``; unknown, another tenant's and forbidden read alike
+        (:class:`NotFound`), as the policy stage decides (:func:`truecall._policy.admit_resource`)."""
         if not isinstance(uri, str) or len(uri) > 4096:
             raise InvalidParams("uri must be a string")
-        found = self.registry.find_resource(uri)
-        if found is None or not found[0].scopes <= principal.scopes:
-            self.events.record("resource.denied", tenant=principal.tenant, subject=principal.subject,
-                               outcome="not_found", arguments={"uri": uri})  # names nothing: only its keyed hash
-            raise NotFound("Resource not found", {"uri": _shown(uri)})
-        res, params = found
-        ctx = ToolContext(principal, None, self, peer)  # type: ignore[arg-type]
+        res, params = admit_resource(self, principal, uri)
+        ctx = ToolContext(principal, None, self, peer)
         try:
             out = res.read(ctx, uri, params)
             if res.is_async:
                 out = await out
         except ElicitationUnavailable as exc:
             raise _missing_capability(exc) from None
-        if out is None:
+        if out is None:  # the reader found nothing there
             self.events.record("resource.denied", tenant=principal.tenant, subject=principal.subject,
-                               outcome="not_found", arguments={"uri": uri})  # names nothing: only its keyed hash
+                               outcome="not_found", reason="not_found",
+                               arguments={"uri": uri})  # names nothing: only its keyed hash
             raise NotFound("Resource not found", {"uri": _shown(uri)})
         contents = _as_contents(uri, out, res.mime_type)
         malformed = contents_problems(contents, peer.version)  # the MCP schema of the era, before it leaves
@@ -413,14 +416,16 @@ class Server:
         return contents
 
     async def get_prompt(self, principal: Principal, name: str, arguments: Any, *, peer: Peer = NO_PEER) -> dict[str, Any]:
-        prompt = self._prompt_for(principal, name, f"Unknown prompt: {str(name)[:128]}")
+        """The prompt ``name`` filled in for ``principal`` (the policy stage first:
+        :func:`truecall._policy.admit_prompt`)."""
+        prompt = admit_prompt(self, principal, name)
         arguments = arguments or {}
         if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
             raise InvalidParams("prompt arguments must be an object of strings")
         missing = [a for a in prompt.required if not arguments.get(a)]
         if missing:
             raise InvalidParams(f"Missing required prompt argument: {missing[0]}")
-        ctx = ToolContext(principal, None, self, peer)  # type: ignore[arg-type]
+        ctx = ToolContext(principal, None, self, peer)
         known = {a["name"] for a in prompt.arguments}
         try:
             out = prompt.invoke(ctx, {k: v for k, v in arguments.items() if k in known})
@@ -439,18 +444,6 @@ class Server:
                            prompt=name)
         return result
 
-    def _prompt_for(self, principal: Principal, name: Any, said: str) -> Prompt:
-        """The prompt ``name`` for ``principal``.  Unknown and forbidden are answered alike
-        (:class:`InvalidParams` saying ``said``) and recorded (``prompt.denied``; the reason tells
-        them apart for the operator)."""
-        prompt = self.registry.prompts.get(name) if isinstance(name, str) else None
-        if prompt is None or not prompt.scopes <= principal.scopes:
-            self.events.record("prompt.denied", tenant=principal.tenant, subject=principal.subject, outcome="denied",
-                               reason="unknown_prompt" if prompt is None else "insufficient_scope",
-                               prompt=str(name)[:128])
-            raise InvalidParams(said)
-        return prompt
-
     def completion(self) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Register one completion handler for every prompt argument and template variable
         (``@mcp.completion()``, the SDK's way): ``fn(ref, argument, context)`` returning a
@@ -466,15 +459,14 @@ class Server:
     def complete(self, principal: Principal, ref: dict[str, Any], argument: dict[str, Any],
                  context: dict[str, Any] | None = None) -> "list[str] | Coroutine[Any, Any, list[str]]":
         """Completion values for a prompt argument (empty when nothing is known); a coroutine of
-        them when a :meth:`completion` handler answers."""
+        them when a :meth:`completion` handler answers.  The policy stage first
+        (:func:`truecall._policy.admit_completion`)."""
+        prompt = admit_completion(self, principal, ref, context)
         if self.completer is not None:
             from ._fastmcp import complete_with
 
-            if ref.get("type") == "ref/prompt":
-                self._prompt_for(principal, ref.get("name"), "Unknown prompt")
             return complete_with(self.completer, ref, argument, context)
-        if ref.get("type") == "ref/prompt":
-            prompt = self._prompt_for(principal, ref.get("name"), "Unknown prompt")
+        if prompt is not None:
             fn = prompt.completions.get(argument.get("name", ""))
             return fn(str(argument.get("value", "")))[:100] if fn else []
         if ref.get("type") == "ref/resource":

@@ -435,6 +435,8 @@ def test_resources_prompts_and_completion(tmp_path: Path, version: str | None) -
             assert contents[0]["uri"] == "incident://acme/INC-1001" and '"severity":"P2"' in contents[0]["text"]
             with pytest.raises(NotFound):  # another tenant's incident reads exactly like a missing one
                 await client.read_resource("incident://globex/INC-2001")
+            with pytest.raises(NotFound):  # and the caller's own, named under another tenant, too
+                await client.read_resource("incident://globex/INC-1001")
             assert isinstance(await client.list_resources(), list)
             prompts = [p["name"] for p in await client.list_prompts()]
             assert prompts == ["incident.triage"]
@@ -502,6 +504,53 @@ def test_resource_subscription_reaches_the_callback(make_server: Any, version: s
     run(go())
     updates = [p for m, p in seen if m == "notifications/resources/updated"]
     assert updates and updates[0]["uri"] == "memo://today"
+
+
+@pytest.mark.parametrize("version", [None, "2025-11-25"], ids=ERA_IDS[:2])
+def test_a_resource_out_of_scope_sends_its_subscriber_nothing(make_server: Any, version: str | None) -> None:
+    """Subscribing is the policy stage's, as reading is: 2025-11-25's resources/subscribe to a resource out
+    of the caller's scopes is refused like an unknown one (it succeeded: the URI's existence showed), and
+    no update of it reaches a 2026-07-28 listen stream that names it (it did: when it changed showed)."""
+    from conftest import ACME_READ
+    from truecall import InvalidParams
+
+    server = make_server()
+
+    @server.resource("memo://today", name="today", description="Today's memo.")
+    def today(ctx: Any) -> str:
+        return "nothing yet"
+
+    @server.resource("memo://board", name="board", description="The board's memo.", scopes=("write",))
+    def board(ctx: Any) -> str:
+        return "secret"
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def go() -> None:
+        async with Client(server, token=ACME_READ, version=version,
+                          on_notification=lambda m, p: seen.append((m, p))) as client:
+            if version is None:
+                await client.subscribe("memo://board")
+            else:
+                for uri in ("memo://board", "memo://nowhere"):
+                    with pytest.raises(InvalidParams) as refused:  # (-32602, as an unknown URI always was)
+                        await client.subscribe(uri)
+                    assert str(refused.value) == "Resource not found"
+            await client.subscribe("memo://today")
+            await asyncio.sleep(0.05)
+            server.resource_updated("memo://board")
+            server.resource_updated("memo://today")
+            for _ in range(100):
+                if any(m == "notifications/resources/updated" for m, _ in seen):
+                    break
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.05)
+
+    run(go())
+    assert [p["uri"] for m, p in seen if m == "notifications/resources/updated"] == ["memo://today"]
+    if version is not None:
+        denied = sorted(server.events.query(kind="resource.denied"), key=lambda r: r.id)
+        assert [r.fields["reason"] for r in denied] == ["insufficient_scope", "unknown_resource"]
 
 
 def test_list_tools_follows_every_page() -> None:

@@ -26,6 +26,7 @@ from ..errors import (
     NotFound,
     ParseError,
     ProtocolError,
+    RateLimitExceeded,
     TenantMismatch,
     UnknownTool,
     UnsupportedVersion,
@@ -41,7 +42,7 @@ RESOURCE_NOT_FOUND = -32002
 #: -32003 carry several types and are told apart in :func:`from_wire`.
 _SIMPLE: dict[int, type[ProtocolError]] = {
     cls.code: cls for cls in (ParseError, InvalidRequest, MethodNotFound, InternalError, HeaderMismatch,
-                              MissingCapability, UnsupportedVersion, InvalidCredential)
+                              MissingCapability, UnsupportedVersion, InvalidCredential, RateLimitExceeded)
 }
 _SIMPLE[RESOURCE_NOT_FOUND] = NotFound  # the handshake era's resource-not-found code
 

@@ -6,12 +6,12 @@ Built like any user's server: ``truecall.Server`` plus decorators, nothing priva
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
 
 import orjson
 
-from truecall import (ErrorKind, Principal, Server, SettingError, StaticTokens, Storage, ToolContext, ToolError,
-                      ToolResult, resource_link, text, tool_error)
+from truecall import (ErrorKind, Principal, Server, SettingError, StaticTokens, ToolContext, ToolError, ToolResult,
+                      resource_link, text, tool_error)
 from truecall.storage import ENV_DB, default_path, off_loop_result
 from truecall.texts import current_locale, say
 
@@ -114,20 +114,6 @@ RECONCILE_OUTPUT = {
     "required": ["examined", "settled", "pending", "alreadySettled"],
     "additionalProperties": False,
 }
-
-
-async def _tenants_own(db: Storage, ctx: ToolContext, tenant: str, read: Callable[[str, str], Any],
-                       key: str) -> str | None:
-    """A desk resource (``<scheme>://{tenant}/{id}``) as JSON, if it is the caller's tenant's.
-
-    The one tenant check of the desk's resources: a URI naming another tenant reads exactly like a
-    missing resource (``None``), never as "forbidden", which would tell the caller it exists.
-    ``read(tenant, key)`` is the store's look-up, run off the event loop on ``db`` (the server's).
-    """
-    if tenant != ctx.tenant:
-        return None
-    found = await off_loop_result(db, read, ctx.tenant, key)
-    return None if found is None else orjson.dumps(found.to_dict()).decode()
 
 
 def _env_number(name: str, default: float) -> float:
@@ -298,7 +284,9 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         scopes={READ},
     )
     async def read_ticket(tenant: str, ticket_id: str, ctx: ToolContext) -> str | None:
-        return await _tenants_own(desk_db, ctx, tenant, tickets.ticket, ticket_id)
+        # ({tenant} is the caller's: another tenant's ticket was refused as missing before this runs)
+        found = await off_loop_result(desk_db, tickets.ticket, ctx.tenant, ticket_id)
+        return None if found is None else orjson.dumps(found.to_dict()).decode()
 
     @server.resource_template(
         "incident://{tenant}/{incident_id}",
@@ -309,7 +297,9 @@ def build_desk(db: str | None = None, *, tokens: StaticTokens | None = None, aud
         scopes={READ},
     )
     async def read_incident(tenant: str, incident_id: str, ctx: ToolContext) -> str | None:
-        return await _tenants_own(desk_db, ctx, tenant, incidents.get, incident_id)
+        # ({tenant} is the caller's: another tenant's incident was refused as missing before this runs)
+        found = await off_loop_result(desk_db, incidents.get, ctx.tenant, incident_id)
+        return None if found is None else orjson.dumps(found.to_dict()).decode()
 
     @server.prompt(
         "incident.triage",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from .._policy import may_read
 from ..errors import InvalidParams, NotFound
 from ..storage import off_loop_result
 from . import jsonrpc
@@ -79,7 +80,7 @@ class Feeds:
                     if value in watched_tasks:
                         await self._notify_task(ctx, value, sub_meta, last_update)
                 elif kind == "resource":
-                    if value in watched:
+                    if value in watched and may_read(self.server, ctx.principal, value):
                         await ctx.outbox.send(jsonrpc.notification(
                             "notifications/resources/updated", {"_meta": sub_meta, "uri": value}))
                 elif honored.get(f"{kind}ListChanged"):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidParams, NotFound
-from ..redact import shown_uri as shown
+from .._policy import admit_subscription
+from ..errors import InvalidParams
 from ._params import str_param
 from ._session import Session
 from ._state import SessionEvent, SessionStateError
@@ -78,8 +78,7 @@ class HandshakeMethods:
 
     async def subscribe(self, ctx: RequestContext) -> dict[str, Any]:
         uri = str_param(ctx.params, "uri")
-        if self.server.registry.find_resource(uri) is None:
-            raise NotFound("Resource not found", {"uri": shown(uri)})
+        admit_subscription(self.server, ctx.principal, uri)
         assert ctx.session is not None
         if len(ctx.session.subscriptions) >= 1000:
             raise InvalidParams("too many subscriptions")

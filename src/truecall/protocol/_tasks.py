@@ -4,7 +4,7 @@ Two flavours share the task store (:mod:`truecall.tasks`): the tasks extension o
 (flat shapes, answers through ``tasks/update``) and 2025-11-25's core tasks (``tasks/result``
 waits for the end and relays the task's questions to the client as requests).  Which shape a
 request gets is its version's ``tasks`` feature.  A task of another tenant or subject answers
-exactly like an unknown one.
+exactly like an unknown one (the policy stage decides, :func:`truecall._policy.admit_task`).
 """
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from .._policy import admit_task
 from ..errors import InvalidParams, MissingCapability, NotFound, ProtocolError
 from ..storage import off_loop_result
 from ..tasks import Task, TaskStatus
+from ..tasks.store import TaskNotFound
 from ._params import check_cursor
 from ._session import NULL_OUTBOX, ClientError, Outbox, Session
 from ._taskwire import core_task, ext_detailed
@@ -51,14 +53,21 @@ class TaskMethods:
         #: How long a question relayed to the client (2025-11-25 ``tasks/result``) waits for its answer.
         self.client_request_timeout = client_request_timeout
 
-    def _task_for(self, ctx: RequestContext) -> Task:
+    async def _task_for(self, ctx: RequestContext) -> Task:
+        """The task the request names, through the policy stage (:func:`truecall._policy.admit_task`):
+        another tenant's or subject's task answers exactly like an unknown one, and is recorded so."""
         if ctx.features.tasks == "ext" and not has_tasks_extension(ctx.caps):
             raise tasks_capability_error()
         task_id = ctx.params.get("taskId")
         if not isinstance(task_id, str):
             raise InvalidParams("taskId must be a string")
-        # Another tenant's or subject's task answers exactly like an unknown one.
-        return self.server.tasks.get(task_id, owner=ctx.principal)
+        return admit_task(self.server, ctx.principal, task_id, await self._read(self._stored, task_id))
+
+    def _stored(self, task_id: str) -> Task | None:
+        try:
+            return self.server.tasks.get(task_id)
+        except TaskNotFound:
+            return None
 
     async def _read(self, read: Any, *args: Any, **kwargs: Any) -> Any:
         """Work on the task store, off the event loop on a server database (see ``storage.off_loop``):
@@ -66,11 +75,11 @@ class TaskMethods:
         return await off_loop_result(self.server.tasks.db, read, *args, **kwargs)
 
     async def get(self, ctx: RequestContext) -> dict[str, Any]:
-        task = await self._read(self._task_for, ctx)
+        task = await self._task_for(ctx)
         return ext_detailed(task) if ctx.features.tasks == "ext" else core_task(task)
 
     async def update(self, ctx: RequestContext) -> dict[str, Any]:
-        task = await self._read(self._task_for, ctx)
+        task = await self._task_for(ctx)
         responses = ctx.params.get("inputResponses")
         if not isinstance(responses, dict):
             raise InvalidParams("inputResponses must be an object")
@@ -85,7 +94,7 @@ class TaskMethods:
         return {}
 
     async def cancel(self, ctx: RequestContext) -> dict[str, Any]:
-        task = await self._read(self._task_for, ctx)
+        task = await self._task_for(ctx)
         ext = ctx.features.tasks == "ext"
         if task.terminal:
             if ext:
@@ -97,7 +106,7 @@ class TaskMethods:
         return {} if ext else core_task(task)
 
     async def result(self, ctx: RequestContext) -> dict[str, Any]:
-        task = await self._read(self._task_for, ctx)
+        task = await self._task_for(ctx)
         queue = self.server.changes.listen()
         asking: dict[str, asyncio.Task[None]] = {}
         relays = ctx.features.tasks != "ext"
