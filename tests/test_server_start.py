@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 import truecall
@@ -24,6 +25,8 @@ from truecall import Principal, Server, ServerNotStarted, StaticTokens
 from truecall.incidents import build_desk
 from truecall.protocol.engine import Engine
 from truecall.storage import CannotOpenDatabase
+
+from pg_support import PgSchema, pg_schemas  # noqa: F401  (fixture)
 
 TOKENS = {"t": Principal("ann", "acme", frozenset())}
 
@@ -33,7 +36,6 @@ def _refuse_connections(monkeypatch: pytest.MonkeyPatch) -> None:
         raise AssertionError("a constructor connected to a database")
 
     monkeypatch.setattr(sqlite3, "connect", refused)
-    psycopg = pytest.importorskip("psycopg")
     monkeypatch.setattr(psycopg, "connect", refused)
 
 
@@ -67,6 +69,23 @@ def test_an_unreachable_server_database_is_found_at_start_not_at_construction(
     monkeypatch.undo()
     with pytest.raises(CannotOpenDatabase):
         server.start()
+
+
+def test_on_postgresql_the_desk_is_built_without_a_connection_and_its_start_makes_the_schema(
+        pg_schemas: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    schema: PgSchema = pg_schemas(create=False)  # a fresh name: opening the URL creates the schema
+    _refuse_connections(monkeypatch)
+    desk = build_desk(schema.url)
+    monkeypatch.undo()
+    assert schema.rows("SELECT count(*) FROM information_schema.schemata WHERE schema_name = %s",
+                       (schema.name,)) == [(0,)]
+    desk.start()
+    try:
+        applied = {row[0] for row in schema.rows("SELECT name FROM _migrations")}
+        assert {"audit-1", "tasks-1"} <= applied
+        assert schema.rows("SELECT count(*) FROM incidents")[0][0] > 0  # the desk's demo rows, seeded at start
+    finally:
+        desk.db.close()
 
 
 def test_malformed_settings_are_still_refused_at_construction(monkeypatch: pytest.MonkeyPatch) -> None:
