@@ -374,7 +374,7 @@ def test_a_plain_class_as_the_return_type() -> None:
 def test_a_completion_handler_answers_for_prompts() -> None:
     from mcp.types import Completion
 
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.prompt
     def review(language: str) -> str:
@@ -395,7 +395,7 @@ def test_the_sdks_url_elicitation_required_error_is_the_32042_protocol_error() -
 
     from truecall.errors import UrlElicitationRequired
 
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.tool
     def connect() -> str:

@@ -143,20 +143,43 @@ def _kinds(path: Path) -> set[str]:
         conn.close()
 
 
-def test_the_direct_api_of_an_unstarted_server_says_to_start_it(tmp_path: Path) -> None:
-    server = Server("s", tokens=StaticTokens.from_plain(TOKENS), db=tmp_path / "app.db")
+@pytest.mark.parametrize("audit", [True, False])
+def test_the_direct_api_of_an_unstarted_server_says_to_start_it_before_anything_runs(
+        tmp_path: Path, audit: bool) -> None:
+    server = Server("s", tokens=StaticTokens.from_plain(TOKENS), db=tmp_path / "app.db", audit=audit)
+    ran: list[str] = []
 
     @server.tool()
     def echo(word: str) -> str:
         """Say it back."""
+        ran.append(word)
         return word
 
+    @server.resource("notes://today")
+    def today() -> str:
+        ran.append("read")
+        return "nothing yet"
+
+    @server.prompt()
+    def ask(topic: str) -> str:
+        ran.append("prompt")
+        return f"Tell me about {topic}"
+
+    me = TOKENS["t"]
     with pytest.raises(ServerNotStarted, match=r"server\.start\(\)"):
         server.call_tool("echo", {"word": "hi"}, "t")
     with pytest.raises(ServerNotStarted, match=r"server\.start\(\)"):
-        asyncio.run(server.acall_tool(TOKENS["t"], "echo", {"word": "hi"}))
-    assert not os.listdir(tmp_path)
-    assert server.start().call_tool("echo", {"word": "hi"}, "t").structured_content == {"result": "hi"}
+        asyncio.run(server.acall_tool(me, "echo", {"word": "hi"}))
+    with pytest.raises(ServerNotStarted, match=r"server\.start\(\)"):
+        asyncio.run(server.read_resource(me, "notes://today"))
+    with pytest.raises(ServerNotStarted, match=r"server\.start\(\)"):
+        asyncio.run(server.get_prompt(me, "ask", {"topic": "x"}))
+    assert ran == [] and not os.listdir(tmp_path)  # refused before anything ran or was opened
+    server.start()
+    assert server.call_tool("echo", {"word": "hi"}, "t").structured_content == {"result": "hi"}
+    assert asyncio.run(server.acall_tool(me, "echo", {"word": "ho"})).structured_content == {"result": "ho"}
+    assert asyncio.run(server.read_resource(me, "notes://today"))[0]["text"] == "nothing yet"
+    assert ran == ["hi", "ho", "read"]
     server.db.close()
 
 

@@ -54,7 +54,7 @@ def test_well_formed_results_of_every_shape_pass() -> None:
 
 
 def test_a_malformed_resource_is_withheld_as_an_internal_error(caplog: pytest.LogCaptureFixture) -> None:
-    server = FastMCP("w")
+    server = FastMCP("w").start()
 
     @server.resource("x://bad")
     def bad() -> dict[str, Any]:
@@ -67,7 +67,7 @@ def test_a_malformed_resource_is_withheld_as_an_internal_error(caplog: pytest.Lo
 
 
 def test_a_malformed_prompt_is_withheld_as_an_internal_error() -> None:
-    server = FastMCP("w")
+    server = FastMCP("w").start()
 
     @server.prompt
     def robot() -> list[dict[str, Any]]:

@@ -151,6 +151,11 @@ class Server:
         self._lifespan_exit: Any = None
         #: :meth:`start` ran: the stores are open.
         self.started = False
+        # Until start(), each in-process entry point is shadowed by a refusal (an attribute of this
+        # object, which start() removes): nothing runs that the stores could not record, and the
+        # served path, which only a started server takes, pays no check on every call.
+        for name in _ENTRY_POINTS:
+            setattr(self, name, self._not_started)
 
     # -- start-up -----------------------------------------------------------------
 
@@ -166,18 +171,27 @@ class Server:
 
         Serving calls this before anything listens (``truecall serve``, :meth:`run`, ``--workers``),
         as does every :class:`~truecall.protocol.engine.Engine` it starts: a transport, or an
-        in-process ``truecall.Client(server)``, needs no call of its own.  Called directly by code
-        that uses the in-process API (:meth:`call_tool`, :meth:`acall_tool`, :meth:`read_resource`,
-        ``server.tasks``…) without serving: used before it, those raise :class:`ServerNotStarted`
-        (loudly, not by starting then: a journal replay or a migration belongs to start-up, not to
-        whichever call comes first).  A failure (:class:`~truecall.storage.CannotOpenDatabase`) is
-        raised; a later call tries again.
+        in-process ``truecall.Client(server)``, needs no call of its own.  Code that calls the server
+        directly without serving (tests, scripts) calls it first: before it, :meth:`call_tool`,
+        :meth:`acall_tool`, :meth:`read_resource`, :meth:`get_prompt` and :meth:`complete` raise
+        :class:`ServerNotStarted` before anything runs, and so does any statement on ``server.db``
+        (``server.tasks``, an app's own stores).  Loudly, not by starting then: a journal replay or a
+        migration belongs to start-up, not to whichever call comes first — and ``Client(server)``,
+        which FastMCP users test with, starts it.  A failure
+        (:class:`~truecall.storage.CannotOpenDatabase`) is raised; a later call tries again.
         """
         if self.started:
             return self
         self.db.open()
         self.started = True
+        for name in _ENTRY_POINTS:
+            self.__dict__.pop(name, None)  # the refusals: the class's own methods answer from now on
         return self
+
+    def _not_started(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """What an in-process entry point of a server nobody started does (see :meth:`start`)."""
+        raise ServerNotStarted(f"server {self.name!r} is not started: call server.start() first "
+                               "(serving, Engine.start() and truecall.Client(server) call it)")
 
     # -- serving ------------------------------------------------------------------
 
@@ -393,8 +407,7 @@ class Server:
         """The synchronous API (tests, examples/): authenticate ``token``, then run the pipeline
         (on a started server: :class:`ServerNotStarted` otherwise)."""
         if not self.started:
-            raise ServerNotStarted(f"server {self.name!r} is not started: call server.start() first "
-                                   "(serving, Engine.start() and truecall.Client(server) call it)")
+            self._not_started()
         principal = self.authenticate(token, tool=name)
         coro = _pipeline.call_tool(self, principal, name, arguments, tenant=tenant)
         tool = self.registry.tools.get(name) if isinstance(name, str) else None
@@ -530,6 +543,10 @@ class Server:
 
 
 
+
+#: The in-process API that runs a tool, reads a resource or gets a prompt (each leaves an audit record):
+#: refused until :meth:`Server.start` (``call_tool`` checks itself: it calls the pipeline directly).
+_ENTRY_POINTS = ("acall_tool", "read_resource", "get_prompt", "complete")
 
 #: A ``{variable}`` in a URI given to ``@server.resource``: the URI is a template.
 _TEMPLATE_VARIABLE = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")
