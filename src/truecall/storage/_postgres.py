@@ -244,6 +244,7 @@ class PostgresDatabase(Opening):
         self._local = threading.local()
         self._closed = False
         # Until it opens, a stand-in that refuses every use in one line (statements carry no check).
+        self._not_open = not_open
         self._pool: Any = Unopened(url, not_open)
         if connect:
             self.open()
@@ -271,7 +272,9 @@ class PostgresDatabase(Opening):
                 conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, "
                              "applied_at DOUBLE PRECISION NOT NULL)")
         except BaseException:
-            self.close()
+            # Not open: the pool goes, the stand-in is back, and a later open() tries again.
+            pool, self._pool = self._pool, Unopened(url, self._not_open)
+            pool.close()
             raise
 
     # -- statements -------------------------------------------------------------------
@@ -423,6 +426,6 @@ class PostgresDatabase(Opening):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            if not isinstance(self._pool, Unopened):  # (made: connected, or its first transaction failed)
+            if self.connected:
                 self._pool.close()
             self._deadlines.close()
