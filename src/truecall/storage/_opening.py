@@ -15,7 +15,7 @@ so the statements' own code carries no check.
 
 from __future__ import annotations
 
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Callable, NoReturn, Self, Sequence
 
 from ._interface import Migration
 from ._target import shown_target
@@ -65,10 +65,10 @@ class Opening:
     def _migrate_now(self, migrations: Sequence[Migration]) -> None:
         raise NotImplementedError
 
-    def open(self) -> Any:
-        """Connect (once; later calls change nothing) and do what was asked meanwhile, in order:
-        the migrations, then each store's :meth:`when_open` work, as they were asked; returns the
-        database.  A failure stops there and is raised; the rest stays asked, for the next call."""
+    def open(self) -> Self:
+        """Connect (once; later calls change nothing), do what was asked meanwhile — migrations and
+        each store's :meth:`when_open` work — in the order it was asked, and return the database.
+        A failure stops there and is raised; what is left stays asked, for the next call."""
         if not self.connected:
             self._connect()
             self.connected = True
