@@ -18,7 +18,7 @@ from truecall.incidents import build_desk
 
 def run(calls: int, audit: bool) -> None:
     path = os.path.join(tempfile.mkdtemp(prefix="truecall-bench-"), "desk.db")
-    server = build_desk(path, audit=audit)
+    server = build_desk(path, audit=audit).start()
     token, args = "demo-acme-operator", {"service": "payments"}
     for _ in range(500):  # warm-up
         server.call_tool("incident.search", args, token, "acme")

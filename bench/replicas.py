@@ -280,7 +280,7 @@ def fence_cost(target: str, label: str, calls: int = 300) -> dict[str, Any]:
     from truecall.incidents.handle import off_loop
 
     operator = DEMO_TOKENS["demo-acme-operator"]
-    server = build_desk(target, faults={}, ack_timeout_s=5)
+    server = build_desk(target, faults={}, ack_timeout_s=5).start()
 
     async def run() -> dict[str, Any]:
         whole, checks, hops = [], [], []

@@ -75,6 +75,7 @@ if __name__ == "__main__":
     from truecall import Principal
 
     me = Principal("me@local", "local", frozenset())
+    server.start()  # (serving does this; a script calling the server directly does it itself)
     for name, arguments in [("count_incidents", {"service": "payments"}),
                             ("count_incidents", {"service": "payments", "status": "done"}),
                             ("count_incidents", {"service": "billing"}),

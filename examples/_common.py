@@ -13,4 +13,5 @@ OPERATOR_TOKEN = "demo-acme-operator"
 
 
 def desk():
-    return build_desk(os.path.join(tempfile.mkdtemp(prefix="truecall-example-"), "desk.db"))
+    # Built without I/O; started here, as serving would, since the examples call it directly.
+    return build_desk(os.path.join(tempfile.mkdtemp(prefix="truecall-example-"), "desk.db")).start()

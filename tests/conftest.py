@@ -3,13 +3,13 @@
 Fixture names say what they give:
 
 - ``desk_db_path``   – a fresh SQLite path for the incident desk, under ``tmp_path``;
-- ``desk``           – ``truecall.incidents.build_desk`` on that path;
+- ``desk``           – ``truecall.incidents.build_desk`` on that path, started;
 - ``operator_token`` – the demo token for ``newton@acme`` (read + write on tenant acme);
 - ``reader_token``   – the demo token for ``alice@acme`` (read only);
 - ``lang``           – ``lang("zh")`` sets ``TRUECALL_LANG`` for one test (the setting is read once per
   process: this also forgets what was read);
 - ``make_server``    – a factory: ``make_server(tokens={token: Principal}, name=...)`` → a bare
-  ``truecall.Server`` on its own database under ``tmp_path`` with those plain tokens;
+  ``truecall.Server`` on its own database under ``tmp_path`` with those plain tokens, started;
 - ``rng_seed``       – the seed of a randomised test (``TRUECALL_TEST_SEED`` replays it; see _seeds.py).
 """
 
@@ -240,7 +240,7 @@ def desk_db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def desk(desk_db_path: Path) -> Server:
-    server = build_desk(desk_db_path)
+    server = build_desk(desk_db_path).start()  # (its direct API, server.call_tool…, needs it started)
     yield server
     server.db.close()
 
@@ -267,7 +267,7 @@ def make_server(tmp_path: Path) -> Callable[..., Server]:
 
     def factory(tokens: dict[str, Principal] | None = None, name: str = "test-server") -> Server:
         db = tmp_path / f"server-{next(counter)}.db"
-        server = Server(name, tokens=StaticTokens.from_plain(tokens or DEFAULT_TEST_TOKENS), db=db)
+        server = Server(name, tokens=StaticTokens.from_plain(tokens or DEFAULT_TEST_TOKENS), db=db).start()
         made.append(server)
         return server
 

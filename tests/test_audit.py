@@ -161,7 +161,7 @@ def test_undeclared_argument_keys_are_recorded_as_undeclared(tmp_path):
     """argKeys says what the field column says: a key the tool does not declare is client data
     that no pattern may recognise, so neither column writes it (journal, WAL or table)."""
     server = Server("keys", db=str(tmp_path / "k.db"), tokens=StaticTokens.from_plain(
-        {"t": Principal("a@x", "x", frozenset())}))
+        {"t": Principal("a@x", "x", frozenset())})).start()
     try:
         @server.tool("count", description="Counts.",
                      input_schema={"type": "object", "properties": {"n": {"type": "integer"}}})
@@ -196,7 +196,7 @@ def test_same_arguments_hash_alike_within_a_server(desk, operator_token):
 def test_audit_key_decides_the_hash(tmp_path):
     def run(key: bytes, name: str) -> str:
         server = Server("k", tokens=StaticTokens.from_plain({"t": Principal("s", "acme")}), db=tmp_path / name,
-                        audit_key=key)
+                        audit_key=key).start()
 
         @server.tool("echo", description="echo")
         def echo(ctx, **kw):
@@ -328,7 +328,7 @@ TYPED_EXTRA_INPUT = {
 
 
 def _secret_server(path: Path) -> Server:
-    server = Server("audit-secrets", tokens=StaticTokens.from_plain({"tok": Principal("s@acme", "acme")}), db=path)
+    server = Server("audit-secrets", tokens=StaticTokens.from_plain({"tok": Principal("s@acme", "acme")}), db=path).start()
 
     @server.tool("open", description="accepts more than it declares", input_schema=OPEN_INPUT)
     def open_tool(ctx, **kwargs):
@@ -393,7 +393,7 @@ def test_planted_secret_in_a_key_of_a_wrong_typed_field(tmp_path):
 
 def test_desk_audit_holds_no_planted_values(tmp_path):
     path = tmp_path / "desk.db"
-    desk = build_desk(path)
+    desk = build_desk(path).start()
     secret = "SeCrEt7HqYw2ZbNc5Lr8Vk"
     desk.call_tool("incident.search", {"service": secret}, "demo-acme-operator", "acme")
     desk.call_tool("incident.search", {"service": f"Bearer {secret}"}, "demo-acme-operator", "acme")

@@ -289,7 +289,7 @@ def test_each_gzip_member_is_one_batch_and_the_file_reads_as_one(tmp_path: Path)
 
 
 def _server(tmp_path: Path) -> Server:
-    server = Server("full", db=str(tmp_path / "s.db"), audit_key=b"k" * 32, audit_retain="all")
+    server = Server("full", db=str(tmp_path / "s.db"), audit_key=b"k" * 32, audit_retain="all").start()
 
     @server.tool()
     def ping(n: int) -> str:
@@ -495,7 +495,7 @@ def test_the_desk_forgets_only_what_is_history_and_keeps_what_guards_its_keys(tm
 
 
 def test_expired_tasks_go_with_the_sweep(tmp_path: Path) -> None:
-    server = Server("s", db=str(tmp_path / "s.db"), audit_retain="30d")
+    server = Server("s", db=str(tmp_path / "s.db"), audit_retain="30d").start()
     db = server.db
     for tid, expires in (("expired", 1.0), ("live", 4_000_000_000.0)):
         db.execute("INSERT INTO tasks (task_id, status, created_at, updated_at, ttl_ms, expires_at, "

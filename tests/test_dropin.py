@@ -47,7 +47,7 @@ def test_run_refuses_the_sse_transport_naming_its_replacement() -> None:
 
 
 def test_a_resource_uri_with_variables_is_a_template() -> None:
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.resource("item://{item_id}")
     def item(item_id: str) -> str:
@@ -60,7 +60,7 @@ def test_a_resource_uri_with_variables_is_a_template() -> None:
 
 
 def test_a_resource_returning_data_sends_its_json_not_malformed_contents() -> None:
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.resource("data://config")
     def config() -> dict[str, Any]:
@@ -77,7 +77,7 @@ def test_a_resource_returning_data_sends_its_json_not_malformed_contents() -> No
 
 
 def test_a_prompt_without_a_docstring_registers_without_a_description() -> None:
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.prompt
     def review(code: str) -> str:
@@ -89,7 +89,7 @@ def test_a_prompt_without_a_docstring_registers_without_a_description() -> None:
 
 
 def test_pydantic_field_defaults_are_defaults_with_their_descriptions() -> None:
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.tool
     def greet(name: str = Field(description="Who"), title: str = Field(description="A title", default=""),
@@ -108,7 +108,7 @@ def test_pydantic_field_defaults_are_defaults_with_their_descriptions() -> None:
 
 
 def test_a_model_with_aliases_is_sent_by_its_aliases() -> None:
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     class Person(BaseModel):
         model_config = ConfigDict(populate_by_name=True)
@@ -123,7 +123,7 @@ def test_a_model_with_aliases_is_sent_by_its_aliases() -> None:
 
 
 def test_str_and_primitive_returns_are_published_as_fastmcp_does() -> None:
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.tool
     def say() -> str:
@@ -150,7 +150,7 @@ def test_str_and_primitive_returns_are_published_as_fastmcp_does() -> None:
 
 
 def test_call_tool_result_passes_through_with_its_meta_and_is_not_a_data_model() -> None:
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     class Echo(BaseModel):
         text: str
@@ -176,7 +176,7 @@ def test_a_truecall_tool_result_carries_meta() -> None:
 
 
 def test_an_image_return_is_an_image_block() -> None:
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.tool
     def pixel() -> Image:
@@ -196,7 +196,7 @@ def test_the_lifespan_context_is_what_lifespan_yielded_while_serving() -> None:
         yield {"db": "inventory"}
         events.append("stop")
 
-    server = FastMCP("t", lifespan=lifespan)
+    server = FastMCP("t", lifespan=lifespan).start()
 
     @server.tool
     def db(ctx: Context) -> str:
@@ -215,7 +215,7 @@ def test_the_lifespan_context_is_what_lifespan_yielded_while_serving() -> None:
 
 
 def test_closed_input_schemas_stay_with_an_opt_out() -> None:
-    closed, open_ = FastMCP("c"), FastMCP("o", extra_arguments="ignore")
+    closed, open_ = FastMCP("c").start(), FastMCP("o", extra_arguments="ignore").start()
     for server in (closed, open_):
         @server.tool
         def add(a: int) -> int:
@@ -326,7 +326,7 @@ def test_a_module_that_parses_argv_at_import_gets_its_own(tmp_path: Any, monkeyp
 def test_fastmcps_tool_result_passes_through_with_its_meta() -> None:
     from fastmcp.tools import ToolResult as FastMCPToolResult
 
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.tool
     def echo() -> FastMCPToolResult:
@@ -352,7 +352,7 @@ class Opaque:
 
 
 def test_a_plain_class_as_the_return_type() -> None:
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.tool
     def profile() -> Profile:
@@ -374,7 +374,7 @@ def test_a_plain_class_as_the_return_type() -> None:
 def test_a_completion_handler_answers_for_prompts() -> None:
     from mcp.types import Completion
 
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.prompt
     def review(language: str) -> str:
@@ -395,7 +395,7 @@ def test_the_sdks_url_elicitation_required_error_is_the_32042_protocol_error() -
 
     from truecall.errors import UrlElicitationRequired
 
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.tool
     def connect() -> str:
@@ -415,7 +415,7 @@ class Event(TypedDict):
 
 
 def test_datetime_fields_keep_their_format_inside_classes_too() -> None:
-    server = FastMCP("t")
+    server = FastMCP("t").start()
 
     @server.tool
     def event() -> Event:

@@ -21,7 +21,7 @@ def _ours(text: bytes) -> str:
 
 
 def test_observations_from_every_thread_are_counted_once(tmp_path: Any) -> None:
-    server = Server("m", "1", db=str(tmp_path / "m.db"), audit=False)
+    server = Server("m", "1", db=str(tmp_path / "m.db"), audit=False).start()
     metrics = Metrics(server)
     observe = server.observers[-1]
     registry = CollectorRegistry()

@@ -238,7 +238,7 @@ def test_hmac_and_none_are_never_allowed_even_if_asked_for() -> None:
 
 
 def test_insufficient_scope_in_process(tmp_path: Path) -> None:
-    desk = build_desk(str(tmp_path / "desk.db"), tokens=verifier(AUD))  # type: ignore[arg-type]
+    desk = build_desk(str(tmp_path / "desk.db"), tokens=verifier(AUD)).start()  # type: ignore[arg-type]
     try:
         reader = sign(claims(AUD, scope=READ))
         assert desk.call_tool("incident.search", {"service": "payments"}, reader).structured_content["count"] == 2

@@ -67,7 +67,7 @@ def test_chapter_04_result_in_english_by_default(desk, operator_token):
 
 def test_chapter_04_result_exactly_in_chinese(lang, desk_db_path, operator_token):
     lang("zh")
-    desk = build_desk(desk_db_path)
+    desk = build_desk(desk_db_path).start()
     try:
         result = desk.call_tool("incident.search", {"service": "payments"}, operator_token, "acme")
         assert result.to_dict() == CHAPTER_04

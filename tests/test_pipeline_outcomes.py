@@ -25,7 +25,7 @@ OUT = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": [
 
 
 def make_server(tmp_path: Path, **options: Any) -> Server:
-    server = Server("outcomes", db=str(tmp_path / "audit.db"), tokens=TOKENS, **options)
+    server = Server("outcomes", db=str(tmp_path / "audit.db"), tokens=TOKENS, **options).start()
 
     @server.tool(description="Counts.")
     def ok(n: int) -> ToolResult:

@@ -110,7 +110,7 @@ TOKENS = {"tok-ada": ADA, "tok-bob": BOB, "tok-grace": GRACE}
 
 def limited_server(path: Path) -> Server:
     server = Server("limited", db=str(path), tokens=StaticTokens.from_plain(TOKENS),
-                    rate_limit=RateLimit(rate=1, burst=2))
+                    rate_limit=RateLimit(rate=1, burst=2)).start()
 
     @server.tool("ping", description="Answers pong.", scopes={"read"},
                  input_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "additionalProperties": False})

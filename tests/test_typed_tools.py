@@ -21,7 +21,7 @@ TOKENS = {TOKEN: Principal("dev@acme", "acme", frozenset({"read"}))}
 
 @pytest.fixture
 def server(tmp_path):
-    s = Server("typed", tokens=StaticTokens.from_plain(TOKENS), db=tmp_path / "typed.db")
+    s = Server("typed", tokens=StaticTokens.from_plain(TOKENS), db=tmp_path / "typed.db").start()
     yield s
     s.db.close()
 
@@ -433,7 +433,7 @@ def test_pydantic_model_parameter_and_return():
         service: str
         count: int
 
-    s = Server("p", db=":memory:", tokens=StaticTokens.from_plain(TOKENS))
+    s = Server("p", db=":memory:", tokens=StaticTokens.from_plain(TOKENS)).start()
 
     @s.tool
     def ask(query: Query) -> Answer:
@@ -579,7 +579,7 @@ def test_pydantic_models_inside_other_types():
         name: str
         qty: int = 1
 
-    s = Server("p2", db=":memory:", tokens=StaticTokens.from_plain(TOKENS))
+    s = Server("p2", db=":memory:", tokens=StaticTokens.from_plain(TOKENS)).start()
 
     @s.tool
     def restock(items: list[Item], note: Optional[Item] = None) -> list[Item]:

@@ -20,7 +20,7 @@ def call(server: Any, name: str, version: str | None = None) -> dict[str, Any]:
 
 
 def test_a_tool_result_whose_content_is_a_bare_string_is_withheld_and_logged(caplog: pytest.LogCaptureFixture) -> None:
-    server = FastMCP("w")
+    server = FastMCP("w").start()
 
     @server.tool
     def bare() -> ToolResult:
@@ -35,7 +35,7 @@ def test_a_tool_result_whose_content_is_a_bare_string_is_withheld_and_logged(cap
 
 
 def test_a_block_of_an_unknown_type_is_withheld() -> None:
-    server = FastMCP("w")
+    server = FastMCP("w").start()
 
     @server.tool
     def odd() -> ToolResult:
@@ -54,7 +54,7 @@ def test_well_formed_results_of_every_shape_pass() -> None:
 
 
 def test_a_malformed_resource_is_withheld_as_an_internal_error(caplog: pytest.LogCaptureFixture) -> None:
-    server = FastMCP("w")
+    server = FastMCP("w").start()
 
     @server.resource("x://bad")
     def bad() -> dict[str, Any]:
@@ -67,7 +67,7 @@ def test_a_malformed_resource_is_withheld_as_an_internal_error(caplog: pytest.Lo
 
 
 def test_a_malformed_prompt_is_withheld_as_an_internal_error() -> None:
-    server = FastMCP("w")
+    server = FastMCP("w").start()
 
     @server.prompt
     def robot() -> list[dict[str, Any]]:
@@ -80,7 +80,7 @@ def test_a_malformed_prompt_is_withheld_as_an_internal_error() -> None:
 def test_prompts_written_with_the_sdks_message_types_are_sent_as_messages() -> None:
     from mcp.server.mcpserver.prompts import base
 
-    server = FastMCP("w")
+    server = FastMCP("w").start()
 
     @server.prompt
     def chat(code: str) -> list[base.Message]:

@@ -42,7 +42,7 @@ from .results import (
     tool_error,
 )
 from .schema import SchemaError, Validator
-from .server import Server
+from .server import Server, ServerNotStarted
 from .storage import Database, Storage
 from .texts import LocaleError, current_locale, say
 from .tasks import InvalidTransition, LeaseLost, Task, TaskInputInvalid, TaskNotFound, TaskStatus, TaskStore
@@ -106,6 +106,7 @@ __all__ = [
     "check_form",
     "check_url",
     "AuditLog",
+    "ServerNotStarted",
     "AuditRecord",
     "Database",
     "ElicitAction",

@@ -161,7 +161,10 @@ class AuditLog(JournalLoading):
         ``retain``: how much of the trail is kept (:class:`~truecall._retention.Retention` or its text,
         e.g. ``"90d,2GB"``; default ``$TRUECALL_AUDIT_RETAIN`` or ``90d,2GB``), applied while serving by a
         background sweep; ``export``: a folder every dropped record is written to first (default
-        ``$TRUECALL_AUDIT_EXPORT``; none: dropped records are gone)."""
+        ``$TRUECALL_AUDIT_EXPORT``; none: dropped records are gone).
+
+        On a database not open yet (a server's, before ``server.start()``) nothing is touched here:
+        the migrations and the loading of ended processes' journals happen when it opens."""
         self.db = db
         self.enabled = enabled
         db.migrate(AUDIT_MIGRATIONS)
@@ -206,13 +209,20 @@ class AuditLog(JournalLoading):
         self.history: list[History] = []
         if self._journal_dir is not None:
             db.migrate(JOURNAL_MIGRATIONS)
-            try:
-                recovered = recover_journals(db, self._journal_dir)
-            except Exception as exc:  # the files stay; the next process to open the database retries
-                log.warning("audit journals of ended processes could not be loaded yet: %s", type(exc).__name__)
-            else:
-                if recovered:
-                    log.info("loaded %d audit records journaled by processes that ended", recovered)
+            # What ended processes journaled is loaded once the database is open: now if it is, else at
+            # its open() (a server's start: constructing one touches nothing).
+            db.when_open(self._recover_journals)
+
+    def _recover_journals(self) -> None:
+        """Load the journals that processes which ended left next to the database (at its opening)."""
+        assert self._journal_dir is not None
+        try:
+            recovered = recover_journals(self.db, self._journal_dir)
+        except Exception as exc:  # the files stay; the next process to open the database retries
+            log.warning("audit journals of ended processes could not be loaded yet: %s", type(exc).__name__)
+        else:
+            if recovered:
+                log.info("loaded %d audit records journaled by processes that ended", recovered)
 
     def defer(self, loop: asyncio.AbstractEventLoop) -> None:
         """Batch records made on ``loop`` into one commit per loop turn.

@@ -185,16 +185,16 @@ def migrate(
         os.environ["TRUECALL_DB"] = db  # what the app opens, when it reads the setting (the desk does)
     from .storage import CannotOpenDatabase
 
-    started = time.time()
-    try:
-        server = load_app(target)
-    except CannotOpenDatabase as exc:  # the app opened what --db named: say --db, not TRUECALL_DB
-        _name_db_option(exc, db)
-        raise
     from .protocol.engine import Engine
     from .protocol._sessions import SessionStore
 
-    Engine(server).start(recover=False)  # the engine's own tables
+    started = time.time()
+    try:
+        # The app's database opens at its start: the server's, the stores' and the engine's own tables.
+        server = Engine(load_app(target)).start(recover=False).server
+    except CannotOpenDatabase as exc:  # the app opened what --db named: say --db, not TRUECALL_DB
+        _name_db_option(exc, db)
+        raise
     SessionStore(server.db)
     where = f"{shown(server.db.path)} ({server.db.dialect})"
     if db and not _same_database(db, server.db.path):

@@ -38,13 +38,13 @@ from .ratelimit import RateLimit
 from .redact import is_sensitive_name
 from .redact import shown_uri as _shown
 from .results import ToolResult
-from .storage import Storage, open_database
+from .storage import NotOpen, Storage, open_database
 from .tasks import Task, TaskStore
 from .tasks.runtime import LEASE_S, RecoverHook, TaskRuntime
 from ._typed import RegistrationError, as_messages
 from .tools import Prompt, Registry, Resource, ResourceTemplate, Tool
 
-__all__ = ["Server", "State"]
+__all__ = ["Server", "State", "ServerNotStarted"]
 
 T = TypeVar("T")
 
@@ -57,8 +57,20 @@ class State(types.SimpleNamespace):
         raise AttributeError(f"server.state has no {name!r}: the application sets what it keeps here")
 
 
+class ServerNotStarted(NotOpen):
+    """The server's stores were used before :meth:`Server.start` opened them."""
+
+    opener = "server.start() (serving, Engine.start() and truecall.Client(server) call it)"
+
+
 class Server:
-    """An MCP server: tools, resources and prompts behind one honest pipeline."""
+    """An MCP server: tools, resources and prompts behind one honest pipeline.
+
+    Constructing one has no side effects: no file is created, no connection made, nothing migrated
+    or recovered.  :meth:`start` does that, once, before anything is served (serving and every
+    engine call it); the direct in-process API of a server nobody started raises
+    :class:`ServerNotStarted`.
+    """
 
     def __init__(
         self,
@@ -97,7 +109,9 @@ class Server:
         self.instructions = instructions
         self.registry = Registry()
         self.tokens: TokenVerifier = tokens if tokens is not None else StaticTokens()
-        self.db = open_database(db)
+        # Nothing is opened here (see the class's docstring): the setting is read (a malformed one
+        # raises now), the database is opened by start().  A database given already open stays so.
+        self.db = open_database(db, connect=False, not_open=ServerNotStarted)
         # Redaction asks the judge whether a name names a credential; its word tables take tens of ms to
         # build and are not built by ``import truecall``.  Built here, before anything is served: built by the
         # first call that redacts a name instead, they held the event loop for ~100 ms mid-serving (a
@@ -139,6 +153,49 @@ class Server:
         #: What the lifespan yielded, while it runs (``ctx.lifespan_context``).
         self.lifespan_context: Any = None
         self._lifespan_exit: Any = None
+        #: :meth:`start` ran: the stores are open.
+        self.started = False
+        # Until start(), each in-process entry point is shadowed by a refusal (an attribute of this
+        # object, which start() removes): nothing runs that the stores could not record, and the
+        # served path, which only a started server takes, pays no check on every call.
+        for name in _ENTRY_POINTS:
+            setattr(self, name, self._not_started)
+
+    # -- start-up -----------------------------------------------------------------
+
+    def start(self) -> Server:
+        """Open what the server stores (once; later calls change nothing) and return the server.
+
+        Opens the database, applies the migrations every store built on it asked for (the audit
+        trail, the tasks, an app's own stores: in the order they were made), then what those stores
+        do once it is readable: the audit journals that ended processes left are loaded, the at-rest
+        key is read (or made beside a SQLite file).  Orphaned tasks are settled by the engine that
+        serves the server (:meth:`~truecall.protocol.engine.Engine.start` with ``recover``), which
+        alone knows whether other engines share it.
+
+        Serving calls this before anything listens (``truecall serve``, :meth:`run`, ``--workers``),
+        as does every :class:`~truecall.protocol.engine.Engine` it starts: a transport, or an
+        in-process ``truecall.Client(server)``, needs no call of its own.  Code that calls the server
+        directly without serving (tests, scripts) calls it first: before it, :meth:`call_tool`,
+        :meth:`acall_tool`, :meth:`read_resource`, :meth:`get_prompt` and :meth:`complete` raise
+        :class:`ServerNotStarted` before anything runs, and so does any statement on ``server.db``
+        (``server.tasks``, an app's own stores).  Loudly, not by starting then: a journal replay or a
+        migration belongs to start-up, not to whichever call comes first — and ``Client(server)``,
+        which FastMCP users test with, starts it.  A failure
+        (:class:`~truecall.storage.CannotOpenDatabase`) is raised; a later call tries again.
+        """
+        if self.started:
+            return self
+        self.db.open()
+        self.started = True
+        for name in _ENTRY_POINTS:
+            self.__dict__.pop(name, None)  # the refusals: the class's own methods answer from now on
+        return self
+
+    def _not_started(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """What an in-process entry point of a server nobody started does (see :meth:`start`)."""
+        raise ServerNotStarted(f"server {self.name!r} is not started: call server.start() first "
+                               "(serving, Engine.start() and truecall.Client(server) call it)")
 
     # -- serving ------------------------------------------------------------------
 
@@ -353,7 +410,10 @@ class Server:
     # -- calling a tool (the pipeline: truecall._pipeline) ------------------------------
 
     def call_tool(self, name: str, arguments: Any, token: str | None, tenant: str | None = None) -> ToolResult:
-        """The synchronous API (tests, examples/): authenticate ``token``, then run the pipeline."""
+        """The synchronous API (tests, examples/): authenticate ``token``, then run the pipeline
+        (on a started server: :class:`ServerNotStarted` otherwise)."""
+        if not self.started:
+            self._not_started()
         principal = self.authenticate(token, tool=name)
         coro = _pipeline.call_tool(self, principal, name, arguments, tenant=tenant)
         tool = self.registry.tools.get(name) if isinstance(name, str) else None
@@ -475,6 +535,10 @@ class Server:
 
 
 
+
+#: The in-process API that runs a tool, reads a resource or gets a prompt (each leaves an audit record):
+#: refused until :meth:`Server.start` (``call_tool`` checks itself: it calls the pipeline directly).
+_ENTRY_POINTS = ("acall_tool", "read_resource", "get_prompt", "complete")
 
 #: A ``{variable}`` in a URI given to ``@server.resource``: the URI is a template.
 _TEMPLATE_VARIABLE = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]*\}")

@@ -168,7 +168,9 @@ def serve(
         _configure_credentials(server, token_file, jwt_issuer, jwt_audience, jwks, tenant_claim, scope_claim)
         from .protocol.engine import Engine
 
-        # Its tables, and what an earlier process left unfinished, before anything is served.
+        # Before anything listens: the server's start (its database opened, every store's migrations, the
+        # audit journals of ended processes loaded; the app was built without I/O), the engine's tables,
+        # and what an earlier process left unfinished.  Inside the supervisor's keys, like the app.
         engine = Engine(server).start()
     _tune_gc()
     if not http:

@@ -36,7 +36,7 @@ def desk_db(tmp_path: Path) -> dict[str, Any]:
     path = tmp_path / "a-rather-long-folder-name-for-the-operator-database-to-live-in" / "desk.db"
     path.parent.mkdir()
     server = build_desk(str(path), faults={"sequence": ["none", "drop", "crash"]}, ack_timeout_s=0.02,
-                        claim_lease_s=0.05)
+                        claim_lease_s=0.05).start()
     server.call_tool("incident.search", {"service": "payments"}, "demo-acme-operator", "acme")
     server.call_tool("incident.search", {}, "demo-acme-operator", "acme")
     for token, tool in (("not-a-token", "incident.search"), ("demo-acme-reader", "incident.escalate")):

@@ -34,7 +34,7 @@ def desk_db(tmp_path: Path) -> dict[str, Any]:
     died (their runner's lease ran out) and one a live server process still runs (its lease holds)."""
     db = tmp_path / "desk.db"
     server = build_desk(str(db), faults={"sequence": ["none", "drop", "crash", "stall"], "stall": {"ms": 40}},
-                        ack_timeout_s=0.02, claim_lease_s=LEASE_S, audit=False)
+                        ack_timeout_s=0.02, claim_lease_s=LEASE_S, audit=False).start()
     ids: dict[str, str] = {}
 
     async def main() -> None:
@@ -130,7 +130,7 @@ def test_reconcile_settles_the_unknowns_and_is_idempotent(desk_db: dict[str, Any
 def test_reconcile_json_on_a_fresh_unknown(tmp_path: Path) -> None:
     db = tmp_path / "desk.db"
     server = build_desk(str(db), faults={"sequence": ["crash"]}, ack_timeout_s=0.02, claim_lease_s=3600,
-                        audit=False)
+                        audit=False).start()
 
     async def main() -> str:
         task = await server.acall_tool(OPERATOR, "incident.handle", {"incidentId": "INC-1003",
@@ -218,7 +218,7 @@ def test_cancel_withdraws_a_queued_job_and_refuses_what_cannot_be_stopped(desk_d
 
 def test_cancel_on_a_plain_server_database_uses_the_task_table(tmp_path: Path) -> None:
     db = tmp_path / "plain.db"
-    server = Server("plain", db=str(db), tokens=StaticTokens())
+    server = Server("plain", db=str(db), tokens=StaticTokens()).start()
     owner = Principal("a@x", "x", frozenset())
     task = server.tasks.create(owner=owner, tool="anything")
     server.db.close()

@@ -199,7 +199,7 @@ def test_the_default_database_may_create_its_own_folder(tmp_path: Path, monkeypa
     monkeypatch.chdir(tmp_path)
     from truecall.incidents import build_desk
 
-    desk = build_desk()
+    desk = build_desk().start()
     try:
         assert Path(desk.db.path) == Path(default_path()) and (tmp_path / ".truecall" / "desk.db").is_file()
     finally:

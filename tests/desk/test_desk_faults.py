@@ -108,7 +108,7 @@ def _scaled(factor: float) -> dict[str, Any]:
 def _handover_p90(target: str) -> float:
     """The 90th percentile of the time (seconds) from handing a fault-free job to the upstream to its ack, with a batch of
     calls at once as in the runs (the first batch, which warms the database up, not counted)."""
-    server = build_desk(target, faults={"seed": 1}, ack_timeout_s=5.0, claim_lease_s=5.0, workers=16, audit=True)
+    server = build_desk(target, faults={"seed": 1}, ack_timeout_s=5.0, claim_lease_s=5.0, workers=16, audit=True).start()
     upstream = server.state.upstream
     took: list[float] = []
     submit = upstream.submit
@@ -155,7 +155,7 @@ def fault_runs(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
         factor = max(1.0, p90 / TIMEOUT_S)
         server = build_desk(target, faults={**_scaled(factor), "seed": module_rng_seed + FAULT_SEED_OFFSET},
                             ack_timeout_s=TIMEOUT_S * factor, claim_lease_s=LEASE_S * factor, workers=16,
-                            audit=True)
+                            audit=True).start()
         stack.callback(server.db.close)
         runs = _run_the_accident(server, random.Random(module_rng_seed), RUNS_BY_BACKEND[request.param], factor)
         runs.stats["scale_x100"] = round(factor * 100)

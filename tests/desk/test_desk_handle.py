@@ -59,7 +59,7 @@ def new_target(tmp_path: Path, name: str) -> str:
 
 def make_desk(tmp_path: Path, faults: Any = None, *, timeout: float = 0.5, lease: float = 30.0, **kw: Any):
     server = build_desk(new_target(tmp_path, f"desk-{next(_dbs)}"), faults=faults or {}, ack_timeout_s=timeout,
-                        claim_lease_s=lease, **kw)
+                        claim_lease_s=lease, **kw).start()
     _backend.setdefault("desks", []).append(server)
     return server
 
@@ -536,11 +536,11 @@ ORPHANS = {
 @pytest.mark.parametrize("where", list(ORPHANS))
 def test_recover_hook_settles_an_orphan_from_the_ticket_table(tmp_path: Path, where: str) -> None:
     db = new_target(tmp_path, "desk")
-    first = build_desk(str(db), faults={})
+    first = build_desk(str(db), faults={}).start()
     orphan = _leave_an_orphan(first, where)
     first.db.close()
 
-    second = build_desk(str(db), faults={})  # the restart
+    second = build_desk(str(db), faults={}).start()  # the restart
     _backend["desks"].append(second)
     settled = {task.task_id: task for task in second.task_runtime.recover(sole_runner=True)}
     assert set(settled) == {orphan.task_id}
@@ -604,7 +604,7 @@ def test_reconcile_tool_settles_only_the_callers_tasks(tmp_path: Path) -> None:
 def test_faults_come_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRUECALL_DESK_FAULTS", '{"sequence": ["drop"]}')
     monkeypatch.setenv("TRUECALL_DESK_TIMEOUT_MS", "20")
-    server = build_desk(new_target(tmp_path, "env"))
+    server = build_desk(new_target(tmp_path, "env")).start()
 
     async def main() -> None:
         _, done = await handle(server, {"incidentId": "INC-1001"})

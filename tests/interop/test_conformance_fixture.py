@@ -79,7 +79,7 @@ def app() -> truecall.Server:
         spec.loader.exec_module(module)
         server = module.app
         assert isinstance(server, truecall.Server)
-        yield server
+        yield server.start()  # (these tests call it directly: serving would start it)
         server.db.close()
     finally:
         sys.modules.pop(spec.name, None)

@@ -1071,7 +1071,7 @@ def test_an_engine_has_no_side_effects_until_started(tmp_path):
     server = build_server(str(tmp_path / "e.db"))
     engine = Engine(server)
     tables = "SELECT name FROM sqlite_master WHERE name = 'used_request_states'"
-    assert server.db.fetchone(tables) is None  # constructing it created nothing
+    assert not (tmp_path / "e.db").exists()  # constructing it (and its server) created nothing
     request = jsonrpc.decode(orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
                                           "params": {"_meta": {META_VERSION: MODERN, META_CAPS: {}}}}))
     with pytest.raises(EngineNotStarted):

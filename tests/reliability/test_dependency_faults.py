@@ -346,7 +346,7 @@ def test_postgres_unreachable_fails_fast_after_one_full_wait_and_comes_back(pg_s
 def test_a_database_failure_inside_a_tool_is_an_honest_tool_error(tmp_path: Path) -> None:
     token = "t-faults"
     app = Server("faults", tokens=StaticTokens.from_plain({token: Principal("u", "acme", frozenset())}),
-                 db=tmp_path / "p.db")
+                 db=tmp_path / "p.db").start()
     locked = sqlite3.OperationalError("database is locked")
     locked.sqlite_errorcode = 5  # type: ignore[attr-defined]
     locked.sqlite_errorname = "SQLITE_BUSY"  # type: ignore[attr-defined]

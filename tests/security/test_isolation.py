@@ -165,7 +165,7 @@ def rows_not_of(path: Path, tables: dict[str, str], tenant: str) -> dict[str, li
 
 def build_task_server(path: Path) -> Server:
     """Conformance-like: an optional-task tool that accepts its work, then sleeps."""
-    server = Server("isolation-tasks", db=str(path))
+    server = Server("isolation-tasks", db=str(path)).start()
 
     @server.tool("slow", description="Accepts the work as a task, then sleeps for an hour.", task_support="optional")
     async def slow(ctx: Any) -> str:
@@ -182,7 +182,7 @@ class World:
     def __init__(self, tmp: Path) -> None:
         self.loop = asyncio.new_event_loop()
         self.desk_path = tmp / "desk.db"
-        self.desk = build_desk(str(self.desk_path))
+        self.desk = build_desk(str(self.desk_path)).start()
         self.desk_engine = Engine(self.desk).start()
         self.task_server = build_task_server(tmp / "tasks.db")
         self.task_engine = Engine(self.task_server).start()

@@ -430,7 +430,7 @@ NOTE_FORM = {"type": "object", "properties": {"note": {"type": "string", "maxLen
 
 
 def task_server(path: Path) -> Server:
-    server = Server("secrets-tasks", db=str(path))
+    server = Server("secrets-tasks", db=str(path)).start()
 
     @server.tool("collect", description="Accepts the work, then asks which service.", task_support="optional",
                  scopes={"run"})

@@ -541,7 +541,7 @@ def test_a_tool_with_a_recover_hook_is_fenced_like_the_desk(tmp_path):
     from truecall import ErrorKind, LeaseLost, Server, ToolResult, tool_error
 
     path = tmp_path / "shared.db"
-    a, b = Server("a", db=str(path)), Server("b", db=str(path))
+    a, b = Server("a", db=str(path)).start(), Server("b", db=str(path)).start()
     a.db.execute("CREATE TABLE IF NOT EXISTS bookings (task_id TEXT, runner TEXT)")
     go = asyncio.Event()
     outcomes: list[str] = []

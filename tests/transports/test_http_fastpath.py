@@ -657,7 +657,7 @@ def test_metrics_exposition_is_prometheus_clients(tmp_path: Any) -> None:
     from truecall import Server
     from truecall._metrics import BUCKETS, Metrics
 
-    server = Server("m", "1", db=str(tmp_path / "m.db"), audit=False)
+    server = Server("m", "1", db=str(tmp_path / "m.db"), audit=False).start()
     metrics = Metrics(server)
     registry = CollectorRegistry()
     calls = Counter("truecall_tool_calls", "Tool calls by tool and outcome class", ["tool", "outcome"],

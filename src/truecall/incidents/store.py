@@ -81,11 +81,14 @@ class IncidentStore:
     def __init__(self, db: Storage, *, seed_demo: bool = True) -> None:
         self.db = db
         db.migrate(DESK_MIGRATIONS)
-        if seed_demo:
-            now = time.time()
-            with db.transaction():
-                for row in DEMO_INCIDENTS:
-                    db.execute("INSERT OR IGNORE INTO incidents VALUES (?, ?, ?, ?, ?, ?, ?)", (*row, now))
+        if seed_demo:  # once the database is open: now, or at the server's start
+            db.when_open(self._seed)
+
+    def _seed(self) -> None:
+        now = time.time()
+        with self.db.transaction():
+            for row in DEMO_INCIDENTS:
+                self.db.execute("INSERT OR IGNORE INTO incidents VALUES (?, ?, ?, ?, ?, ?, ?)", (*row, now))
 
     def search(self, tenant: str, service: str) -> list[Incident]:
         rows = self.db.fetchall(

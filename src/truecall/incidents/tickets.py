@@ -274,10 +274,14 @@ class TicketStore:
 
     def __init__(self, db: Storage, *, migrate: bool = True) -> None:
         self.db = db
-        #: Keys the idempotency fingerprints (:func:`truecall.storage.at_rest_for`).
-        self.rest = at_rest_for(db)
         if migrate:
             db.migrate(TICKET_MIGRATIONS)
+        # The keys may come from a key file beside the database: read once it is open (the server's start).
+        db.when_open(self._keyed)
+
+    def _keyed(self) -> None:
+        #: Keys the idempotency fingerprints (:func:`truecall.storage.at_rest_for`).
+        self.rest = at_rest_for(self.db)
 
     @staticmethod
     def present(db: Storage) -> bool:

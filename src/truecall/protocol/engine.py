@@ -155,7 +155,9 @@ class Engine:
     def start(self, *, recover: bool = True) -> Engine:
         """Make the engine ready to serve (once; later calls change nothing) and return it.
 
-        Creates the engine's tables (used ``requestState`` ids).  With ``recover``, whatever
+        Starts the server first (:meth:`~truecall.Server.start`: its database opened, its stores'
+        migrations applied, ended processes' audit journals loaded), then creates the engine's
+        tables (used ``requestState`` ids).  With ``recover``, whatever
         another runner left unfinished is settled now: alone on its database (SQLite), it is
         orphaned; replicas sharing a server database rely on leases instead
         (``TaskRuntime.recover_at_start``).  An engine beside another one on the same
@@ -164,6 +166,7 @@ class Engine:
         """
         if self._started:
             return self
+        self.server.start()  # its stores first (once: every engine of a server calls it)
         self._states.migrate()
         if recover:
             self.server.task_runtime.recover_at_start()

@@ -3,11 +3,14 @@
 :class:`Storage` is the interface everything above speaks to; :func:`open_database` picks the
 backend from one setting and returns it.  The backends are private modules that never import
 each other or this package's ``__init__`` (what they share lives in ``_settings``, ``_target``,
-``_faults``, ``_deadline`` and ``_interface``):
+``_faults``, ``_deadline``, ``_opening`` and ``_interface``):
 
 - ``_sqlite``: :class:`Database`, a SQLite file (or memory), the default;
 - ``_postgres``: ``PostgresDatabase``, for replicas sharing one server.  It is imported only when
   a ``postgresql://`` URL is opened, so a server on SQLite never pays for it (nor for psycopg).
+
+Either may be made now and opened later (``connect=False``; ``_opening``): a server is built
+without I/O and opens its database at ``server.start()``.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ._batched import BATCH, PAUSE_S, delete_batched
 from ._faults import unavailable
 from ._interface import Cursor, Migration, Row, Storage
 from ._offload import in_thread, off_loop, off_loop_result
+from ._opening import NotOpen
 from ._settings import (DEFAULT_BUSY_MS, DEFAULT_CACHE_KIB, DEFAULT_STATEMENT_MS, ENV_BUSY_MS, ENV_CACHE_KIB,
                         ENV_STATEMENT_MS, FAST_FAIL_MS)
 from ._sqlite import Database
@@ -28,7 +32,7 @@ from ._target import DEFAULT_PATH, ENV_DB, CannotOpenDatabase, default_path, sho
 if TYPE_CHECKING:
     from ._postgres import PostgresDatabase, split_schema, to_postgres
 
-__all__ = ["Storage", "Cursor", "Row", "Database", "PostgresDatabase", "Migration", "open_database", "unavailable",
+__all__ = ["Storage", "Cursor", "Row", "Database", "PostgresDatabase", "Migration", "open_database", "unavailable", "NotOpen",
            "off_loop", "off_loop_result", "in_thread",
            "CannotOpenDatabase", "ENV_DB", "DEFAULT_PATH", "default_path", "shown_target", "ENV_BUSY_MS",
            "DEFAULT_BUSY_MS", "ENV_CACHE_KIB", "DEFAULT_CACHE_KIB", "ENV_STATEMENT_MS", "DEFAULT_STATEMENT_MS",
@@ -47,12 +51,14 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def open_database(target: str | os.PathLike[str] | Storage | None = None, **options: Any) -> Storage:
+def open_database(target: str | os.PathLike[str] | Storage | None = None, *, connect: bool = True,
+                  **options: Any) -> Storage:
     """One setting picks the backend: a ``postgresql://`` URL, or a SQLite path (default in-memory).
 
     A PostgreSQL URL may carry ``?schema=NAME``: every table then lives in that schema
     (created if missing), e.g. ``postgresql://app@db/truecall?schema=desk_eu``.  A database
-    already opened is returned as it is.
+    already made is returned as it is.  ``connect=False``: the setting is read now (a malformed
+    one raises here), nothing is opened until the database's ``open()`` (see ``_opening``).
     """
     if target is not None and not isinstance(target, (str, os.PathLike)):
         return target  # already a database
@@ -60,7 +66,7 @@ def open_database(target: str | os.PathLike[str] | Storage | None = None, **opti
     if text.startswith(("postgresql://", "postgres://")):
         from ._postgres import PostgresDatabase
 
-        return PostgresDatabase(text, **options)
+        return PostgresDatabase(text, connect=connect, **options)
     if text.startswith("sqlite:///"):
         text = text[len("sqlite:///"):]
-    return Database(text, **options)
+    return Database(text, connect=connect, **options)

@@ -10,7 +10,7 @@ type or probed with ``getattr``.  Both backends (``_sqlite.Database``,
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 __all__ = ["Storage", "Cursor", "Row", "Migration"]
 
@@ -102,8 +102,20 @@ class Storage(Protocol):
         :attr:`dialect` untranslated (for code that knows which backend it has).
         """
 
+    @property
+    def connected(self) -> bool:
+        """Whether :meth:`open` made the connection (or pool); until then every statement raises
+        :class:`~truecall.storage.NotOpen` (a database made with ``connect=False``)."""
+
+    def open(self) -> "Storage":
+        """Connect (once) and do what was asked meanwhile (:meth:`migrate`, :meth:`when_open`), in order."""
+
     def migrate(self, migrations: Sequence[Migration]) -> None:
-        """Apply the migrations not applied yet (by any process), each exactly once, in order."""
+        """Apply the migrations not applied yet (by any process), each exactly once, in order;
+        on a database not open yet, when it opens."""
+
+    def when_open(self, work: Callable[[], None]) -> None:
+        """Run ``work`` once the database is open (now, if it is): a store's first reads."""
 
     def forget(self) -> bool:
         """Make content just overwritten or deleted unreadable from every file; ``False`` when this

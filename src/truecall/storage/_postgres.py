@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from ._deadline import Deadlines
 from ._faults import postgres_unavailable
 from ._interface import Migration, Row
+from ._opening import NotOpen, Opening, Unopened
 from ._settings import FAST_FAIL_MS, busy_ms, statement_ms
 from ._target import CannotOpenDatabase
 
@@ -183,7 +184,7 @@ class _Cursor:
         return self._rows
 
 
-class PostgresDatabase:
+class PostgresDatabase(Opening):
     """A pooled PostgreSQL database (a :class:`~truecall.storage.Storage`, like the SQLite ``Database``)."""
 
     dialect = "postgresql"
@@ -200,40 +201,37 @@ class PostgresDatabase:
     unavailable = staticmethod(postgres_unavailable)
 
     def __init__(self, url: str, *, min_size: int = 1, max_size: int = 10, schema: str | None = None,
-                 busy_timeout_ms: int | None = None, statement_timeout_ms: int | None = None) -> None:
+                 busy_timeout_ms: int | None = None, statement_timeout_ms: int | None = None,
+                 connect: bool = True, not_open: type[NotOpen] = NotOpen) -> None:
         """``busy_timeout_ms``: how long a statement waits for a pooled connection before it fails
         (default ``$TRUECALL_DB_BUSY_MS`` or 10000), e.g. while the server restarts.
         ``statement_timeout_ms``: how long a statement may run or wait for a lock (PostgreSQL's
         ``statement_timeout`` and ``lock_timeout``; default ``$TRUECALL_DB_STATEMENT_TIMEOUT_MS`` or
-        10000); :meth:`bound_waits` lowers it."""
+        10000); :meth:`bound_waits` lowers it.  ``connect=False``: the URL is read now, the server
+        is reached at :meth:`open` (see :mod:`truecall.storage._opening`); a statement before it
+        raises ``not_open``."""
         import psycopg
         from psycopg_pool import PoolTimeout
 
+        Opening.__init__(self)
         self._PoolTimeout = PoolTimeout
 
         #: Raised for a broken constraint, like :attr:`truecall.storage.Database.IntegrityError`.
         self.IntegrityError: type[Exception] = psycopg.IntegrityError
 
-        given = url
+        self._given = url
         url, in_url = split_schema(url)
         schema = schema or in_url
         if schema is not None and not _SCHEMA_NAME.match(schema):
             raise ValueError("a schema name is letters, digits and underscores (at most 63), not starting with a digit")
         self.path = url
         self.schema = schema
-
-        def configure(conn: Any) -> None:
-            conn.autocommit = True
-            if schema:
-                conn.execute(f'SET search_path TO "{schema}"')
-            self._apply_bound(conn)
-
         self.statement_timeout_ms = statement_ms(statement_timeout_ms)
         #: Bumped by every change of the bound; a pooled connection applies the new one before its next use.
         self._bound_gen = 0
 
         self.busy_timeout_ms = busy_ms(busy_timeout_ms)
-        _reach(url, given)
+        self._min_size = min_size
         self._max_size = max_size
         #: How many threads may wait on this database at once (``storage.in_thread``'s pool): one per connection.
         self.max_connections = max_size
@@ -243,10 +241,26 @@ class PostgresDatabase:
         self._deadlines = Deadlines()
         #: libpq's network bounds for the connections the pool opens from now on (bound_waits lowers them).
         self._wire = _wire_settings(self.statement_timeout_ms)
-        self._pool = _pool_class()(url, min_size=min_size, max_size=max_size, configure=configure, open=True,
-                                   timeout=self.busy_timeout_ms / 1000, kwargs=self._wire)
         self._local = threading.local()
         self._closed = False
+        # Until it opens, a stand-in that refuses every use in one line (statements carry no check).
+        self._not_open = not_open
+        self._pool: Any = Unopened(url, not_open)
+        if connect:
+            self.open()
+
+    def _connect(self) -> None:
+        url, schema = self.path, self.schema
+
+        def configure(conn: Any) -> None:
+            conn.autocommit = True
+            if schema:
+                conn.execute(f'SET search_path TO "{schema}"')
+            self._apply_bound(conn)
+
+        _reach(url, self._given)
+        self._pool = _pool_class()(url, min_size=self._min_size, max_size=self._max_size, configure=configure,
+                                   open=True, timeout=self.busy_timeout_ms / 1000, kwargs=self._wire)
         try:
             # Replicas may start together: CREATE … IF NOT EXISTS is not safe against a concurrent
             # creator (it can fail on a catalog unique index), so creation takes the migration lock.
@@ -258,7 +272,9 @@ class PostgresDatabase:
                 conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, "
                              "applied_at DOUBLE PRECISION NOT NULL)")
         except BaseException:
-            self.close()
+            # Not open: the pool goes, the stand-in is back, and a later open() tries again.
+            pool, self._pool = self._pool, Unopened(url, self._not_open)
+            pool.close()
             raise
 
     # -- statements -------------------------------------------------------------------
@@ -281,7 +297,8 @@ class PostgresDatabase:
             self._wire.update(_wire_settings(bound))  # (the pool's own dict: connections it opens next)
         if bound < self.busy_timeout_ms:
             self.busy_timeout_ms = bound
-            self._pool.timeout = bound / 1000
+            if self.connected:  # (else: the pool is made with it)
+                self._pool.timeout = bound / 1000
 
     def _apply_bound(self, conn: Any) -> None:
         ms = int(self.statement_timeout_ms)
@@ -383,8 +400,8 @@ class PostgresDatabase:
             finally:
                 self._local.conn = None
 
-    def migrate(self, migrations: Sequence[Migration]) -> None:
-        """Apply missing migrations under an advisory lock (replicas may start together)."""
+    def _migrate_now(self, migrations: Sequence[Migration]) -> None:
+        """Apply missing migrations under an advisory lock (replicas may start together): :meth:`migrate`."""
         with self.transaction() as conn:
             self._unbounded(conn)
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
@@ -409,5 +426,6 @@ class PostgresDatabase:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            self._pool.close()
+            if self.connected:
+                self._pool.close()
             self._deadlines.close()

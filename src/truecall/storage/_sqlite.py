@@ -14,10 +14,11 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, cast
 
 from ._faults import sqlite_unavailable
 from ._interface import Migration, Row
+from ._opening import NotOpen, Opening, Unopened
 from ._settings import FAST_FAIL_MS
 from ._settings import busy_ms as _busy_ms
 from ._settings import cache_kib as _cache_kib
@@ -26,7 +27,7 @@ from ._target import CannotOpenDatabase
 __all__ = ["Database"]
 
 
-class Database:
+class Database(Opening):
     """A durable SQLite database with named, idempotent migrations (a :class:`~truecall.storage.Storage`)."""
 
     dialect = "sqlite"
@@ -41,12 +42,32 @@ class Database:
     IntegrityError: type[Exception] = sqlite3.IntegrityError
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, synchronous: str = "NORMAL",
-                 busy_timeout_ms: int | None = None, cache_kib: int | None = None) -> None:
+                 busy_timeout_ms: int | None = None, cache_kib: int | None = None, connect: bool = True,
+                 not_open: type[NotOpen] = NotOpen) -> None:
         """``busy_timeout_ms``: how long a statement waits for another connection's lock before it
         fails with ``database is locked`` (default ``$TRUECALL_DB_BUSY_MS`` or 10000).
         ``cache_kib``: SQLite's page cache for this connection (default ``$TRUECALL_DB_CACHE_KIB``
-        or 512)."""
+        or 512).  ``connect=False``: nothing is touched until :meth:`open` (see
+        :mod:`truecall.storage._opening`); a statement before it raises ``not_open``."""
+        Opening.__init__(self)
         self.path = str(path)
+        self.busy_timeout_ms = _busy_ms(busy_timeout_ms)
+        self._synchronous = synchronous
+        self._cache = _cache_kib(cache_kib)
+        self._lock = threading.RLock()
+        #: Transactions open on this connection through :meth:`transaction` (nesting joins).
+        self._depth = 0
+        #: The last write gave up waiting for a lock: statements now fail fast (see FAST_FAIL_MS).
+        self._degraded = False
+        #: A forget() that could not truncate the WAL yet (readers in the way): retried by the next.
+        self._unforgotten = False
+        self._closed = False
+        # Until it opens, a stand-in that refuses every use in one line (statements carry no check).
+        self._conn = cast(sqlite3.Connection, Unopened(self.path, not_open))
+        if connect:
+            self.open()
+
+    def _connect(self) -> None:
         if self.path != ":memory:":
             # A path someone gave names a file in a folder they chose: a typo there must not
             # become a new folder tree with an empty database in it (see default_path()).
@@ -54,44 +75,34 @@ class Database:
             if not folder.is_dir():
                 raise CannotOpenDatabase(self.path, f"the folder {folder} does not exist (a database path "
                                          "never creates folders)")
-        busy = _busy_ms(busy_timeout_ms)
-        self.busy_timeout_ms = busy
-        self._lock = threading.RLock()
-        #: Transactions open on this connection through :meth:`transaction` (nesting joins).
-        self._depth = 0
-        #: The last write gave up waiting for a lock: statements now fail fast (see FAST_FAIL_MS).
-        self._degraded = False
-        cache = _cache_kib(cache_kib)
+        busy = self.busy_timeout_ms
         try:
-            self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None,
-                                         timeout=busy / 1000)
+            conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=busy / 1000)
         except sqlite3.OperationalError as exc:
             raise CannotOpenDatabase(self.path, f"{exc} (a folder or permission problem?)") from exc
-        #: A forget() that could not truncate the WAL yet (readers in the way): retried by the next.
-        self._unforgotten = False
         try:
             # A new file gives the pages that audit retention frees back to the file system, a few at a
             # time (``PRAGMA incremental_vacuum``: truecall._retention).  An existing file keeps its mode
             # until a VACUUM rewrites it (docs/guide/operations.md); its freed pages are reused meanwhile.
-            self._conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(f"PRAGMA synchronous={synchronous}")
-            self._conn.execute("PRAGMA foreign_keys=ON")
-            self._conn.execute(f"PRAGMA cache_size=-{cache}")
-            self._conn.execute(f"PRAGMA busy_timeout={busy}")
+            conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA synchronous={self._synchronous}")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute(f"PRAGMA cache_size=-{self._cache}")
+            conn.execute(f"PRAGMA busy_timeout={busy}")
             # Deleted or overwritten content is zeroed in the pages it leaves, so that what a store
             # forgets (a task's scrubbed answer) is not left in free space; see forget() for the WAL.
-            self._conn.execute("PRAGMA secure_delete=ON")
-            self._conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+            conn.execute("PRAGMA secure_delete=ON")
+            conn.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
         except sqlite3.DatabaseError as exc:
-            self._conn.close()
+            conn.close()
             # Only what no retry can mend is a misuse; a lock held by another process stays what it is.
             why = {26: "the file is not a SQLite database", 14: "the file cannot be opened"}.get(
                 getattr(exc, "sqlite_errorcode", 0) & 0xFF)  # SQLITE_NOTADB, SQLITE_CANTOPEN
             if why is None:
                 raise
             raise CannotOpenDatabase(self.path, why) from exc
-        self._closed = False
+        self._conn = conn
 
     @property
     def local_file(self) -> str | None:
@@ -103,8 +114,8 @@ class Database:
 
     unavailable = staticmethod(sqlite_unavailable)
 
-    def migrate(self, migrations: Sequence[Migration]) -> None:
-        """Apply the migrations not applied yet, each in its own transaction."""
+    def _migrate_now(self, migrations: Sequence[Migration]) -> None:
+        """Apply the migrations not applied yet, each in its own transaction (:meth:`migrate`)."""
         import time
 
         with self._lock:
@@ -166,7 +177,7 @@ class Database:
             if busy >= self.busy_timeout_ms:
                 return
             self.busy_timeout_ms = busy
-            if not self._degraded:
+            if not self._degraded and self.connected:  # (else: set when it connects)
                 self._conn.execute(f"PRAGMA busy_timeout={busy}")
 
     def _rollback(self) -> None:
@@ -254,7 +265,8 @@ class Database:
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._conn.close()
+                if self.connected:
+                    self._conn.close()
 
 
 def _statements(script: str) -> list[str]:

@@ -239,11 +239,17 @@ class TaskStore:
 
     def __init__(self, db: Storage, *, default_ttl_ms: int = DEFAULT_TTL_MS, poll_interval_ms: int = DEFAULT_POLL_MS) -> None:
         self.db = db
-        #: Seals the columns that can hold caller data (:data:`SEALED_COLUMNS`).
-        self.rest = at_rest_for(db)
         self.default_ttl_ms = default_ttl_ms
         self.poll_interval_ms = poll_interval_ms
         db.migrate(TASK_MIGRATIONS)
+        # The sealer may read or make a key file beside the database: once it is open (a server's start).
+        db.when_open(self._seal_with_keys)
+
+    #: Seals the columns that can hold caller data (:data:`SEALED_COLUMNS`); set when the database opens.
+    rest: AtRest
+
+    def _seal_with_keys(self) -> None:
+        self.rest = at_rest_for(self.db)
 
     # -- reads ------------------------------------------------------------------
 
