@@ -601,7 +601,7 @@ def test_lease_check_fences_writes_made_outside_ctx_fenced(tmp_path):
     from truecall import LeaseLost, Server, ToolResult
 
     path = tmp_path / "shared.db"
-    a, b = Server("a", db=str(path)), Server("b", db=str(path))
+    a, b = Server("a", db=str(path)).start(), Server("b", db=str(path)).start()
     go = asyncio.Event()
     seen: list[str] = []
 
