@@ -153,8 +153,7 @@ def test_missing_input_on_the_wire_is_a_valid_typed_call_tool_result(desk):
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
     msg = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
            "params": {"name": "incident.search", "arguments": {}, "_meta": meta}}
-    response, status = asyncio.run(engine.handle_with_status(jsonrpc.decode(orjson.dumps(msg)),
-                                                             DEMO_TOKENS["demo-acme-operator"]))
+    response, status = asyncio.run(engine.serve(jsonrpc.decode(orjson.dumps(msg)), DEMO_TOKENS["demo-acme-operator"]))
     assert status == 200
     check(response, "2026-07-28", "CallToolResult")
     result = response["result"]

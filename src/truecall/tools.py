@@ -136,6 +136,11 @@ class Tool:
             raise ValueError("task_support is forbidden, optional or required")
         self.input_validator = Validator(self.input_schema)
         self.declared_fields = frozenset(_property_names(self.input_schema))
+        #: (argument, header suffix) of the arguments a 2026-07-28 client repeats in ``Mcp-Param-*``
+        #: headers (their ``x-mcp-header``): known with the schema, so nobody caches it on the tool later
+        self.header_params: tuple[tuple[str, str], ...] = tuple(
+            (name, spec["x-mcp-header"]) for name, spec in (self.input_schema.get("properties") or {}).items()
+            if isinstance(spec, dict) and isinstance(spec.get("x-mcp-header"), str))
         self.output_validator = Validator(self.output_schema) if self.output_schema is not None else None
         sig = self.signature or _typed.read_signature(self.handler, "tool", self.name)
         self.is_async = sig.is_async
@@ -307,6 +312,13 @@ class Registry:
         name = params.get("name") if isinstance(params, dict) else None
         tool = self.tools.get(name) if type(name) is str else None
         return tool is not None and not tool.is_async and tool.task_support == "forbidden"
+
+    def header_params(self, params: Any) -> tuple[tuple[str, str], ...]:
+        """The ``Mcp-Param-*`` arguments (:attr:`Tool.header_params`) of the tool ``tools/call``
+        ``params`` name; none for a name no tool has (or one that is not a string)."""
+        name = params.get("name") if isinstance(params, dict) else None
+        tool = self.tools.get(name) if type(name) is str else None
+        return tool.header_params if tool is not None else ()
 
     def add_tool(self, tool: Tool) -> Tool:
         if tool.name in self.tools:

@@ -126,8 +126,7 @@ async def send(engine: Engine, message: dict[str, Any], *, version: str, princip
     """Encode, decode and serve one request; validate everything the engine sent."""
     outbox = outbox if outbox is not None else CollectingOutbox()
     incoming = jsonrpc.decode(orjson.dumps(message))
-    response, status = await engine.handle_with_status(incoming, principal, session=session, outbox=outbox,
-                                                       modern_hint=hint)
+    response, status = await engine.serve(incoming, principal, session=session, outbox=outbox, modern_hint=hint)
     if incoming.kind == jsonrpc.REQUEST:
         validate(orjson.loads(orjson.dumps(response)), version, incoming.method)
         assert response["id"] == message["id"]
@@ -169,7 +168,7 @@ async def notify(engine: Engine, session: Session | None, method: str, params: d
         msg["params"] = params
     incoming = jsonrpc.decode(orjson.dumps(msg))
     assert await engine.handle(incoming, principal, session=session) is None
-    assert await engine.handle_with_status(incoming, principal, session=session) == (None, 202)
+    assert await engine.serve(incoming, principal, session=session) == (None, 202)
 
 
 async def handshake(engine: Engine, version: str = "2025-11-25", caps: dict[str, Any] | None = None,
@@ -652,7 +651,7 @@ async def test_notifications_and_responses_get_no_answer(engine):
                 {"jsonrpc": "2.0", "id": "s-99", "result": {}}):
         incoming = jsonrpc.decode(orjson.dumps(msg))
         assert await engine.handle(incoming, P) is None
-        assert await engine.handle_with_status(incoming, P) == (None, 202)
+        assert await engine.serve(incoming, P) == (None, 202)
 
 
 # =================================================================================================

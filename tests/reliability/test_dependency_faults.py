@@ -401,7 +401,7 @@ def test_the_engine_never_blames_the_client_or_raises_for_a_database_failure(tmp
     async def call(rid: int, params: dict[str, Any]) -> dict[str, Any]:
         message = jsonrpc.decode(orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
                                                "params": {"name": "ask", **params, "_meta": meta}}))
-        return (await engine.handle_with_status(message, principal))[0]
+        return (await engine.serve(message, principal))[0]
 
     async def scenario() -> None:
         app.events.defer(asyncio.get_running_loop())  # as every transport does
@@ -422,7 +422,7 @@ def test_the_engine_never_blames_the_client_or_raises_for_a_database_failure(tmp
             session.persist = persist
             init = jsonrpc.decode(orjson.dumps({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {
                 "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}))
-            response, _status = await engine.handle_with_status(init, principal, session=session)
+            response, _status = await engine.serve(init, principal, session=session)
             assert response["error"]["code"] == -32603 and "result" not in response
         finally:
             lock.release()

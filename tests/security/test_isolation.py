@@ -74,7 +74,7 @@ async def modern(engine: Engine, principal: Principal, method: str, params: dict
     body = {**(params or {}), "_meta": {META_VERSION: MODERN, META_CAPS: caps,
                                         META_CLIENT: {"name": "isolation", "version": "0"}}}
     message = {"jsonrpc": "2.0", "id": next(_ids), "method": method, "params": body}
-    response, _ = await engine.handle_with_status(jsonrpc.decode(orjson.dumps(message)), principal)
+    response, _ = await engine.serve(jsonrpc.decode(orjson.dumps(message)), principal)
     response = orjson.loads(orjson.dumps(response))
     mcp_schema.check(response, MODERN)
     return response
@@ -86,7 +86,7 @@ async def legacy(engine: Engine, principal: Principal, session: Session, method:
     if params is not None:
         message["params"] = params
     outbox = Outbox()
-    response, _ = await engine.handle_with_status(jsonrpc.decode(orjson.dumps(message)), principal,
+    response, _ = await engine.serve(jsonrpc.decode(orjson.dumps(message)), principal,
                                                   session=session, outbox=outbox)
     response = orjson.loads(orjson.dumps(response))
     mcp_schema.check(response, LEGACY)

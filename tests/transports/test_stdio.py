@@ -888,7 +888,7 @@ def test_lines_held_behind_an_initialize_that_outlives_the_grace_are_still_answe
     async def scenario() -> list[dict[str, Any]]:
         out = io.BytesIO()
         conn = StdioConnection(Engine(app), Principal("tester", "t1"), out)
-        app.events.durable = stuck_commit  # type: ignore[method-assign]  # what Engine.release waits for
+        app.events.durable = stuck_commit  # type: ignore[method-assign]  # what Engine.serve waits for
         reader = _LineReader(conn, 4096)
         reader.data_received(b"".join(orjson.dumps(m) + b"\n" for m in [
             {"jsonrpc": "2.0", "id": "i", "method": "initialize",

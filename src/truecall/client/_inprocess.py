@@ -75,16 +75,13 @@ class InProcessTransport(TransportHooks):
             self._receive(jsonrpc.encode(jsonrpc.error_message(exc.id, exc)))
             return
         if incoming.kind != jsonrpc.REQUEST:
-            if incoming.method == "notifications/cancelled":
-                rid = (incoming.params or {}).get("requestId")
-                task = self._inflight.get(rid)
+            cancels = self.engine.plan(incoming).cancels  # (notifications/cancelled: the request it withdraws)
+            if cancels is not None:
+                task = self._inflight.get(cancels)
                 if task is not None:
                     task.cancel()
                 return
-            if incoming.kind == jsonrpc.RESPONSE:
-                self.session.resolve(incoming)  # the client's answer to a server-to-client request
-            else:
-                self.engine.notify(incoming, self.session)
+            self.engine.notify(incoming, self.session)  # (a response answers a server-to-client request)
             return
         task = self._spawn(self._serve(incoming))
         self._inflight[incoming.id] = task
@@ -93,8 +90,9 @@ class InProcessTransport(TransportHooks):
     async def _serve(self, incoming: jsonrpc.Incoming) -> None:
         assert self._receive is not None and self.principal is not None
         try:
-            response = await self.engine.handle(incoming, self.principal, session=self.session, outbox=self.outbox)
-            response = await self.engine.release(response)  # once its audit records are durable
+            # (written as it comes: serve returns once its audit records are durable)
+            response = (await self.engine.serve(incoming, self.principal, session=self.session,
+                                                outbox=self.outbox)).response
         except asyncio.CancelledError:
             return
         if response is not None:

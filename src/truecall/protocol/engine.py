@@ -1,12 +1,15 @@
-"""The MCP engine: decoded messages in, result/error messages out.
+"""The MCP engine: decoded messages in, replies out — one exchange per message.
 
 Transports own the I/O (reading lines or HTTP bodies, writing to stdout or an
-SSE stream) and hand each decoded message to :meth:`Engine.handle` together
+SSE stream) and hand each decoded message to :meth:`Engine.serve` together
 with the caller's :class:`~truecall.auth.Principal`, the handshake-era
 :class:`Session` when there is one, and an :class:`Outbox` for messages that
-belong to the request (progress, logs, server-to-client requests).  Before an
-answer leaves, a transport passes it through :meth:`Engine.release`: the one
-place that holds it until every audit record behind it is durable.
+belong to the request (progress, logs, server-to-client requests).  What comes
+back is a :class:`~._exchange.Reply` they may write at once: ``serve`` is the one
+place that holds an answer until every audit record behind it is durable.  What a
+transport must know *before* serving (answer in place, stream, task handle, a new
+session, a cancellation) it asks :meth:`Engine.plan`, as data: transports move bytes
+and never read a method name.
 
 Versions are chosen per message: a request whose ``_meta`` names a protocol version
 is served statelessly (2026-07-28); ``initialize`` opens a handshake-era session
@@ -24,7 +27,7 @@ change notifications (:mod:`._feeds`) and the tasks methods (:mod:`._tasks`).
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 from ..audit import AuditUnavailable, DuplicateFinalRecord
 from ..auth import Principal
@@ -46,6 +49,7 @@ from ..server import Server
 from ..tasks import Task
 from . import jsonrpc
 from ._context import Peer, RequestContext
+from ._exchange import Plan, Reply, plan_of
 from ._feeds import Feeds
 from ._handshake import HandshakeMethods
 from ._params import check_cursor, str_param
@@ -74,7 +78,7 @@ from .versions import (
 )
 
 __all__ = ["Engine", "Session", "Outbox", "RequestContext", "MODERN_METHODS", "LEGACY_METHODS", "NULL_OUTBOX",
-           "InvalidMeta", "capability_error", "EngineNotStarted"]
+           "InvalidMeta", "capability_error", "EngineNotStarted", "Reply", "Plan"]
 
 #: resultType-bearing results that are cacheable carry these hints (``list_ttl``).
 _LIST_TTL_MS = 60_000
@@ -84,6 +88,9 @@ Handler = Callable[[RequestContext], Awaitable[dict[str, Any]]]
 _CACHEABLE = frozenset({"server/discover", "tools/list", "resources/list", "resources/read",
                         "resources/templates/list", "prompts/list"})
 _INPUT_CAPABLE = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+#: The reply to a message that is not a request (a notification, a client's response): nothing to say.
+_ACCEPTED = Reply(None, 202)
 
 #: A stateless request is admitted under this entry until its own version is known (so that an
 #: unsupported or missing version is refused the stateless way, with its HTTP status).
@@ -175,39 +182,13 @@ class Engine:
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Serve on ``loop``: the audit records made on it are committed together, once per loop
-        turn, and :meth:`release` waits for that commit (a transport calls this when its loop
+        turn, and :meth:`serve` waits for that commit (a transport calls this when its loop
         runs).  Without it, every record is committed as it is made."""
         self.server.events.defer(loop)
 
     def flush(self) -> None:
         """Commit every audit record still pending (a transport calls this when it stops)."""
         self.server.events.flush()
-
-    # -- the audit point ----------------------------------------------------------------
-
-    async def release(self, response: dict[str, Any] | None) -> dict[str, Any] | None:
-        """The answer a transport may write now: nothing leaves before its audit record is durable.
-
-        :meth:`handle_with_status` marks the start of each request; this returns once every
-        record made since (in this task) is committed.  If one could not be, the answer is
-        replaced by an internal error: the client never learns of an outcome the audit trail
-        may lack.  ``None`` (nothing to answer, or a refusal that says nothing happened) waits
-        the same way and stays ``None``.
-        """
-        try:
-            await self.server.events.durable()
-        except Exception as exc:
-            if response is not None and "id" in response:
-                trail = self.server.events.unwritable
-                if trail:
-                    return jsonrpc.error_message(response["id"], ServiceUnavailable.because(
-                        f"the audit trail cannot be written ({trail})"))
-                # A database that did not take the record (down, stalled, locked) is said as the outage it is:
-                # the caller may retry, and knows the request may or may not have taken effect.
-                why = unavailable(exc) or ("the database did not take this request's audit record"
-                                           if isinstance(exc, AuditUnavailable) else None)
-                return jsonrpc.error_message(response["id"], ServiceUnavailable.because(why) if why else InternalError())
-        return response
 
     # -- capabilities -------------------------------------------------------------
 
@@ -225,7 +206,81 @@ class Engine:
             caps["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         return caps
 
-    # -- entry point ----------------------------------------------------------------
+    # -- what a transport asks before serving ---------------------------------------
+
+    def plan(self, message: Incoming, *, stateless: bool = False) -> Plan:
+        """How a transport should carry ``message`` (see :class:`~._exchange.Plan`): answered in
+        place or watched for a disconnect, streamed, a possible task handle, a new session, a
+        cancellation.  ``stateless``: the transport serves it the 2026-07-28 way (an HTTP POST
+        routed there), where only progress and logs can precede an answer.
+
+        The transport asks here so that it never reads a method name or the tool registry: what
+        a message means is the engine's to say.  (A request's plan is a shared instance: asking
+        costs no allocation.)"""
+        return plan_of(message, self.server.registry, stateless)
+
+    def header_params(self, message: Incoming) -> Sequence[tuple[str, str]]:
+        """The arguments of a ``tools/call`` that 2026-07-28 repeats in ``Mcp-Param-*`` headers, as
+        (argument, header suffix) pairs: its tool's ``x-mcp-header`` properties (none for another
+        method or an unknown tool).  Asked here, so that HTTP needs neither the registry nor a tool."""
+        if message.method != "tools/call":
+            return ()
+        return self.server.registry.header_params(message.params)
+
+    # -- the exchange: one message in, one reply out, released once ---------------------
+
+    async def serve(
+        self,
+        message: Incoming,
+        principal: Principal,
+        *,
+        session: Session | None = None,
+        outbox: Outbox = NULL_OUTBOX,
+        modern_hint: bool = False,
+    ) -> Reply:
+        """Serve one message and return the :class:`~._exchange.Reply` a transport writes as it is.
+
+        For a request: its response and HTTP status (200, or what its error class calls for),
+        returned only once every audit record made while serving it is durable — *nothing
+        leaves before its record is durable*, and this is the one place that waits for it.  If a
+        record could not be committed, the response is replaced by an error (the client never
+        learns of an outcome the audit trail may lack).  A notification or a client's response
+        (:meth:`notify`) gives ``Reply(None, 202)``: it is never answered and records nothing.
+
+        ``modern_hint`` is set by HTTP when the ``MCP-Protocol-Version`` header names a
+        stateless version, so a request missing its ``_meta`` is refused with -32602
+        instead of being treated as a handshake-era request.
+        """
+        if message.kind != jsonrpc.REQUEST:
+            self.notify(message, session)
+            return _ACCEPTED
+        if not self._started:
+            raise EngineNotStarted("Engine.start() was not called (the transports and `truecall serve` call it)")
+        # The request's context is its audit ledger: the wait below covers every record made from here
+        # on, and it holds the request's one final record (audit.FINAL_KINDS) — made by whoever settled
+        # the outcome (the tool pipeline, a resource's or prompt's read, a task method), else by _failed.
+        events = self.server.events
+        ctx = RequestContext(message, principal, session, outbox)
+        events.begin(ctx)
+        try:
+            response, status = jsonrpc.result_message(message.id, await self._serve(ctx, modern_hint)), 200
+        except _HandlerFailed as failed:
+            response, status = self._failed(ctx, failed.error, failed.kind)
+        except ProtocolError as exc:
+            response, status = self._failed(ctx, exc, "rpc.error")
+        except DuplicateFinalRecord:
+            raise
+        except Exception:
+            # Outside any handler (a session's state, housekeeping), e.g. the database failed:
+            # a JSON-RPC error like any other, never an exception out of the engine (a bare 500).
+            response, status = self._failed(ctx, InternalError(), "rpc.error")
+        finally:
+            ctx.serving = False  # what is recorded later (a task's work) is not this request's
+        try:
+            await events.durable()
+        except Exception as exc:
+            return Reply(self._unrecorded(response, exc), status)
+        return Reply(response, status)
 
     async def handle(
         self,
@@ -236,63 +291,43 @@ class Engine:
         outbox: Outbox = NULL_OUTBOX,
         modern_hint: bool = False,
     ) -> dict[str, Any] | None:
-        """The response message for a request; ``None`` for notifications and responses.
+        """The response of :meth:`serve` alone (released the same way), for callers that need no
+        HTTP status: tests, scripts driving an engine by hand."""
+        return (await self.serve(message, principal, session=session, outbox=outbox, modern_hint=modern_hint))[0]
 
-        ``modern_hint`` is set by HTTP when the ``MCP-Protocol-Version`` header names a
-        stateless version, so a request missing its ``_meta`` is refused with -32602
-        instead of being treated as a handshake-era request.
-        """
+    def notify(self, message: Incoming, session: Session | None) -> None:
+        """A message from the client that is not a request, and is never answered: a response
+        resolves the session's request it answers; ``notifications/initialized`` completes a
+        session's handshake; the other notifications change nothing here (a transport carries out
+        ``notifications/cancelled`` itself, from :attr:`Plan.cancels`: it owns the requests in
+        flight).  Synchronous: a transport reading lines calls it in place."""
         if message.kind == jsonrpc.RESPONSE:
             if session is not None:
                 session.resolve(message)
-            return None
-        if message.kind == jsonrpc.NOTIFICATION:
-            self.notify(message, session)
-            return None
-        return (await self.handle_with_status(message, principal, session=session, outbox=outbox,
-                                              modern_hint=modern_hint))[0]
-
-    def notify(self, message: Incoming, session: Session | None) -> None:
-        """A notification from the client (never answered): ``notifications/initialized``
-        completes a session's handshake; the others change nothing here (a transport handles
-        ``notifications/cancelled`` itself: it owns the requests in flight)."""
+            return
         HandshakeMethods.notify(message, session)
 
-    async def handle_with_status(
-        self,
-        message: Incoming,
-        principal: Principal,
-        *,
-        session: Session | None = None,
-        outbox: Outbox = NULL_OUTBOX,
-        modern_hint: bool = False,
-    ) -> tuple[dict[str, Any] | None, int]:
-        """Like :meth:`handle`, plus the HTTP status the error class calls for (200 otherwise)."""
-        if message.kind != jsonrpc.REQUEST:
-            await self.handle(message, principal, session=session, outbox=outbox)
-            return None, 202
-        if not self._started:
-            raise EngineNotStarted("Engine.start() was not called (the transports and `truecall serve` call it)")
-        # The request's context is its audit ledger: release() covers every record made from here on,
-        # and it holds the request's one final record (audit.FINAL_KINDS) — made by whoever settled the
-        # outcome (the tool pipeline, a resource's or prompt's read, a task method), else by _failed here.
-        ctx = RequestContext(message, principal, session, outbox)
-        self.server.events.begin(ctx)
+    async def refused(self) -> None:
+        """A request a transport refuses before the engine sees it (no credential, a bad header, a
+        body too large) leaves, like any answer, after the records it made (``auth.denied``…) are
+        durable: a transport awaits this before writing its refusal.  (A refusal says nothing
+        happened, so a record that could not be committed does not change it.)"""
         try:
-            result = await self._serve(ctx, modern_hint)
-        except _HandlerFailed as failed:
-            return self._failed(ctx, failed.error, failed.kind)
-        except ProtocolError as exc:
-            return self._failed(ctx, exc, "rpc.error")
-        except DuplicateFinalRecord:
-            raise
+            await self.server.events.durable()
         except Exception:
-            # Outside any handler (a session's state, housekeeping), e.g. the database failed:
-            # a JSON-RPC error like any other, never an exception out of the engine (a bare 500).
-            return self._failed(ctx, InternalError(), "rpc.error")
-        finally:
-            ctx.serving = False  # what is recorded later (a task's work) is not this request's
-        return jsonrpc.result_message(message.id, result), 200
+            pass
+
+    def _unrecorded(self, response: dict[str, Any], exc: Exception) -> dict[str, Any]:
+        """The answer in place of ``response`` when a record behind it could not be committed."""
+        trail = self.server.events.unwritable
+        if trail:
+            return jsonrpc.error_message(response["id"], ServiceUnavailable.because(
+                f"the audit trail cannot be written ({trail})"))
+        # A database that did not take the record (down, stalled, locked) is said as the outage it is:
+        # the caller may retry, and knows the request may or may not have taken effect.
+        why = unavailable(exc) or ("the database did not take this request's audit record"
+                                   if isinstance(exc, AuditUnavailable) else None)
+        return jsonrpc.error_message(response["id"], ServiceUnavailable.because(why) if why else InternalError())
 
     def _failed(self, ctx: RequestContext, exc: ProtocolError, kind: str) -> tuple[dict[str, Any], int]:
         """The error answer to a request, and its HTTP status; its final record unless one was made."""

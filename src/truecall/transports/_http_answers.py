@@ -1,4 +1,5 @@
-"""Writing a request's answer, as JSON or as an SSE stream, once its audit records are durable.
+"""Writing a request's answer, as JSON or as an SSE stream (the engine's :class:`Reply`: its audit
+records are durable before the engine gives it).
 
 Both eras answer through here: :meth:`Answers.json` (a 403 for missing scopes carries the
 ``insufficient_scope`` challenge) and :meth:`Answers.stream` (progress, logs and server-to-client
@@ -13,46 +14,44 @@ from typing import Any
 
 from ..auth import Principal
 from ..protocol import jsonrpc
-from ..protocol.engine import Engine, Session
+from ..protocol.engine import Engine, Plan, Reply, Session
 from ..protocol.jsonrpc import Incoming
-from ..server import Server
 from ._http_gate import Gate
 from ._http_sse import SseOutbox
 from ._http_wire import BODY_FOLLOWS, JSON, Receive, Scope, Send, until_disconnect
 
 
 class Answers:
-    """The answer writers of one transport (its engine, registry and challenge)."""
+    """The answer writers of one transport (its engine and challenge)."""
 
-    def __init__(self, engine: Engine, server: Server, gate: Gate) -> None:
+    def __init__(self, engine: Engine, gate: Gate) -> None:
         self.engine = engine
-        self.server = server
         self.gate = gate
 
-    async def stream(self, message: Incoming, principal: Principal, session: Session | None,
+    async def stream(self, message: Incoming, plan: Plan, principal: Principal, session: Session | None,
                      extra: list[tuple[bytes, bytes]], scope: Scope, receive: Receive, send: Send,
                      answer: list[dict[str, Any] | None] | None = None) -> None:
+        """Serve ``message`` with an SSE stream for what precedes its answer; the client leaving
+        cancels the work (unless its plan says it is answered at once: nothing could interrupt it)."""
         outbox = SseOutbox(send, extra)
-        work = self.engine.handle_with_status(message, principal, session=session, outbox=outbox,
-                                              modern_hint=session is None)
-        result = await (work if message.method == "tools/call" and self.server.registry.answers_at_once(message.params)
-                        else until_disconnect(work, scope, receive))
-        if result is None:
+        work = self.engine.serve(message, principal, session=session, outbox=outbox, modern_hint=session is None)
+        reply: Reply | None = await (work if plan.at_once else until_disconnect(work, scope, receive))
+        if reply is None:
             outbox.closed = True
             return
-        response, status = result
-        if not outbox.started and status != 200:
-            await self.json(send, response, status, principal, extra, answer)
+        if not outbox.started and reply.status != 200:
+            await self.json(send, reply, principal, extra, answer)
             return
-        response = await self.engine.release(response)
+        response = reply.response
         await outbox.finish(response)
         if answer is not None:
             answer[0] = response
 
-    async def json(self, send: Send, response: dict[str, Any] | None, status: int, principal: Principal,
+    async def json(self, send: Send, reply: Reply, principal: Principal,
                    extra: list[tuple[bytes, bytes]] | None = None,
                    answer: list[dict[str, Any] | None] | None = None) -> None:
-        response = await self.engine.release(response)  # once its audit records are durable
+        """Write ``reply`` as one JSON answer (written at once: the engine released it)."""
+        response, status = reply.response, reply.status
         headers = JSON
         if extra:
             headers = JSON + extra

@@ -2,7 +2,9 @@
 
 - ``Content-Type``/``Accept`` (415/406), judged once per distinct value and remembered.
 - 2026-07-28: ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` must be
-  present and match the body (``=?base64?…?=`` values decoded strictly).
+  present and match the body (``=?base64?…?=`` values decoded strictly).  Which parameter names a
+  request's target (``protocol.named_param``) and which arguments a tool repeats in headers
+  (:meth:`Engine.header_params`) are MCP: asked, not known here.
 - A handshake-era session: an ``MCP-Protocol-Version`` header must name the negotiated version.
 """
 
@@ -11,18 +13,15 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any
+from typing import Any, Sequence
 
 from ..errors import HeaderMismatch, InvalidRequest
-from ..protocol import jsonrpc
+from ..protocol import jsonrpc, named_param
 from ..protocol.engine import Engine, Session
 from ..protocol.jsonrpc import Incoming
 from ..protocol.versions import META_VERSION
-from ..server import Server
 from ._http_wire import HttpError, remember
 
-_NAME_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
-                 "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 _B64 = re.compile(r"^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$")
 #: What the official SDK clients send as Accept on a POST (compared first, as is).
 CLIENTS_ACCEPT = "application/json, text/event-stream"
@@ -32,9 +31,8 @@ NEITHER, JSON_OK, SSE_ONLY = "neither", "json", "sse only"
 class HeaderChecks:
     """The checks above, with their per-value caches."""
 
-    def __init__(self, engine: Engine, server: Server) -> None:
+    def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self.server = server
         self.content_types: dict[str, bool] = {}  # Content-Type value -> is JSON
         self.accepts: dict[str, str] = {}  # Accept value -> which answers it allows (_accepted_answers)
 
@@ -76,7 +74,7 @@ class HeaderChecks:
         method_header = headers.get("mcp-method")
         if method_header is None or method_header.strip() != message.method:
             raise HttpError(400, HeaderMismatch("Mcp-Method header does not match the request"), message.id)
-        field = _NAME_METHODS.get(message.method)
+        field = named_param(message.method)
         params = message.params or {}
         if field is not None:
             name_header = headers.get("mcp-name")
@@ -86,17 +84,16 @@ class HeaderChecks:
                 ok = False
             if not ok:
                 raise HttpError(400, HeaderMismatch(f"Mcp-Name header does not match params.{field}"), message.id)
-        if message.method == "tools/call":
-            self._check_param_headers(message, params, headers)
+        pairs = self.engine.header_params(message)
+        if pairs:
+            self._check_param_headers(message, params, headers, pairs)
 
-    def _check_param_headers(self, message: Incoming, params: dict[str, Any], headers: dict[str, str]) -> None:
-        tool = self.server.registry.tools.get(params.get("name"))  # type: ignore[arg-type]
-        if tool is None:
-            return
+    def _check_param_headers(self, message: Incoming, params: dict[str, Any], headers: dict[str, str],
+                             pairs: Sequence[tuple[str, str]]) -> None:
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):
             return
-        for prop, suffix in _header_params(tool):
+        for prop, suffix in pairs:
             value = arguments.get(prop)
             if value is None:
                 continue
@@ -177,12 +174,3 @@ def _accepted_answers(value: str) -> str:
             sse_ok = True
     return JSON_OK if json_ok else SSE_ONLY if sse_ok else NEITHER
 
-
-def _header_params(tool: Any) -> list[tuple[str, str]]:
-    cached = getattr(tool, "_header_params", None)
-    if cached is None:
-        props = tool.input_schema.get("properties") or {}
-        cached = [(name, spec["x-mcp-header"]) for name, spec in props.items()
-                  if isinstance(spec, dict) and isinstance(spec.get("x-mcp-header"), str)]
-        tool._header_params = cached
-    return cached

@@ -22,7 +22,7 @@ from typing import Any
 from ..auth import Principal
 from ..errors import InvalidRequest, ServiceUnavailable
 from ..protocol import jsonrpc
-from ..protocol.engine import Engine, Session
+from ..protocol.engine import Engine, Plan, Session
 from ..protocol.jsonrpc import Incoming
 from ..protocol._sessions import SessionStore
 from ..protocol._state import SessionState
@@ -30,7 +30,6 @@ from ._http_answers import Answers
 from ._http_gate import Gate
 from ._http_headers import CLIENTS_ACCEPT, SSE_ONLY, HeaderChecks, check_legacy_version
 from ._http_sse import SseOutbox
-from ._http_stateless import STREAMING_METHODS
 from ._http_wire import HttpError, Receive, Scope, Send, respond
 from ..storage import in_thread, off_loop_result, unavailable
 
@@ -72,10 +71,11 @@ class SessionPaths:
 
     # -- POST -----------------------------------------------------------------------
 
-    async def post(self, message: Incoming, headers: dict[str, str], session_id: str | None,
+    async def post(self, message: Incoming, plan: Plan, headers: dict[str, str], session_id: str | None,
                    principal: Principal, scope: Scope, receive: Receive, send: Send) -> None:
+        """A POST of the handshake era; ``plan`` is the engine's (:meth:`Engine.plan`) for ``message``."""
         extra: list[tuple[bytes, bytes]] = []
-        if message.kind == jsonrpc.REQUEST and message.method == "initialize" and session_id is None:
+        if plan.opens_session and session_id is None:
             await self._initialize(message, headers, principal, send)
             return
         if session_id is None:
@@ -84,27 +84,26 @@ class SessionPaths:
                    or await self._load(session_id, principal, message.id))
         check_legacy_version(headers, session, message.id)
         if message.kind != jsonrpc.REQUEST:
-            await self.engine.handle(message, principal, session=session)
+            reply = await self.engine.serve(message, principal, session=session)
             if session.id in self.saving:  # (notifications/initialized: the state it completed is stored first)
                 await self.stored.saved(session, message.id)
-            await respond(send, 202, b"")
+            await respond(send, reply.status, b"")
             return
-        params = message.params
         answer: list[dict[str, Any] | None] | None = None
-        if message.method == "tools/call" and isinstance(params, dict) and isinstance(params.get("task"), dict):
+        if plan.may_be_task:
             # Its answer may be a task handle: the session's stream says nothing of that task before it.
             session.hold_task_notes()
             answer = [None]
         try:
             accept = headers.get("accept")
-            if (message.method in STREAMING_METHODS and accept is not None and "text/event-stream" in accept) \
+            if (plan.may_stream and accept is not None and "text/event-stream" in accept) \
                     or self._sse_only(accept):  # (an Accept that allows only SSE gets even a plain answer as one event)
-                await self.answers.stream(message, principal, session, extra, scope, receive, send, answer)
+                await self.answers.stream(message, plan, principal, session, extra, scope, receive, send, answer)
             else:
-                response, status = await self.engine.handle_with_status(message, principal, session=session)
+                reply = await self.engine.serve(message, principal, session=session)
                 if session.id in self.saving:  # (logging/setLevel, subscriptions: stored before they are answered)
                     await self.stored.saved(session, message.id)
-                await self.answers.json(send, response, status, principal, extra, answer)
+                await self.answers.json(send, reply, principal, extra, answer)
         finally:
             if answer is not None:
                 session.release_task_notes(answer[0])
@@ -115,7 +114,7 @@ class SessionPaths:
         if the engine accepted it.  A refused one leaves nothing behind, where a half-made session
         (no version) would refuse every later request for a reason the client cannot act on."""
         session = self._new_session(principal)
-        response, status = await self.engine.handle_with_status(message, principal, session=session)
+        reply = await self.engine.serve(message, principal, session=session)
         if session.version is not None and session.id in self.saving:
             try:  # another replica finds the session as soon as its id is known: stored before it is said
                 await self.stored.saved(session, message.id)
@@ -125,11 +124,10 @@ class SessionPaths:
         if session.version is None:
             self._end_session(session.id)
         extra = [(b"mcp-session-id", session.id.encode())] if session.version is not None else []
-        if status == 200 and self._sse_only(headers.get("accept")):
-            response = await self.engine.release(response)
-            await SseOutbox(send, extra).finish(response)
+        if reply.status == 200 and self._sse_only(headers.get("accept")):
+            await SseOutbox(send, extra).finish(reply.response)
             return
-        await self.answers.json(send, response, status, principal, extra, None)
+        await self.answers.json(send, reply, principal, extra, None)
 
     def _sse_only(self, accept: str | None) -> bool:
         """The client's ``Accept`` allows only ``text/event-stream`` (checked, and cached, before)."""

@@ -75,9 +75,9 @@ class HttpTransport:
         hosts = frozenset(h.lower() for h in (allowed_hosts or LOOPBACK_HOSTS))
         self._gate = Gate(self.server, hosts, frozenset(h.lower() for h in (allowed_origins or hosts)),
                           authenticate, anonymous)
-        self._checks = HeaderChecks(self.engine, self.server)
-        answers = Answers(self.engine, self.server, self._gate)
-        self._stateless = StatelessPost(self.engine, self.server, self._checks, answers)
+        self._checks = HeaderChecks(self.engine)
+        answers = Answers(self.engine, self._gate)
+        self._stateless = StatelessPost(self.engine, self._checks, answers)
         self.session_store = SessionStore(self.server.db, idle_s=session_idle_s)
         self._sessions = SessionPaths(self.engine, self.session_store, self._gate, self._checks, answers,
                                       max_sessions=max_sessions, max_sessions_per_principal=max_sessions_per_principal,
@@ -215,7 +215,7 @@ class HttpTransport:
             return
 
     async def _refuse(self, send: Send, exc: HttpError) -> None:
-        await self.engine.release(None)  # a refusal, too, leaves after its records (auth.denied …)
+        await self.engine.refused()  # a refusal, too, leaves after its records (auth.denied …)
         await respond(send, exc.status, orjson.dumps(jsonrpc.error_message(exc.id, exc.error)), exc.headers + JSON)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
@@ -260,8 +260,9 @@ class HttpTransport:
         legacy_header = header_version in HANDSHAKE_VERSIONS
         # A request whose _meta names its version is stateless whatever Mcp-Session-Id it carries:
         # 2026-07-28 ignores that header, and its routing-header checks must not be skippable.
-        if message.method != "initialize" and (
-                has_meta_version or (session_id is None and header_version and not legacy_header)):
-            await self._stateless.post(message, headers, principal, scope, receive, send)
+        stateless = has_meta_version or bool(session_id is None and header_version and not legacy_header)
+        plan = self.engine.plan(message, stateless=stateless)  # (an initialize's plan is the same either way)
+        if stateless and not plan.opens_session:
+            await self._stateless.post(message, plan, headers, principal, scope, receive, send)
             return
-        await self._sessions.post(message, headers, session_id, principal, scope, receive, send)
+        await self._sessions.post(message, plan, headers, session_id, principal, scope, receive, send)

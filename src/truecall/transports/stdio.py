@@ -1,7 +1,9 @@
 """stdio: newline-delimited JSON-RPC on stdin/stdout; logs go to stderr only.
 
 A thin adapter: it splits lines, hands each message to the engine, and writes
-what comes back.  Requests run concurrently (a slow tool or one waiting for the
+what comes back (:meth:`Engine.serve`: an answer whose audit records are durable).  What it
+must know of a message first — answered in place, a possible task handle, an ``initialize``,
+a cancellation — it asks the engine (:meth:`Engine.plan`): it never reads a method name.  Requests run concurrently (a slow tool or one waiting for the
 user does not hold up the others, and pipelined requests are answered as they
 finish); ``notifications/cancelled`` cancels the matching request, which then
 gets no response.  Order is kept where it is owed: the lines behind an ``initialize``
@@ -61,7 +63,6 @@ class StdioConnection:
         self.session.stream = self.outbox
         self.inflight: dict[Any, asyncio.Task[None]] = {}
         engine.start()  # (once: ``truecall serve`` started it already)
-        self._registry = engine.server.registry
         self._out: list[bytes] = []
         #: The ``initialize`` being served; lines read meanwhile wait in ``_held`` (None: a line too large).
         self._initializing: asyncio.Task[None] | None = None
@@ -143,27 +144,21 @@ class StdioConnection:
         except MessageError as exc:
             self.write(jsonrpc.error_message(exc.id, exc))
             return
-        if message.kind == jsonrpc.NOTIFICATION:
-            if message.method == "notifications/cancelled":
-                self._cancel(message.params or {})
-                return
-            self.engine.notify(message, self.session)
-            return
-        if message.kind == jsonrpc.RESPONSE:
-            self.session.resolve(message)
+        plan = self.engine.plan(message)
+        if message.kind != jsonrpc.REQUEST:
+            if plan.cancels is not None:
+                self._cancel(plan.cancels)
+            else:
+                self.engine.notify(message, self.session)
             return
         key = (type(message.id), message.id)
         if key in self.inflight:
             self.write(jsonrpc.error_message(message.id, InvalidRequest("Duplicate request id in flight")))
             return
-        params = message.params
-        eager = message.method == "tools/call" and self._registry.answers_at_once(params)
-        # A call that may answer with a task handle (never one answered at once: its tool has no tasks).
-        handle = not eager and message.method == "tools/call" and isinstance(params, dict) \
-            and isinstance(params.get("task"), dict)
-        coro = self._run(message, key, handle)
+        # (a call that may answer with a task handle holds the session's task notes until it is written)
+        coro = self._run(message, key, plan.may_be_task)
         context = contextvars.copy_context()
-        if eager:
+        if plan.at_once:
             # The call usually completes without waiting for anything (its records may wait for a
             # commit), so its first step runs right here; only if it does wait does it become a task.
             try:
@@ -174,7 +169,7 @@ class StdioConnection:
             coro = _resume(coro, waiting)  # type: ignore[assignment]
         task = asyncio.get_running_loop().create_task(coro, context=context)
         self.inflight[key] = task
-        if message.method == "initialize":
+        if plan.opens_session:
             self._initializing = task
             task.add_done_callback(self._initialized)
         # A task cancelled before it ever ran skips _run's cleanup: forget it here too.
@@ -186,9 +181,9 @@ class StdioConnection:
         response = None
         try:
             try:
-                response = await self.engine.handle(message, self.principal, session=self.session,
-                                                    outbox=self.outbox)
-                response = await self.engine.release(response)  # once its audit records are durable
+                # (written as it comes: serve returns once its audit records are durable)
+                response = (await self.engine.serve(message, self.principal, session=self.session,
+                                                    outbox=self.outbox)).response
             except asyncio.CancelledError:
                 if not self._stopping or key in self._withdrawn:
                     return  # cancelled by the client (even if its cancellation outlived the input): no response
@@ -203,10 +198,9 @@ class StdioConnection:
             if handle:
                 self.session.release_task_notes(response)
 
-    def _cancel(self, params: dict[str, Any]) -> None:
-        request_id = params.get("requestId")
-        if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
-            return  # not an id we could have issued: invalid cancellations are ignored
+    def _cancel(self, request_id: str | int) -> None:
+        """``notifications/cancelled`` withdrew ``request_id``: no answer, even if it still finishes.
+        (The engine judged the id; one no request could have is ignored before this.)"""
         key = (type(request_id), request_id)
         task = self.inflight.get(key)
         if task is not None:

@@ -1,0 +1,137 @@
+"""What a transport learns from the engine about one message: its :class:`Plan` before it is
+served, its :class:`Reply` after.
+
+A transport moves bytes; what a message *means* — whether it opens a session, may be answered
+with a task handle, may be preceded by progress on a stream, withdraws a request in flight — is
+MCP, and MCP is the engine's.  So the transport asks (:meth:`Engine.plan
+<truecall.protocol.engine.Engine.plan>`) and reads the answer as data, never comparing a method
+name itself; and it writes what :meth:`Engine.serve <truecall.protocol.engine.Engine.serve>`
+gives back, which is already safe to write (its audit records are durable).
+
+Both are immutable and cheap: a request's plan is one of a few shared instances (no allocation on
+the hot path), and a reply is one small tuple.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from . import jsonrpc
+from .jsonrpc import Incoming
+from .versions import META_LOG_LEVEL
+
+if TYPE_CHECKING:
+    from ..tools import Registry
+
+__all__ = ["Reply", "Plan", "named_param", "STREAMING_METHODS", "NAMED_PARAMS"]
+
+#: The requests whose answer may be preceded by messages of the request (progress, logs, and in the
+#: handshake era the server's own requests to the client: elicitation, sampling).
+STREAMING_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+
+#: A request → the parameter that names what it acts on (2026-07-28 repeats it in ``Mcp-Name``).
+NAMED_PARAMS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+                "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+
+
+def named_param(method: str | None) -> str | None:
+    """The parameter of ``method``'s request that names its target (``name``, ``uri``, ``taskId``),
+    or ``None`` when it names none."""
+    return NAMED_PARAMS.get(method) if method is not None else None
+
+
+class Reply(NamedTuple):
+    """The engine's answer to one message, ready to be written.
+
+    ``response`` is the JSON-RPC response (``None``: nothing to answer — a notification, a
+    client's response, a request the client withdrew); ``status`` the HTTP status its error class
+    calls for (200 otherwise; 202 for a message that is not a request).  Whatever the engine
+    recorded for it is durable by the time a transport holds a ``Reply``: it may write it at once.
+    (A named tuple: immutable, one small allocation, and ``response, status = reply`` unpacks it.)
+    """
+
+    response: dict[str, Any] | None
+    status: int
+
+
+class Plan(NamedTuple):
+    """How a transport should carry one message, decided by the engine before serving it.
+
+    Every field is ``False``/``None`` unless it applies:
+
+    ``at_once``
+        a ``tools/call`` of a synchronous tool without task support: its handler runs without
+        giving the loop a turn, so the call needs no task of its own and no watcher for a
+        disconnect that could not interrupt it anyway (stdio runs its first step in place).
+    ``may_wait``
+        a ``tools/call`` that may wait on the loop (an async or task-capable tool, or a name not
+        known): worth running only while the client stays connected.
+    ``may_be_task``
+        a ``tools/call`` that asks for a task (``params.task``): its answer may be a task handle,
+        so the session's task status notifications wait until that answer is written.  (Even
+        when it is ``at_once``: 2025-11-25 answers such a call with a task already finished.)
+    ``opens_session``
+        ``initialize``: what follows it on a stream belongs to the session it opens.
+    ``may_stream``
+        messages of the request may precede its answer (progress, logs; in the handshake era the
+        server's own requests), so a stream carries it where the client accepts one.
+    ``must_stream``
+        the answer *is* a stream (``subscriptions/listen``).
+    ``cancels``
+        for ``notifications/cancelled``: the id of the request it withdraws (a transport owns the
+        requests in flight, so it cancels them); ``None`` otherwise, or for an id that no request
+        could have (then the notification is ignored).
+    """
+
+    at_once: bool = False
+    may_wait: bool = False
+    may_be_task: bool = False
+    opens_session: bool = False
+    may_stream: bool = False
+    must_stream: bool = False
+    cancels: str | int | None = None
+
+
+#: The plans of requests, shared (a plan per request would be an allocation per request).
+NOTHING = Plan()
+_STREAMS = Plan(may_stream=True)
+_LISTEN = Plan(may_stream=True, must_stream=True)
+_INITIALIZE = Plan(opens_session=True)
+#: ``tools/call``, indexed by ``at_once * 4 + may_be_task * 2 + may_stream``.
+_CALLS = (Plan(may_wait=True), Plan(may_wait=True, may_stream=True),
+          Plan(may_wait=True, may_be_task=True), Plan(may_wait=True, may_be_task=True, may_stream=True),
+          Plan(at_once=True), Plan(at_once=True, may_stream=True),
+          Plan(at_once=True, may_be_task=True), Plan(at_once=True, may_be_task=True, may_stream=True))
+
+
+def plan_of(message: Incoming, registry: Registry, stateless: bool) -> Plan:
+    """The plan of ``message`` (see :meth:`Engine.plan <truecall.protocol.engine.Engine.plan>`);
+    ``registry`` judges whether a ``tools/call``'s tool answers at once (asked of no other method)."""
+    kind = message.kind
+    method = message.method
+    if kind != jsonrpc.REQUEST:
+        if kind == jsonrpc.NOTIFICATION and method == "notifications/cancelled":
+            params = message.params
+            request_id = params.get("requestId") if isinstance(params, dict) else None
+            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+                return Plan(cancels=request_id)
+        return NOTHING
+    if method == "tools/call":
+        params = message.params
+        at_once = registry.answers_at_once(params)
+        task = isinstance(params, dict) and isinstance(params.get("task"), dict)
+        return _CALLS[at_once * 4 + task * 2 + (not stateless or _asks_progress(params))]
+    if method in STREAMING_METHODS:
+        return _STREAMS if not stateless or _asks_progress(message.params) else NOTHING
+    if method == "initialize":
+        return _INITIALIZE
+    if method == "subscriptions/listen" and stateless:
+        return _LISTEN
+    return NOTHING
+
+
+def _asks_progress(params: Any) -> bool:
+    """A 2026-07-28 request whose ``_meta`` asks for progress or logs (only those can precede its
+    answer there: the server's own questions end the round as ``input_required`` instead)."""
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and ("progressToken" in meta or META_LOG_LEVEL in meta)
