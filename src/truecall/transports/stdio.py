@@ -3,12 +3,12 @@
 A thin adapter: it splits lines, hands each message to the engine, and writes
 what comes back (:meth:`Engine.serve`: an answer whose audit records are durable).  What it
 must know of a message first — answered in place, a possible task handle, an ``initialize``,
-a cancellation — it asks the engine (:meth:`Engine.plan`): it never reads a method name.  Requests run concurrently (a slow tool or one waiting for the
-user does not hold up the others, and pipelined requests are answered as they
-finish); ``notifications/cancelled`` cancels the matching request, which then
-gets no response.  Order is kept where it is owed: the lines behind an ``initialize``
-wait until it is answered, and a task's status notification waits for the answer
-carrying its handle.  stdin may be a pipe, a file, ``/dev/null`` or closed; its end
+a cancellation — it asks the engine (:meth:`Engine.plan`): it never reads a method name.
+Requests run concurrently (a slow tool or one waiting for the user does not hold up the
+others, and pipelined requests are answered as they finish); ``notifications/cancelled``
+cancels the matching request, which then gets no response.  Order is kept where it is owed:
+the lines behind an ``initialize`` wait until it is answered, and a task's status
+notification waits for the answer carrying its handle.  stdin may be a pipe, a file, ``/dev/null`` or closed; its end
 ends the server once what was read is answered (:meth:`StdioConnection.drain`).
 """
 
