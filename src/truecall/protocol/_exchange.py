@@ -69,7 +69,8 @@ class Plan(NamedTuple):
     ``may_be_task``
         a ``tools/call`` that asks for a task (``params.task``): its answer may be a task handle,
         so the session's task status notifications wait until that answer is written.  (Even
-        when it is ``at_once``: 2025-11-25 answers such a call with a task already finished.)
+        when it is ``at_once``: 2025-11-25 answers such a call refused before its tool is judged,
+        for the rate limit, with a task already finished.)
     ``opens_session``
         ``initialize``: what follows it on a stream belongs to the session it opens.
     ``may_stream``
