@@ -14,14 +14,11 @@ the hot path), and a reply is one small tuple.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from . import jsonrpc
 from .jsonrpc import Incoming
 from .versions import META_LOG_LEVEL
-
-if TYPE_CHECKING:
-    from ..tools import Registry
 
 __all__ = ["Reply", "Plan", "named_param", "STREAMING_METHODS", "NAMED_PARAMS"]
 
@@ -93,45 +90,31 @@ class Plan(NamedTuple):
     cancels: str | int | None = None
 
 
-#: The plans of requests, shared (a plan per request would be an allocation per request).
+#: The plans of requests, shared (a plan per request would be an allocation per request); chosen by
+#: :meth:`Engine.plan <truecall.protocol.engine.Engine.plan>`.
 NOTHING = Plan()
-_STREAMS = Plan(may_stream=True)
-_LISTEN = Plan(may_stream=True, must_stream=True)
-_INITIALIZE = Plan(opens_session=True)
+STREAMS = Plan(may_stream=True)
+LISTEN = Plan(may_stream=True, must_stream=True)
+INITIALIZE = Plan(opens_session=True)
 #: ``tools/call``, indexed by ``at_once * 4 + may_be_task * 2 + may_stream``.
-_CALLS = (Plan(may_wait=True), Plan(may_wait=True, may_stream=True),
-          Plan(may_wait=True, may_be_task=True), Plan(may_wait=True, may_be_task=True, may_stream=True),
-          Plan(at_once=True), Plan(at_once=True, may_stream=True),
-          Plan(at_once=True, may_be_task=True), Plan(at_once=True, may_be_task=True, may_stream=True))
+CALLS = (Plan(may_wait=True), Plan(may_wait=True, may_stream=True),
+         Plan(may_wait=True, may_be_task=True), Plan(may_wait=True, may_be_task=True, may_stream=True),
+         Plan(at_once=True), Plan(at_once=True, may_stream=True),
+         Plan(at_once=True, may_be_task=True), Plan(at_once=True, may_be_task=True, may_stream=True))
 
 
-def plan_of(message: Incoming, registry: Registry, stateless: bool) -> Plan:
-    """The plan of ``message`` (see :meth:`Engine.plan <truecall.protocol.engine.Engine.plan>`);
-    ``registry`` judges whether a ``tools/call``'s tool answers at once (asked of no other method)."""
-    kind = message.kind
-    method = message.method
-    if kind != jsonrpc.REQUEST:
-        if kind == jsonrpc.NOTIFICATION and method == "notifications/cancelled":
-            params = message.params
-            request_id = params.get("requestId") if isinstance(params, dict) else None
-            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
-                return Plan(cancels=request_id)
-        return NOTHING
-    if method == "tools/call":
+def cancellation(message: Incoming) -> Plan:
+    """The plan of a notification: for ``notifications/cancelled``, the request it withdraws (if its
+    ``requestId`` is one a request could have: a string or an integer); :data:`NOTHING` otherwise."""
+    if message.method == "notifications/cancelled" and message.kind == jsonrpc.NOTIFICATION:
         params = message.params
-        at_once = registry.answers_at_once(params)
-        task = isinstance(params, dict) and isinstance(params.get("task"), dict)
-        return _CALLS[at_once * 4 + task * 2 + (not stateless or _asks_progress(params))]
-    if method in STREAMING_METHODS:
-        return _STREAMS if not stateless or _asks_progress(message.params) else NOTHING
-    if method == "initialize":
-        return _INITIALIZE
-    if method == "subscriptions/listen" and stateless:
-        return _LISTEN
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+            return Plan(cancels=request_id)
     return NOTHING
 
 
-def _asks_progress(params: Any) -> bool:
+def asks_progress(params: Any) -> bool:
     """A 2026-07-28 request whose ``_meta`` asks for progress or logs (only those can precede its
     answer there: the server's own questions end the round as ``input_required`` instead)."""
     meta = params.get("_meta") if isinstance(params, dict) else None
