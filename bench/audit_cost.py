@@ -13,7 +13,7 @@ leave out the kernel's share, e.g. the journal's ``write()``; ``bench/run.py`` m
 A load is one transaction (~120k instructions, then ~14k per row).  Under valgrind's slowdown a
 load takes fewer rows at a time than at full speed, so the per-transaction share is overstated,
 and not equally on both sides: trees before 2026-12-01 load every 20 ms whatever the rate, later
-ones 250 ms after the first record of a batch or once 64 KiB wait (``truecall.audit.LOAD_DELAY_S``,
+ones 250 ms after the first record of a batch or once 64 KiB wait (``truecall.audit._log.LOAD_DELAY_S``,
 ``LOAD_BYTES``).  bench/PROFILE.md says how much of a ratio that accounts for.
 """
 

@@ -29,8 +29,8 @@ from _drivers import StdioPeer, http_cell, run_async, stop  # noqa: E402
 from run import PEERS, PEERS_VENV, RESULTS, ROOT, Runner, ensure_peers_venv, free_port, wait_listening  # noqa: E402
 
 #: Frames every sample shares (interpreter start-up, the CLI, the event loop's entry): left out.
-_WRAPPERS = ("process ", "thread ", "<frozen runpy>", "typer/", "click/", "truecall/cli.py", "truecall/__main__.py",
-             "truecall/serving.py", "uvloop/__init__",
+_WRAPPERS = ("process ", "thread ", "<frozen runpy>", "typer/", "click/", "truecall/cli/_commands.py", "truecall/__main__.py",
+             "truecall/cli/serving.py", "uvloop/__init__",
              "stdlib/asyncio/runners.py", "asyncio/runners.py", "uvicorn/main.py", "uvicorn/server.py:Server.run",
              "uvicorn/server.py:Server.serve", "uvicorn/server.py:Server._serve")
 _FRAME = re.compile(r"^(?P<fn>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")

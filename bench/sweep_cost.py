@@ -33,7 +33,7 @@ import time  # noqa: E402
 
 import orjson  # noqa: E402
 
-from truecall._retention import Retention, Sweeper  # noqa: E402
+from truecall.audit._retention import Retention, Sweeper  # noqa: E402
 from truecall.audit import AuditLog  # noqa: E402
 from truecall.storage import open_database  # noqa: E402
 

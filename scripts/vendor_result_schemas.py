@@ -1,11 +1,11 @@
 """Write ``src/truecall/_schemas/results.json``: the definitions of the official MCP schemas
 (``spec/<version>/schema.json``) that a tool, resource or prompt result is checked against before it
-leaves (:mod:`truecall._wire_check`), with every definition they refer to, per version.
+leaves (:mod:`truecall.server._wire_check`), with every definition they refer to, per version.
 
     python scripts/vendor_result_schemas.py          # rewrite the file
     python scripts/vendor_result_schemas.py --check  # exit 1 if it differs from what spec/ gives
 
-The server cannot read ``spec/`` (an installed wheel has no repository); ``tests/test_wire_check.py``
+The server cannot read ``spec/`` (an installed wheel has no repository); ``tests/server/test_wire_check.py``
 runs ``--check`` so the packaged copy stays what the vendored schemas say.
 """
 

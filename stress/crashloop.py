@@ -570,9 +570,9 @@ def _check_restart(report: Report, db: Path, orphans: list[str], keys: dict[str,
     """The restarted server answers only after recovery: every orphan is settled now."""
     if not orphans:
         return
-    from truecall._at_rest import AtRest
-    from truecall._keys import b64url_decode
-    from truecall.tasks.store import open_column
+    from truecall.storage._at_rest import AtRest
+    from truecall.storage._keys import b64url_decode
+    from truecall.tasks.task_store import open_column
 
     rest = AtRest([b64url_decode(k) for k in keys["TRUECALL_STATE_KEYS"].split(",")])  # the desk's (sealed results)
     marks = ",".join("?" * len(orphans))

@@ -239,7 +239,7 @@ def audit_kinds(db: Path, tool: str | None = None) -> list[str]:
     """Audit record kinds in ``db`` (oldest first), read with plain sqlite3."""
     import sqlite3
 
-    from truecall._journal import wait_loaded
+    from truecall.audit._journal import wait_loaded
 
     assert wait_loaded(db), "the server did not load its audit journal into the table"
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)

@@ -1,6 +1,6 @@
 """An app with one tool, resource, prompt for every outcome a request can have (public API only).
 
-Served by tests/test_audit_one_record.py over stdio and Streamable HTTP: each request it answers
+Served by tests/audit/test_audit_one_record.py over stdio and Streamable HTTP: each request it answers
 must leave exactly one final audit record.
 """
 

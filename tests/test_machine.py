@@ -15,10 +15,10 @@ from typing import Any, Callable, Mapping
 import pytest
 
 from truecall._machine import ANY, Machine
-from truecall.client import _state as client
+from truecall.client import _connection_state as client
 from truecall.incidents import dispatch_state as dispatch
-from truecall.protocol import _state as session
-from truecall.tasks import _state as task
+from truecall.protocol import _session_state as session
+from truecall.tasks import _task_state as task
 
 # (states, events, table, advance, error class)
 MACHINES: dict[str, tuple[type[enum.Enum], type[enum.Enum], Mapping[Any, Any], Callable[[Any, Any], Any],

@@ -1,11 +1,11 @@
 """truecall: MCP tools whose results never claim more than really happened."""
 
-from ._typed import RegistrationError
+from .server._typed import RegistrationError
 from ._misuse import SettingError
-from .audit import AuditLog, AuditRecord
-from .auth import Principal, StaticTokens, TokenVerifier, hash_token, new_token
-from .context import (Elicitation, ElicitAction, ElicitationRefused, ElicitationUnavailable, InputRequired, Peer,
-                      ToolContext)
+from .audit._log import AuditLog, AuditRecord
+from .auth._principals import Principal, StaticTokens, TokenVerifier, hash_token, new_token
+from .server.context import (Elicitation, ElicitAction, ElicitationRefused, ElicitationUnavailable, InputRequired, Peer,
+                             ToolContext)
 from .describe import describe
 from .errors import (
     AccessDenied,
@@ -27,8 +27,8 @@ from .errors import (
     UnsupportedVersion,
 )
 from .forms import FormError, check_form, check_url
-from .ratelimit import RateLimit
-from .redact import redact, redact_text
+from .auth.ratelimit import RateLimit
+from .audit.redaction import redact, redact_text
 from .results import (
     MISSING_INPUT_TEXT,
     ErrorKind,
@@ -42,11 +42,11 @@ from .results import (
     tool_error,
 )
 from .schema import SchemaError, Validator
-from .server import Server, ServerNotStarted
+from .server._server import Server, ServerNotStarted
 from .storage import Database, Storage
 from .texts import LocaleError, current_locale, say
 from .tasks import InvalidTransition, LeaseLost, Task, TaskInputInvalid, TaskNotFound, TaskStatus, TaskStore
-from .tools import Prompt, Resource, ResourceTemplate, Tool
+from .server.tools import Prompt, Resource, ResourceTemplate, Tool
 
 from ._version import __version__
 
@@ -56,7 +56,7 @@ FastMCP = Server
 MCPServer = Server
 Context = ToolContext
 
-_LAZY = {"ClaimNames": "oauth", "JWTVerifier": "oauth", "ProtectedResource": "oauth",
+_LAZY = {"ClaimNames": "auth.oauth", "JWTVerifier": "auth.oauth", "ProtectedResource": "auth.oauth",
          "Image": "media", "Audio": "media", "File": "media"}
 # The client loads on first use too: a server never imports it (nor httpx).
 _LAZY.update({name: "client" for name in (

@@ -15,10 +15,10 @@ def main() -> None:
         print(f"truecall {__version__}")
         return
     if args[:1] == ["serve"] and not {"--help", "-h"} & set(args):  # help: the one style, typer's
-        from .serving import main as serve
+        from .cli.serving import main as serve
 
         raise SystemExit(serve(args[1:]))
-    from .cli import main as cli
+    from .cli._commands import main as cli
 
     cli()
 

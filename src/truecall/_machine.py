@@ -1,8 +1,8 @@
 """A state machine as one table, and the only code that moves through such a table.
 
 truecall has three state machines of one shape (the model is h11's ``_state.py``): the client's
-connection (``client/_state.py``), a handshake-era session (``protocol/_state.py``) and a task
-(``tasks/_state.py``).  Each module owns its states, events, table and refusal; this one owns the
+connection (``client/_connection_state.py``), a handshake-era session (``protocol/_session_state.py``) and a task
+(``tasks/_task_state.py``).  Each module owns its states, events, table and refusal; this one owns the
 lookup, so that every machine refuses an illegal move the same way — loudly, with the machine's own
 error naming the current state and the event — and none grows a lookup with a softer default (a
 ``.get`` that lets a move through, a missing state read as "any").

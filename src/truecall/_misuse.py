@@ -6,7 +6,7 @@ fix.  Each is a :class:`Misuse`: reported as one line naming the setting, exit s
 other exception is a bug (ours or the app's) and is reported as one line too, naming its type,
 exit status 1.  ``--debug`` or ``TRUECALL_DEBUG=1`` prints the traceback as well.
 
-Both entries use it: ``truecall serve`` (argparse, :mod:`truecall.serving`) and every other
+Both entries use it: ``truecall serve`` (argparse, :mod:`truecall.cli.serving`) and every other
 command (typer, :mod:`truecall.cli`).
 """
 
@@ -35,8 +35,8 @@ class Misuse(Exception):
 class ServeError(Misuse):
     """A usage or configuration error: said in one line, exit status 2 (the traceback only with ``--debug``).
 
-    Raised by ``truecall serve`` (:mod:`truecall.serving`, which exports it) and by its ``--workers``
-    supervisor (:mod:`truecall._workers`), which ``serving`` imports: it lives here, below both."""
+    Raised by ``truecall serve`` (:mod:`truecall.cli.serving`, which exports it) and by its ``--workers``
+    supervisor (:mod:`truecall.cli._workers`), which ``serving`` imports: it lives here, below both."""
 
 
 class SettingError(Misuse, ValueError):

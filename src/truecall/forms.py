@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from . import judge
-from .redact import redact_text
+from .audit.redaction import redact_text
 
 __all__ = ["FormError", "check_form", "check_forms", "check_url", "names_credential", "refused_result"]
 

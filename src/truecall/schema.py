@@ -65,7 +65,7 @@ def _describe(err: Any, schema: Mapping[str, Any] | None = None) -> Violation:
         # The client's own key names are never quoted back (a key can be a secret a caller pasted in the
         # wrong place, and this message is stored with a task's result): how many, and the names the
         # schema declares there — what a model needs to fix a typo.
-        from .redact import UNDECLARED
+        from .audit.redaction import UNDECLARED
 
         count = len(getattr(err.kind, "unexpected", []) or [])
         declared = _declared_at(schema, list(err.schema_path)[:-1]) if schema is not None else []

@@ -14,7 +14,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from truecall.cli import app
+from truecall.cli._commands import app
 from truecall.incidents import DEMO_TOKENS, build_desk
 
 OPERATOR = DEMO_TOKENS["demo-acme-operator"]

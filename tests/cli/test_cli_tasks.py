@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from truecall import Principal, Server, StaticTokens, TaskStore
-from truecall.cli import app
+from truecall.cli._commands import app
 from truecall.incidents import DEMO_TOKENS, build_desk
 from truecall.incidents.dispatch_state import DispatchState
 
@@ -247,7 +247,7 @@ def test_reading_never_changes_the_task_store(desk_db: dict[str, Any]) -> None:
 def _audit(path: str, kind_like: str) -> list[tuple[Any, ...]]:
     import sqlite3
 
-    from truecall._journal import wait_loaded
+    from truecall.audit._journal import wait_loaded
 
     assert wait_loaded(path), "the server did not load its audit journal into the table"
     conn = sqlite3.connect(path)

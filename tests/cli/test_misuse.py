@@ -14,7 +14,7 @@ from typing import Iterator
 
 import pytest
 
-from truecall import serving
+from truecall.cli import serving
 from truecall.storage import CannotOpenDatabase, Database, default_path, open_database
 
 from _paths import ROOT
@@ -276,7 +276,7 @@ def test_the_typer_serve_command_says_the_same_line(tmp_path: Path, capsys: pyte
     """``truecall.cli``'s serve (typer) reports a misuse exactly as ``truecall serve`` (argparse) does."""
     from typer.testing import CliRunner
 
-    from truecall.cli import app as cli_app
+    from truecall.cli._commands import app as cli_app
 
     app = tmp_path / "broken.py"
     app.write_text("raise RuntimeError('the app is broken')\n")

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from truecall import serving
-from truecall.cli import app as cli_app
+from truecall.cli import serving
+from truecall.cli._commands import app as cli_app
 
 from _paths import ROOT
 
@@ -68,7 +68,7 @@ def test_a_usage_error_is_one_line_and_status_2(tmp_path: Path) -> None:
 
 def test_serve_does_not_load_the_cli_framework() -> None:
     """(Only ``truecall serve --help`` does: one help style for every command, typer's.)"""
-    code = ("import sys, truecall.serving as s; from truecall.__main__ import main; "
+    code = ("import sys, truecall.cli.serving as s; from truecall.__main__ import main; "
             "sys.argv = ['truecall', 'serve', '--http', '--port', '99999']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click', 'rich')))")

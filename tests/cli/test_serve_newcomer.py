@@ -120,7 +120,7 @@ HELPS = [[], ["serve"], ["inspect"], ["migrate"], ["audit"], ["call"], ["probe"]
 def test_help_has_one_style_no_raw_markup_and_no_internal_notes(command: list[str], tmp_path: Path) -> None:
     done = _truecall(*command, "--help", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "``" not in done.stdout and "truecall.serving" not in done.stdout and "describe()" not in done.stdout
+    assert "``" not in done.stdout and "truecall.cli.serving" not in done.stdout and "describe()" not in done.stdout
     assert "Usage: truecall" in done.stdout  # typer's, also for serve (it once printed argparse's)
 
 

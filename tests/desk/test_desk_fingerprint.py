@@ -22,7 +22,7 @@ def _key() -> str:
 
 def new_process() -> None:
     """What a new process finds: no at-rest key decided yet (it reads the environment again)."""
-    from truecall import _at_rest
+    from truecall.storage import _at_rest
 
     _at_rest._CACHE.clear()
     _at_rest._BY_DB.clear()

@@ -39,9 +39,9 @@ def test_the_desk_imports_only_public_truecall_names() -> None:
 
 
 def test_the_check_tells_private_from_public() -> None:
-    source = ("from truecall._at_rest import at_rest_for\n"
+    source = ("from truecall.storage._at_rest import at_rest_for\n"
               "def f():\n    import truecall.storage._batched\n"
               "from truecall.storage import _hidden, open_database\n"
               "from truecall import Server\nimport truecall.storage\nfrom .tickets import _local\n")
     assert [use.split(" ", 1)[1] for use in _private_imports(source)] == [
-        "from truecall._at_rest", "_hidden from truecall.storage", "import truecall.storage._batched"]
+        "from truecall.storage._at_rest", "_hidden from truecall.storage", "import truecall.storage._batched"]

@@ -446,7 +446,7 @@ def test_bash_block(block: Block, printed: Printed, tmp_path: Path) -> None:
 def test_the_readme_key_command_makes_a_key_both_settings_take(printed: Printed,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     assert printed.key, "the README's key command printed nothing"
-    from truecall._keys import keys_from_env
+    from truecall.storage._keys import keys_from_env
     from truecall.protocol import Sealer
 
     monkeypatch.setenv("TRUECALL_STATE_KEYS", printed.key)

@@ -21,7 +21,7 @@ from truecall import ErrorKind, Principal, Server, ToolResult, text, tool_error
 from truecall.incidents import DEMO_TOKENS, build_desk
 from truecall.protocol import Engine, Sealer, Session, jsonrpc
 from truecall.protocol.engine import EngineNotStarted
-from truecall.protocol._state import (
+from truecall.protocol._session_state import (
     SESSION_TRANSITIONS,
     SessionEvent,
     SessionState,

@@ -175,7 +175,7 @@ def test_a_stateless_entry_is_what_makes_a_version_stateless(monkeypatch: pytest
 
 
 def test_elicitation_follows_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    from truecall.context import NoPeer, ToolContext
+    from truecall.server.context import NoPeer, ToolContext
 
     class Asked(NoPeer):
         def __init__(self, version: str) -> None:

@@ -107,7 +107,7 @@ def test_a_commit_that_failed_earlier_is_not_acknowledged_later(tmp_path: Path) 
 
 def test_refused_records_are_kept_within_a_bound_and_the_loss_is_recorded(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    import truecall.audit as audit_module
+    import truecall.audit._log as audit_module
 
     monkeypatch.setattr(audit_module, "MAX_RETAINED", 3)
     db = Database(tmp_path / "b.db", busy_timeout_ms=20)

@@ -33,7 +33,7 @@ import psycopg
 from pg_support import backend, pg_schemas  # noqa: F401
 from stress.common import MODERN, OPERATOR, RawHttp, ServerProcess, modern_meta, percentile
 from stress.load import AsyncHttp
-from truecall._retention import read_export, verify_export
+from truecall.audit._retention import read_export, verify_export
 from truecall.storage import open_database, split_schema
 
 P99_BOUND_S = 0.5  # what test_reliability's hostile-peers run allows the normal client
@@ -169,7 +169,7 @@ def test_a_small_retention_under_steady_load_levels_off_exports_everything_and_d
     db: Path | str = tmp_path / "truecall.db" if backend == "sqlite" else pg_schemas().url
     seconds = 24.0
     env = _env(tmp_path, TRUECALL_DB=str(db))
-    if backend == "postgresql":  # partitions of a second (the export period): see truecall._partitions
+    if backend == "postgresql":  # partitions of a second (the export period): see truecall.audit._partitions
         env["TRUECALL_AUDIT_EXPORT_PERIOD"] = "1s"
     with ServerProcess(tmp_path, http=True, env=env) as server:
         load = Load(server.port or 0)

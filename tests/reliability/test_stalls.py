@@ -219,7 +219,7 @@ def test_the_audit_outage_probe_that_waits_on_postgresql_leaves_the_loop_turning
     every PROBE_S; it wrote them on the event loop, so a connection that stalled meanwhile stopped the process
     for the wait's bound at every probe.  Now the probe's write waits in the audit's writer thread, and the
     outage ends once the records go through."""
-    from truecall.audit import PROBE_S, AuditLog
+    from truecall.audit._log import PROBE_S, AuditLog
 
     class DiskFull(Exception):
         sqlstate = "53100"  # PostgreSQL's disk_full

@@ -28,8 +28,8 @@ from pg_support import BACKENDS, wait_until
 from test_replicas import (LEASE_S, Listener, Truth, _key, a_database, call, get, kind, poll, rpc, start_task,
                            task_notes)
 from truecall import hash_token
-from truecall._workers import worker_pids
-from truecall._journal import unloaded_bytes
+from truecall.cli._workers import worker_pids
+from truecall.audit._journal import unloaded_bytes
 
 from _paths import TESTS
 

@@ -26,9 +26,9 @@ from truecall.incidents.dispatch_state import DispatchState
 from truecall.incidents.reconcile import fenced_cancel, reconcile
 from truecall.incidents.store import IncidentStore
 from truecall.incidents.tickets import NOTHING_HAPPENED, TICKET_EXISTS, KeyConflict, TicketStore
-from truecall.protocol._state import SessionState
+from truecall.protocol._session_state import SessionState
 from truecall.protocol.engine import Session
-from truecall.protocol._sessions import SessionStore
+from truecall.transports._session_store import SessionStore
 from truecall.storage import Database, Storage, open_database
 from truecall.storage import PostgresDatabase, split_schema, to_postgres
 

@@ -326,7 +326,7 @@ def test_ttl_expiry(store):
 
 def test_the_expiry_sweep_finds_expired_tasks_by_an_index(store, task_db, backend):
     """The sweep deletes ``expires_at <= now`` every few seconds: it read the whole tasks table each time."""
-    from truecall._retention import expired_tasks
+    from truecall.audit._retention import expired_tasks
 
     store.create(ttl_ms=60_000, owner=ALICE)
     if backend == "sqlite":

@@ -14,10 +14,10 @@ import orjson
 import pytest
 
 from truecall import Principal
-from truecall._at_rest import MAGIC, at_rest_for
+from truecall.storage._at_rest import MAGIC, at_rest_for
 from truecall.tasks import TaskStatus, TaskStore
 from truecall.tasks.runtime import TaskRuntime
-from truecall.tasks.store import SEALED_COLUMNS
+from truecall.tasks.task_store import SEALED_COLUMNS
 
 from pg_support import backend, database, db_target, db_targets, pg_schemas  # noqa: F401  (fixtures)
 
@@ -32,7 +32,7 @@ def _key() -> str:
 
 def new_process() -> None:
     """What a new process finds: no at-rest key decided yet (it reads the environment again)."""
-    from truecall import _at_rest
+    from truecall.storage import _at_rest
 
     _at_rest._CACHE.clear()
     _at_rest._BY_DB.clear()
@@ -220,7 +220,7 @@ def test_a_sqlite_database_without_keys_gets_a_key_file_beside_it(tmp_path: Any,
 def test_keys_a_workers_supervisor_made_give_way_to_the_key_file(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """``serve --workers`` without keys: the supervisor's keys die with it, the SQLite key file does not —
     so a restarted server reads what the last one sealed."""
-    from truecall._workers import MADE_KEYS
+    from truecall.cli._workers import MADE_KEYS
     from truecall.storage import open_database
 
     path = tmp_path / "w.db"

@@ -655,7 +655,7 @@ def test_metrics_exposition_is_prometheus_clients(tmp_path: Any) -> None:
     from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
     from truecall import Server
-    from truecall._metrics import BUCKETS, Metrics
+    from truecall.server._metrics import BUCKETS, Metrics
 
     server = Server("m", "1", db=str(tmp_path / "m.db"), audit=False).start()
     metrics = Metrics(server)

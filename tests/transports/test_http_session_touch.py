@@ -16,7 +16,8 @@ import pytest
 
 from http_support import LEGACY, request
 from truecall import Principal, Server
-from truecall.protocol import _session, _sessions
+from truecall.protocol import _session
+from truecall.transports import _session_store as _sessions
 from truecall.protocol.engine import Engine
 from truecall.transports import _http_sessions
 from truecall.transports.http import HttpTransport

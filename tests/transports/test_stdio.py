@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 import mcp_schema
-from truecall._journal import wait_loaded
+from truecall.audit._journal import wait_loaded
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"

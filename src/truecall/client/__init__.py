@@ -10,7 +10,7 @@ from ._elicit import Accept, Cancel, Decline, ElicitationHandler, FormRequest, U
 from ._errors import ConnectionLost, NotSent
 from ._outcomes import (CONTRACT_BROKEN, UNKNOWN_KIND, Accepted, Cancelled, Done, Failed, Outcome, Unconfirmed,
                         Unknown)
-from ._state import ClientState, ClientStateError
+from ._connection_state import ClientState, ClientStateError
 
 __all__ = [
     "Accept", "Accepted", "CONTRACT_BROKEN", "Cancel", "Cancelled", "Client", "ClientConnection", "ClientState",

@@ -10,7 +10,7 @@ typed exceptions (:mod:`truecall.errors`).
 
 The protocol lives in :class:`~._connection.ClientConnection` (sans-IO) and the
 transports move bytes: a command line (stdio), a URL (Streamable HTTP) or a
-``truecall.Server`` in this process.  Between them, :mod:`._session` pumps messages and
+``truecall.Server`` in this process.  Between them, :mod:`._pump` pumps messages and
 matches answers to requests (and owns time: timeouts), :mod:`._answers` says what the
 client answers when the server asks, :mod:`._catalog` keeps the tool listing results are
 judged against, :mod:`._tasks` drives an accepted task to its end and
@@ -32,7 +32,7 @@ from ._connection import ClientConnection
 from ._elicit import ElicitationHandler
 from ._errors import NotSent, from_wire, says_unknown_tool, unknown_tool
 from ._outcomes import Accepted, Cancelled, Done, Failed, Unconfirmed, Unknown, judge
-from ._session import LogHandler, NotificationHandler, ProgressHandler, Session, TimedOut
+from ._pump import LogHandler, NotificationHandler, ProgressHandler, Session, TimedOut
 from ._silence import NOTHING_HAPPENED, Stage, after_loss
 from ._subscriptions import Subscriptions
 from ._tasks import Tasks
@@ -305,7 +305,7 @@ def _capabilities(*, elicitation: bool, roots: bool, tasks: bool) -> tuple[dict[
 
 
 def _transport_for(target: Any, **options: Any) -> Transport:
-    from ..server import Server
+    from ..server._server import Server
 
     if isinstance(target, Server):
         from ._inprocess import InProcessTransport

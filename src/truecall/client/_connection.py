@@ -5,7 +5,7 @@ No I/O and no clock here (the model is h11): transports move bytes, the
 ``server/discover`` first, and the 2025-11-25 / 2025-06-18 ``initialize`` handshake
 when the server does not speak 2026-07-28 — adds the per-request ``_meta`` the
 stateless era needs, matches responses to the requests they answer and refuses
-moves its state (one table, :mod:`._state`) does not allow.
+moves its state (one table, :mod:`._connection_state`) does not allow.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from ..protocol.versions import (
     MODERN,
 )
 from ._errors import from_wire
-from ._state import ClientEvent, ClientState, ClientStateError, may_send, next_client_state
+from ._connection_state import ClientEvent, ClientState, ClientStateError, may_send, next_client_state
 
 __all__ = ["ClientConnection", "Negotiated", "NegotiationFailed", "Response", "ErrorResponse", "ServerRequest",
            "ServerNotification", "Event"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..auth import Principal
+from ..auth._principals import Principal
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import MessageError
 from ._transport import Lost, Receive, TransportHooks

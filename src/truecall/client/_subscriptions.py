@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._session import Session
+from ._pump import Session
 
 __all__ = ["Subscriptions"]
 

@@ -23,7 +23,7 @@ from ._answers import answer_inputs
 from ._catalog import Catalog
 from ._errors import ConnectionLost, NotSent, from_wire
 from ._outcomes import Accepted, Cancelled, Done, Failed, Outcome, Unconfirmed, Unknown, judge
-from ._session import Session
+from ._pump import Session
 from ._silence import Stage, after_loss
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ import time
 from typing import Any, Callable
 
 from truecall import ErrorKind, LeaseLost, ToolResult, resource_link, text, tool_error
-from truecall.redact import redact_text
+from truecall.audit.redaction import redact_text
 from truecall.storage import Storage, off_loop, off_loop_result, unavailable
 
 from .dispatch_state import DispatchState

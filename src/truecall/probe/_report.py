@@ -24,7 +24,7 @@ def scrub(value: Any) -> Any:
     """``value`` as the report may show it: every secret the server sent back (or the probe planted)
     replaced by its kind — the probe's own report is read and pasted as widely as any transcript."""
     from ..judge import secret_spans
-    from ..redact import redact
+    from ..audit.redaction import redact
 
     def text(s: str) -> str:
         s = _PLANTED.sub("[REDACTED:planted]", s)

@@ -1,6 +1,6 @@
 """Change notifications: ``subscriptions/listen`` (2026-07-28) and a handshake-era session's feed.
 
-Both read the server's change feed (:mod:`truecall._changes`: tools, prompts, resources, tasks)
+Both read the server's change feed (:mod:`truecall.server._changes`: tools, prompts, resources, tasks)
 and forward what the client asked for: a listen stream what its request named, a session
 what it subscribed to (resources), the lists, and — where the version has core tasks — the
 status of its principal's tasks, never before the handle of a task was written.
@@ -11,19 +11,19 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from .._policy import may_read
+from ..server._policy import may_read
 from ..errors import InvalidParams, NotFound
 from ..storage import off_loop_result
 from . import jsonrpc
 from ._session import Session
-from ._state import SessionState
-from ._tasks import has_tasks_extension, tasks_capability_error
+from ._session_state import SessionState
+from ._task_methods import has_tasks_extension, tasks_capability_error
 from ._taskwire import core_task, ext_detailed
 from .versions import META_SUBSCRIPTION, features_of
 
 if TYPE_CHECKING:
-    from ..server import Server
-    from ._context import RequestContext
+    from ..server._server import Server
+    from ._request_context import RequestContext
 
 __all__ = ["Feeds"]
 

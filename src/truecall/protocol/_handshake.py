@@ -1,7 +1,7 @@
 """The handshake era's own methods (2025-11-25, 2025-06-18): ``initialize``, the notification that
 completes it, ``logging/setLevel`` and resource (un)subscription, all state of the :class:`Session`.
 
-A session's state changes only through the table in :mod:`._state`; what the negotiation
+A session's state changes only through the table in :mod:`._session_state`; what the negotiation
 decided is stored with ``session.changed()`` (HTTP keeps it for other replicas).
 """
 
@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .._policy import admit_subscription
+from ..server._policy import admit_subscription
 from ..errors import InvalidParams
 from ._params import str_param
 from ._session import Session
-from ._state import SessionEvent, SessionStateError
+from ._session_state import SessionEvent, SessionStateError
 from .jsonrpc import Incoming
 from .versions import LATEST_LEGACY, LEGACY, LOG_LEVELS, features_of
 
 if TYPE_CHECKING:
-    from ._context import RequestContext
+    from ._request_context import RequestContext
     from .engine import Engine
 
 __all__ = ["HandshakeMethods"]

@@ -14,13 +14,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from ..context import InputRequired, QuestionChanged
+from ..server.context import InputRequired, QuestionChanged
 from ..errors import InvalidParams
 from ..storage import Storage, in_thread, off_loop_result, unavailable
 from ._sealing import InvalidRequestState, Sealer, digest
 
 if TYPE_CHECKING:
-    from ._context import RequestContext
+    from ._request_context import RequestContext
 
 __all__ = ["RequestStates", "answer_for", "USED_STATE_MIGRATIONS"]
 

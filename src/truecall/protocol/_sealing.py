@@ -21,7 +21,7 @@ from typing import Any, Sequence
 import orjson
 
 from ..errors import InvalidParams
-from .._keys import b64url_decode, keys_from_env
+from ..storage._keys import b64url_decode, keys_from_env
 
 __all__ = ["Sealer", "InvalidRequestState", "digest"]
 

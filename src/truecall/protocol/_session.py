@@ -1,6 +1,6 @@
 """A handshake-era session, and the outbox a request's messages go to.
 
-The session's state changes only through the table in :mod:`._state` (``transition`` and
+The session's state changes only through the table in :mod:`._session_state` (``transition`` and
 ``close``); everything else here is what the session carries between requests (the negotiated
 version, the client's capabilities, subscriptions), the server-to-client requests waiting for
 their answer, and the hold that keeps a task's status notifications behind its handle.
@@ -14,10 +14,10 @@ import secrets
 import time
 from typing import Any, Callable, Protocol
 
-from .._changes import ChangeQueue
-from ..auth import Principal
+from ..server._changes import ChangeQueue
+from ..auth._principals import Principal
 from . import jsonrpc
-from ._state import SessionEvent, SessionState, next_session_state
+from ._session_state import SessionEvent, SessionState, next_session_state
 from .jsonrpc import Incoming
 
 __all__ = ["Session", "Outbox", "NULL_OUTBOX", "ClientError"]

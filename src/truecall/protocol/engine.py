@@ -13,7 +13,7 @@ and never read a method name.
 
 Versions are chosen per message: a request whose ``_meta`` names a protocol version
 is served statelessly (2026-07-28); ``initialize`` opens a handshake-era session
-(2025-11-25, 2025-06-18) whose state table lives in :mod:`._state`.  What each
+(2025-11-25, 2025-06-18) whose state table lives in :mod:`._session_state`.  What each
 version does differently is one entry of the feature table in :mod:`.versions`,
 looked up once per message.
 
@@ -21,7 +21,7 @@ The engine is the dispatcher: it owns the method table, admits each request
 (its version, the session's state) and shapes results and errors.  The methods'
 bodies live by seam in private modules: the handshake (:mod:`._handshake`), the
 sealed ``requestState`` of multi round-trip requests (:mod:`._request_state`),
-change notifications (:mod:`._feeds`) and the tasks methods (:mod:`._tasks`).
+change notifications (:mod:`._feeds`) and the tasks methods (:mod:`._task_methods`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable, Sequence
 
-from ..audit import AuditUnavailable, DuplicateFinalRecord
-from ..auth import Principal
-from ..context import InputRequired
+from ..audit._log import AuditUnavailable, DuplicateFinalRecord
+from ..auth._principals import Principal
+from ..server.context import InputRequired
 from ..errors import (
     InternalError,
     InvalidParams,
@@ -43,12 +43,12 @@ from ..errors import (
     TaskRequired,
     UnsupportedVersion,
 )
-from ..redact import redact_text
+from ..audit.redaction import redact_text
 from ..storage import unavailable
-from ..server import Server
+from ..server._server import Server
 from ..tasks import Task
 from . import jsonrpc
-from ._context import Peer, RequestContext
+from ._request_context import Peer, RequestContext
 from ._exchange import CALLS, INITIALIZE, LISTEN, NOTHING, STREAMING_METHODS, STREAMS, Plan, Reply, asks_progress, \
     cancellation
 from ._feeds import Feeds
@@ -56,8 +56,8 @@ from ._handshake import HandshakeMethods
 from ._params import check_cursor, str_param
 from ._request_state import RequestStates
 from ._session import NULL_OUTBOX, Outbox, Session
-from ._state import SessionStateError, accepts_request
-from ._tasks import TaskMethods, has_tasks_extension, tasks_capability_error
+from ._session_state import SessionStateError, accepts_request
+from ._task_methods import TaskMethods, has_tasks_extension, tasks_capability_error
 from .jsonrpc import Incoming
 from ._sealing import Sealer
 from ._taskwire import core_task, ext_task

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
-from .._at_rest import AtRest, at_rest_for
+from ._at_rest import AtRest, at_rest_for
 from ._batched import BATCH, PAUSE_S, delete_batched
 from ._faults import unavailable
 from ._interface import Cursor, Migration, Row, Storage

@@ -82,7 +82,7 @@ class Database(Opening):
             raise CannotOpenDatabase(self.path, f"{exc} (a folder or permission problem?)") from exc
         try:
             # A new file gives the pages that audit retention frees back to the file system, a few at a
-            # time (``PRAGMA incremental_vacuum``: truecall._retention).  An existing file keeps its mode
+            # time (``PRAGMA incremental_vacuum``: truecall.audit._retention).  An existing file keeps its mode
             # until a VACUUM rewrites it (docs/guide/operations.md); its freed pages are reused meanwhile.
             conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             conn.execute("PRAGMA journal_mode=WAL")

@@ -1,7 +1,7 @@
 """Tasks: work that was accepted, not (yet) completed."""
 
-from ._state import TERMINAL, TRANSITIONS, InvalidTransition, TaskEvent, TaskStatus, next_status
-from .store import MISSING_TASK_INPUT_TEXT, LeaseLost, Task, TaskInputInvalid, TaskNotFound, TaskStore
+from ._task_state import TERMINAL, TRANSITIONS, InvalidTransition, TaskEvent, TaskStatus, next_status
+from .task_store import MISSING_TASK_INPUT_TEXT, LeaseLost, Task, TaskInputInvalid, TaskNotFound, TaskStore
 
 __all__ = [
     "TERMINAL",

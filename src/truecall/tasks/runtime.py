@@ -17,7 +17,7 @@ cancel) first takes the lease over, which moves the task's ``lease_epoch`` on; e
 write made on the task's behalf checks that epoch inside its own transaction
 (:meth:`TaskStore.check_lease`, :meth:`TaskRuntime.fence`, ``ctx.fenced()``), so a
 holder that was merely frozen — a lock wait, a GC pause, a stopped container —
-finds every later write refused (:class:`~truecall.tasks.store.LeaseLost`), stops
+finds every later write refused (:class:`~truecall.tasks.task_store.LeaseLost`), stops
 that work and audits ``task.lease_lost``.  It never writes on.
 
 Questions asked after acceptance go into the task (``input_required`` with
@@ -34,16 +34,16 @@ import socket
 import time
 from typing import TYPE_CHECKING, Any, Callable, Coroutine, TypeVar
 
-from ..context import ElicitationUnavailable
+from ..server.context import ElicitationUnavailable
 from ..errors import ProtocolError
 from ..results import ErrorKind, ToolResult, tool_error
 from ..storage import in_thread, off_loop, off_loop_result
-from ._state import InvalidTransition, TaskStatus
-from .store import LeaseLost, Task, TaskNotFound, TaskStore
+from ._task_state import InvalidTransition, TaskStatus
+from .task_store import LeaseLost, Task, TaskNotFound, TaskStore
 
 if TYPE_CHECKING:
-    from ..auth import Principal
-    from ..context import ToolContext
+    from ..auth._principals import Principal
+    from ..server.context import ToolContext
 
 __all__ = ["TaskRuntime", "TaskPeer", "TaskOffer", "RecoverHook", "LEASE_S"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..auth import Principal
+from ..auth._principals import Principal
 from ..protocol import jsonrpc
 from ..protocol.engine import Engine, Plan, Reply, Session
 from ..protocol.jsonrpc import Incoming

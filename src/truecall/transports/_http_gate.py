@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
-from ..auth import Principal
+from ..auth._principals import Principal
 from ..errors import InvalidCredential, InvalidRequest
-from ..server import Server
+from ..server._server import Server
 from ._http_wire import HttpError
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})

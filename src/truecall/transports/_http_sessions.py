@@ -19,13 +19,13 @@ import math
 import time
 from typing import Any
 
-from ..auth import Principal
+from ..auth._principals import Principal
 from ..errors import InvalidRequest, ServiceUnavailable
 from ..protocol import jsonrpc
 from ..protocol.engine import Engine, Plan, Session
 from ..protocol.jsonrpc import Incoming
-from ..protocol._sessions import SessionStore
-from ..protocol._state import SessionState
+from ._session_store import SessionStore
+from ..protocol._session_state import SessionState
 from ._http_answers import Answers
 from ._http_gate import Gate
 from ._http_headers import CLIENTS_ACCEPT, SSE_ONLY, HeaderChecks, check_legacy_version

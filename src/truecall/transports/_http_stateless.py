@@ -8,7 +8,7 @@ connected.  Which requests those are is the engine's to say (:meth:`Engine.plan`
 
 from __future__ import annotations
 
-from ..auth import Principal
+from ..auth._principals import Principal
 from ..protocol import jsonrpc
 from ..protocol.engine import Engine, Plan
 from ..protocol.jsonrpc import Incoming

@@ -32,11 +32,11 @@ from typing import Any, Callable, Iterable
 
 import orjson
 
-from ..auth import Principal
+from ..auth._principals import Principal
 from ..protocol import jsonrpc
 from ..protocol.engine import Engine
 from ..protocol.jsonrpc import DEFAULT_LIMITS, Limits, MessageError
-from ..protocol._sessions import SessionStore
+from ._session_store import SessionStore
 from ..protocol.versions import HANDSHAKE_VERSIONS, META_VERSION
 from ..storage import off_loop
 from ._http_answers import Answers
@@ -87,7 +87,7 @@ class HttpTransport:
         self.limits = limits
         self.sessions = self._sessions.sessions  # (the live table)
         if metrics:
-            from .._metrics import Metrics
+            from ..server._metrics import Metrics
 
             self.metrics: Any = Metrics(self.server)
         else:

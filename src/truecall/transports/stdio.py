@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, Coroutine, Generator
 
 import orjson
 
-from ..auth import Principal
+from ..auth._principals import Principal
 from ..errors import InternalError, InvalidRequest, ProtocolError
 from ..protocol import jsonrpc
 from ..protocol.engine import Engine, Session

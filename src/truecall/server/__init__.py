@@ -1,0 +1,9 @@
+"""The server and what a call goes through: registration (``Server``), the call pipeline
+(``_pipeline``), the policy stage (``_policy``), Python signatures as MCP definitions
+(``_typed``, ``tools``), what a running tool sees (``context``), the result check against the
+schema (``_wire_check``), the change feed (``_changes``), the call metrics (``_metrics``) and
+FastMCP's surface (``_fastmcp``, ``_foreign``, ``_elicit_types``)."""
+
+from ._server import Server, State, ServerNotStarted
+
+__all__ = ["Server", "State", "ServerNotStarted"]
