@@ -24,8 +24,8 @@ def test_the_package_says_it_is_typed() -> None:
 
 
 #: ``type: ignore`` comments not yet given their reason: the files another branch of issue 27 rewrites
-#: (the transports, and the policy of ``server.py``); take an entry out when that branch is merged.
-_REASONS_PENDING = ("transports/", "server.py")
+#: (the transports, and the policy of ``server/_server.py``); take an entry out when that branch is merged.
+_REASONS_PENDING = ("transports/", "server/_server.py")
 _IGNORE = re.compile(r"#\s*type:\s*ignore\b(?P<rest>.*)$")
 _WELL_FORMED = re.compile(r"\[[a-z-]+(?:, *[a-z-]+)*\]\s+#\s*\S.*")
 

@@ -527,13 +527,14 @@ def test_the_audit_logs_jobs_live_apart():
     import truecall.audit._log as audit
     from _paths import ROOT
 
-    jobs = {"_audit_records": {"truecall.audit.redaction"},
-            "_audit_loading": {"truecall.audit._journal", "truecall.storage"},
-            "_audit_queries": {"truecall.audit._records", "truecall.audit._retention", "truecall.storage"}}
+    jobs = {"_records": {"truecall.audit.redaction"},
+            "_loading": {"truecall.audit._journal", "truecall.storage"},
+            "_queries": {"truecall.audit._records", "truecall.audit._retention", "truecall.storage"}}
     for module, allowed in jobs.items():
-        tree = ast.parse((ROOT / "src" / "truecall" / f"{module}.py").read_text(encoding="utf-8"))
-        named = {"truecall" + "." * bool(n.module) + (n.module or "") for n in ast.walk(tree)
-                 if isinstance(n, ast.ImportFrom) and n.level == 1}
+        tree = ast.parse((ROOT / "src" / "truecall" / "audit" / f"{module}.py").read_text(encoding="utf-8"))
+        named = {"truecall.audit" + "." * bool(n.module) + (n.module or "") if n.level == 1
+                 else "truecall" + "." * bool(n.module) + (n.module or "") for n in ast.walk(tree)
+                 if isinstance(n, ast.ImportFrom) and n.level in (1, 2)}
         assert named <= allowed, (module, sorted(named - allowed))
     for name in ("AuditLog", "AuditRecord", "AuditUnavailable", "TrailUnavailable", "AUDIT_MIGRATIONS", "MAX_RETAINED",
                  "FINAL_KINDS", "Ledger", "DuplicateFinalRecord", "LOAD_DELAY_S", "LOAD_BYTES", "LOAD_RETRY_S",

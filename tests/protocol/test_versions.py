@@ -206,7 +206,7 @@ def test_elicitation_follows_the_table(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- no decision compares eras or version strings where it is made -------------------------------
 
 #: The modules whose decisions depend on the version (versions.py is the table itself).
-DECIDERS = [*sorted((SRC / "protocol").glob("*.py")), SRC / "context.py", SRC / "transports" / "http.py",
+DECIDERS = [*sorted((SRC / "protocol").glob("*.py")), SRC / "server" / "context.py", SRC / "transports" / "http.py",
             *sorted((SRC / "transports").glob("_http_*.py")), SRC / "transports" / "stdio.py"]
 _VERSION = re.compile(r"\d{4}-\d{2}-\d{2}")
 
