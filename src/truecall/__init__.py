@@ -49,6 +49,9 @@ from .tasks import InvalidTransition, LeaseLost, Task, TaskInputInvalid, TaskNot
 from .server.tools import Prompt, Resource, ResourceTemplate, Tool
 
 from ._version import __version__
+from . import _aliases
+
+_aliases.install()  # the module paths of before the layout by layer (truecall.oauth, truecall.redact, ...)
 
 #: The names a FastMCP or ``MCPServer`` file imports, so that porting one is changing its import line
 #: (``from truecall import FastMCP, Context``): the same classes as truecall's own.

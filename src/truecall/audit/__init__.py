@@ -4,6 +4,10 @@
 
 from ._log import (AuditLog, AuditRecord, AuditUnavailable, TrailUnavailable, AUDIT_MIGRATIONS, MAX_RETAINED,
                    FINAL_KINDS, Ledger, DuplicateFinalRecord)
+from .._aliases import forward as _forward
 
 __all__ = ["AuditLog", "AuditRecord", "AuditUnavailable", "TrailUnavailable", "AUDIT_MIGRATIONS",
            "MAX_RETAINED", "FINAL_KINDS", "Ledger", "DuplicateFinalRecord"]
+
+#: A public name ``truecall.audit`` had as a module besides these, read from ``_log`` (with a warning).
+__getattr__ = _forward(__name__, "truecall.audit._log", __all__)
