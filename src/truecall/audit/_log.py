@@ -7,8 +7,8 @@ stored: callers pass ``arguments=`` and get a fingerprint (keys, size, keyed has
 
 :class:`AuditLog` keeps the trail durable: each request's ledger (one final record), the batches
 records are committed or journaled in, and the outage state while they cannot be.  Its other jobs
-have their own modules: building a record (``_audit_records``), loading the journal into the table
-(``_audit_loading``) and reading the trail back (``_audit_queries``); their names are importable from
+have their own modules: building a record (``_records``), loading the journal into the table
+(``_loading``) and reading the trail back (``_queries``); their names are importable from
 here as before.
 """
 
@@ -617,7 +617,7 @@ class AuditLog(JournalLoading):
         if not isinstance(exc, Exception):
             raise exc
 
-    #: A record's row from its kind and fields (``_audit_records``: redacted, the columns cut).
+    #: A record's row from its kind and fields (``_records``: redacted, the columns cut).
     _row = staticmethod(make_row)
 
     def query(

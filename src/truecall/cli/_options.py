@@ -1,7 +1,7 @@
 """What several commands of ``truecall`` read from their options: the database, a point in time.
 
-Below :mod:`truecall.cli` and the command modules it registers (``_audit_export_cli``), which share
-these: in ``cli`` they made ``_audit_export_cli`` import ``cli`` back, from inside its command.
+Below :mod:`truecall.cli` and the command modules it registers (``_audit_export``), which share
+these: in ``_commands`` they made ``_audit_export`` import ``_commands`` back, from inside its command.
 """
 
 from __future__ import annotations

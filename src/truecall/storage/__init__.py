@@ -11,6 +11,9 @@ each other or this package's ``__init__`` (what they share lives in ``_settings`
 
 Either may be made now and opened later (``connect=False``; ``_opening``): a server is built
 without I/O and opens its database at ``server.start()``.
+
+What a store keeps of a caller's data is sealed or keyed-hashed here too (``_at_rest``, with the keys
+read from configuration by ``_keys``): the stores above never hold it in clear.
 """
 
 from __future__ import annotations

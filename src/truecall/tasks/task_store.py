@@ -1,7 +1,7 @@
 """Durable tasks: accepted work with an id, an owner, a status and a deadline.
 
 Every change goes through :func:`~truecall.tasks._task_state.next_status` inside one
-SQLite transaction, so the table in ``_state.py`` is the only way a status moves
+SQLite transaction, so the table in ``_task_state.py`` is the only way a status moves
 and a crash never leaves half a transition.  Ids carry 192 random bits and are
 bound to their owner: a task of another tenant or subject is answered exactly
 like one that does not exist.
