@@ -32,11 +32,12 @@ import httpx
 import orjson
 import pytest
 
+from _paths import TESTS
 from http_support import LEGACY, MODERN, meta, modern_call, request, served
 from stress.common import terminate
 import truecall
 
-APP = Path(__file__).with_name("one_record_app.py")
+APP = TESTS / "one_record_app.py"
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 ACME, GLOBEX = "one-record-acme", "one-record-globex"
 
