@@ -2,8 +2,8 @@
 
 from .server._typed import RegistrationError
 from ._misuse import SettingError
-from .audit._log import AuditLog, AuditRecord
-from .auth._principals import Principal, StaticTokens, TokenVerifier, hash_token, new_token
+from .audit import AuditLog, AuditRecord
+from .auth import Principal, StaticTokens, TokenVerifier, hash_token, new_token
 from .server.context import (Elicitation, ElicitAction, ElicitationRefused, ElicitationUnavailable, InputRequired, Peer,
                              ToolContext)
 from .describe import describe
@@ -42,7 +42,7 @@ from .results import (
     tool_error,
 )
 from .schema import SchemaError, Validator
-from .server._server import Server, ServerNotStarted
+from .server import Server, ServerNotStarted
 from .storage import Database, Storage
 from .texts import LocaleError, current_locale, say
 from .tasks import InvalidTransition, LeaseLost, Task, TaskInputInvalid, TaskNotFound, TaskStatus, TaskStore
