@@ -27,6 +27,7 @@ change notifications (:mod:`._feeds`) and the tasks methods (:mod:`._task_method
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any, Awaitable, Callable, Sequence
 
 from ..audit._log import AuditUnavailable, DuplicateFinalRecord
@@ -93,6 +94,9 @@ _INPUT_CAPABLE = frozenset({"tools/call", "prompts/get", "resources/read"})
 _REQUEST = jsonrpc.REQUEST
 #: The reply to a message that is not a request (a notification, a client's response): nothing to say.
 _ACCEPTED = Reply(None, 202)
+#: ``Reply(response, status)`` without the named tuple's ``__new__`` (a Python function: one frame
+#: per request on the hot path): ``tuple.__new__`` builds the same object in C.
+_reply: Callable[[tuple[dict[str, Any] | None, int]], Reply] = partial(tuple.__new__, Reply)
 
 #: A stateless request is admitted under this entry until its own version is known (so that an
 #: unsupported or missing version is refused the stateless way, with its HTTP status).
@@ -298,8 +302,8 @@ class Engine:
         try:
             await events.durable()
         except Exception as exc:
-            return Reply(self._unrecorded(response, exc), status)
-        return Reply(response, status)
+            return _reply((self._unrecorded(response, exc), status))
+        return _reply((response, status))
 
     async def handle(
         self,
