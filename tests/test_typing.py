@@ -23,9 +23,6 @@ def test_the_package_says_it_is_typed() -> None:
     assert (ROOT / "src" / "truecall" / "py.typed").is_file()
 
 
-#: ``type: ignore`` comments not yet given their reason: the files another branch of issue 27 rewrites
-#: (the transports, and the policy of ``server/_server.py``); take an entry out when that branch is merged.
-_REASONS_PENDING = ("transports/", "server/_server.py")
 _IGNORE = re.compile(r"#\s*type:\s*ignore\b(?P<rest>.*)$")
 _WELL_FORMED = re.compile(r"\[[a-z-]+(?:, *[a-z-]+)*\]\s+#\s*\S.*")
 
@@ -38,8 +35,6 @@ def test_every_type_ignore_names_its_error_and_says_why() -> None:
     bad = []
     for path in sorted(package.rglob("*.py")):
         where = path.relative_to(package).as_posix()
-        if where.startswith(_REASONS_PENDING):
-            continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             found = _IGNORE.search(line)
             if found and not _WELL_FORMED.fullmatch(found["rest"].strip()):

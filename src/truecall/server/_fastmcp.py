@@ -9,6 +9,7 @@ setting; settings about how FastMCP's own server is run are accepted and change 
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
 from types import FrameType
@@ -64,7 +65,7 @@ def check_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 def default_name() -> str:
     """The name of a server made without one: the stem of the file that made it."""
-    frame: FrameType | None = sys._getframe(1)
+    frame: FrameType | None = inspect.currentframe()
     here = os.path.dirname(os.path.dirname(__file__))  # the truecall package, every folder of it
     while frame is not None and frame.f_code.co_filename.startswith(here):
         frame = frame.f_back

@@ -41,11 +41,11 @@ class Gate:
         self.allowed_origins = allowed_origins
         self.authenticate = authenticate
         self.anonymous = anonymous
-        self._verdicts: dict[str, bool] = {}  # Host / "origin " + Origin value -> allowed
+        self._verdicts: dict[str | None, bool] = {}  # Host (None: absent) / "origin " + Origin value -> allowed
 
     def check_origin(self, headers: dict[str, str]) -> None:
         host = headers.get("host")
-        ok = self._verdicts.get(host)  # type: ignore[arg-type]
+        ok = self._verdicts.get(host)
         if ok is None:
             ok = host is not None and _host_of(host) in self.allowed_hosts
             self._remember(host, ok)

@@ -11,12 +11,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable, Protocol
 
-try:
-    # The C one (asyncio.current_task is Python in 3.11); typeshed does not describe _asyncio.
-    from _asyncio import current_task as _current_task  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover
-    _current_task = asyncio.current_task
-
 from ..errors import InvalidRequest, ProtocolError
 
 Scope = dict[str, Any]
@@ -128,7 +122,7 @@ async def until_disconnect(work: Awaitable[Any], scope: Scope, receive: Receive)
     finish at once (a synchronous tool never gives the loop a turn, and then nothing can be
     cancelled anyway).
     """
-    me = _current_task()
+    me = asyncio.current_task()
     assert me is not None
     gone = False
 

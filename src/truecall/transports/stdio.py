@@ -165,8 +165,7 @@ class StdioConnection:
                 waiting = context.run(coro.send, None)
             except StopIteration:
                 return
-            # (a generator-based coroutine, types.coroutine: a task runs it as any other)
-            coro = _resume(coro, waiting)  # type: ignore[assignment]
+            coro = _resume(coro, waiting)  # type: ignore[assignment]  # a generator a task drives as a coroutine
         task = asyncio.get_running_loop().create_task(coro, context=context)
         self.inflight[key] = task
         if plan.opens_session:
