@@ -87,7 +87,7 @@ _FR_DONE = (
     "enregistree?s?|sauvegardee?s?|generee?s?|creee?s?|supprimee?s?|envoyee?s?|terminee?s?|activee?s?|"
     "desactivee?s?|configuree?s?|connectee?s?|synchronisee?s?|partagee?s?|attribuee?s?|approuvee?s?|"
     "verifiee?s?|fermee?s?|resolue?s?|ecrite?s?|faite?s?|poussee?s?|livree?s?|resiliee?s?|reglee?s?|expediee?s?|"
-    "renouvelee?s?|retablie?s?")
+    "renouvelee?s?|retablie?s?|reinitialisee?s?|redemarree?s?|appliquee?s?|deverrouillee?s?|verrouillee?s?")
 
 #: Words that end like a past participle and are none (the grammar rules below read a participle by
 #: its ending): adjectives and nouns.  (Those rules also take no negation among the words before the
@@ -132,7 +132,7 @@ CLAIMS: tuple[Term, ...] = (
        r"(created|opened|filed|raised|logged) (a |the |your )?ticket",
        A, "en", "a ticket is a promise that someone will do the work later"),
     _t(r"(we|they|someone|an agent|the team)('ll| will| ll) (get back|follow up|process|look into|handle|notify|let you know|"
-       r"email|contact|reach out|be in touch)|"
+       r"email|contact|reach out|be in touch|send|ship|deliver|publish|forward|retry|run)|"
        r"(you will|you ll|you'll) (be notified|receive|get) ", A, "en", "a promise of later work"),
     _t(r"(started|initiated|kicked off|triggered|dispatched)", A, "en",
        "started: the work began, nothing says it ended"),
@@ -235,6 +235,8 @@ CLAIMS: tuple[Term, ...] = (
        "'Meeting not created: …', 'I wasn't able to update it': the work did not happen"),
     _t(r"(rate limit|quota|usage limit|request limit|limit) (\w+ )?(exceeded|reached|hit)|too many requests", F, "en",
        "'rate limit exceeded', 'quota exceeded': the request was refused, nothing was done"),
+    _t(r"broke (on|at|during|in|down|again)(?![a-z0-9])|(build|pipeline|deploy|deployment|tests?|job|release) (is |was |got )?broken",
+       F, "en", "'the build broke on step 4', 'the pipeline is broken': the work failed"),
     _t(r"interrupted|(stopped|ended|quit) (halfway|partway|midway|unexpectedly|prematurely)", F, "en",
        "interrupted: the work broke off before its end"),
     _t(r"error|errors|exception|traceback|panic", F, "en", "an error report"),
@@ -401,7 +403,7 @@ CLAIMS: tuple[Term, ...] = (
        r"envoyee?|supprimee?|mise? a jour|payee?|annulee?|reservee?)s?|(creee?|enregistree?|envoyee?|supprimee?|"
        r"reservee?)s?(?= ?([.!]|$))|mise?s? a jour|^([#\w]+ ){1,3}(creee?|enregistree?|envoyee?|supprimee?)s? (a|dans|pour|en)\b|"
        r"(j ai|nous avons|on a) clique|je suis allee? sur|(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|(j ai|nous avons|on a|je l ai|nous l avons) (bien )?(" + _FR_DONE + r")|(est|sont) (bien |maintenant |desormais |enfin )?(" + _FR_DONE + r")|^([#\w]+ ){1,3}(" + _FR_DONE + r")(?= ?([.!:\u2014\u2013]|$)| (a|au|aux|dans|avec|"
-       r"pour|en|sur|de)\b)",
+       r"pour|en|sur|de|vers|depuis|par)\b)",
        C, "fr", "terminée/avec succès: the effect is said to exist"),
     _t(r"interrompue?s?", F, "fr", "interrompu: the work broke off before its end"),
     _t(r"(quota|limite) (\w+ )?(depassee?|atteinte?)|trop de requetes", F, "fr",
