@@ -326,6 +326,16 @@ def test_the_progressive_rule_leaves_adjectives_and_questions(text: str) -> None
     ("Estado: en reparto", "accepted"),
     ("Die Rechnung wird morgen an den Kunden verschickt.", "accepted"),
     ("Paket ausgeliefert.", "completed"),
+    # the same constructions in the other languages and tenses
+    ("The backup didn't finish; the disk filled up.", "failed"),
+    ("The backup never finished.", "failed"),
+    ("The nightly job was called off.", "failed"),
+    ("El despliegue previsto para hoy se canceló.", "failed"),
+    ("La sauvegarde n'est pas allée jusqu'au bout.", "failed"),
+    ("La nueva versión ya está en línea.", "completed"),
+    ("La nouvelle version est maintenant en ligne.", "completed"),
+    ("Die neue Version ist jetzt live.", "completed"),
+    ("The new build went through fine.", "completed"),
 ])
 def test_retries_plans_called_off_and_statuses(text: str, kind: str) -> None:
     """What held-out batch 10 missed, by mechanism (close variants, not its sentences)."""

@@ -208,7 +208,9 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"^(navigated to|clicked (on )?|typed |filled (in )?|selected |scrolled )|(i |we )(navigated to|clicked|opened|went to)",
        C, "en", "a browser tool's report of what it did: 'Navigated to …', 'Clicked …'"),
     _t(r"(is|are) now live|(is|are|went) live(?! (stream|streams|streaming|data|feed|preview|chat|view|demo|event))|"
-       r"(worked|succeeded|went through|passed) (on|at) the (second|third|next|last) (try|attempt|run)", C, "en",
+       r"(worked|succeeded|went through|passed) (on|at) the (second|third|next|last) (try|attempt|run)|"
+       r"(second|third|next|new|retried) (\w+ ){0,3}went through|went through (fine|successfully|this time|now)|"
+       r"(is|are) now in production", C, "en",
        "'build 1193 is now live', 'went through on the second try': the effect exists"),
     _t(r"all set|good to go|(result|status|outcome) ?: ?(ok|success|succeeded|done)(?![a-z0-9])", C, "en",
        "idiom for done; 'Result: OK' as a status line"),
@@ -230,7 +232,7 @@ CLAIMS: tuple[Term, ...] = (
        r"scrapped|dropped)|(but|then) (then |later )?(was |got )?(cancell?ed|called off|aborted|scrapped|dropped)|"
        r"(did not|didn t) go through|"
        r"(scheduled|planned|booked) (\S+ ){0,6}(was|were|has been|got) (cancell?ed|called off|scrapped|dropped)|"
-       r"got (cancell?ed|called off|scrapped|axed|shelved)|"
+       r"got (cancell?ed|called off|scrapped|axed|shelved)|(was|were|has been|have been) (called off|scrapped|shelved|axed)|"
        r"(wasn|weren|isn|aren|hasn|haven) t (been )?able to|(was|were) not possible", F, "en",
        "'Meeting not created: …', 'I wasn't able to update it': the work did not happen"),
     _t(r"(rate limit|quota|usage limit|request limit|limit) (\w+ )?(exceeded|reached|hit)|too many requests", F, "en",
@@ -243,6 +245,7 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"timed out|(timeout|time out)(?! (of|is|set|after|value|in|=|:))|timeout (error|exceeded|expired)|deadline exceeded",
        F, "en", "a timeout: the caller does not know the work was done"),
     _t(r"could not|couldn t|unable to|cannot|can t|not able to|did not (complete|succeed|finish|run|work)|"
+       r"didn t (complete|succeed|finish|run|work|go through)|never (finished|completed|ran|arrived|went through|made it)|"
        r"(was|were|has|have|is|are) not (been )?(accepted|completed|processed|saved|created|sent|delivered|"
        r"applied|executed|found|possible|allowed)(?! yet)|not completed(?! yet)|nothing (was|has been|got) (written|sent|saved|"
        r"changed|created|deleted|done|applied|imported|exported|uploaded)", F, "en",
@@ -306,7 +309,7 @@ CLAIMS: tuple[Term, ...] = (
        r"en (breve|cuanto)|en (revision|transito|reparto|camino)|aun no (\w+ ){0,2}(ha|han|hemos|he) (sido )?\w{2,}(ad|id)[oa]s?|todavia no (\w+ ){0,2}(ha|han|hemos|he) (sido )?\w{2,}(ad|id)[oa]s?|"
        r"(derivad[oa]|remitid[oa]|trasladad[oa]|escalad[oa]|reenviad[oa])s? (\S+ ){0,4}(a|al)", A, "es",
        "aceptado/en cola/pendiente: taken on, not done"),
-    _t(r"completad[oa]|terminad[oa]|finalizad[oa]|con exito|exitosamente|correctamente|hecho|listo|"
+    _t(r"(esta|estan) (ya |ahora )?(en linea|en produccion)|completad[oa]|terminad[oa]|finalizad[oa]|con exito|exitosamente|correctamente|hecho|listo|"
        r"(ha sido|fue|han sido|fueron) (cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|borrad[oa]|"
        r"registrad[oa]|pagad[oa]|procesad[oa]|aplicad[oa]|reservad[oa])s?|"
        r"(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])(?= ?([.!]|$))|"
@@ -331,7 +334,8 @@ CLAIMS: tuple[Term, ...] = (
        r"no se (encontro|pudieron|puede|ha podido)|error al|no (he|hemos|ha|han) podido|no (pude|pudimos|pudo)|"
        r"no se (realizo|creo|guardo|envio|completo|actualizo|elimino|registro|proceso)|no (termino|finalizo|concluyo|se completo)|"
        r"no(?<!aun no)(?<!todavia no) se ha (completado|realizado|procesado|enviado|guardado)|rechazo (el|la|los|las|tu|su)|"
-       r"(prevista|previsto|programada|programado) (\S+ ){0,6}(fue|ha sido|se ha) (cancelad[oa]|anulad[oa]|suspendid[oa])|"
+       r"(prevista|previsto|programada|programado) (\S+ ){0,6}((fue|ha sido|se ha) (cancelad[oa]|anulad[oa]|suspendid[oa])|"
+       r"se (cancelo|anulo|suspendio))|"
        r"pero (\w+ ){0,3}(se cancelo|se suspendio|se anulo|fue cancelad[oa]|fue anulad[oa]|cancelo|anulo|suspendio|"
        r"cancelaron|anularon|suspendieron)|no (llego|llegaron|alcanzo|alcanzaron) a (completarse|terminarse|ejecutarse|enviarse|guardarse|procesarse|"
        r"realizarse|finalizarse|completar|terminar|finalizar|ejecutar|enviar)|"
@@ -359,7 +363,8 @@ CLAIMS: tuple[Term, ...] = (
        r"reserviert|bestatigt|versendet|verschickt|hochgeladen|ubertragen)|(wurde|wurden|ist|sind|wurde erfolgreich) "
        r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!:(]|$))|(ist|sind) (jetzt|nun) (\S+ ){0,4}\w*ge\w{2,}t(?= ?([.!;,:(]|$))|"
        r"(ich habe|ich hab|wir haben|habe ich|haben wir) (\w+ ){0,6}(" + _DE_DONE + r")(?= ?([.!;,:]|$))|"
-       r"(ist|sind) ((?!nicht |kein |noch )\S+ ){0,3}online(?![a-z0-9])|(lief|liefen) ((?!nicht |kein )\S+ ){0,4}durch(?![a-z0-9])|"
+       r"(ist|sind) ((?!nicht |kein |noch )\S+ ){0,3}(online|live)(?![a-z0-9])|"
+       r"(lief|liefen|ging|gingen) ((?!nicht |kein )\S+ ){0,4}durch(?![a-z0-9])|"
        r"(ist|sind) ((?!nicht |kein )\S+ ){0,2}durchgelaufen",
        C, "de", "abgeschlossen/erfolgreich: the effect is said to exist"),
     _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["de"]) + r")\b)"
@@ -399,7 +404,7 @@ CLAIMS: tuple[Term, ...] = (
        r"attend (la|le|les|une|un|votre|ta) (validation|confirmation|approbation|signature)",
        A, "fr",
        "acceptée/en file d'attente: taken on, not done"),
-    _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
+    _t(r"(est|sont) (maintenant |desormais |bien )?(en ligne|en production)|terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
        r"envoyee?|supprimee?|mise? a jour|payee?|annulee?|reservee?)s?|(creee?|enregistree?|envoyee?|supprimee?|"
        r"reservee?)s?(?= ?([.!]|$))|mise?s? a jour|^([#\w]+ ){1,3}(creee?|enregistree?|envoyee?|supprimee?)s? (a|dans|pour|en)\b|"
        r"(j ai|nous avons|on a) clique|je suis allee? sur|(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|(j ai|nous avons|on a|je l ai|nous l avons) (bien )?(" + _FR_DONE + r")|(est|sont) (bien |maintenant |desormais |enfin )?(" + _FR_DONE + r")|^([#\w]+ ){1,3}(" + _FR_DONE + r")(?= ?([.!:\u2014\u2013]|$)| (a|au|aux|dans|avec|"
@@ -408,7 +413,7 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"interrompue?s?", F, "fr", "interrompu: the work broke off before its end"),
     _t(r"(quota|limite) (\w+ )?(depassee?|atteinte?)|trop de requetes", F, "fr",
        "quota dépassé / trop de requêtes: the request was refused, nothing was done"),
-    _t(r"(a|ont|avait|avaient) plante(?! (un|une|des|les|le|la)\b)|echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
+    _t(r"(n est|ne sont|n a|n ont|n ai|n avons) pas (\S+ ){0,2}jusqu au bout|(a|ont|avait|avaient) plante(?! (un|une|des|les|le|la)\b)|echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
     _t(r"non (" + _FR_DONE + r")|(n a|n ont) pas ete (" + _FR_DONE + r")|(n a|n ont) pas abouti|puis (a ete )?annulee?s?|ne s est pas (terminee?|effectuee?|deroulee?)|"
        r"ne se sont pas (terminee?s|effectuee?s)|(prevue?s?|planifiee?s?|programmee?s?) (\S+ ){0,6}(a|ont) ete (annulee?s?|abandonnee?s?)|mais (\w+ ){0,4}(annulee?s?|supprimee?s?|abandonnee?s?)|"
