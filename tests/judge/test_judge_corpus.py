@@ -96,6 +96,11 @@ def test_every_adversarial_spelling_is_caught(case: dict) -> None:
 # batch and a fifth forms batch the same way after the rules learnt batch 7's misses; a ninth and a
 # sixth (results in the words of published MCP servers and their APIs) after batch 8's; a tenth claims
 # batch after batch 9's (its writer saw one commit message that named some of the new phrasings).
+# The rules then learnt what claims batch 10 and forms batch 6 missed (a retry taken on after a failure,
+# plans called off, negated completions, "now live"/delivery statuses; romanised bank-account names, a
+# typo'd API key, a how-often question about a password); an eleventh claims batch and a seventh forms
+# batch, written meanwhile by someone who had not read the rules, were committed and first measured
+# after that change.
 
 #: (precision, recall) per class as first measured (the commit messages of each batch).
 HELD_OUT_FIRST = {

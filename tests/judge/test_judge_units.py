@@ -294,6 +294,60 @@ def test_the_progressive_rule_leaves_adjectives_and_questions(text: str) -> None
     assert claim_in_text(text) is None
 
 
+@pytest.mark.parametrize("text,kind", [
+    # a retry taken on after a failure: the failure was the earlier attempt's, the retry is the claim
+    ("The export timed out, so I've scheduled the job to run again at midnight.", "accepted"),
+    ("The import failed; it will retry again in 5 minutes.", "accepted"),
+    ("导出失败了，已设置 10 分钟后自动重试。", "accepted"),
+    ("送信に失敗したので、10分後に自動で再試行します。", "accepted"),
+    ("El envío falló, pero se volverá a intentar a las 3.", "accepted"),
+    ("L'envoi a échoué ; il sera relancé cette nuit.", "accepted"),
+    # ... but advice to try again is no retry taken on, and a retry not taken on leaves the failure
+    ("Upload failed. Please try again later.", "failed"),
+    ("上传失败，请稍后重试", "failed"),
+    ("Backup failed: disk full. Nothing was requeued.", "failed"),
+    ("Rate limit exceeded. Please try again in 10 minutes.", "failed"),
+    # plans called off, negated completions
+    ("The release I planned for Friday got cancelled, so nothing ships this week.", "failed"),
+    ("他原本计划周五发布，后来取消了", "failed"),
+    ("文件同步没有跑完就断开了。", "failed"),
+    ("任务还没有完成", "accepted"),
+    ("レポートの生成は最後まで終わりませんでした。", "failed"),
+    ("La copia no llegó a completarse.", "failed"),
+    ("Der Import ist nicht vollständig durchgelaufen.", "failed"),
+    ("Der Job brach nach 10 Minuten ab.", "failed"),
+    # success now, the failure told as past (pluperfect, 'yesterday', 'after')
+    ("Le serveur avait planté, il est maintenant rétabli.", "completed"),
+    ("Nachdem der erste Lauf abgebrochen war, ist die Seite jetzt online.", "completed"),
+    ("Payment went through on the second attempt.", "completed"),
+    ("Ahora sí: el pedido se guardó correctamente.", "completed"),
+    # statuses of delivery
+    ("Your parcel is out for delivery.", "accepted"),
+    ("Estado: en reparto", "accepted"),
+    ("Die Rechnung wird morgen an den Kunden verschickt.", "accepted"),
+    ("Paket ausgeliefert.", "completed"),
+    # the same constructions in the other languages and tenses
+    ("The backup didn't finish; the disk filled up.", "failed"),
+    ("The backup never finished.", "failed"),
+    ("The nightly job was called off.", "failed"),
+    ("El despliegue previsto para hoy se canceló.", "failed"),
+    ("La sauvegarde n'est pas allée jusqu'au bout.", "failed"),
+    ("La nueva versión ya está en línea.", "completed"),
+    ("La nouvelle version est maintenant en ligne.", "completed"),
+    ("Die neue Version ist jetzt live.", "completed"),
+    ("The new build went through fine.", "completed"),
+])
+def test_retries_plans_called_off_and_statuses(text: str, kind: str) -> None:
+    """What held-out batch 10 missed, by mechanism (close variants, not its sentences)."""
+    claim = claim_in_text(text)
+    assert claim is not None and claim.kind == kind, claim
+
+
+def test_a_table_under_a_title_line_is_data() -> None:
+    assert claim_in_text("查询结果 (2 行):\nid | 状态\n7 | 已完成\n8 | 失败") is None
+    assert claim_in_text("estado: en_proceso | progreso: 60%") is not None  # one status line: the server's word
+
+
 @pytest.mark.parametrize("text", [
     "No errors found.", "The job was never queued", "没有错误", "エラーはありません", "Sin errores.", "Keine Fehler.",
     "Aucune erreur.", "errors: 0",
@@ -338,6 +392,10 @@ def test_claim_in_result_reads_only_narrative_text_blocks() -> None:
 def test_structure_before_words() -> None:
     assert credential_ask("2FA enabled?", form(enabled={"type": "boolean", "title": "2FA enabled"})) is None
     assert credential_ask("Token count", form(token_count={"type": "integer"})) is None
+    assert credential_ask("How often should we remind you to change your password?",
+                          form(interval={"type": "string"})) is None
+    assert credential_ask("¿Con qué frecuencia quiere cambiar su contraseña?", form(intervalo={"type": "string"})) is None
+    assert credential_ask("Bank details", form(kouza_bangou={"type": "string"}))  # romanised 口座番号
     assert credential_ask("Which method?", form(method={"type": "string", "enum": ["password", "passkey"]})) is None
     ask = credential_ask("Continue", form(code={"type": "string", "format": "password"}))
     assert ask is not None and ask.reason == "format: password" and ask.field == "code"

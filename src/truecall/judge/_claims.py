@@ -300,7 +300,7 @@ def _first_valid(reading: "_Reading", kind_pieces: list[int]) -> tuple[int, re.M
             term = CLAIMS[_PIECES[i][0]]
             while m is not None:
                 if _valid(reading, term, m):
-                    if term.kind == "failed" and _historical(reading, m.start(), term):
+                    if term.kind == "failed" and _historical(reading, m.start(), term, kind_pieces):
                         past = (past or []) + [m.span()]
                         if history is None:
                             history = (i, m)
@@ -471,6 +471,10 @@ _DATA_LINE = re.compile(
     # a line of code, a config assignment, a CSV header, a mail header
     r"(?:def|class|import|from|function|const|let|var|public|private|package|async def|return)\s+\w|"
     r"[\w.-]+\s?=\s?\S|[^,\s]+(?:,(?!\d{3}(?!\d))[^,\s]*)+$|(?:From|To|Cc|Subject|Date|Reply-To):\s")
+#: After the first line, a table row without its outer pipes ("id | status", "101 | 完了": psql's
+#: output under a title line) is data too.  (Not the first line: "estado: en_proceso | progreso: 60%"
+#: is a status line, what the server says of the work.)
+_TABLE_ROW = re.compile(r"[^|\n]{1,40} \| \S")
 #: Quoted content (it is what something says, not what the server claims), paths, URLs and file names.
 _QUOTED = re.compile(  # every branch starts with its quote character: the engine skips to those
     r"\"[^\"\n]{0,400}\"|\u201c[^\u201d\n]{0,400}\u201d|\u2018[^\u2019\n]{0,400}\u2019|«[^»\n]{0,400}»|"
@@ -575,7 +579,7 @@ def _head(text: str) -> str:
         return ""
     head = []
     for n, line in enumerate(lines[:3]):
-        if n and (not line.strip() or _DATA_LINE.match(line)):
+        if n and (not line.strip() or _DATA_LINE.match(line) or _TABLE_ROW.match(line)):
             break
         intro = _INTRO.match(line) if ":" in line or "：" in line else None  # an intro ends with a colon
         if intro:
@@ -842,6 +846,9 @@ _NEG_WORDS = frozenset(every(NEGATIONS))
 _HISTORY = re.compile(_alternation(tuple(w for w in every(HISTORY) if not _CJK.search(w))))
 _HISTORY_CJK = tuple(w for w in every(HISTORY) if _CJK.search(w))
 _NUMBER_MARKS = frozenset(("n", "no", "nr", "nro"))
+#: The pieces of the retry terms of ``CLAIMS``: looked for after a failure only, and only those among a
+#: text's candidates.
+_RETRY_PIECES = frozenset(i for i, (t, _) in enumerate(_PIECES) if CLAIMS[t].retry)
 
 
 _Cues = tuple[frozenset[bytes], tuple[frozenset[bytes], ...], tuple[str, ...]]
@@ -929,7 +936,7 @@ def _general(reading: _Reading, start: int, end: int, term: Term, quick: bool = 
             return False
     clause_start, clause_end = reading.clause(start, end)
     cond = _IF_BEFORE.get(term.language)
-    if cond is not None and next(_words_in(cond, norm, clause_start, start), None) is not None:
+    if cond is not None and any(not _ANSWERED.match(norm, m.end()) for m in _words_in(cond, norm, clause_start, start)):
         return True
     cond = _IF_AFTER.get(term.language)
     if cond is not None and next(_words_in(cond, norm, end, clause_end), None) is not None:
@@ -944,6 +951,11 @@ def _general(reading: _Reading, start: int, end: int, term: Term, quick: bool = 
         if not (after and after[0] in _NEG_WORDS):
             return True
     return False
+
+
+#: A condition word that punctuation follows is none: "Ahora sí: …" (normalised "si:"), "Oui, si." — an
+#: answer, no clause hangs on it.
+_ANSWERED = re.compile(r" ?[:,.!;]")
 
 
 def _valid(reading: _Reading, term: Term, m: re.Match[str], quick: bool = True) -> bool:
@@ -967,16 +979,28 @@ def _overlaps(m: re.Match[str], spans: list[tuple[int, int]]) -> bool:
     return any(start < e and s < end for s, e in spans)
 
 
-def _historical(reading: _Reading, start: int, term: Term) -> bool:
+def _historical(reading: _Reading, start: int, term: Term, candidates: list[int]) -> bool:
     """Whether a failure word is told as past, before the work succeeded or was taken on again: a
     word of an earlier attempt in its clause ("the first attempt timed out", "rejected the first
-    attempt", "前回は失敗しましたが", "la tentative précédente avait échoué").  Such a failure is the text's claim only
-    when no other claim follows (then it is all the text says)."""
+    attempt", "前回は失敗しましたが", "la tentative précédente avait échoué"), or a retry taken on
+    after it in the text ("timed out, so I've set the job to try again in 10 minutes", "超时了，
+    已设置 5 分钟后自动重试": the retry terms of ``CLAIMS``).  Such a failure is the text's claim
+    only when no other claim follows (then it is all the text says).  ``candidates``: the pieces the
+    text could match; without a retry piece among them no retry is looked for (most failures)."""
     clause_start, clause_end = reading.clause(start, start)
     clause = reading.norm[clause_start:clause_end]
     if term.language in ("zh", "ja"):
-        return any(cue in clause for cue in _HISTORY_CJK)
-    return _HISTORY.search(clause) is not None
+        if any(cue in clause for cue in _HISTORY_CJK):
+            return True
+    elif _HISTORY.search(clause) is not None:
+        return True
+    if _RETRY_PIECES.isdisjoint(candidates):
+        return False
+    for i in _RETRY_PIECES.intersection(candidates):  # each piece's own regex: it starts with its own words
+        regex, word, sentence = (_SINGLE[i] or _single(i))[:3]
+        if _next_match(reading, regex, word, sentence, start) is not None:
+            return True
+    return False
 
 
 def _claim(head: str, candidates: list[int] | None = None, norm: str | None = None, *,
@@ -1001,7 +1025,7 @@ def _claim(head: str, candidates: list[int] | None = None, norm: str | None = No
         valid = [(i, m) for i in pieces for m in _piece_matches(reading, i)
                  if _valid(reading, CLAIMS[_PIECES[i][0]], m, quick=False)]
         historical = [(i, m) for i, m in valid if CLAIMS[_PIECES[i][0]].kind == "failed"
-                      and _historical(reading, m.start(), CLAIMS[_PIECES[i][0]])]
+                      and _historical(reading, m.start(), CLAIMS[_PIECES[i][0]], pieces)]
         past = [m.span() for _, m in historical]
         current = [(i, m) for i, m in valid if (i, m) not in historical and not _overlaps(m, past)]
         if not valid:

@@ -20,7 +20,7 @@ from ._anchors import ENDINGS, alternatives, anchors, matches, starts_word
 from ._normalise import irregular_case, normalise, normalise_name
 from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ABOUT_EXCEPTIONS, ASK_NEGATION_IDIOMS, ASK_NEGATIONS_AFTER,
                           ASK_NEGATIONS_BEFORE, ASK_NEGATIONS_IN_CLAUSE, ASK_STARTS, CONTRASTS, CREDENTIAL_FORMATS,
-                          DESTRUCTIVE, FORMS, NEGATIONS, PASSWORD_SPELLINGS, PASTE, WH_WORDS, YES_NO_MARKS, FormCategory,
+                          DESTRUCTIVE, FORMS, HOW_OFTEN, NEGATIONS, PASSWORD_SPELLINGS, PASTE, WH_WORDS, YES_NO_MARKS, FormCategory,
                           Term, every)
 
 __all__ = ["CredentialAsk", "credential_ask", "names_credential", "asks_to_paste", "names_destructive"]
@@ -122,6 +122,14 @@ _NEG_LATIN_CLAUSE = re.compile(_alternation(every(ASK_NEGATIONS_IN_CLAUSE)))
 _NEG_IDIOMS = re.compile(_alternation(every(ASK_NEGATION_IDIOMS)))
 _CLAUSE_END = re.compile(r"[.!;\n。！；]|" + _alternation(every(CONTRASTS)))
 _ABOUT_EXCEPTIONS = every(ABOUT_EXCEPTIONS)
+_HOW_OFTEN = re.compile(_alternation(every(HOW_OFTEN)))
+
+
+def _asks_how_often(norm: str, start: int) -> bool:
+    """Whether the clause before a credential word asks how often or at what interval (``HOW_OFTEN``):
+    the word is then the topic of a schedule ("À quelle fréquence … changer votre mot de passe ?")."""
+    clause_start = max((m.end() for m in _CLAUSE_END.finditer(norm, 0, start)), default=0)
+    return _HOW_OFTEN.search(norm, clause_start, start) is not None
 
 
 @dataclass(frozen=True)
@@ -238,7 +246,7 @@ def _find_terms(norm: str, *, field_name: bool, sentence: bool) -> _Hit | None:
             start, end = m.span()
             if _about(norm, start, end):
                 continue
-            if sentence and _negated(norm, start, end):
+            if sentence and (_negated(norm, start, end) or _asks_how_often(norm, start)):
                 continue
             if term.scope == "name" and (end != len(norm) or len(norm.split()) > 3):
                 continue  # the name's last word ("db pwd", not "session date"), not a phrase holding it

@@ -21,7 +21,7 @@ __all__ = ["Term", "every", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT
            "ASK_NEGATIONS_AFTER", "ASK_NEGATIONS_IN_CLAUSE", "ASK_NEGATION_IDIOMS", "WH_WORDS", "YES_NO_MARKS", "ABOUT_EXCEPTIONS",
            "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "FormCategory", "PASSWORD_SPELLINGS", "REFERENCE_WORDS",
            "REFERENCE_KEYS", "INTERNALS", "CRASHES", "ENVIRONMENT_VARIABLES", "UNKNOWN_TOOL", "ADVICE_INTROS",
-           "GENERIC_MODALS", "CONDITIONALS", "CONDITIONALS_AFTER", "HISTORY"]
+           "GENERIC_MODALS", "CONDITIONALS", "CONDITIONALS_AFTER", "HISTORY", "HOW_OFTEN"]
 
 
 def every(table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -44,6 +44,8 @@ class Term(NamedTuple):
     hint: str = ""  # claims read by grammar (a participle by its ending): a pattern over the text's lower-case
     #                 words that every text the term matches holds (it has no anchor word of its own); written to
     #                 start with letters of its own, so that looking for it costs one fast scan
+    retry: bool = False  # claims: a retry taken on; a failure before it in the text is told as past (the earlier
+    #                     attempt's), the retry is the claim (``_claims._historical``)
 
 
 def _t(pattern: str, kind: str, language: str, reason: str, **flags: bool | str) -> Term:
@@ -69,7 +71,7 @@ _ES_DONE = (
     "anadid|agregad|fusionad|subid|descargad|importad|exportad|publicad|modificad|actualizad|validad|confirmad|cancelad|"
     "vaciad|borrad|copiad|movid|renombrad|archivad|restaurad|instalad|desplegad|pagad|reembolsad|reservad|"
     "registrad|generad|cread|eliminad|enviad|guardad|completad|aplicad|asignad|activad|desactivad|configurad|"
-    "conectad|sincronizad|compartid|aprobad|verificad|cerrad|resuelt|escrit|hech")
+    "conectad|sincronizad|compartid|aprobad|verificad|cerrad|resuelt|escrit|hech|renovad|entregad|tramitad")
 _DE_DONE = (
     "hinzugefugt|hochgeladen|heruntergeladen|importiert|exportiert|veroffentlicht|geandert|aktualisiert|bestatigt|"
     "storniert|geleert|kopiert|verschoben|umbenannt|archiviert|wiederhergestellt|installiert|bereitgestellt|"
@@ -77,14 +79,15 @@ _DE_DONE = (
     "verschickt|versendet|gespeichert|angelegt|aktiviert|deaktiviert|konfiguriert|verbunden|synchronisiert|"
     "freigegeben|geteilt|zugewiesen|eingeladen|genehmigt|verifiziert|entfernt|geschlossen|erledigt|ubertragen|"
     "durchgefuhrt|ausgefuhrt|angewendet|eingetragen|hinterlegt|abgeschickt|zugestellt|korrigiert|angepasst|"
-    "abgeschlossen|gemergt|behoben")
+    "abgeschlossen|gemergt|behoben|ausgeliefert|verlangert|erneuert")
 _FR_DONE = (
     "ajoutee?s?|televersee?s?|telechargee?s?|importee?s?|exportee?s?|publiee?s?|modifiee?s?|mise?s? a jour|"
     "validee?s?|confirmee?s?|annulee?s?|traitee?s?|videe?s?|effacee?s?|copiee?s?|deplacee?s?|renommee?s?|"
     "archivee?s?|restauree?s?|installee?s?|deployee?s?|fusionnee?s?|payee?s?|remboursee?s?|reservee?s?|"
     "enregistree?s?|sauvegardee?s?|generee?s?|creee?s?|supprimee?s?|envoyee?s?|terminee?s?|activee?s?|"
     "desactivee?s?|configuree?s?|connectee?s?|synchronisee?s?|partagee?s?|attribuee?s?|approuvee?s?|"
-    "verifiee?s?|fermee?s?|resolue?s?|ecrite?s?|faite?s?|poussee?s?")
+    "verifiee?s?|fermee?s?|resolue?s?|ecrite?s?|faite?s?|poussee?s?|livree?s?|resiliee?s?|reglee?s?|expediee?s?|"
+    "renouvelee?s?|retablie?s?|reinitialisee?s?|redemarree?s?|appliquee?s?|deverrouillee?s?|verrouillee?s?")
 
 #: Words that end like a past participle and are none (the grammar rules below read a participle by
 #: its ending): adjectives and nouns.  (Those rules also take no negation among the words before the
@@ -129,7 +132,7 @@ CLAIMS: tuple[Term, ...] = (
        r"(created|opened|filed|raised|logged) (a |the |your )?ticket",
        A, "en", "a ticket is a promise that someone will do the work later"),
     _t(r"(we|they|someone|an agent|the team)('ll| will| ll) (get back|follow up|process|look into|handle|notify|let you know|"
-       r"email|contact|reach out|be in touch)|"
+       r"email|contact|reach out|be in touch|send|ship|deliver|publish|forward|retry|run)|"
        r"(you will|you ll|you'll) (be notified|receive|get) ", A, "en", "a promise of later work"),
     _t(r"(started|initiated|kicked off|triggered|dispatched)", A, "en",
        "started: the work began, nothing says it ended"),
@@ -158,14 +161,42 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"not yet (been )?\w{2,}(ed|en)|not (been )?\w{2,}ed yet", A, "en",
        "'acknowledged but not yet processed': taken on, the work still to come",
        hint=r"yet(?![a-z0-9])"),
-    _t(r"on (its|their|the) way|should (reach|arrive|land|appear|show up) (in|at|on|by|the|your)", A, "en",
-       "on its way / should reach you by: in transit, not arrived"),
+    _t(r"on (its|their|the) way|should (reach|arrive|land|appear|show up) (in|at|on|by|the|your)|in transit|"
+       r"out for delivery|(expected|estimated) (arrival|delivery)", A, "en",
+       "on its way / in transit / out for delivery / expected arrival: sent on, not arrived"),
+    # -- retries taken on: a failure before one is told as past, the retry is the claim ------------
+    _t(r"(set|scheduled|configured|queued|told) (\S+ ){0,5}to (try|run|retry)( it| this| that)? again|"
+       r"will (try|retry|rerun|re run)( it| this| that)? (again|later|tonight|tomorrow|in)|"
+       r"(retry|re try|another attempt|new attempt|next attempt|second attempt) (is |has been |was )?(scheduled|queued|planned|set for|booked)|"
+       r"(scheduled|queued|planned|set up|booked) (a |another |one more )?(retry|re try|new attempt|second attempt)|"
+       r"rescheduled|re scheduled|requeued|re queued", A, "en",
+       "a retry taken on ('I've set the job to try again in 10 minutes', 'retry scheduled'): the work is to "
+       "come, the failure before it was the earlier attempt's", retry=True),
+    _t(r"(分钟|小时|秒钟?)后(自动|再次|重新)(重试|再试|执行|推送|上传|运行|尝试)|自动重试|将重试|将会重试|"
+       r"(安排|设置|设定)了?(一次)?(自动)?(重试|重新执行)|重新(加入|放入|进入)队列", A, "zh",
+       "自动重试/…分钟后自动重试 (a retry taken on, not '请稍后重试', advice): the work is to come", retry=True),
+    _t(r"分後に(自動で|自動的に)?(再試行|リトライ|もう一|再実行|再送)|時間後に(自動で|自動的に)?(再試行|リトライ|もう一|再実行|再送)|"
+       r"自動で(再試行|リトライ|再実行)|自動的に(再試行|リトライ|再実行)|"
+       r"(再試行|リトライ|再実行)[^。]{0,12}(予約|設定|スケジュール|予定)", A, "ja",
+       "…分後にもう一回/自動で再試行: a retry taken on, the work is to come", retry=True),
+    _t(r"(reintento|nuevo intento|otro intento|segundo intento) (\S+ ){0,3}(programad[oa]|previst[oa]|agendad[oa])|"
+       r"(programad[oa]|reprogramad[oa]|previst[oa]|agendad[oa]) (\S+ ){0,3}(reintento|nuevo intento|otro intento)|"
+       r"se (reintentara|volvera a (intentar|ejecutar|lanzar))|volvere a intentar|volveremos a intentar|reprogramad[oa]s?", A, "es",
+       "reintento programado / se volverá a intentar: a retry taken on, the work is to come", retry=True),
+    _t(r"(neuer|erneuter|weiterer|zweiter) versuch (\S+ ){0,4}(eingeplant|geplant|terminiert|angesetzt|vorgesehen)|"
+       r"(wird|werden) (\S+ ){0,4}(erneut|nochmal|nochmals|wieder) (versucht|gestartet|ausgefuhrt|angestossen)|"
+       r"(erneut|neu) (eingeplant|angesetzt|terminiert)", A, "de",
+       "ein neuer Versuch ist eingeplant / wird erneut versucht: a retry taken on, the work is to come", retry=True),
+    _t(r"reprogrammee?s?|replanifiee?s?|(nouvelle tentative|nouvel essai) (\S+ ){0,3}(prevue?|programmee?|planifiee?)|"
+       r"(sera|seront) (\S+ ){0,2}(relancee?s?|retentee?s?|reessayee?s?)", A, "fr",
+       "reprogrammée / nouvelle tentative prévue: a retry taken on, the work is to come", retry=True),
     # -- English: completed -----------------------------------------------------------------------
     _t(r"done|completed|complete(?! (the|your|this|a|an|all|following)\b)|finished|succeeded|"
        r"successful|successfully|success", C, "en", "says the work is done"),
     _t(r"(has been|have been|was|were|is now|are now|has|have|ve|successfully) (" + _EN_DONE + r"|set)",
        C, "en", "a perfect or passive: the effect is said to exist"),
-    _t(r"^([#\w]+ ){1,3}(" + _EN_DONE + r")(?= ?([.!]|$))", C, "en", "'Cache cleared.': a short report of the effect"),
+    _t(r"^([#\w]+ ){1,3}(" + _EN_DONE + r")(?= ?([.!\u2014\u2013]|$))", C, "en",
+       "'Cache cleared.', 'Shipment 1Z… delivered — left at …': a short report of the effect"),
     _t(r"^(created|saved|sent|deleted|updated|added|wrote|written|stored|uploaded|deployed|merged|renamed|moved|"
        r"copied|removed|booked|placed|paid|charged|refunded|archived|installed|committed|pushed|closed|resolved|"
        r"approved|registered|imported|exported|generated|executed|processed|delivered|confirmed|transferred)\b",
@@ -176,6 +207,11 @@ CLAIMS: tuple[Term, ...] = (
        C, "en", "'X created.' reports the effect"),
     _t(r"^(navigated to|clicked (on )?|typed |filled (in )?|selected |scrolled )|(i |we )(navigated to|clicked|opened|went to)",
        C, "en", "a browser tool's report of what it did: 'Navigated to …', 'Clicked …'"),
+    _t(r"(is|are) now live|(is|are|went) live(?! (stream|streams|streaming|data|feed|preview|chat|view|demo|event))|"
+       r"(worked|succeeded|went through|passed) (on|at) the (second|third|next|last) (try|attempt|run)|"
+       r"(second|third|next|new|retried) (\w+ ){0,3}went through|went through (fine|successfully|this time|now)|"
+       r"(is|are) now in production", C, "en",
+       "'build 1193 is now live', 'went through on the second try': the effect exists"),
     _t(r"all set|good to go|(result|status|outcome) ?: ?(ok|success|succeeded|done)(?![a-z0-9])", C, "en",
        "idiom for done; 'Result: OK' as a status line"),
     _t(r"((has|have) been|was|were|is now|are now|(i|we) (ve|have|had)( just| now| already| successfully)?) "
@@ -195,15 +231,21 @@ CLAIMS: tuple[Term, ...] = (
        r"(but|however) (\w+ ){0,3}(was|were|has been|got|had to be) (then |later |subsequently )?(cancell?ed|called off|aborted|"
        r"scrapped|dropped)|(but|then) (then |later )?(was |got )?(cancell?ed|called off|aborted|scrapped|dropped)|"
        r"(did not|didn t) go through|"
-       r"(scheduled|planned) (\S+ ){0,6}(was|were|has been|got) (cancell?ed|called off|scrapped|dropped)|"
+       r"(scheduled|planned|booked) (\S+ ){0,6}(was|were|has been|got) (cancell?ed|called off|scrapped|dropped)|"
+       r"got (cancell?ed|called off|scrapped|axed|shelved)|(was|were|has been|have been) (called off|scrapped|shelved|axed)|"
        r"(wasn|weren|isn|aren|hasn|haven) t (been )?able to|(was|were) not possible", F, "en",
        "'Meeting not created: …', 'I wasn't able to update it': the work did not happen"),
+    _t(r"(rate limit|quota|usage limit|request limit|limit) (\w+ )?(exceeded|reached|hit)|too many requests", F, "en",
+       "'rate limit exceeded', 'quota exceeded': the request was refused, nothing was done"),
+    _t(r"broke (on|at|during|in|down|again)(?![a-z0-9])|(build|pipeline|deploy|deployment|tests?|job|release) (is |was |got )?broken",
+       F, "en", "'the build broke on step 4', 'the pipeline is broken': the work failed"),
     _t(r"interrupted|(stopped|ended|quit) (halfway|partway|midway|unexpectedly|prematurely)", F, "en",
        "interrupted: the work broke off before its end"),
     _t(r"error|errors|exception|traceback|panic", F, "en", "an error report"),
     _t(r"timed out|(timeout|time out)(?! (of|is|set|after|value|in|=|:))|timeout (error|exceeded|expired)|deadline exceeded",
        F, "en", "a timeout: the caller does not know the work was done"),
     _t(r"could not|couldn t|unable to|cannot|can t|not able to|did not (complete|succeed|finish|run|work)|"
+       r"didn t (complete|succeed|finish|run|work|go through)|never (finished|completed|ran|arrived|went through|made it)|"
        r"(was|were|has|have|is|are) not (been )?(accepted|completed|processed|saved|created|sent|delivered|"
        r"applied|executed|found|possible|allowed)(?! yet)|not completed(?! yet)|nothing (was|has been|got) (written|sent|saved|"
        r"changed|created|deleted|done|applied|imported|exported|uploaded)", F, "en",
@@ -218,7 +260,7 @@ CLAIMS: tuple[Term, ...] = (
     # -- Chinese ----------------------------------------------------------------------------------
     _t(r"已受理|受理|已提交|提交成功|已接收|已收到|收到(您|你)的|排队|队列中|加入队列|稍后(处理|执行|完成)|正在(处理|执行|进行)|处理中|"
        r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记|已开始|开始(执行|处理)|正在|进入队列|将在|将于|"
-       r"请耐心等待|预计|稍后|收悉|安排在|安排于|定于|將於|將在|將會|處理中|辦理中|转交|轉交|移交|转给|排定|排期|排程|待审核|待審核|待审批|待确认|尚未(处理|審核|审核|执行|開始|开始)|[一-龥]{2}中(?=[，。！,.!…]|$)|后台|(完成|处理|结束)(之)?后(会|将|再)",
+       r"请耐心等待|预计|稍后|收悉|安排在|安排于|定于|將於|將在|將會|處理中|辦理中|转交|轉交|移交|转给|排定|排期|排程|待审核|待審核|待审批|待确认|尚未(处理|審核|审核|执行|開始|开始|到账)|还没(?=有?(处理|审核|审批|执行|开始|到账|批准|受理|生效|完成|结束|跑完))|还未(?=处理|审核|审批|执行|开始|到账|批准|受理|生效|完成|结束)|暂时不会|[一-龥]{2}中(?=[，。！,.!…]|$)|后台|(完成|处理|结束)(之)?后(会|将|再)",
        A, "zh", "受理/排队/处理中: the work was taken on, not done"),
     _t(r"已完成|完成了|办结|已办理|成功|已创建|已保存|已发送|已删除|已更新|已添加|已写入|已上传|已部署|已取消|已支付|已退款|已关闭|"
        r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[，,。！!.；;]|$)|已(?<![个件条项份笔单台次位名]已)[一-龥]|已经[一-龥]",
@@ -228,6 +270,12 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"(?<!尚)未(创建|建立|保存|发送|删除|更新|添加|提交|生成|执行|上传|部署)|但[^。！]{0,30}(被取消|取消了|已取消|中止|被拒)", F, "zh",
        "未创建 (not created), 但…被取消 (but … was cancelled): the work did not happen"),
     _t(r"中断|返回 ?5\d\d|状态码 ?5\d\d", F, "zh", "中断 (broke off), a 5xx status returned: the work failed"),
+    _t(r"(?<![还尚])没有跑完|(?<![还尚])没跑完|(?<![还尚])没有做完|(?<![还尚])没做完|(?<![还尚])没有执行完|(?<![还尚])没执行完|(?<![还尚])没有传完|"
+       r"(?<![还尚])没传完|(?<![还尚])没有同步完|(?<![还尚])没同步完|(?<![还尚])没有备份完|(?<![还尚])没备份完|(?<![还尚])没有处理完|(?<![还尚])没处理完|"
+       r"(?<![还尚])没有完成(?!了?吗)|(?<![还尚])没完成(?!了?吗)|没能完成|卡在|断开了|"
+       r"(原本|原定|本来|原计划|计划)[^。！]{0,40}(被取消|取消了|已取消|中止|作废)|(这次|本次|因此|所以)不会(?=执行|进行|发送|运行|生效)",
+       F, "zh", "没有跑完 (did not run to its end; not 还没…, pending), 卡在 (stuck at), 原本…已经取消了 (planned, then "
+       "called off), 不会执行 (will not run): the work did not happen"),
     _t(r"(用户|您)(已)?(取消|关闭)了?(对话框|表单|输入|填写)", F, "zh",
        "用户取消了对话框: the input was not given, so the work was not done"),
     # -- Japanese ---------------------------------------------------------------------------------
@@ -239,10 +287,16 @@ CLAIMS: tuple[Term, ...] = (
        A, "ja", "受付/処理中/保留中/承りました/…待ち/…次第/引き継ぎ/折り返しご連絡: taken on (or handed on), not done"),
     _t(r"完了|成功|作成しました|保存しました|送信しました|削除しました|更新しました|登録しました|追加しました|終了しました|"
        r"書き込みました|実行しました|予約しました|(作成|保存|送信|削除|更新|登録|追加|予約)されました|しました|"
-       r"されました|終わりました|終わった|終えました|済みです|済んだ|[一-龥]{2}した(?=[。！!.]|$)|クリックした|に移動した", C, "ja",
+       r"されました|終わりました|終わった|終えました|済みです|済んだ|[一-龥]{2}した(?=[。！!.]|$)|(?<=[一-龥][一-龥])された(?=[。！!.]|$)|"
+       r"(?<!ませ)できました|クリックした|に移動した", C, "ja",
        "完了/成功/…しました/終わりました/済みです: the effect is said to exist"),
     _t(r"失敗|エラー|タイムアウト|できませんでした|できなかった|できません|例外|中止になりました|中止されました|拒否|見つかりません|利用できません|異常|中断されました|権限がありません|めません",
        F, "ja", "失敗/エラー/タイムアウト: the work failed"),
+    _t(r"終わりませんでした|終わらなかった|完了しませんでした|完了しなかった|終了しませんでした|終了しなかった|"
+       r"止まってい|止まってしま|止まりました|止まった|中止になった|中止された|中止した|取りやめになった|取りやめました|"
+       r"取りやめた|見送りました|見送られました|見送った|見送られた", F, "ja",
+       "終わりませんでした (did not finish), 止まっています (has stopped), 中止になった (was called off, plain): the "
+       "work did not happen"),
     _t(r"されませんでした|できていません|が、[^。]{0,30}(中止|キャンセル|取り消)", F, "ja",
        "…されませんでした (was not …), …が、…中止 (but … was called off): the work did not happen"),
     _t(r"ユーザーが(入力を)?(キャンセル|拒否)|(ダイアログ|フォーム|入力)(が|は)?キャンセルされました", F, "ja",
@@ -252,9 +306,10 @@ CLAIMS: tuple[Term, ...] = (
        r"ejecutad[oa]|revisad[oa])|en proceso|en curso|procesando|(aun|todavia) no se ha (procesado|enviado|completado|realizado)|(hemos )?programado un reintento|reintento programado|programad[oa]|en tramite|en espera|ticket (creado|abierto|registrado)|"
        r"(estamos|estan|esta) (\w+ )?\w+(ando|iendo)|sera (\w+ )?\w+(ad|id)[oa]s?|se (enviara|procesara|realizara|"
        r"ejecutara|completara|publicara|entregara|revisara|aplicara|actualizara|enviaran|procesaran)|"
-       r"en (breve|cuanto)|(derivad[oa]|remitid[oa]|trasladad[oa]|escalad[oa]|reenviad[oa])s? (\S+ ){0,4}(a|al)", A, "es",
+       r"en (breve|cuanto)|en (revision|transito|reparto|camino)|aun no (\w+ ){0,2}(ha|han|hemos|he) (sido )?\w{2,}(ad|id)[oa]s?|todavia no (\w+ ){0,2}(ha|han|hemos|he) (sido )?\w{2,}(ad|id)[oa]s?|"
+       r"(derivad[oa]|remitid[oa]|trasladad[oa]|escalad[oa]|reenviad[oa])s? (\S+ ){0,4}(a|al)", A, "es",
        "aceptado/en cola/pendiente: taken on, not done"),
-    _t(r"completad[oa]|terminad[oa]|finalizad[oa]|con exito|exitosamente|correctamente|hecho|listo|"
+    _t(r"(esta|estan) (ya |ahora )?(en linea|en produccion)|completad[oa]|terminad[oa]|finalizad[oa]|con exito|exitosamente|correctamente|hecho|listo|"
        r"(ha sido|fue|han sido|fueron) (cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|borrad[oa]|"
        r"registrad[oa]|pagad[oa]|procesad[oa]|aplicad[oa]|reservad[oa])s?|"
        r"(cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|reservad[oa])(?= ?([.!]|$))|"
@@ -279,9 +334,15 @@ CLAIMS: tuple[Term, ...] = (
        r"no se (encontro|pudieron|puede|ha podido)|error al|no (he|hemos|ha|han) podido|no (pude|pudimos|pudo)|"
        r"no se (realizo|creo|guardo|envio|completo|actualizo|elimino|registro|proceso)|no (termino|finalizo|concluyo|se completo)|"
        r"no(?<!aun no)(?<!todavia no) se ha (completado|realizado|procesado|enviado|guardado)|rechazo (el|la|los|las|tu|su)|"
-       r"(prevista|previsto|programada|programado) (\S+ ){0,6}(fue|ha sido|se ha) (cancelad[oa]|anulad[oa]|suspendid[oa])|"
-       r"pero (\w+ ){0,3}(se cancelo|se suspendio|se anulo|fue cancelad[oa]|fue anulad[oa])|"
+       r"(prevista|previsto|programada|programado) (\S+ ){0,6}((fue|ha sido|se ha) (cancelad[oa]|anulad[oa]|suspendid[oa])|"
+       r"se (cancelo|anulo|suspendio))|"
+       r"pero (\w+ ){0,3}(se cancelo|se suspendio|se anulo|fue cancelad[oa]|fue anulad[oa]|cancelo|anulo|suspendio|"
+       r"cancelaron|anularon|suspendieron)|no (llego|llegaron|alcanzo|alcanzaron) a (completarse|terminarse|ejecutarse|enviarse|guardarse|procesarse|"
+       r"realizarse|finalizarse|completar|terminar|finalizar|ejecutar|enviar)|"
+       r"se quedo sin (espacio|memoria|conexion|saldo)|(habia|habian) fallado|"
        r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
+    _t(r"(cuota|limite) (de \w+ )?(excedid[oa]|superad[oa]|agotad[oa])|demasiadas solicitudes", F, "es",
+       "cuota excedida / límite superado: the request was refused, nothing was done"),
     _t(r"interrumpid[oa]s?|se interrumpio", F, "es", "interrumpido: the work broke off before its end"),
     _t(r"el usuario (cancelo|cerro|rechazo)|(dialogo|formulario) cancelado", F, "es",
        "el usuario canceló: the input was not given, so the work was not done"),
@@ -294,13 +355,17 @@ CLAIMS: tuple[Term, ...] = (
        r"zur (prufung|bearbeitung|freigabe|genehmigung|kontrolle)|in prufung|noch nicht (\w+ ){0,2}(ge\w+t|\w+iert|verarbeitet|"
        r"bearbeitet|erledigt|freigegeben|fertig|abgeschlossen|durch)|dauert (noch|etwa|ca|ungefahr)|angestossen|wartet auf (\w+ )?(freigabe|genehmigung|prufung|bestatigung)|eingeplant|terminiert|warteschlange gestellt|"
        r"an (\w+ ){0,3}weitergeleitet|ans \w+ weitergeleitet|weitergeleitet an|"
-       r"startet (heute|morgen|gleich|bald|in|um|am|nachts|nach)",
+       r"startet (heute|morgen|gleich|bald|in|um|am|nachts|nach)|in zustellung|unterwegs|"
+       r"(wird|werden) ((?!nicht |nie |kein |keine )\S+ ){0,9}(" + _DE_DONE + r")(?= ?([.!;,:]|$))",
        A, "de", "angenommen/in der Warteschlange/eingeplant/startet heute: taken on, not done"),
     _t(r"abgeschlossen|erledigt|erfolgreich|fertig|(wurde|wurden|ist|sind) (\w+ ){0,3}(erstellt|gespeichert|"
        r"gesendet|geloscht|aktualisiert|durchgefuhrt|ausgefuhrt|angelegt|hinzugefugt|bezahlt|storniert|gebucht|"
        r"reserviert|bestatigt|versendet|verschickt|hochgeladen|ubertragen)|(wurde|wurden|ist|sind|wurde erfolgreich) "
        r"(\w+ ){0,4}(" + _DE_DONE + r")|(" + _DE_DONE + r")(?= ?([.!:(]|$))|(ist|sind) (jetzt|nun) (\S+ ){0,4}\w*ge\w{2,}t(?= ?([.!;,:(]|$))|"
-       r"(ich habe|ich hab|wir haben|habe ich|haben wir) (\w+ ){0,6}(" + _DE_DONE + r")(?= ?([.!;,:]|$))",
+       r"(ich habe|ich hab|wir haben|habe ich|haben wir) (\w+ ){0,6}(" + _DE_DONE + r")(?= ?([.!;,:]|$))|"
+       r"(ist|sind) ((?!nicht |kein |noch )\S+ ){0,3}(online|live)(?![a-z0-9])|"
+       r"(lief|liefen|ging|gingen) ((?!nicht |kein )\S+ ){0,4}durch(?![a-z0-9])|"
+       r"(ist|sind) ((?!nicht |kein )\S+ ){0,2}durchgelaufen",
        C, "de", "abgeschlossen/erfolgreich: the effect is said to exist"),
     _t(r"^((?!(nicht|kein|keine|keinen|keiner|nie|ohne) )\w+ ){1,3}(?!(" + "|".join(_NOT_PARTICIPLES["de"]) + r")\b)"
        r"\w*ge\w{2,}(t|en)(?= ?([.!]|$))", C, "de",
@@ -315,7 +380,8 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"(wurde|wurden) (?!(nicht|noch|nie|kein|keine)\b)(\w+ ){0,5}\w{3,}iert(?= ?([.!;,:(]|$))", C, "de",
        "grammar: a past passive with a participle in -iert ('wurde auf 320 Stück korrigiert') reports the effect",
        hint=r"iert(?![a-z0-9])"),
-    _t(r"(ist|wurde|wurden|sind) (\w+ ){0,2}(abgebrochen|unterbrochen)|unterbrochen", F, "de",
+    _t(r"(ist|wurde|wurden|sind|war|waren) (\w+ ){0,2}(abgebrochen|unterbrochen)|unterbrochen|abgebrochen (war|waren|ist)|"
+       r"(brach|brachen) (\w+ ){0,3}ab(?![a-z0-9])|nicht (\w+ ){0,2}(durchgelaufen|durchgekommen|fertig geworden)|abgesturzt", F, "de",
        "abgebrochen/unterbrochen: the work broke off before its end"),
     _t(r"fehlgeschlagen|fehler|gescheitert|zeituberschreitung|konnten? (\w+ ){0,4}nicht|nicht moglich|abgelehnt|"
        r"ausnahme|nicht verfugbar|nicht gefunden|interner serverfehler", F, "de",
@@ -323,6 +389,8 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"(wurde|wurden|ist|sind) (\w+ ){0,3}nicht (" + _DE_DONE + r")|aber (\w+ ){0,6}(abgesagt|storniert|abgebrochen|gestrichen)|"
        r"geplanter? (\S+ ){0,5}(wurde|wurden|ist|sind) (abgesagt|gestrichen|storniert|verschoben)",
        F, "de", "'Ticket wurde nicht erstellt', '… wurde aber abgesagt': the work did not happen"),
+    _t(r"(kontingent|limit|quote|ratenlimit) (\w+ )?(uberschritten|erreicht|ausgeschopft)|zu viele anfragen", F, "de",
+       "Kontingent überschritten / zu viele Anfragen: the request was refused, nothing was done"),
     _t(r"abgewiesen|zuruckgewiesen|verweigert", F, "de", "abgewiesen/verweigert: the request was refused, nothing was done"),
     _t(r"(benutzer|nutzer) hat (den dialog |das formular |die eingabe )?(abgebrochen|abgelehnt|geschlossen)|"
        r"(dialog|formular|eingabe) (wurde )?(vom (benutzer|nutzer) )?abgebrochen", F, "de",
@@ -336,14 +404,16 @@ CLAIMS: tuple[Term, ...] = (
        r"attend (la|le|les|une|un|votre|ta) (validation|confirmation|approbation|signature)",
        A, "fr",
        "acceptée/en file d'attente: taken on, not done"),
-    _t(r"terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
+    _t(r"(est|sont) (maintenant |desormais |bien )?(en ligne|en production)|terminee?s?|effectuee?s?|reussie?|avec succes|c est fait|(a ete|ont ete|est|sont) (creee?|enregistree?|"
        r"envoyee?|supprimee?|mise? a jour|payee?|annulee?|reservee?)s?|(creee?|enregistree?|envoyee?|supprimee?|"
        r"reservee?)s?(?= ?([.!]|$))|mise?s? a jour|^([#\w]+ ){1,3}(creee?|enregistree?|envoyee?|supprimee?)s? (a|dans|pour|en)\b|"
-       r"(j ai|nous avons|on a) clique|je suis allee? sur|(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|(j ai|nous avons|on a|je l ai|nous l avons) (bien )?(" + _FR_DONE + r")|(est|sont|est bien|sont bien) (" + _FR_DONE + r")|^([#\w]+ ){1,3}(" + _FR_DONE + r")(?= ?([.!]|$)| (a|au|aux|dans|avec|"
-       r"pour|en|sur|de)\b)",
+       r"(j ai|nous avons|on a) clique|je suis allee? sur|(a|ont|a bien|ont bien) ete (" + _FR_DONE + r")|(j ai|nous avons|on a|je l ai|nous l avons) (bien )?(" + _FR_DONE + r")|(est|sont) (bien |maintenant |desormais |enfin )?(" + _FR_DONE + r")|^([#\w]+ ){1,3}(" + _FR_DONE + r")(?= ?([.!:\u2014\u2013]|$)| (a|au|aux|dans|avec|"
+       r"pour|en|sur|de|vers|depuis|par)\b)",
        C, "fr", "terminée/avec succès: the effect is said to exist"),
     _t(r"interrompue?s?", F, "fr", "interrompu: the work broke off before its end"),
-    _t(r"echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
+    _t(r"(quota|limite) (\w+ )?(depassee?|atteinte?)|trop de requetes", F, "fr",
+       "quota dépassé / trop de requêtes: the request was refused, nothing was done"),
+    _t(r"(n est|ne sont|n a|n ont|n ai|n avons) pas (\S+ ){0,2}jusqu au bout|(a|ont|avait|avaient) plante(?! (un|une|des|les|le|la)\b)|echec|echoue|erreur|impossible de|delai (d attente )?(depasse|expire)|a expire|exception|refusee?|"
        r"rejetee?|indisponible|introuvable|erreur interne du serveur", F, "fr", "échec/erreur: the work failed"),
     _t(r"non (" + _FR_DONE + r")|(n a|n ont) pas ete (" + _FR_DONE + r")|(n a|n ont) pas abouti|puis (a ete )?annulee?s?|ne s est pas (terminee?|effectuee?|deroulee?)|"
        r"ne se sont pas (terminee?s|effectuee?s)|(prevue?s?|planifiee?s?|programmee?s?) (\S+ ){0,6}(a|ont) ete (annulee?s?|abandonnee?s?)|mais (\w+ ){0,4}(annulee?s?|supprimee?s?|abandonnee?s?)|"
@@ -403,7 +473,7 @@ FORMS: tuple[Term, ...] = (
     _t(r"two (factor|step)|2 step|authenticator app", CR, "en", "a second factor"),
     _t(r"secret", CR, "en", "a secret", compound=True),
     _t(r"token", CR, "en", "a token", compound=True),
-    _t(r"bearer|jwt|auth|apikey|api key|credentials?|login details|sign in details|log in details", CR, "en",
+    _t(r"bearer|jwt|auth|apikey|api key|api ?(ky|kee|kye)|credentials?|login details|sign in details|log in details", CR, "en",
        "an API key, bearer token or credential"),
     _t(r"(access|private|secret|signing|ssh|encryption|decryption|license|licence|master|gpg|pgp|session|client|"
        r"app|application|product|activation|wifi|wi fi|wlan|wpa2?|wireless|network|router) keys?", CR, "en",
@@ -446,6 +516,9 @@ FORMS: tuple[Term, ...] = (
     _t(r"卡号|信用卡|银行卡|储蓄卡|借记卡|安全码|cvv|卡.{0,4}有效期|有效期.{0,3}(mm|月)|银行账号|银行账户|账户号码|开户账号",
        PA, "zh", "卡号/信用卡/安全码: payment data", numeric=True),
     _t(r"助记词|恢复短语|种子短语|恢复词|私钥|钱包短语|(12|15|18|24) ?个(单词|英文单词)", RE, "zh", "助记词/私钥: a wallet's recovery secret"),
+    _t(r"yinhang ?ka( ?hao)?|ka ?hao|yinhang ?zhang ?hao", PA, "zh",
+       "as a field's own name: 银行卡号/卡号 in pinyin ('yinhangka_hao'), a card or bank account number",
+       scope="name", numeric=True),
     _t(r"备用码|恢复码|恢复密钥", CR, "zh", "备用码/恢复码: a second factor's backup code signs in like a password"),
     _t(r"身份证|护照号|护照号码|纳税人识别号|安全问题|密保问题|密保答案|社会保障号|社保号|母亲的(娘家)?姓", ID, "zh",
        "身份证/护照号/安全问题答案: an identity secret", numeric=True),
@@ -455,6 +528,9 @@ FORMS: tuple[Term, ...] = (
        CR, "ja", "パスワード/暗証番号/認証コード: a credential", numeric=True),
     _t(r"カード番号|クレジットカード|デビットカード|セキュリティコード|カードの有効期限|有効期限 ?\(?mm|口座番号|キャッシュカード",
        PA, "ja", "カード番号/セキュリティコード: payment data", numeric=True),
+    _t(r"kou?za( ban?gou?)?|ginkou? kou?za|kou?za no ban?gou?", PA, "ja",
+       "as a field's own name: 口座番号 romanised (kōza bangō, 'kouza_bangou'), a bank account number",
+       scope="name", numeric=True),
     _t(r"リカバリーコード|バックアップコード|回復キー|回復コード", CR, "ja",
        "リカバリーコード: a second factor's backup code signs in like a password"),
     _t(r"リカバリーフレーズ|シードフレーズ|ニーモニック|復元フレーズ|(12|15|18|24) ?(個の)?(単語|英単語)", RE, "ja",
@@ -553,6 +629,17 @@ ABOUT_BEFORE: dict[str, tuple[str, ...]] = {
     "zh": ("几张", "多少张", "几个", "多少个"), "ja": ("何枚の", "何個の"),
 }
 
+#: A question of how often or at what interval ("À quelle fréquence voulez-vous changer votre mot de
+#: passe ?", "How often should we remind you to rotate your API key?"): a credential word after it, in
+#: its clause, is the topic of a schedule, not the value asked for.
+HOW_OFTEN: dict[str, tuple[str, ...]] = {
+    "en": ("how often", "how frequently", "at what interval", "how many days", "how many times"),
+    "fr": ("a quelle frequence", "tous les combien", "a quel intervalle", "combien de fois"),
+    "es": ("con que frecuencia", "cada cuanto", "cada cuantos", "cuantas veces"),
+    "de": ("wie oft", "wie haufig", "in welchem abstand", "in welchen abstanden"),
+    "zh": ("多久", "多长时间", "频率", "隔几天", "几天一次"), "ja": ("頻度", "どのくらいの間隔", "何日ごと", "何日おき"),
+}
+
 #: Negation cues, by language; ``before``: within the clause before the word; ``after``: just after
 #: it (Japanese and the German ``nicht`` that ends a clause).
 NEGATIONS: dict[str, tuple[str, ...]] = {
@@ -580,7 +667,7 @@ ASK_STARTS: dict[str, tuple[str, ...]] = {
 }
 #: Words that end a clause: a negation or a claim before them does not reach past them.
 CONTRASTS: dict[str, tuple[str, ...]] = {
-    "en": ("but", "however"), "es": ("pero",), "de": ("aber",), "fr": ("mais",), "zh": ("但",), "ja": ("が、",),
+    "en": ("but", "however"), "es": ("pero",), "de": ("aber",), "fr": ("mais",), "zh": ("但",), "ja": ("が、", "けど", "けれど"),
 }
 #: Before a failure word in its sentence, what tells it as an earlier attempt's ("the first attempt
 #: timed out", "前回は失敗しましたが"): then the text's claim is what follows (a retry taken on, the
@@ -589,10 +676,11 @@ HISTORY: dict[str, tuple[str, ...]] = {
     "en": ("first attempt", "first try", "previous", "previously", "earlier", "last time", "initially", "at first",
            "prior attempt", "the first time"),
     "de": ("erste versuch", "ersten versuch", "erster versuch", "vorherige", "vorherigen", "fruhere", "zuvor",
-           "beim ersten", "letzte mal", "letztes mal"),
+           "beim ersten", "letzte mal", "letztes mal", "nachdem"),
     "fr": ("premiere tentative", "precedente", "precedent", "precedemment", "la derniere fois", "auparavant",
-           "la premiere fois"),
-    "es": ("primer intento", "anterior", "anteriormente", "la vez pasada", "la primera vez", "intento previo"),
+           "la premiere fois", "avait", "avaient", "hier"),
+    "es": ("primer intento", "anterior", "anteriormente", "la vez pasada", "la primera vez", "intento previo", "ayer",
+           "habia", "habian"),
     "zh": ("此前", "之前", "先前", "第一次", "上次", "首次"),
     "ja": ("前回", "最初", "以前", "初回"),
 }
