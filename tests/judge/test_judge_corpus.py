@@ -100,7 +100,8 @@ def test_every_adversarial_spelling_is_caught(case: dict) -> None:
 # plans called off, negated completions, "now live"/delivery statuses; romanised bank-account names, a
 # typo'd API key, a how-often question about a password); an eleventh claims batch and a seventh forms
 # batch, written meanwhile by someone who had not read the rules, were committed and first measured
-# after that change.
+# after that change.  Five forms-7 security questions, which its writer had been told to call
+# "credential", were labelled "identity" (forms.jsonl's convention) before any measurement counted.
 
 #: (precision, recall) per class as first measured (the commit messages of each batch).
 HELD_OUT_FIRST = {
@@ -120,19 +121,25 @@ HELD_OUT_FIRST = {
     "forms4": {"credential": (0.944, 0.944), "payment": (1.0, 1.0), "recovery": (1.0, 0.916), "identity": (1.0, 0.833)},
     "forms5": {"credential": (0.894, 0.944), "payment": (0.857, 1.0), "recovery": (1.0, 0.916), "identity": (1.0, 1.0)},
     "forms6": {"credential": (0.809, 0.944), "payment": (1.0, 0.916), "recovery": (1.0, 1.0), "identity": (1.0, 0.833)},
+    # (measured with the rules before batch 10 was learnt: claims11 accepted 0.848/0.778, completed
+    # 0.941/0.889, failed 0.868/0.917; forms7 the same as below)
+    "claims11": {"accepted": (0.853, 0.806), "completed": (0.943, 0.917), "failed": (0.892, 0.917)},
+    "forms7": {"credential": (0.727, 0.842), "payment": (1.0, 1.0), "recovery": (1.0, 0.833), "identity": (1.0, 1.0)},
 }
 HELD_OUT = {"claims": load("claims_heldout.jsonl"), "claims2": load("claims_heldout2.jsonl"),
             "claims3": load("claims_heldout3.jsonl"), "claims4": load("claims_heldout4.jsonl"),
             "claims5": load("claims_heldout5.jsonl"), "claims6": load("claims_heldout6.jsonl"),
             "claims7": load("claims_heldout7.jsonl"), "claims8": load("claims_heldout8.jsonl"),
             "claims9": load("claims_heldout9.jsonl"), "claims10": load("claims_heldout10.jsonl"),
+            "claims11": load("claims_heldout11.jsonl"), "forms7": load("forms_heldout7.jsonl"),
             "forms": load("forms_heldout.jsonl"), "forms2": load("forms_heldout2.jsonl"),
             "forms3": load("forms_heldout3.jsonl"), "forms4": load("forms_heldout4.jsonl"),
             "forms5": load("forms_heldout5.jsonl"), "forms6": load("forms_heldout6.jsonl")}
 
 
 @pytest.mark.parametrize("corpus", ["claims", "claims2", "claims3", "claims4", "claims5", "claims6", "claims7",
-                                    "claims8", "claims9", "claims10", "forms", "forms2", "forms3", "forms4", "forms5", "forms6"])
+                                    "claims8", "claims9", "claims10", "claims11", "forms", "forms2", "forms3", "forms4",
+                                    "forms5", "forms6", "forms7"])
 def test_held_out_batch(corpus: str) -> None:
     cases = HELD_OUT[corpus]
     judge, show = (form_label, _show_form) if corpus.startswith("forms") else (claim_label, _show_claim)
