@@ -128,8 +128,12 @@ _HOW_OFTEN = re.compile(_alternation(every(HOW_OFTEN)))
 def _asks_how_often(norm: str, start: int) -> bool:
     """Whether the clause before a credential word asks how often or at what interval (``HOW_OFTEN``):
     the word is then the topic of a schedule ("À quelle fréquence … changer votre mot de passe ?")."""
-    clause_start = max((m.end() for m in _CLAUSE_END.finditer(norm, 0, start)), default=0)
-    return _HOW_OFTEN.search(norm, clause_start, start) is not None
+    return _HOW_OFTEN.search(norm, _clause_start(norm, start), start) is not None
+
+
+def _clause_start(norm: str, start: int) -> int:
+    """Where the clause that holds ``start`` begins (after the last clause end before it)."""
+    return max((m.end() for m in _CLAUSE_END.finditer(norm, 0, start)), default=0)
 
 
 @dataclass(frozen=True)
@@ -172,7 +176,7 @@ def _about(norm: str, start: int, end: int) -> bool:
 
 
 def _negated(norm: str, start: int, end: int) -> bool:
-    clause_start = max((m.end() for m in _CLAUSE_END.finditer(norm, 0, start)), default=0)
+    clause_start = _clause_start(norm, start)
     clause_end_m = _CLAUSE_END.search(norm, end)
     clause = norm[clause_start:clause_end_m.start() if clause_end_m else len(norm)]
     before = norm[clause_start:start]
