@@ -39,7 +39,8 @@ def findings(path: Path) -> list[str]:
                     continue
                 if any(_private(p) for p in alias.name.split(".")):
                     found.append(f"{node.lineno}: import {alias.name}")
-                aliases[alias.asname or alias.name.split(".")[0]] = alias.asname and alias.name or alias.name.split(".")[0]
+                bound = alias.asname or alias.name.split(".")[0]  # ``import a.b`` binds ``a``; ``as x`` binds a.b
+                aliases[bound] = alias.name if alias.asname else bound
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             if node.module.split(".")[0] == "truecall":
                 continue
