@@ -62,22 +62,26 @@ class ProcStats:
     rss_kb: int
     fds: int
     threads: int
+    #: VmHWM: the most RSS the process has ever had, kept by the kernel (a sampler misses short peaks).
+    hwm_kb: int = 0
 
     def __str__(self) -> str:
         return f"rss={self.rss_kb / 1024:.1f} MiB fds={self.fds} threads={self.threads}"
 
 
 def proc_stats(pid: int) -> ProcStats:
-    """RSS (VmRSS), open file descriptors and threads of ``pid``, read from /proc."""
-    rss = threads = 0
+    """RSS (VmRSS) and its high-water mark (VmHWM), open file descriptors and threads of ``pid``, read from /proc."""
+    rss = threads = hwm = 0
     with open(f"/proc/{pid}/status") as status:
         for line in status:
             if line.startswith("VmRSS:"):
                 rss = int(line.split()[1])
+            elif line.startswith("VmHWM:"):
+                hwm = int(line.split()[1])
             elif line.startswith("Threads:"):
                 threads = int(line.split()[1])
     fds = len(os.listdir(f"/proc/{pid}/fd"))
-    return ProcStats(rss, fds, threads)
+    return ProcStats(rss, fds, threads, hwm)
 
 
 def fd_limit(pid: int) -> int | None:
