@@ -63,7 +63,7 @@ def test_no_transport_asks_the_registry_or_waits_for_the_trail_itself(path: path
     found = []
     for node in ast.walk(_tree(path)):
         if isinstance(node, ast.Attribute) and node.attr in (
-                "registry", "answers_at_once", "release", "handle_with_status", "durable"):
+                "registry", "answered_at_once", "release", "handle_with_status", "durable"):
             found.append((node.lineno, node.attr))
     assert not found, (f"{path.name} reads the tool registry or releases an answer itself "
                        f"(Engine.plan / Engine.serve / Engine.refused do): {found}")

@@ -91,8 +91,8 @@ class InProcessTransport(TransportHooks):
         assert self._receive is not None and self.principal is not None
         try:
             # (written as it comes: serve returns once its audit records are durable)
-            response = (await self.engine.serve(incoming, self.principal, session=self.session,
-                                                outbox=self.outbox)).response
+            response, _ = await self.engine.serve(incoming, self.principal, session=self.session,
+                                                  outbox=self.outbox)
         except asyncio.CancelledError:
             return
         if response is not None:

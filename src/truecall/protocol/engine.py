@@ -27,7 +27,6 @@ change notifications (:mod:`._feeds`) and the tasks methods (:mod:`._task_method
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 from typing import Any, Awaitable, Callable, Sequence
 
 from ..audit._log import AuditUnavailable, DuplicateFinalRecord
@@ -93,10 +92,7 @@ _INPUT_CAPABLE = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 _REQUEST = jsonrpc.REQUEST
 #: The reply to a message that is not a request (a notification, a client's response): nothing to say.
-_ACCEPTED = Reply(None, 202)
-#: ``Reply(response, status)`` without the named tuple's ``__new__`` (a Python function: one frame
-#: per request on the hot path): ``tuple.__new__`` builds the same object in C.
-_reply: Callable[[tuple[dict[str, Any] | None, int]], Reply] = partial(tuple.__new__, Reply)
+_ACCEPTED: Reply = (None, 202)
 
 #: A stateless request is admitted under this entry until its own version is known (so that an
 #: unsupported or missing version is refused the stateless way, with its HTTP status).
@@ -135,6 +131,7 @@ class Engine:
             self.server_info["title"] = server.title
         self._modern_meta = {META_SERVER: self.server_info}
         self._started = False
+        self._answered_at_once = server.registry.answered_at_once  # (the registry's own set, kept up to date)
         self._states = RequestStates(server.db, self.sealer, self._modern_meta)
         self._handshake = HandshakeMethods(self)
         self._feeds = Feeds(server)
@@ -226,11 +223,16 @@ class Engine:
         method = message.method
         if message.kind != _REQUEST:
             return cancellation(message)
-        if method == "tools/call":  # (the hot path: one registry look-up, a few tests, a shared plan)
-            params = message.params
-            index = 4 if self.server.registry.answers_at_once(params) else 0
-            if isinstance(params, dict) and isinstance(params.get("task"), dict):
-                index += 2
+        if method == "tools/call":  # (the hot path: a set look-up, a few tests, a shared plan)
+            params = message.params  # (a dict or None: jsonrpc.decode)
+            if isinstance(params, dict):
+                name = params.get("name")  # (any JSON: a list is unhashable)
+                index = 4 if type(name) is str and name in self._answered_at_once else 0
+                task = params.get("task")
+                if task is not None and isinstance(task, dict):
+                    index += 2
+            else:
+                index = 0
             if not stateless or asks_progress(params):
                 index += 1
             return CALLS[index]
@@ -268,7 +270,7 @@ class Engine:
         leaves before its record is durable*, and this is the one place that waits for it.  If a
         record could not be committed, the response is replaced by an error (the client never
         learns of an outcome the audit trail may lack).  A notification or a client's response
-        (:meth:`notify`) gives ``Reply(None, 202)``: it is never answered and records nothing.
+        (:meth:`notify`) gives ``(None, 202)``: it is never answered and records nothing.
 
         ``modern_hint`` is set by HTTP when the ``MCP-Protocol-Version`` header names a
         stateless version, so a request missing its ``_meta`` is refused with -32602
@@ -302,8 +304,8 @@ class Engine:
         try:
             await events.durable()
         except Exception as exc:
-            return _reply((self._unrecorded(response, exc), status))
-        return _reply((response, status))
+            return self._unrecorded(response, exc), status
+        return response, status
 
     async def handle(
         self,

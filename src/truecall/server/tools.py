@@ -303,15 +303,12 @@ class Registry:
         self.resources: dict[str, Resource] = {}
         self.templates: list[ResourceTemplate] = []
         self.prompts: dict[str, Prompt] = {}
-
-    def answers_at_once(self, params: Any) -> bool:
-        """``tools/call`` ``params`` that name a synchronous tool without task support: its handler
-        runs without ever giving the loop a turn, so the call needs no task of its own to start in
-        and no watcher for a disconnect that could not interrupt it anyway.  (Any JSON may be in
-        ``params``: a name that is a list is unhashable.)"""
-        name = params.get("name") if isinstance(params, dict) else None
-        tool = self.tools.get(name) if type(name) is str else None
-        return tool is not None and not tool.is_async and tool.task_support == "forbidden"
+        #: The names of the synchronous tools without task support: a call of one runs its handler
+        #: without ever giving the loop a turn, so it needs no task of its own to start in and no
+        #: watcher for a disconnect that could not interrupt it anyway.  Decided at registration
+        #: (both are fixed by the function and the decorator), and read by the engine's plan of
+        #: every ``tools/call`` as one set look-up.
+        self.answered_at_once: set[str] = set()
 
     def header_params(self, params: Any) -> tuple[tuple[str, str], ...]:
         """The ``Mcp-Param-*`` arguments (:attr:`Tool.header_params`) of the tool ``tools/call``
@@ -325,6 +322,8 @@ class Registry:
             raise RegistrationError(f"{_label_of(tool.signature, 'tool', tool.name)}: a tool named {tool.name!r} "
                                     "is already registered")
         self.tools[tool.name] = tool
+        if not tool.is_async and tool.task_support == "forbidden":
+            self.answered_at_once.add(tool.name)
         return tool
 
     def add_resource(self, resource: Resource) -> Resource:

@@ -39,10 +39,10 @@ class Answers:
         if reply is None:
             outbox.closed = True
             return
-        if not outbox.started and reply.status != 200:
+        response, status = reply
+        if not outbox.started and status != 200:
             await self.json(send, reply, principal, extra, answer)
             return
-        response = reply.response
         await outbox.finish(response)
         if answer is not None:
             answer[0] = response
@@ -51,7 +51,7 @@ class Answers:
                    extra: list[tuple[bytes, bytes]] | None = None,
                    answer: list[dict[str, Any] | None] | None = None) -> None:
         """Write ``reply`` as one JSON answer (written at once: the engine released it)."""
-        response, status = reply.response, reply.status
+        response, status = reply
         headers = JSON
         if extra:
             headers = JSON + extra

@@ -84,10 +84,10 @@ class SessionPaths:
                    or await self._load(session_id, principal, message.id))
         check_legacy_version(headers, session, message.id)
         if message.kind != jsonrpc.REQUEST:
-            reply = await self.engine.serve(message, principal, session=session)
+            _, status = await self.engine.serve(message, principal, session=session)
             if session.id in self.saving:  # (notifications/initialized: the state it completed is stored first)
                 await self.stored.saved(session, message.id)
-            await respond(send, reply.status, b"")
+            await respond(send, status, b"")
             return
         answer: list[dict[str, Any] | None] | None = None
         if plan.may_be_task:
@@ -124,8 +124,9 @@ class SessionPaths:
         if session.version is None:
             self._end_session(session.id)
         extra = [(b"mcp-session-id", session.id.encode())] if session.version is not None else []
-        if reply.status == 200 and self._sse_only(headers.get("accept")):
-            await SseOutbox(send, extra).finish(reply.response)
+        response, status = reply
+        if status == 200 and self._sse_only(headers.get("accept")):
+            await SseOutbox(send, extra).finish(response)
             return
         await self.answers.json(send, reply, principal, extra, None)
 

@@ -29,8 +29,8 @@ class StatelessPost:
                    scope: Scope, receive: Receive, send: Send) -> None:
         self.checks.check_modern_headers(message, headers)
         if message.kind != jsonrpc.REQUEST:
-            reply = await self.engine.serve(message, principal)
-            await respond(send, reply.status, b"")
+            _, status = await self.engine.serve(message, principal)
+            await respond(send, status, b"")
             return
         accept = headers.get("accept")
         streaming = plan.must_stream or (plan.may_stream and (accept is None or "text/event-stream" in accept)) or (

@@ -181,8 +181,8 @@ class StdioConnection:
         try:
             try:
                 # (written as it comes: serve returns once its audit records are durable)
-                response = (await self.engine.serve(message, self.principal, session=self.session,
-                                                    outbox=self.outbox)).response
+                response, _ = await self.engine.serve(message, self.principal, session=self.session,
+                                                      outbox=self.outbox)
             except asyncio.CancelledError:
                 if not self._stopping or key in self._withdrawn:
                     return  # cancelled by the client (even if its cancellation outlived the input): no response
