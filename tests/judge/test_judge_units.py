@@ -950,3 +950,63 @@ def test_every_match_of_a_piece_holds_one_of_its_anchors() -> None:
         assert i in _claims._candidates(text), f"piece {i} ({_claims._PIECES[i][1].pattern!r}) matches {text!r} but is no candidate"
 
     check()
+
+
+# -- forms batch 7: what its misses taught, on new sentences in every language -------------------------
+
+
+@pytest.mark.parametrize("message,fields", [
+    ("Approve the sign-in", {"value": {"type": "string", "title": "Type the 8-digit code"}}),
+    ("Approve the sign-in", {"value": {"type": "integer", "description": "The 6 digit verification code"}}),
+    ("确认转账", {"value": {"type": "string", "description": "请输入身份验证器中的 6 位数字码"}}),
+    ("本人確認を行います", {"value": {"type": "string", "title": "8桁のコードを入力"}}),
+    ("本人確認を行います", {"value": {"type": "string", "description": "認証アプリを開いて表示された番号"}}),
+    ("Confirma el inicio de sesión", {"valor": {"type": "string",
+                                                "description": "Escribe el código de 8 dígitos de tu app"}}),
+    ("Anmeldung bestätigen", {"wert": {"type": "string", "title": "Ihr 6-stelliger Code"}}),
+    ("Confirmez la connexion", {"valeur": {"type": "string",
+                                           "description": "Le code à 6 chiffres de votre application d'authentification"}}),
+])
+def test_an_n_digit_code_or_an_authenticator_app_is_a_one_time_code(message: str, fields: dict[str, Any]) -> None:
+    ask = credential_ask(message, form(**fields))
+    assert ask is not None and ask.category == "credential", ask
+
+
+@pytest.mark.parametrize("message,fields", [
+    ("Shipping address", {"zip": {"type": "string", "title": "5-digit ZIP code"}}),
+    ("Call routing", {"area": {"type": "string", "description": "The 3-digit area code"}}),
+    ("收货地址", {"postcode": {"type": "string", "title": "6位邮政编码"}}),
+    ("お届け先", {"zip": {"type": "string", "title": "7桁の郵便番号"}}),
+    ("Dirección de envío", {"cp": {"type": "string", "title": "Código postal de 5 dígitos"}}),
+    ("Lieferadresse", {"plz": {"type": "string", "title": "5-stellige Postleitzahl"}}),
+    ("Adresse de livraison", {"cp": {"type": "string", "title": "Code postal à 5 chiffres"}}),
+])
+def test_a_qualified_n_digit_code_is_another_code(message: str, fields: dict[str, Any]) -> None:
+    assert credential_ask(message, form(**fields)) is None
+
+
+@pytest.mark.parametrize("message,fields", [
+    ("Restore access", {"sentence": {"type": "string", "description": "Enter your 18-word secret sentence"}}),
+    ("Restore access", {"words": {"type": "string", "title": "Your 12 or 24 word secret phrase"}}),
+    ("导入钱包", {"words": {"type": "string", "description": "请输入 12 个词的助记短语"}}),
+    ("ウォレットを復元", {"words": {"type": "string", "title": "24語の秘密のフレーズ"}}),
+    ("Restaurar monedero", {"frase": {"type": "string", "description": "Tus 12 o 24 palabras secretas"}}),
+    ("Wallet importieren", {"phrase": {"type": "string", "title": "Ihre geheime Phrase (24 Wörter)"}}),
+    ("Importer le portefeuille", {"phrase": {"type": "string", "description": "Vos 24 mots secrets"}}),
+])
+def test_a_secret_phrase_counted_in_words_is_a_recovery_phrase(message: str, fields: dict[str, Any]) -> None:
+    ask = credential_ask(message, form(**fields))
+    assert ask is not None and ask.category == "recovery", ask
+
+
+@pytest.mark.parametrize("message,fields", [
+    ("Unlock the laptop disk", {"filevault_recovery_key": {"type": "string"}}),
+    ("解锁加密磁盘", {"key": {"type": "string", "title": "BitLocker 恢复密钥"}}),
+    ("暗号化ドライブのロック解除", {"key": {"type": "string", "title": "BitLocker 回復キー"}}),
+    ("Desbloquear la unidad", {"valor": {"type": "string", "title": "Clave de recuperación de BitLocker"}}),
+    ("Laufwerk entsperren", {"wert": {"type": "string", "title": "BitLocker-Wiederherstellungsschlüssel"}}),
+    ("Déverrouiller le disque", {"valeur": {"type": "string", "title": "Clé de récupération BitLocker"}}),
+])
+def test_a_disk_recovery_key_is_a_credential(message: str, fields: dict[str, Any]) -> None:
+    ask = credential_ask(message, form(**fields))
+    assert ask is not None and ask.category == "credential", ask

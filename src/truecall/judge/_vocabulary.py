@@ -478,6 +478,12 @@ FORMS: tuple[Term, ...] = (
     _t(r"(access|private|secret|signing|ssh|encryption|decryption|license|licence|master|gpg|pgp|session|client|"
        r"app|application|product|activation|wifi|wi fi|wlan|wpa2?|wireless|network|router) keys?", CR, "en",
        "a key that unlocks something"),
+    _t(r"(recovery|bitlocker|filevault|unlock|luks) keys?", CR, "en",
+       "a device's or a disk's recovery key (BitLocker, FileVault) unlocks it like a password (a wallet's recovery "
+       "phrase is 'recovery')"),
+    _t(r"\d+ digit (one time |verification |security |login |sign in |sms |confirmation |access |authentication )?codes?",
+       CR, "en", "'the 6-digit code': a code of a few digits typed back is a one-time code (a qualifier between "
+       "them — zip, postal, area — makes it another code: 'the 5-digit zip code' does not match)", numeric=True),
     _t(r"(wifi|wi fi|wlan|wpa2?|wireless|network|router) (password|passphrase|pass)", CR, "en",
        "a Wi-Fi key"),
     _t(r"tkn|tok", CR, "en", "as a field's own name: the usual abbreviations of token", scope="name"),
@@ -502,6 +508,9 @@ FORMS: tuple[Term, ...] = (
     _t(r"seed (phrase|words?)|seedphrase|recovery (phrase|seed|words?|sentence)|backup (phrase|seed|words)|"
        r"mnemonic|wallet (seed|phrase|words|key)|\d\d word (phrase|seed)|secret recovery|(12|15|18|21|24) words", RE, "en",
        "a wallet's recovery phrase is the wallet"),
+    _t(r"(12|15|18|21|24) (or (12|15|18|21|24) )?word (secret |recovery |seed |backup |mnemonic )?(phrase|list|sentence)",
+       RE, "en", "'your 12 or 24 word secret phrase': a phrase counted in a wallet's word counts is its recovery "
+       "phrase (more specific than the 'secret' it holds)"),
     # -- English: identity ------------------------------------------------------------------------
     _t(r"passport( (number|no|num|nr|id))?|ssn|ssnum|ss (num|number|no)|social security( number)?|social insurance number|sin number|"
        r"national (id|identity|insurance) (number|no)|(driver s|drivers|driving) licen[cs]e (number|no)|"
@@ -519,6 +528,11 @@ FORMS: tuple[Term, ...] = (
     _t(r"yinhang ?ka( ?hao)?|ka ?hao|yinhang ?zhang ?hao", PA, "zh",
        "as a field's own name: 银行卡号/卡号 in pinyin ('yinhangka_hao'), a card or bank account number",
        scope="name", numeric=True),
+    _t(r"\d+ ?位(数字)?(代码|码|口令)|身份验证器|验证器|认证器|身份验证(应用|app)|认证(应用|app)", CR, "zh",
+       "6 位代码 (an N-digit code), 身份验证器/认证应用 (an authenticator app): a one-time code (not 6 位邮政编码: "
+       "a qualifier between them makes it another code)", numeric=True),
+    _t(r"(12|15|18|21|24) ?(个)?(词|单词)(的)?(助记|恢复|秘密|密语|短语)", RE, "zh",
+       "12 个词的恢复短语: a phrase counted in a wallet's word counts is its recovery phrase"),
     _t(r"备用码|恢复码|恢复密钥", CR, "zh", "备用码/恢复码: a second factor's backup code signs in like a password"),
     _t(r"身份证|护照号|护照号码|纳税人识别号|安全问题|密保问题|密保答案|社会保障号|社保号|母亲的(娘家)?姓", ID, "zh",
        "身份证/护照号/安全问题答案: an identity secret", numeric=True),
@@ -531,6 +545,11 @@ FORMS: tuple[Term, ...] = (
     _t(r"kou?za( ban?gou?)?|ginkou? kou?za|kou?za no ban?gou?", PA, "ja",
        "as a field's own name: 口座番号 romanised (kōza bangō, 'kouza_bangou'), a bank account number",
        scope="name", numeric=True),
+    _t(r"\d+ ?桁の?(コード|数字コード|認証番号|確認番号|ワンタイム)|認証アプリ|認証用アプリ|オーセンティケーター|authenticatorアプリ",
+       CR, "ja", "6桁のコード (an N-digit code), 認証アプリ (an authenticator app): a one-time code (not 7桁の郵便番号)",
+       numeric=True),
+    _t(r"(12|15|18|21|24) ?(語|単語|個の単語)(の)?(秘密|シード|リカバリー|復元|回復)", RE, "ja",
+       "12語の秘密のフレーズ: a phrase counted in a wallet's word counts is its recovery phrase"),
     _t(r"リカバリーコード|バックアップコード|回復キー|回復コード", CR, "ja",
        "リカバリーコード: a second factor's backup code signs in like a password"),
     _t(r"リカバリーフレーズ|シードフレーズ|ニーモニック|復元フレーズ|(12|15|18|24) ?(個の)?(単語|英単語)", RE, "ja",
@@ -545,6 +564,12 @@ FORMS: tuple[Term, ...] = (
        CR, "es", "contraseña/código de verificación: a credential",
        numeric=True),
     _t(r"clave", CR, "es", "as a field's own name: a password", scope="name"),
+    _t(r"codigo (numerico )?de \d+ (digitos|cifras|numeros)|(aplicacion|app) (de )?(autenticacion|autenticador)|"
+       r"clave de (recuperacion|bitlocker|desbloqueo|cifrado)", CR, "es",
+       "el código de 6 dígitos (an N-digit code), la app de autenticación: a one-time code; una clave de recuperación "
+       "(a disk's recovery key) unlocks like a password", numeric=True),
+    _t(r"(12|15|18|21|24) (o (12|15|18|21|24) )?palabras? (secretas?|de (recuperacion|respaldo|la semilla))", RE, "es",
+       "12 palabras secretas: a phrase counted in a wallet's word counts is its recovery phrase"),
     _t(r"numero (de )?(la )?tarjeta(?!s)|tarjeta de (credito|debito)|(fecha de )?(caducidad|vencimiento|expiracion) de "
        r"(la |su |tu )?tarjeta|codigo de seguridad de (la |su |tu )?tarjeta|numero de cuenta( bancaria)?|"
        r"cuenta bancaria|clabe|numero de ruta", PA, "es", "tarjeta/cuenta: payment data", numeric=True),
@@ -566,6 +591,13 @@ FORMS: tuple[Term, ...] = (
     _t(r"wiederherstellungsphrase|wiederherstellungssatz|seed phrase|seed wo?e?rter|mnemonik|wiederherstellungsworter|sicherungsphrase|"
        r"(12|15|18|24) worter",
        RE, "de", "Wiederherstellungsphrase: a wallet's recovery secret", compound=True),
+    _t(r"\d+ stellige[nrs]? (code|zahlencode|bestatigungscode|sicherheitscode)|code (mit|aus) \d+ ziffern|"
+       r"authentifizierungs ?app|authentifikator app|authenticator app", CR, "de",
+       "ein 6-stelliger Code (an N-digit code), die Authenticator-App: a one-time code (not 5-stellige "
+       "Postleitzahl)", numeric=True),
+    _t(r"(12|15|18|21|24) (oder (12|15|18|21|24) )?(wort|worter|woerter) (geheim)?(phrase|satz|liste)|"
+       r"geheime (wiederherstellungs)?phrase", RE, "de",
+       "die 24-Wort-Phrase, die geheime Phrase: a phrase counted in a wallet's word counts is its recovery phrase"),
     _t(r"tan", CR, "de", "as a field's own name: a TAN (a bank's one-time transaction number)", scope="name",
        numeric=True),
     _t(r"reisepassnummer|passnummer|personalausweisnummer|ausweisnummer|ausweisnr|ausweis nr|sicherheitsfrage|geburtsname (der|ihrer) "
@@ -576,6 +608,8 @@ FORMS: tuple[Term, ...] = (
        r"code (pin|secret|de verification|de confirmation|de securite|d acces|confidentiel|"
        r"a usage unique)|cle (api|privee|secrete|d acces|wifi|wi fi|de securite|de recuperation|recup)|jeton( d acces)?|identifiants",
        CR, "fr", "mot de passe/code de vérification: a credential", numeric=True),
+    _t(r"code (a |de )?\d+ chiffres|(application|appli|app) d authentification|authentificateur", CR, "fr",
+       "le code à 6 chiffres (an N-digit code), l'application d'authentification: a one-time code", numeric=True),
     _t(r"numero (de )?(la |votre )?carte|carte (bancaire|de credit|de paiement)|cryptogramme|date d expiration de "
        r"(la |votre )?carte|rib|numero de compte|coordonnees bancaires", PA, "fr",
        "carte bancaire/cryptogramme: payment data", numeric=True),
