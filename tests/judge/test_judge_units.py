@@ -1010,3 +1010,44 @@ def test_a_secret_phrase_counted_in_words_is_a_recovery_phrase(message: str, fie
 def test_a_disk_recovery_key_is_a_credential(message: str, fields: dict[str, Any]) -> None:
     ask = credential_ask(message, form(**fields))
     assert ask is not None and ask.category == "credential", ask
+
+
+@pytest.mark.parametrize("message,fields", [
+    ("Generate a deploy token for CI", {"token_name": {"type": "string"},
+                                        "scope": {"type": "string", "enum": ["read", "write"]}}),
+    ("Create a signing secret", {"what_for": {"type": "string", "description": "A label so you can find it later"}}),
+    ("创建新的 API 密钥", {"key": {"type": "string", "title": "用于识别的名称"}}),
+    ("新しいアクセスキーを発行", {"label": {"type": "string"}, "有効期限_日数": {"type": "integer"}}),
+    ("Nuevo token de acceso", {"nombre": {"type": "string"}, "caduca_en_dias": {"type": "integer"}}),
+    ("Neuen API-Schlüssel anlegen", {"schluesselname": {"type": "string"}}),
+    ("Créer une clé d'accès", {"champ": {"type": "string", "description": "Un intitulé pour retrouver la clé"}}),
+])
+def test_a_field_that_names_the_credential_does_not_carry_it(message: str, fields: dict[str, Any]) -> None:
+    """The message names a credential; the only free-text field takes a name or label for it."""
+    assert credential_ask(message, form(**fields)) is None
+
+
+@pytest.mark.parametrize("message,fields", [
+    ("Kiosk lock screen", {"pin_digits_min": {"type": "integer", "title": "Fewest digits a PIN may have"}}),
+    ("设置访客网络", {"value": {"type": "integer", "title": "访客密码最长有效小时"}}),
+    ("ロック画面の設定", {"value": {"type": "integer", "title": "暗証番号の最大試行回数"}}),
+    ("Política de acceso", {"intentos_pin": {"type": "integer", "title": "Intentos de PIN antes del bloqueo"}}),
+    ("Sicherheitseinstellungen", {"passwort_tage": {"type": "integer", "title": "Tage bis das Passwort abläuft"}}),
+    ("Paramètres de sécurité", {"duree_mdp": {"type": "integer", "title": "Jours avant expiration du mot de passe"}}),
+])
+def test_a_number_that_measures_a_credential_is_a_setting(message: str, fields: dict[str, Any]) -> None:
+    assert credential_ask(message, form(**fields)) is None
+
+
+@pytest.mark.parametrize("message,fields", [
+    ("Enter your API key", {"key_label": {"type": "string"}, "api_key": {"type": "string"}}),
+    ("Enter the 6-digit code we sent", {"code": {"type": "integer", "title": "Code (expires in 10 minutes)"}}),
+    ("请输入支付密码", {"value": {"type": "integer", "title": "6位数字密码"}}),
+    ("暗証番号を入力してください", {"value": {"type": "integer"}}),
+    ("Introduce tu contraseña", {"nombre": {"type": "string"}, "valor": {"type": "string"}}),
+    ("Bitte PIN eingeben", {"pin": {"type": "integer", "title": "Ihre PIN"}}),
+    ("Entrez votre mot de passe", {"nom": {"type": "string", "title": "Nom d'utilisateur"}, "valeur": {"type": "string"}}),
+])
+def test_a_label_or_measure_beside_a_free_field_leaves_the_ask(message: str, fields: dict[str, Any]) -> None:
+    ask = credential_ask(message, form(**fields))
+    assert ask is not None and ask.category == "credential", ask

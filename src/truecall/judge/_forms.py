@@ -20,7 +20,7 @@ from ._anchors import ENDINGS, alternatives, anchors, matches, starts_word
 from ._normalise import irregular_case, normalise, normalise_name
 from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ABOUT_EXCEPTIONS, ASK_NEGATION_IDIOMS, ASK_NEGATIONS_AFTER,
                           ASK_NEGATIONS_BEFORE, ASK_NEGATIONS_IN_CLAUSE, ASK_STARTS, CONTRASTS, CREDENTIAL_FORMATS,
-                          DESTRUCTIVE, FORMS, HOW_OFTEN, NEGATIONS, PASSWORD_SPELLINGS, PASTE, WH_WORDS, YES_NO_MARKS, FormCategory,
+                          DESTRUCTIVE, FORMS, HOW_OFTEN, LABEL_ENDINGS, LABEL_WORDS, NEGATIONS, QUANTITY_WORDS, PASSWORD_SPELLINGS, PASTE, WH_WORDS, YES_NO_MARKS, FormCategory,
                           Term, every)
 
 __all__ = ["CredentialAsk", "credential_ask", "names_credential", "asks_to_paste", "names_destructive"]
@@ -319,6 +319,8 @@ def _field_ask(name: str, spec: dict[str, Any]) -> CredentialAsk | None:
         return None
     alternatives = _free_alternatives(spec)
     numeric = spec.get("type") in ("number", "integer")
+    if numeric and _measures(name, spec, title=True):
+        return None  # "min_length", "days until the password expires": a number about the credential
     texts: list[tuple[str, str, bool, bool]] = [(name, name, True, False)]
     for key in ("title", "description"):
         value = spec.get(key)
@@ -362,6 +364,56 @@ def _can_carry(spec: Any) -> bool:
     return not _is_choice(spec) or bool(_free_alternatives(spec))
 
 
+_LABEL_LATIN = frozenset(w for w in every(LABEL_WORDS) if not _CJK.search(w))
+_LABEL_ENDINGS = every(LABEL_ENDINGS)
+_LABEL_CJK = tuple(w for w in every(LABEL_WORDS) if _CJK.search(w))
+_LABEL_LEAD = re.compile(r"(?:[a-z0-9]+ ){0,2}(?:" + "|".join(re.escape(w) for w in sorted(_LABEL_LATIN, key=len, reverse=True))
+                         + r")(?![a-z0-9])")
+_QUANTITY_LATIN = frozenset(w for w in every(QUANTITY_WORDS) if not _CJK.search(w))
+_QUANTITY_CJK = tuple(w for w in every(QUANTITY_WORDS) if _CJK.search(w))
+
+
+def _names_a_label(name: str, spec: dict[str, Any]) -> bool:
+    """Whether a free-text field takes a name, label or description (``LABEL_WORDS``): its own name
+    holds one ("key_label", "nombre_clave"; a German compound ends with one), or its title or
+    description begins with one ("A name to help you recognise this key"; Chinese and Japanese: begins
+    or ends with one, "密钥名称")."""
+    words = normalise_name(name).split()
+    if not _LABEL_LATIN.isdisjoint(words) or any(w.endswith(_LABEL_ENDINGS) for w in words):
+        return True
+    if name.startswith(_LABEL_CJK) or name.endswith(_LABEL_CJK):
+        return True
+    for key in ("title", "description"):
+        text = spec.get(key)
+        if isinstance(text, str) and text:
+            norm = normalise(text.lower()).strip(" .:：。（）()")
+            if _LABEL_LEAD.match(norm) or norm.startswith(_LABEL_CJK) or norm.endswith(_LABEL_CJK):
+                return True
+    return False
+
+
+def _measures(name: str, spec: dict[str, Any], *, title: bool) -> bool:
+    """Whether a number field measures something (``QUANTITY_WORDS`` in its own name, "min_length",
+    or with ``title`` in its title, "Días hasta que caduque la contraseña", 密码最短长度): a setting
+    about a credential, not one typed as digits.  (A title is read only where the field itself names
+    a credential: "Code (expires in 10 minutes)" still carries the code the message asks for.)"""
+    for text in (name, spec.get("title") if title else None):
+        if isinstance(text, str) and text:
+            if not _QUANTITY_LATIN.isdisjoint(normalise_name(text).split()) or any(w in text for w in _QUANTITY_CJK):
+                return True
+    return False
+
+
+def _carries_answer(name: str, spec: Any) -> bool:
+    """Whether a field could carry the credential the form's message names: it could carry a secret
+    (:func:`_can_carry`), and is neither a name or label of it nor a number that measures it."""
+    if not _can_carry(spec):
+        return False
+    if spec.get("type") in ("number", "integer"):
+        return not _measures(name, spec, title=False)
+    return not _names_a_label(name, spec)
+
+
 def credential_ask(message: str, requested_schema: Any) -> CredentialAsk | None:
     """Whether an elicitation form asks for a credential, payment data, a recovery phrase or an
     identity secret, and where; ``None`` when it does not."""
@@ -373,7 +425,7 @@ def credential_ask(message: str, requested_schema: Any) -> CredentialAsk | None:
             ask = _field_ask(str(name), spec)
             if ask is not None:
                 return ask
-    carriers = [spec for spec in props.values() if _can_carry(spec)]
+    carriers = [spec for name, spec in props.items() if _carries_answer(str(name), spec)]
     if not carriers:
         return None
     numbers_only = all(spec.get("type") in ("number", "integer") for spec in carriers)

@@ -21,7 +21,8 @@ __all__ = ["Term", "every", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT
            "ASK_NEGATIONS_AFTER", "ASK_NEGATIONS_IN_CLAUSE", "ASK_NEGATION_IDIOMS", "WH_WORDS", "YES_NO_MARKS", "ABOUT_EXCEPTIONS",
            "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "FormCategory", "PASSWORD_SPELLINGS", "REFERENCE_WORDS",
            "REFERENCE_KEYS", "INTERNALS", "CRASHES", "ENVIRONMENT_VARIABLES", "UNKNOWN_TOOL", "ADVICE_INTROS",
-           "GENERIC_MODALS", "CONDITIONALS", "CONDITIONALS_AFTER", "HISTORY", "HOW_OFTEN"]
+           "GENERIC_MODALS", "CONDITIONALS", "CONDITIONALS_AFTER", "HISTORY", "HOW_OFTEN",
+           "LABEL_WORDS", "LABEL_ENDINGS", "QUANTITY_WORDS"]
 
 
 def every(table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -672,6 +673,39 @@ HOW_OFTEN: dict[str, tuple[str, ...]] = {
     "es": ("con que frecuencia", "cada cuanto", "cada cuantos", "cuantas veces"),
     "de": ("wie oft", "wie haufig", "in welchem abstand", "in welchen abstanden"),
     "zh": ("多久", "多长时间", "频率", "隔几天", "几天一次"), "ja": ("頻度", "どのくらいの間隔", "何日ごと", "何日おき"),
+}
+
+#: What names, labels or describes a thing: a free-text field whose own name holds one ("key_label",
+#: "nombre_clave", "libelle", "Schlüsselname") or whose title or description begins with one ("A name to
+#: help you recognise this key", "Nom du jeton"; Chinese and Japanese: begins or ends with one,
+#: "密钥名称") takes a name for the credential the message speaks of, never the credential: the
+#: message does not ask through it.  (German compounds end with theirs: ``LABEL_ENDINGS``.)
+LABEL_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("name", "label", "nickname", "alias", "title", "description", "display name"),
+    "es": ("nombre", "etiqueta", "alias", "apodo", "titulo", "descripcion"),
+    "fr": ("nom", "libelle", "etiquette", "intitule", "titre", "description", "surnom"),
+    "de": ("name", "bezeichnung", "beschreibung", "titel", "etikett", "anzeigename"),
+    "zh": ("名称", "名字", "标签", "别名", "昵称", "描述", "备注名", "标题"),
+    "ja": ("名前", "名称", "ラベル", "表示名", "説明", "ニックネーム", "タイトル", "別名"),
+}
+LABEL_ENDINGS: dict[str, tuple[str, ...]] = {"de": ("name", "bezeichnung", "beschreibung")}
+#: What a number measures: a number field whose own name holds one ("min_length",
+#: "caducidad_contrasena_dias", "tage_bis_ablauf"), or whose title names a credential and one of these
+#: (密码最短长度, "Días hasta que caduque la contraseña"), is a setting *about* a credential (its length,
+#: its lifetime, how many tries), not a credential typed as digits (a PIN).  (Not "digits": "6位数字密码",
+#: "a 6-digit PIN" are the PIN.)
+QUANTITY_WORDS: dict[str, tuple[str, ...]] = {
+    "en": ("length", "min", "max", "minimum", "maximum", "days", "hours", "minutes", "seconds", "weeks", "count",
+           "characters", "chars", "attempts", "retries", "limit", "size", "age", "interval", "ttl", "timeout"),
+    "es": ("longitud", "minimo", "minima", "maximo", "maxima", "dias", "horas", "minutos", "segundos", "semanas",
+           "caracteres", "intentos", "limite", "cantidad", "duracion"),
+    "fr": ("longueur", "minimum", "maximum", "minimale", "maximale", "jours", "heures", "minutes", "secondes",
+           "semaines", "caracteres", "tentatives", "limite", "nombre", "duree"),
+    "de": ("lange", "mindestlange", "maximallange", "mindest", "maximal", "minimal", "tage", "tagen", "stunden",
+           "minuten", "sekunden", "wochen", "zeichen", "versuche", "anzahl", "dauer"),
+    "zh": ("长度", "最短", "最长", "最少", "最多", "天数", "小时", "分钟", "次数", "字符", "上限", "下限", "个数",
+           "数量"),
+    "ja": ("長さ", "最短", "最長", "最小", "最大", "日数", "時間", "分間", "回数", "文字数", "上限", "下限"),
 }
 
 #: Negation cues, by language; ``before``: within the clause before the word; ``after``: just after
