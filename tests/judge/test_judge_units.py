@@ -1051,3 +1051,24 @@ def test_a_number_that_measures_a_credential_is_a_setting(message: str, fields: 
 def test_a_label_or_measure_beside_a_free_field_leaves_the_ask(message: str, fields: dict[str, Any]) -> None:
     ask = credential_ask(message, form(**fields))
     assert ask is not None and ask.category == "credential", ask
+
+
+@pytest.mark.parametrize("message,name,pattern", [
+    ("Almost there", "code", "^[0-9]{6}$"),
+    ("继续", "代码", "^\\d{6}$"),
+    ("続行します", "コード", "^[0-9]{4,8}$"),
+    ("Casi listo", "codigo", "^\\d{8}$"),
+    ("Fast fertig", "Code", "^\\d{6}$"),
+    ("Presque terminé", "code", "^[0-9]{4}$"),
+])
+def test_a_code_field_of_a_few_digits_is_a_one_time_code(message: str, name: str, pattern: str) -> None:
+    ask = credential_ask(message, form(**{name: {"type": "string", "pattern": pattern}}))
+    assert ask is not None and ask.category == "credential" and ask.field == name, ask
+
+
+@pytest.mark.parametrize("name,pattern", [
+    ("zip_code", "^\\d{5}$"), ("code", "^[A-Z]{6}$"), ("code", "^\\d{10}$"), ("codigo_postal", "^\\d{5}$"),
+    ("code", "^\\d{2}$"),
+])
+def test_a_qualified_or_long_or_lettered_code_is_no_one_time_code(name: str, pattern: str) -> None:
+    assert credential_ask("Shipping", form(**{name: {"type": "string", "pattern": pattern}})) is None

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from ._anchors import ENDINGS, alternatives, anchors, matches, starts_word
 from ._normalise import irregular_case, normalise, normalise_name
 from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ABOUT_EXCEPTIONS, ASK_NEGATION_IDIOMS, ASK_NEGATIONS_AFTER,
-                          ASK_NEGATIONS_BEFORE, ASK_NEGATIONS_IN_CLAUSE, ASK_STARTS, CONTRASTS, CREDENTIAL_FORMATS,
+                          ASK_NEGATIONS_BEFORE, ASK_NEGATIONS_IN_CLAUSE, ASK_STARTS, CODE_NAMES, CONTRASTS, CREDENTIAL_FORMATS,
                           DESTRUCTIVE, FORMS, HOW_OFTEN, LABEL_ENDINGS, LABEL_WORDS, NEGATIONS, QUANTITY_WORDS, PASSWORD_SPELLINGS, PASTE, WH_WORDS, YES_NO_MARKS, FormCategory,
                           Term, every)
 
@@ -309,6 +309,21 @@ def _free_alternatives(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+_CODE_NAMES = frozenset(every(CODE_NAMES))
+#: A JSON Schema ``pattern`` that accepts digits only, a fixed or bounded count of them.
+_DIGITS_PATTERN = re.compile(r"\^?(?:\\d|\[0-9\])\{(\d+)(?:,(\d+))?\}\$?")
+
+
+def _digit_code(name: str, spec: dict[str, Any]) -> bool:
+    """Whether a free-text field named only "code" (``CODE_NAMES``) takes 4 to 8 digits and nothing
+    else (its ``pattern``): a one-time code, whatever its title says."""
+    pattern = spec.get("pattern")
+    if not isinstance(pattern, str) or normalise_name(name) not in _CODE_NAMES:
+        return False
+    m = _DIGITS_PATTERN.fullmatch(pattern.strip())
+    return m is not None and 4 <= int(m.group(1)) and int(m.group(2) or m.group(1)) <= 8
+
+
 def _field_ask(name: str, spec: dict[str, Any]) -> CredentialAsk | None:
     fmt = spec.get("format")
     if spec.get("writeOnly") is True:
@@ -317,6 +332,8 @@ def _field_ask(name: str, spec: dict[str, Any]) -> CredentialAsk | None:
         return CredentialAsk(CREDENTIAL_FORMATS[fmt.lower()], name, name, f"format: {fmt}")
     if not _can_carry(spec):
         return None
+    if _digit_code(name, spec):
+        return CredentialAsk("credential", name, name, f"a code of digits only (pattern {spec['pattern']})")
     alternatives = _free_alternatives(spec)
     numeric = spec.get("type") in ("number", "integer")
     if numeric and _measures(name, spec, title=True):

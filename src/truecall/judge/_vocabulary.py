@@ -22,7 +22,7 @@ __all__ = ["Term", "every", "CLAIMS", "FORMS", "NEGATIONS", "ASK_STARTS", "ABOUT
            "PASTE", "DESTRUCTIVE", "DATA_INTROS", "CREDENTIAL_FORMATS", "FormCategory", "PASSWORD_SPELLINGS", "REFERENCE_WORDS",
            "REFERENCE_KEYS", "INTERNALS", "CRASHES", "ENVIRONMENT_VARIABLES", "UNKNOWN_TOOL", "ADVICE_INTROS",
            "GENERIC_MODALS", "CONDITIONALS", "CONDITIONALS_AFTER", "HISTORY", "HOW_OFTEN",
-           "LABEL_WORDS", "LABEL_ENDINGS", "QUANTITY_WORDS"]
+           "LABEL_WORDS", "LABEL_ENDINGS", "QUANTITY_WORDS", "CODE_NAMES"]
 
 
 def every(table: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
@@ -706,6 +706,14 @@ QUANTITY_WORDS: dict[str, tuple[str, ...]] = {
     "zh": ("长度", "最短", "最长", "最少", "最多", "天数", "小时", "分钟", "次数", "字符", "上限", "下限", "个数",
            "数量"),
     "ja": ("長さ", "最短", "最長", "最小", "最大", "日数", "時間", "分間", "回数", "文字数", "上限", "下限"),
+}
+
+#: A field's own name that says only "code": with a ``pattern`` of 4 to 8 digits and nothing else
+#: ("^[0-9]{6}$") it takes a one-time code (a zip or area code has its qualifier in the name:
+#: "zip_code" is not the word alone).
+CODE_NAMES: dict[str, tuple[str, ...]] = {
+    "en": ("code",), "fr": ("code",), "de": ("code",), "es": ("codigo", "cod"), "zh": ("码", "代码", "验证码"),
+    "ja": ("コード",),
 }
 
 #: Negation cues, by language; ``before``: within the clause before the word; ``after``: just after
