@@ -1072,3 +1072,16 @@ def test_a_code_field_of_a_few_digits_is_a_one_time_code(message: str, name: str
 ])
 def test_a_qualified_or_long_or_lettered_code_is_no_one_time_code(name: str, pattern: str) -> None:
     assert credential_ask("Shipping", form(**{name: {"type": "string", "pattern": pattern}})) is None
+
+
+@pytest.mark.parametrize("message,fields", [
+    ("Security question: what was your first pet's name?", {"pet_name": {"type": "string"}}),
+    ("安全问题：您母亲的姓名是什么？请填写母亲的娘家姓", {"名字": {"type": "string"}}),
+    ("秘密の質問：母親の旧姓は？", {"名前": {"type": "string"}}),
+    ("Pregunta de seguridad: ¿cuál es el apellido de soltera de tu madre?", {"nombre": {"type": "string"}}),
+    ("Sicherheitsfrage: Wie lautet der Geburtsname Ihrer Mutter?", {"name": {"type": "string"}}),
+    ("Question secrète : quel est le nom de jeune fille de votre mère ?", {"nom": {"type": "string"}}),
+])
+def test_a_security_answer_is_a_name_so_a_name_field_carries_it(message: str, fields: dict[str, Any]) -> None:
+    ask = credential_ask(message, form(**fields))
+    assert ask is not None and ask.category == "identity", ask

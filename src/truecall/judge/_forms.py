@@ -332,7 +332,7 @@ def _field_ask(name: str, spec: dict[str, Any]) -> CredentialAsk | None:
         return CredentialAsk(CREDENTIAL_FORMATS[fmt.lower()], name, name, f"format: {fmt}")
     if not _can_carry(spec):
         return None
-    if _digit_code(name, spec):
+    if "pattern" in spec and _digit_code(name, spec):
         return CredentialAsk("credential", name, name, f"a code of digits only (pattern {spec['pattern']})")
     alternatives = _free_alternatives(spec)
     numeric = spec.get("type") in ("number", "integer")
@@ -421,11 +421,10 @@ def _measures(name: str, spec: dict[str, Any], *, title: bool) -> bool:
     return False
 
 
-def _carries_answer(name: str, spec: Any) -> bool:
-    """Whether a field could carry the credential the form's message names: it could carry a secret
-    (:func:`_can_carry`), and is neither a name or label of it nor a number that measures it."""
-    if not _can_carry(spec):
-        return False
+def _carries_answer(name: str, spec: dict[str, Any]) -> bool:
+    """Whether a field that could carry a secret (:func:`_can_carry`) carries the credential, payment
+    data or recovery phrase the form's message names: it is neither a name or label of it nor a
+    number that measures it.  (An identity answer may be a name: "your first pet's name".)"""
     if spec.get("type") in ("number", "integer"):
         return not _measures(name, spec, title=False)
     return not _names_a_label(name, spec)
@@ -442,14 +441,23 @@ def credential_ask(message: str, requested_schema: Any) -> CredentialAsk | None:
             ask = _field_ask(str(name), spec)
             if ask is not None:
                 return ask
-    carriers = [spec for name, spec in props.items() if _carries_answer(str(name), spec)]
-    if not carriers:
+    could_carry = [(str(name), spec) for name, spec in props.items() if _can_carry(spec)]
+    if not could_carry:
         return None
-    numbers_only = all(spec.get("type") in ("number", "integer") for spec in carriers)
+    carriers: list[dict[str, Any]] | None = None  # read only when the message names something
     for where, text in (("message", message), ("title", schema.get("title")), ("description", schema.get("description"))):
         if isinstance(text, str) and text:
             hit = _names(text, False, True)
-            if hit is not None and (hit.term.numeric or not numbers_only):  # a number field carries no password
+            if hit is None:
+                continue
+            if hit.term.kind == "identity":  # the answer to "your mother's maiden name?" is a name: any field carries it
+                pool = [spec for _, spec in could_carry]
+            else:
+                if carriers is None:
+                    carriers = [spec for name, spec in could_carry if _carries_answer(name, spec)]
+                pool = carriers
+            numbers_only = all(spec.get("type") in ("number", "integer") for spec in pool)
+            if pool and (hit.term.numeric or not numbers_only):  # a number field carries no password
                 return CredentialAsk(hit.term.kind, where, None, _reason(hit))  # type: ignore[arg-type]  # a Category
     return None
 

@@ -593,7 +593,7 @@ FORMS: tuple[Term, ...] = (
        r"(12|15|18|24) worter",
        RE, "de", "Wiederherstellungsphrase: a wallet's recovery secret", compound=True),
     _t(r"\d+ stellige[nrs]? (code|zahlencode|bestatigungscode|sicherheitscode)|code (mit|aus) \d+ ziffern|"
-       r"authentifizierungs ?app|authentifikator app|authenticator app", CR, "de",
+       r"authentifizierungs ?app|authentifikator app", CR, "de",
        "ein 6-stelliger Code (an N-digit code), die Authenticator-App: a one-time code (not 5-stellige "
        "Postleitzahl)", numeric=True),
     _t(r"(12|15|18|21|24) (oder (12|15|18|21|24) )?(wort|worter|woerter) (geheim)?(phrase|satz|liste)|"
