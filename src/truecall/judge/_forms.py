@@ -19,9 +19,9 @@ from typing import Any, Literal
 from ._anchors import ENDINGS, alternatives, anchors, matches, starts_word
 from ._normalise import irregular_case, normalise, normalise_name
 from ._vocabulary import (ABOUT_AFTER, ABOUT_BEFORE, ABOUT_EXCEPTIONS, ASK_NEGATION_IDIOMS, ASK_NEGATIONS_AFTER,
-                          ASK_NEGATIONS_BEFORE, ASK_NEGATIONS_IN_CLAUSE, ASK_STARTS, CODE_NAMES, CONTRASTS, CREDENTIAL_FORMATS,
-                          DESTRUCTIVE, FORMS, HOW_OFTEN, LABEL_ENDINGS, LABEL_WORDS, NEGATIONS, QUANTITY_WORDS, PASSWORD_SPELLINGS, PASTE, WH_WORDS, YES_NO_MARKS, FormCategory,
-                          Term, every)
+                          ASK_NEGATIONS_BEFORE, ASK_NEGATIONS_IN_CLAUSE, ASK_STARTS, CODE_NAMES, CONTRASTS,
+                          CREDENTIAL_FORMATS, DESTRUCTIVE, FORMS, HOW_OFTEN, LABEL_ENDINGS, LABEL_WORDS, NEGATIONS,
+                          PASSWORD_SPELLINGS, PASTE, QUANTITY_WORDS, WH_WORDS, YES_NO_MARKS, FormCategory, Term, every)
 
 __all__ = ["CredentialAsk", "credential_ask", "names_credential", "asks_to_paste", "names_destructive"]
 
@@ -384,7 +384,8 @@ def _can_carry(spec: Any) -> bool:
 _LABEL_LATIN = frozenset(w for w in every(LABEL_WORDS) if not _CJK.search(w))
 _LABEL_ENDINGS = every(LABEL_ENDINGS)
 _LABEL_CJK = tuple(w for w in every(LABEL_WORDS) if _CJK.search(w))
-_LABEL_LEAD = re.compile(r"(?:[a-z0-9]+ ){0,2}(?:" + "|".join(re.escape(w) for w in sorted(_LABEL_LATIN, key=len, reverse=True))
+_LABEL_LEAD = re.compile(r"(?:[a-z0-9]+ ){0,2}(?:"
+                         + "|".join(re.escape(w) for w in sorted(_LABEL_LATIN, key=len, reverse=True))
                          + r")(?![a-z0-9])")
 _QUANTITY_LATIN = frozenset(w for w in every(QUANTITY_WORDS) if not _CJK.search(w))
 _QUANTITY_CJK = tuple(w for w in every(QUANTITY_WORDS) if _CJK.search(w))
