@@ -23,8 +23,8 @@ import orjson
 from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, class_end, matches, scan, starts_word, top_groups
 from ._normalise import _CAMEL_CASES, _CASES, normalise
 from ._vocabulary import (ADVICE_INTROS, AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONDITIONALS, CONDITIONALS_AFTER,
-                          CONTRASTS, DATA_INTROS, GENERIC_MODALS, HISTORY, NEGATIONS, NONE_COUNTS, REPORTED_SPEECH, YES_NO_MARKS,
-                          Term, every)
+                          CONTRASTS, DATA_INTROS, DEFINITIONS, GENERIC_MODALS, HISTORY, NEGATIONS, NONE_COUNTS,
+                          REPORTED_SPEECH, YES_NO_MARKS, Term, every)
 
 __all__ = ["Claim", "claim_in_text", "claim_in_result"]
 
@@ -479,10 +479,14 @@ _TABLE_ROW = re.compile(r"[^|\n]{1,40} \| \S")
 _QUOTED = re.compile(  # every branch starts with its quote character: the engine skips to those
     r"\"[^\"\n]{0,400}\"|\u201c[^\u201d\n]{0,400}\u201d|\u2018[^\u2019\n]{0,400}\u2019|«[^»\n]{0,400}»|"
     r"「[^」\n]{0,400}」|『[^』\n]{0,400}』|《[^》\n]{0,400}》|„[^“”\n]{0,400}[“”]|`[^`\n]{0,400}`|'[^'\n]{1,400}'")
+#: Chinese and Japanese characters and full-width punctuation: no path or file name runs into them (a
+#: Chinese or Japanese sentence has no spaces: "分支 release/2.1）已加入队列" names the branch, and the
+#: rest is the claim).
+_WIDE = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 #: Paths, URLs, file names, command-line flags: names, not words of a claim (looked for only when the
 #: text has a character they need).
 _NAMES = re.compile(
-    r"(?<!\S)--?[A-Za-z][\w-]*|(?<!\S)[^\s/\\]*[/\\]\S*|"
+    r"(?<!\S)--?[A-Za-z][\w-]*|(?<!\S)[^\s/\\" + _WIDE + r"]*[/\\][^\s" + _WIDE + r"]*|"
     r"(?<![\w.-])[\w.-]+\.(?:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b", re.I)
 _EXTENSION = re.compile(r"\.(?i:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b")
 _SPACE_DASH = re.compile(r"-(?<=\s-)")  # (a "-" after white space: the engine skips to each "-")
@@ -826,6 +830,8 @@ def _evidence(original: str, phrase: str) -> str:
 #: was tried at every position of the clause: ~5-9 µs of a 60-character head), and that a Latin one
 #: starts a word is checked after a match (:func:`_words_in`).
 _MODALS = {lang: re.compile(_words_first(words)) for lang, words in GENERIC_MODALS.items()}
+#: A quotation blanked out (" … ", normalised "...") and a verb that defines it: "`queued` means …".
+_DEFINED = re.compile(r"\.\.\. ?(?:" + "|".join(re.escape(w) for w in every(DEFINITIONS)) + r")")
 _IF_BEFORE = {lang: re.compile(_words_first(words)) for lang, words in CONDITIONALS.items()}
 _IF_AFTER = {lang: re.compile(_words_first(words)) for lang, words in CONDITIONALS_AFTER.items()}
 
@@ -924,13 +930,26 @@ def _holds_cue(reading: _Reading, cues: _Cues | None) -> bool:
             or any(w in reading.norm for w in cues[2]))
 
 
+def _defines(norm: str, start: int) -> bool:
+    """Whether the sentence before ``start`` defines a quoted word ("`queued` means …"): the last
+    definition in the 160 characters before it, with no end of a sentence between the two (the
+    quotation's own dots come before the definition's verb)."""
+    last = None
+    for last in _DEFINED.finditer(norm, max(0, start - 160), start):
+        pass
+    return last is not None and _SENTENCE_END.search(norm, last.end(), start) is None
+
+
 def _general(reading: _Reading, start: int, end: int, term: Term, quick: bool = True) -> bool:
     """Whether the clause of a match states something general or hypothetical, not what happened: a
+    definition earlier in its sentence ("`queued` means …"), a
     condition before it ("if the upload fails"; Japanese after it: 失敗した場合), or — for a failure
     word — a modal of possibility ("failed uploads can be retried"; not "cannot", a failure itself,
     nor "can not").  ``quick``: a match at a word's start in a text that holds no cue
     (:func:`_cue_words`) is decided at once."""
     norm = reading.norm
+    if "..." in norm and _defines(norm, start):
+        return True  # "`queued` means the request was accepted": what a status means, not what happened
     if quick and starts_word(norm, start) and not _holds_cue(reading, _CONDITION_CUES.get(term.language)):
         if term.kind != "failed" or not _holds_cue(reading, _MODAL_CUES.get(term.language)):
             return False
@@ -948,7 +967,10 @@ def _general(reading: _Reading, start: int, end: int, term: Term, quick: bool = 
         if m.start() < end and m.end() > start:
             continue  # part of the failure phrase ("can t")
         after = _WORD.findall(norm, m.end(), min(clause_end, m.end() + 12))[:1]
-        if not (after and after[0] in _NEG_WORDS):
+        before = _WORD.findall(norm, max(clause_start, m.start() - 8), m.start())[-1:]
+        # a negated modal is no possibility: "can not", and where the negation comes first, "no puede",
+        # "ne peut" ("Permiso denegado: tu cuenta no puede borrar…" is a refusal, not a general rule)
+        if not (after and after[0] in _NEG_WORDS or before and before[0] in _NEG_WORDS):
             return True
     return False
 
@@ -964,7 +986,7 @@ def _valid(reading: _Reading, term: Term, m: re.Match[str], quick: bool = True) 
     text's words (without them: the reference the shortcuts are tested against)."""
     start, end = m.span()
     norm = reading.norm
-    if quick and starts_word(norm, start) and reading.plain(term.language, term.kind == "failed"):
+    if quick and starts_word(norm, start) and reading.plain(term.language, term.kind == "failed") and "..." not in norm:
         # no cue of negation, question, reported speech, condition or modal in the text: only what
         # follows the match is left to read
         return not (_ABOUT_AFTER.match(norm, end) or _NEG_AFTER.match(norm, end)

@@ -124,7 +124,7 @@ CLAIMS: tuple[Term, ...] = (
        r"(has been |have been |was |is )?received|(request|order|submission|application|claim) (\S+ ){1,5}received(?= ?[.!;]|$)|received (your|the|it|this)|we (have |ve )?received",
        A, "en", "received: it arrived, nothing says it ran"),
     _t(r"submitted", A, "en", "submitted: handed on, nothing says it ran"),
-    _t(r"scheduled|will run|will (be )?(processed|handled|executed|run|completed|done|reviewed|applied|"
+    _t(r"scheduled|will run|will go (out|live)|will (be )?(processed|handled|executed|run|completed|done|reviewed|applied|"
        r"delivered|published|sent|started|retried|dispatched|picked up)|to be processed",
        A, "en", "future tense: the work is promised, not done"),
     _t(r"(is|are) (being |still )?(processed|processing|handled)|in progress|processing|being processed|"
@@ -139,7 +139,8 @@ CLAIMS: tuple[Term, ...] = (
        "started: the work began, nothing says it ended"),
     _t(r"(is|are) (now )?being \w+ed|being (prepared|built|shipped|reviewed|sent|generated|created|handled|"
        r"processed|checked|investigated|uploaded|copied|indexed)|on hold|queued up|in the works|"
-       r"waiting (for|on) (approval|review|confirmation|a reviewer|an operator|the operator|processing)",
+       r"waiting (for|on) ((\d+|two|three|more|final|an?|the|its|your) )?(approvals?|reviews?|confirmation|reviewers?|"
+       r"an operator|the operator|processing)",
        A, "en", "in progress: being done, not done"),
     _t(r"((is|are) )?still (?!(missing|nothing|something|everything|anything|pending|failing)\b)\w{2,}ing(?![a-z0-9])",
        A, "en", "grammar: the progressive with 'still' ('is still running', 'still copying'): the work goes on, it "
@@ -249,7 +250,7 @@ CLAIMS: tuple[Term, ...] = (
        r"didn t (complete|succeed|finish|run|work|go through)|never (finished|completed|ran|arrived|went through|made it)|"
        r"(was|were|has|have|is|are) not (been )?(accepted|completed|processed|saved|created|sent|delivered|"
        r"applied|executed|found|possible|allowed)(?! yet)|not completed(?! yet)|nothing (was|has been|got) (written|sent|saved|"
-       r"changed|created|deleted|done|applied|imported|exported|uploaded)", F, "en",
+       r"changed|created|deleted|done|applied|imported|exported|uploaded)(?! yet)", F, "en",
        "says the work did not happen (not 'not processed yet': pending)"),
     _t(r"denied|refused|rejected|forbidden|unauthori[sz]ed|not found|no such|does not exist|unavailable|"
        r"aborted|crashed|declined|went wrong|bad gateway|bad request|invalid|http 5\d\d|status 5\d\d|5\d\d (error|bad)",
@@ -261,15 +262,18 @@ CLAIMS: tuple[Term, ...] = (
     # -- Chinese ----------------------------------------------------------------------------------
     _t(r"已受理|受理|已提交|提交成功|已接收|已收到|收到(您|你)的|排队|队列中|加入队列|稍后(处理|执行|完成)|正在(处理|执行|进行)|处理中|"
        r"等待(处理|审核|执行)|待处理|审核中|进行中|将(会)?(被)?(处理|执行|发送)|已安排|已创建工单|工单已(创建|生成|提交)|已登记|已开始|开始(执行|处理)|正在|进入队列|将在|将于|"
-       r"请耐心等待|预计|稍后|收悉|安排在|安排于|定于|將於|將在|將會|處理中|辦理中|转交|轉交|移交|转给|排定|排期|排程|待审核|待審核|待审批|待确认|尚未(处理|審核|审核|执行|開始|开始|到账)|还没(?=有?(处理|审核|审批|执行|开始|到账|批准|受理|生效|完成|结束|跑完))|还未(?=处理|审核|审批|执行|开始|到账|批准|受理|生效|完成|结束)|暂时不会|[一-龥]{2}中(?=[，。！,.!…]|$)|后台|(完成|处理|结束)(之)?后(会|将|再)",
-       A, "zh", "受理/排队/处理中: the work was taken on, not done"),
+       r"请耐心等待|预计|稍后|收悉|(预约|定时)(发送|执行|推送|发布|上线|提交)|安排在|安排于|定于|將於|將在|將會|處理中|辦理中|转交|轉交|移交|转给|排定|排期|排程|待审核|待審核|待审批|待确认|尚未(处理|審核|审核|执行|開始|开始|到账)|还没(?=有?(处理|审核|审批|执行|开始|到账|批准|受理|生效|完成|结束|跑完))|还未(?=处理|审核|审批|执行|开始|到账|批准|受理|生效|完成|结束)|暂时不会|[一-龥]{2}中(?=[，。！,.!…]|$)|后台|(完成|处理|结束)(之)?后(会|将|再)",
+       A, "zh", "受理/排队/处理中/预约发送 (booked to be sent later, where 已预约 alone — a room booked — is done): the "
+       "work was taken on, not done"),
     _t(r"已完成|完成了|办结|已办理|成功|已创建|已保存|已发送|已删除|已更新|已添加|已写入|已上传|已部署|已取消|已支付|已退款|已关闭|"
        r"已解决|完毕|搞定|已生效|已执行|已预订|已预约|已预定|完成(?=[，,。！!.；;]|$)|已(?<![个件条项份笔单台次位名]已)[一-龥]|已经[一-龥]",
        C, "zh", "已…/成功: the effect is said to exist (not after a counter: '3 个已退货' counts things, it reports no work)"),
     _t(r"失败|错误|出错|报错|超时|异常|无法|不能|未能|未成功|没有成功|未完成|被拒绝|拒绝|不可用|找不到|未找到|不存在|崩溃|已过期|已失效",
        F, "zh", "失败/错误/超时: the work failed"),
-    _t(r"(?<!尚)未(创建|建立|保存|发送|删除|更新|添加|提交|生成|执行|上传|部署)|但[^。！]{0,30}(被取消|取消了|已取消|中止|被拒)", F, "zh",
-       "未创建 (not created), 但…被取消 (but … was cancelled): the work did not happen"),
+    _t(r"(?<!尚)未被?(创建|建立|保存|发送|删除|更新|添加|提交|生成|执行|处理|上传|部署)|(额度|配额|限额)(已)?(用完|用尽|耗尽)|"
+       r"超出(额度|配额|限额)|但[^。！]{0,30}(被取消|取消了|已取消|中止|被拒)", F, "zh",
+       "未创建/未被执行 (not created, not executed), 额度已用完 (the quota is used up), 但…被取消 (but … was "
+       "cancelled): the work did not happen"),
     _t(r"中断|返回 ?5\d\d|状态码 ?5\d\d", F, "zh", "中断 (broke off), a 5xx status returned: the work failed"),
     _t(r"(?<![还尚])没有跑完|(?<![还尚])没跑完|(?<![还尚])没有做完|(?<![还尚])没做完|(?<![还尚])没有执行完|(?<![还尚])没执行完|(?<![还尚])没有传完|"
        r"(?<![还尚])没传完|(?<![还尚])没有同步完|(?<![还尚])没同步完|(?<![还尚])没有备份完|(?<![还尚])没备份完|(?<![还尚])没有处理完|(?<![还尚])没处理完|"
@@ -281,11 +285,13 @@ CLAIMS: tuple[Term, ...] = (
        "用户取消了对话框: the input was not given, so the work was not done"),
     # -- Japanese ---------------------------------------------------------------------------------
     _t(r"受け付け|受付|受理|キューに(追加|登録|入|投入)|処理中|保留中|待機中|処理待ち|順番待ち|後ほど|実行予定|審査中|処理されます|"
-       r"実行されます|進行中|対応中|送信されます|開始しました|スケジュール|チケット(を|が)?(作成|発行)|しています|しております|"
+       r"実行されます|進行中|対応中|送信されます|開始しました|スケジュール|チケット(を|が)?(作成|発行)|(?<!稼働)(?<!稼動)(?<!動作)(?<!運用)(?<!運転)しています|しております|"
+       r"(送信|配信|実行|公開|投稿|発送)予約|"
        r"[一-龥]{2}中です|準備中|確認中|予定です|お待ちください|順次|承り|[一-龥]{2}待ち|次第|バックグラウンド|"
        r"引き継|引継ぎ|折り返し|ご連絡いたします|よう(に)?(予約|設定|スケジュール)|まだ(処理|対応|実行|確認|反映)|"
        r"(承認|処理|対応|確認|返信|審査)は?まだ|キュー待ち|キューに入",
-       A, "ja", "受付/処理中/保留中/承りました/…待ち/…次第/引き継ぎ/折り返しご連絡: taken on (or handed on), not done"),
+       A, "ja", "受付/処理中/保留中/承りました/…待ち/…次第/引き継ぎ/折り返しご連絡/送信予約: taken on (or handed on, or "
+       "booked to run later), not done; not 稼働しています (a system's running state, said after its deployment)"),
     _t(r"完了|成功|作成しました|保存しました|送信しました|削除しました|更新しました|登録しました|追加しました|終了しました|"
        r"書き込みました|実行しました|予約しました|(作成|保存|送信|削除|更新|登録|追加|予約)されました|しました|"
        r"されました|終わりました|終わった|終えました|済みです|済んだ|[一-龥]{2}した(?=[。！!.]|$)|(?<=[一-龥][一-龥])された(?=[。！!.]|$)|"
@@ -308,8 +314,10 @@ CLAIMS: tuple[Term, ...] = (
        r"(estamos|estan|esta) (\w+ )?\w+(ando|iendo)|sera (\w+ )?\w+(ad|id)[oa]s?|se (enviara|procesara|realizara|"
        r"ejecutara|completara|publicara|entregara|revisara|aplicara|actualizara|enviaran|procesaran)|"
        r"en (breve|cuanto)|en (revision|transito|reparto|camino)|aun no (\w+ ){0,2}(ha|han|hemos|he) (sido )?\w{2,}(ad|id)[oa]s?|todavia no (\w+ ){0,2}(ha|han|hemos|he) (sido )?\w{2,}(ad|id)[oa]s?|"
-       r"(derivad[oa]|remitid[oa]|trasladad[oa]|escalad[oa]|reenviad[oa])s? (\S+ ){0,4}(a|al)", A, "es",
-       "aceptado/en cola/pendiente: taken on, not done"),
+       r"(derivad[oa]|remitid[oa]|trasladad[oa]|escalad[oa]|reenviad[oa])s? (\S+ ){0,4}(a|al)|"
+       r"(ha|han) (comenzado|empezado|arrancado)|(se )?(ha|han) iniciado|(comenzo|empezo|arranco)(?! a (fallar|dar))|"
+       r"deberia (terminar|estar list[oa]|completarse|finalizar)", A, "es",
+       "aceptado/en cola/pendiente/ha comenzado/debería terminar: taken on (started), not done"),
     _t(r"(esta|estan) (ya |ahora )?(en linea|en produccion)|completad[oa]|terminad[oa]|finalizad[oa]|con exito|exitosamente|correctamente|hecho|listo|"
        r"(ha sido|fue|han sido|fueron) (cread[oa]|guardad[oa]|enviad[oa]|eliminad[oa]|actualizad[oa]|borrad[oa]|"
        r"registrad[oa]|pagad[oa]|procesad[oa]|aplicad[oa]|reservad[oa])s?|"
@@ -342,8 +350,13 @@ CLAIMS: tuple[Term, ...] = (
        r"realizarse|finalizarse|completar|terminar|finalizar|ejecutar|enviar)|"
        r"se quedo sin (espacio|memoria|conexion|saldo)|(habia|habian) fallado|"
        r"no encontrad[oa]", F, "es", "error/falló/no se pudo: the work failed"),
-    _t(r"(cuota|limite) (de \w+ )?(excedid[oa]|superad[oa]|agotad[oa])|demasiadas solicitudes", F, "es",
-       "cuota excedida / límite superado: the request was refused, nothing was done"),
+    _t(r"(cuota|limite) (de \w+ )?(excedid[oa]|superad[oa]|agotad[oa])|demasiadas solicitudes|"
+       r"(superado|excedido|agotado|alcanzado) (la|el) (\w+ ){0,2}(cuota|limite)", F, "es",
+       "cuota excedida / límite superado / se ha superado la cuota: the request was refused, nothing was done"),
+    _t(r"(?<!aun )(?<!todavia )no (fue|fueron) \w{3,}(ad|id)[oa]s?(?![a-z0-9])", F, "es",
+       "'El documento no fue traducido': the work was not done (a preterite, where 'aún no ha sido' is pending)"),
+    _t(r"(funciono|funcionaron|ha funcionado|han funcionado|salio bien|salieron bien)(?! (mal|a medias))", C, "es",
+       "'el segundo intento funcionó', 'salió bien': the work went through"),
     _t(r"interrumpid[oa]s?|se interrumpio", F, "es", "interrumpido: the work broke off before its end"),
     _t(r"el usuario (cancelo|cerro|rechazo)|(dialogo|formulario) cancelado", F, "es",
        "el usuario canceló: the input was not given, so the work was not done"),
@@ -393,6 +406,9 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"(kontingent|limit|quote|ratenlimit) (\w+ )?(uberschritten|erreicht|ausgeschopft)|zu viele anfragen", F, "de",
        "Kontingent überschritten / zu viele Anfragen: the request was refused, nothing was done"),
     _t(r"abgewiesen|zuruckgewiesen|verweigert", F, "de", "abgewiesen/verweigert: the request was refused, nothing was done"),
+    _t(r"(hat|haben) (es )?((?!nicht |nie |kein )\S+ ){0,4}(geklappt|funktioniert)(?![a-z0-9])|"
+       r"^((?!(nicht|kein|nie) )\w+ ){0,2}geklappt(?= ?([.!:;,]|$))", C, "de",
+       "'hat es beim zweiten Mal geklappt', 'hat funktioniert': the work went through"),
     _t(r"(benutzer|nutzer) hat (den dialog |das formular |die eingabe )?(abgebrochen|abgelehnt|geschlossen)|"
        r"(dialog|formular|eingabe) (wurde )?(vom (benutzer|nutzer) )?abgebrochen", F, "de",
        "der Benutzer hat abgebrochen: the input was not given, so the work was not done"),
@@ -400,7 +416,7 @@ CLAIMS: tuple[Term, ...] = (
     _t(r"acceptee?s?|recue?s?|en file d attente|en attente|mise? en file|sera (traitee?|executee?|envoyee?)|"
        r"en cours( de traitement)?|programmee?|planifiee?|prise? en (compte|charge)|ticket (cree|ouvert|enregistre)|"
        r"sera (bien |rapidement )?\w+ee?s?|seront (bien )?\w+ee?s?|en (route|chemin|transit)|en cours d acheminement|"
-       r"file d attente|(j ai|nous avons|on a|a ete|ont ete|est|sont) (bien )?(lancee?s?|demarree?s?)|ca prend (environ|a peu pres)|"
+       r"file d attente|(j ai|nous avons|on a|a ete|ont ete|est|sont) (bien )?(lancee?s?|demarree?s?)|(a|ont) (demarre|commence)|ca prend (environ|a peu pres)|"
        r"transmise?s? (\S+ ){0,8}(a|au|aux)|nouvelle tentative (est )?(prevue|programmee|planifiee)|pas encore (\w+ )?\w+ee?s?|(n a|n est|n ont|ne sont) pas encore (ete )?\w+ee?s?|"
        r"attend (la|le|les|une|un|votre|ta) (validation|confirmation|approbation|signature)",
        A, "fr",
@@ -746,17 +762,19 @@ CONTRASTS: dict[str, tuple[str, ...]] = {
     "en": ("but", "however"), "es": ("pero",), "de": ("aber",), "fr": ("mais",), "zh": ("但",), "ja": ("が、", "けど", "けれど"),
 }
 #: Before a failure word in its sentence, what tells it as an earlier attempt's ("the first attempt
-#: timed out", "前回は失敗しましたが"): then the text's claim is what follows (a retry taken on, the
-#: work done), and the failure only when nothing else is claimed.
+#: timed out", "the first upload failed", "nach einem fehlgeschlagenen ersten Versuch", "前回は失敗しましたが"):
+#: then the text's claim is what follows (a retry taken on, the work done), and the failure only when
+#: nothing else is claimed.
 HISTORY: dict[str, tuple[str, ...]] = {
     "en": ("first attempt", "first try", "previous", "previously", "earlier", "last time", "initially", "at first",
-           "prior attempt", "the first time"),
+           "prior attempt", "the first time", "the first"),
     "de": ("erste versuch", "ersten versuch", "erster versuch", "vorherige", "vorherigen", "fruhere", "zuvor",
-           "beim ersten", "letzte mal", "letztes mal", "nachdem"),
+           "beim ersten", "letzte mal", "letztes mal", "nachdem", "nach einem", "nach dem", "der erste", "die erste",
+           "das erste"),
     "fr": ("premiere tentative", "precedente", "precedent", "precedemment", "la derniere fois", "auparavant",
-           "la premiere fois", "avait", "avaient", "hier"),
+           "la premiere fois", "avait", "avaient", "hier", "le premier", "la premiere"),
     "es": ("primer intento", "anterior", "anteriormente", "la vez pasada", "la primera vez", "intento previo", "ayer",
-           "habia", "habian"),
+           "habia", "habian", "el primer", "la primera"),
     "zh": ("此前", "之前", "先前", "第一次", "上次", "首次"),
     "ja": ("前回", "最初", "以前", "初回"),
 }
@@ -807,13 +825,15 @@ DATA_INTROS: dict[str, tuple[str, ...]] = {
            "entities", "relations", "file", "notes", "found", "search results", "matches", "stdout", "stderr", "log",
            "logs", "body", "response body", "page", "excerpt", "quote", "text of", "stored", "memory", "graph",
            "echo", "usage", "note", "history", "search result", "query result", "query results", "task list", "tasks",
-           "documentation", "docs", "status history"),
-    "zh": ("内容", "文件内容", "笔记", "日志", "查询结果", "搜索结果", "历史", "备忘", "列表", "一览", "文档"),
-    "ja": ("ファイルの内容", "内容", "メモ", "履歴", "検索結果", "ログ", "一覧", "ドキュメント"),
-    "es": ("contenido", "historial", "resultados", "extracto", "nota", "tareas", "documentación", "documentacion"),
+           "documentation", "docs", "status history", "read only", "read-only"),
+    "zh": ("内容", "文件内容", "笔记", "日志", "查询结果", "搜索结果", "历史", "备忘", "列表", "一览", "文档", "只读"),
+    "ja": ("ファイルの内容", "内容", "メモ", "履歴", "検索結果", "ログ", "一覧", "ドキュメント", "読み取り専用"),
+    "es": ("contenido", "historial", "resultados", "extracto", "nota", "tareas", "documentación", "documentacion",
+           "solo lectura"),
     "de": ("inhalt", "notiz", "logauszug", "protokoll", "verlauf", "aufgabenliste", "suchergebnisse", "auszug",
-           "aufgaben", "dokumentation"),
-    "fr": ("contenu", "journal", "extrait", "historique", "résultats", "resultats", "tâches", "taches"),
+           "aufgaben", "dokumentation", "nur lesen", "schreibgeschützt"),
+    "fr": ("contenu", "journal", "extrait", "historique", "résultats", "resultats", "tâches", "taches",
+           "lecture seule"),
 }
 
 #: What introduces advice ("Tip: failed uploads can be retried"): what follows is a general hint, not
@@ -829,6 +849,14 @@ GENERIC_MODALS: dict[str, tuple[str, ...]] = {
     "en": ("can be", "can", "may be", "could be"), "zh": ("可以", "可在"), "ja": ("できます", "できる", "可能です"),
     "es": ("puede", "pueden", "se pueden"), "de": ("kann", "konnen", "lasst sich", "lassen sich"),
     "fr": ("peut", "peuvent", "pouvez"),
+}
+#: Right after a quoted word (a status's name: "`queued` means …", "„Ausstehend“ bedeutet …"), a verb
+#: that defines it: the sentence explains what the status means, it reports no work.  (Only after a
+#: quotation: "this means the deployment failed" is a report.)
+DEFINITIONS: dict[str, tuple[str, ...]] = {
+    "en": ("means", "stands for", "is used when", "indicates"), "de": ("bedeutet", "heisst", "steht fur", "zeigt an"),
+    "fr": ("signifie", "veut dire", "indique"), "es": ("significa", "quiere decir", "indica"),
+    "zh": ("表示", "意味着", "是指", "指的是", "的意思是"), "ja": ("とは", "は意味します", "という意味"),
 }
 #: Before a claim word in its clause, a condition makes it hypothetical ("if the upload fails, …",
 #: "wenn der Auftrag fehlschlägt"): no report of the work.  (Japanese puts it after: ``CONDITIONALS_AFTER``.)
