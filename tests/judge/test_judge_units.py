@@ -764,10 +764,11 @@ def test_remembered_words_give_the_candidates_reading_everything_gives() -> None
         "Datei gespeichertж", "жgespeichert", "订单fehler", "fehler订单", "订单ge speichert", "処理済みcompletado", "ид enviado"]
     c._PLAIN_WORDS.clear()
     c._WORD_PIECES.clear()
+    c._RAW_PIECES.clear()
     for _ in range(2):
         differ = [t for t in texts if c._candidates(t) != _candidates_by_reading_everything(t)]
         assert not differ
-    assert c._PLAIN_WORDS and c._WORD_PIECES  # (words were remembered: the second round read them so)
+    assert c._PLAIN_WORDS and c._WORD_PIECES and c._RAW_PIECES  # (words were remembered: the second round read them so)
 
 
 @pytest.mark.parametrize("pattern,left,right,words,runs", [

@@ -21,7 +21,7 @@ from typing import AbstractSet, Any, Iterator, Literal, Mapping
 import orjson
 
 from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, class_end, matches, scan, starts_word, top_groups
-from ._normalise import _CAMEL_CASES, _CASES, normalise
+from ._normalise import _CAMEL_CASES, _CASES, normalise, normalise_uncamelled_ascii
 from ._vocabulary import (ADVICE_INTROS, AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONDITIONALS, CONDITIONALS_AFTER,
                           CONTRASTS, DATA_INTROS, GENERIC_MODALS, HISTORY, NEGATIONS, NONE_COUNTS, REPORTED_SPEECH, YES_NO_MARKS,
                           Term, every)
@@ -40,6 +40,19 @@ class Claim:
     language: str
     evidence: str
 
+    @classmethod
+    def _made(cls, kind: Kind, language: str, evidence: str) -> "Claim":
+        """A claim made as ``__init__`` makes it, without a frozen dataclass's three
+        ``object.__setattr__`` calls (a microsecond of a judgment that takes a few)."""
+        claim = _new_object(cls)
+        fields = claim.__dict__
+        fields["kind"] = kind
+        fields["language"] = language
+        fields["evidence"] = evidence
+        return claim
+
+
+_new_object = object.__new__
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
@@ -425,16 +438,79 @@ def _ascii_candidates(text: str) -> list[int]:
     return _raw_candidates(raw, set(raw.split()))
 
 
+#: A raw word that gives pieces (an anchor word, a word with a stem or an in-word hint in it) and every
+#: piece it gives, anchored and in-word: a text's known words then give its candidates in one C-level
+#: union (``set.update`` over ``map``), where each anchor word's list and each word's in-word pieces
+#: were looked up and added one at a time.  Bounded like ``_PLAIN_WORDS``.
+_RAW_PIECES: dict[bytes, tuple[int, ...]] = {}
+
+
+def _learn_raw(fresh: set[bytes], found: set[int]) -> None:
+    """Adds to ``found`` every piece the raw words ``fresh`` (neither plain nor in ``_RAW_PIECES``)
+    give — their anchor pieces and their in-word pieces (:func:`_read_words`) — and remembers each
+    word: plain in ``_PLAIN_WORDS``, any other with its pieces in ``_RAW_PIECES``."""
+    if _ANY_IN_WORD.search(b" ".join(fresh)) is None:  # (one search for all the new words: most hold none)
+        for w in fresh:
+            anchored = _BY_WORD_BYTES.get(w)
+            if anchored is not None:
+                found.update(anchored)
+                if len(w) <= _LONGEST_KEPT and len(_RAW_PIECES) < _WORDS_KEPT:
+                    _RAW_PIECES[w] = tuple(anchored)
+            elif len(w) <= _LONGEST_KEPT and len(_PLAIN_WORDS) < _WORDS_KEPT:
+                _PLAIN_WORDS.add(w)
+        return
+    for w in fresh:
+        pieces = tuple(sorted({*_BY_WORD_BYTES.get(w, ()), *(i for stem, i in _COMPOUND if stem in w),
+                               *(i for hint, i in _HINTS_IN_WORD if hint.search(w))}))
+        found.update(pieces)
+        if len(w) > _LONGEST_KEPT:
+            continue
+        if pieces or w in _WORD_BYTES_SET:
+            if len(_RAW_PIECES) < _WORDS_KEPT:
+                _RAW_PIECES[w] = pieces
+        elif len(_PLAIN_WORDS) < _WORDS_KEPT:
+            _PLAIN_WORDS.add(w)
+
+
+#: The candidates a set of known words (keys of ``_RAW_PIECES``) gives, sorted: a client's results say
+#: the same few claim words again and again ("received", "will be processed"), so the union and the sort
+#: of their pieces are done once per set of words.  Bounded (beyond it, the union is made every time).
+_CANDIDATES_OF: dict[frozenset[bytes], list[int]] = {}
+_SETS_KEPT = 20_000
+
+
+def _candidates_of(known: frozenset[bytes]) -> list[int]:
+    """The sorted pieces of words in ``_RAW_PIECES`` (not to be changed by the caller: it is shared)."""
+    found = _CANDIDATES_OF.get(known)
+    if found is None:
+        pieces: set[int] = set()
+        pieces.update(*map(_RAW_PIECES.__getitem__, known))
+        found = sorted(pieces)
+        if len(_CANDIDATES_OF) < _SETS_KEPT:
+            _CANDIDATES_OF[known] = found
+    return found
+
+
 def _raw_candidates(raw: bytes, words: set[bytes]) -> list[int]:
-    """:func:`_ascii_candidates` of an ASCII text's raw bytes and their words."""
-    found: set[int] = set()
+    """:func:`_ascii_candidates` of an ASCII text's raw bytes and their words: the words known to give
+    nothing set aside (most of a text's), the known others' pieces looked up as one set of words
+    (:func:`_candidates_of`), the new ones read (:func:`_learn_raw`), the phrase hints searched for.
+    The list returned may be shared: not to be changed."""
     unknown = words - _PLAIN_WORDS  # (no anchor word is plain)
+    found: set[int] | None = None
     if unknown:
-        for w in unknown & _WORD_BYTES_SET:
-            found.update(_BY_WORD_BYTES[w])
-        _read_words(unknown, found)
+        fresh = unknown.difference(_RAW_PIECES)
+        if fresh:
+            found = set()
+            _learn_raw(fresh, found)
+            unknown -= fresh
     if _ANY_ACROSS.search(raw) is not None:
+        found = set() if found is None else found
         found.update(i for hint, i in _HINTS_ACROSS if hint.search(raw) is not None)
+    known = _candidates_of(frozenset(unknown)) if unknown else []
+    if not found:
+        return known
+    found.update(known)
     return sorted(found)
 
 
@@ -460,6 +536,7 @@ def _normalised_candidates(norm: str) -> list[int]:
         for ch in _CHARS.intersection(norm):
             found.update(_BY_CJK[ch])
     return sorted(found)
+
 
 # -- data ------------------------------------------------------------------------------------------
 
@@ -734,9 +811,10 @@ class _Reading:
         key = (language, failed)
         found = self._plain.get(key)
         if found is None:
-            words, phrases, texts = _PLAIN_CUES.get(key) or _plain_cues(key)
+            words, phrases, texts, ascii_texts = _PLAIN_CUES.get(key) or _plain_cues(key)
             tokens = self.tokens()
-            found = tokens.isdisjoint(words) and texts.search(self.norm) is None
+            cue_texts = ascii_texts if self.norm.isascii() else texts
+            found = tokens.isdisjoint(words) and cue_texts.search(self.norm) is None
             if found:
                 for phrase in phrases:  # (a loop: a generator costs more than the few tests)
                     if phrase <= tokens:
@@ -896,10 +974,20 @@ _CJK_NEGATIONS = {"zh": NEGATIONS["zh"], "ja": AFTER_NEGATIONS["ja"]}
 #: Chinese and Japanese negation, reported speech and conditions, a failure's modals).  Built when a
 #: language is first read.  (A text with a reported word the finer reading of :meth:`_Reading.reports`
 #: would not count is not plain: read in full, to the same answer.)
-_PLAIN_CUES: dict[tuple[str, bool], tuple[frozenset[bytes], tuple[frozenset[bytes], ...], re.Pattern[str]]] = {}
+_PlainCues = tuple[frozenset[bytes], tuple[frozenset[bytes], ...], re.Pattern[str], re.Pattern[str]]
+_PLAIN_CUES: dict[tuple[str, bool], _PlainCues] = {}
 
 
-def _plain_cues(key: tuple[str, bool]) -> tuple[frozenset[bytes], tuple[frozenset[bytes], ...], re.Pattern[str]]:
+def _texts_pattern(texts: set[str]) -> re.Pattern[str]:
+    """One pattern of literal cue texts, the longest first (``(?!)``: none)."""
+    return re.compile("|".join(map(re.escape, sorted(texts, key=lambda t: (-len(t), t)))) or "(?!)")
+
+
+def _plain_cues(key: tuple[str, bool]) -> _PlainCues:
+    """The cues of ``key`` (``_PLAIN_CUES``), with a pattern of the texts' ASCII ones alone, what an
+    ASCII text (most) is searched for: a text of ASCII holds no other, and the pattern of them all
+    (mostly Chinese and Japanese marks: a class of first characters tested at every position) cost a
+    microsecond where ``?`` alone is found at once."""
     language, failed = key
     cjk = _CJK_NEGATIONS.get(language)
     words = set(_REPORTED_WORDS) | (_LATIN_NEG_TOKENS.get(language, _ALL_LATIN_NEG_TOKENS) if cjk is None else set())
@@ -910,8 +998,8 @@ def _plain_cues(key: tuple[str, bool]) -> tuple[frozenset[bytes], tuple[frozense
             words |= cues[0]
             phrases += cues[1]
             texts += cues[2]
-    built = _PLAIN_CUES[key] = (frozenset(words), phrases,
-                                re.compile("|".join(map(re.escape, sorted(set(texts), key=lambda t: (-len(t), t))))))
+    built = _PLAIN_CUES[key] = (frozenset(words), phrases, _texts_pattern(set(texts)),
+                                _texts_pattern({t for t in texts if t.isascii()}))
     return built
 
 
@@ -1032,7 +1120,8 @@ def _claim(head: str, candidates: list[int] | None = None, norm: str | None = No
             return None
         i, m = (current or valid)[0]
     term = CLAIMS[_PIECES[i][0]]
-    return Claim(term.kind, term.language, _evidence(head, m.group()))  # type: ignore[arg-type]  # CLAIMS kinds are Kind
+    evidence = _evidence(head, m.group())
+    return Claim._made(term.kind, term.language, evidence)  # type: ignore[arg-type]  # CLAIMS kinds are Kind
 
 
 #: The bytes a raw ASCII text's words are made of when each is a word of ``[a-z0-9]`` (nothing else is
@@ -1049,8 +1138,14 @@ def _words_hold_the_heads(text: str, raw: bytes) -> bool:
     separators spaces as ``raw`` does — unless it splits camelCase (a word the text does not have
     as one), the head is cut at 400 characters (inside a word), or a raw word holds a byte that is
     no letter or digit (a control character: two words there)."""
-    return (len(text) <= 400 and not raw.translate(None, _WORD_OR_SPACE)
-            and _CAMEL_CASES.search(text.encode("ascii").translate(_CASES)) is None)
+    return len(text) <= 400 and not raw.translate(None, _WORD_OR_SPACE) and not _camel(text)
+
+
+def _camel(text: str) -> bool:
+    """Whether an ASCII text has a camelCase boundary (``aA``, ``AAa``): the boundaries of a text cut
+    from it (its head: lines of it, a prefix of a line) are among its own, so a text without any
+    has a head without any."""
+    return _CAMEL_CASES.search(text.encode("ascii").translate(_CASES)) is not None
 
 
 def _judge(text: str, *, anchored: bool = True) -> Claim | None:
@@ -1070,7 +1165,10 @@ def _judge(text: str, *, anchored: bool = True) -> Claim | None:
         head = _head(text)
         if not head:
             return None
-        return _claim(head, candidates, tokens=words if _words_hold_the_heads(text, raw) else None)
+        camel = _camel(text)  # (read once: for the words and for normalising the head)
+        holds = len(text) <= 400 and not camel and not raw.translate(None, _WORD_OR_SPACE)  # _words_hold_the_heads
+        return _claim(head, candidates, normalise_uncamelled_ascii(head) if not camel and head.isascii() else None,
+                      tokens=words if holds else None)
     norm = normalise(text)
     candidates = _normalised_candidates(norm)
     if not candidates:

@@ -137,7 +137,19 @@ def normalise(text: str, *, split_names: bool = True) -> str:
     made spaces (``don't`` is ``don t``, ``d'accès`` is ``d acces``), case folded, Cyrillic and Greek
     look-alikes mapped to Latin letters, runs of spaces made one.  Punctuation and line breaks stay:
     negation and questions are read from them."""
-    text = _fold(text, split_names)
+    return _joined(_fold(text, split_names), split_names)
+
+
+def normalise_uncamelled_ascii(text: str) -> str:
+    """:func:`normalise` of an ASCII text the caller knows to hold no camelCase boundary (it has read
+    the text it was cut from: ``_claims``' head of a result whose raw bytes it checked), so that the
+    check is not made twice: lower-cased and joined as :func:`normalise` does."""
+    return _joined(text.lower(), True)
+
+
+def _joined(text: str, split_names: bool) -> str:
+    """A folded text's names split (``_ - .`` runs between letters), apostrophes made spaces, runs
+    of white space made one space."""
     if split_names:
         if "_" in text:
             text = _JOIN_UNDERSCORE.sub(" ", text)
