@@ -520,11 +520,21 @@ def _raw_candidates(raw: bytes, words: set[bytes]) -> list[int]:
 _LATIN_ONLY = bytes(range(128)) + b" " * 128
 
 
+#: The ASCII characters ``str.split`` splits at and ``bytes.split`` does not (the file, group, record and
+#: unit separators).
+_STR_ONLY_SPACES = re.compile(b"[\x1c-\x1f]")
+
+
 def _normalised_candidates(norm: str) -> list[int]:
     """:func:`_candidates` of text already normalised (a stem in it is one in its raw bytes: those
     differ from it in separators only)."""
-    found: set[int] = set()
     raw = norm.encode("utf-8").translate(_WORD_BYTES)
+    if norm.isascii() and _STR_ONLY_SPACES.search(raw) is None:
+        # (Spanish, French, German text folds to ASCII: its words are then read as an ASCII result's are,
+        # the known sets of them looked up at once — the same words, when no character splits a str and
+        # not the bytes)
+        return _raw_candidates(raw, set(raw.split()))
+    found: set[int] = set()
     if _ANY_ACROSS.search(raw) is not None:
         found.update(i for hint, i in _HINTS_ACROSS if hint.search(raw) is not None)
     _in_word_pieces(set(raw.translate(_LATIN_ONLY).split()), found)
