@@ -138,6 +138,9 @@ _FIRSTS = frozenset(k[0] for k in _BY_CJK)
 #: Every two characters of a text that begin with a pair's first character, overlapping ("已受理" gives
 #: "已受" and "受理" when both begin pairs): a look-ahead around a class, one C scan.
 _PAIR_AT = re.compile("(?=([" + "".join(sorted(k[0] for k in _PAIRS)) + "].))")
+#: The single characters that anchor pieces, as a class: found in one C scan (a set's intersection with the
+#: text made a string of every character of it first).
+_CHAR_AT = re.compile("[" + "".join(map(re.escape, sorted(_CHARS))) + "]" if _CHARS else "(?!)")
 _BY_WORD_BYTES = {w.encode(): pieces for w, pieces in _BY_WORD.items() if w.isascii()}
 _WORD_BYTES_SET = frozenset(_BY_WORD_BYTES)
 _STEMS = re.compile(b"|".join(re.escape(stem) for stem in sorted({stem for stem, _ in _COMPOUND})) or b"(?!)")
@@ -543,7 +546,7 @@ def _normalised_candidates(norm: str) -> list[int]:
     if not norm.isascii() and not _FIRSTS.isdisjoint(norm):
         for pair in _PAIRS.intersection(_PAIR_AT.findall(norm)):
             found.update(_BY_CJK[pair])
-        for ch in _CHARS.intersection(norm):
+        for ch in _CHARS.intersection(_CHAR_AT.findall(norm)):
             found.update(_BY_CJK[ch])
     return sorted(found)
 
