@@ -596,29 +596,43 @@ _INTROS = every(DATA_INTROS) + every(ADVICE_INTROS)
 #: (Latin intro words whole; Chinese and Japanese ones where they stand: no space sets them apart.)
 _INTRO = re.compile(r"^[^:：\n]{0,30}?(?:(?<!\w)(?:" + "|".join(re.escape(w) for w in _INTROS if not _CJK.search(w)) +
                     r")(?!\w)|(?:" + "|".join(re.escape(w) for w in _INTROS if _CJK.search(w)) + r"))[^:：\n]{0,60}[:：]", re.I)
-#: The first word of each Latin intro, lower case, as bytes: an intro starts a word and its first word
-#: ends one (a space or the intro's end follows it), so an ASCII line whose words before its colon hold
-#: none of these matches no intro.  (Only for ASCII: there ``re.I`` is ASCII case and ``\w`` is
-#: ``[A-Za-z0-9_]``.)
-_INTRO_FIRSTS = frozenset(w.lower().split()[0].encode() for w in _INTROS if not _CJK.search(w))
-assert all(re.fullmatch(r"\w+", w.split()[0]) and ":" not in w for w in _INTROS if not _CJK.search(w)), \
-    "a Latin intro whose first word is not letters alone: _intro's words would not find it"
+#: The first word of each Latin intro, lower case: an intro starts a word and its first word ends one (a
+#: space or the intro's end follows it), so a line whose words before its first colon hold none of these
+#: (and no Chinese or Japanese intro) matches no intro.  As bytes for an ASCII line (there ``re.I`` is
+#: ASCII case and ``\w`` is ``[A-Za-z0-9_]``); as text for one of Latin-1, Chinese and Japanese
+#: characters (none of which ``re.I`` takes for another's case but as ``str.lower`` does, and the intros
+#: are Latin-1).
+_INTRO_FIRST_WORDS = frozenset(w.lower().split()[0] for w in _INTROS if not _CJK.search(w))
+_INTRO_FIRSTS = frozenset(w.encode() for w in _INTRO_FIRST_WORDS if w.isascii())
+assert all(re.fullmatch(r"\w+", w.split()[0]) and ":" not in w and max(w) <= "\u00ff" for w in _INTROS
+           if not _CJK.search(w)), "a Latin intro whose first word is not letters of Latin-1 alone: _intro would miss it"
 #: ASCII letters, digits and ``_`` (``\w``) as lower case, every other byte a space.
 _INTRO_WORD_BYTES = bytes(b + 32 if 65 <= b <= 90 else b if 97 <= b <= 122 or 48 <= b <= 57 or b == 95 else 32
                           for b in range(256))
+#: A character beyond Latin-1 and the Chinese and Japanese blocks (the line is then read by ``_INTRO``
+#: itself), the Chinese and Japanese intros, and words as ``\w`` makes them.
+_INTRO_OTHER_SCRIPT = re.compile("[^\x00-\xff\u3000-\u30ff\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
+_INTRO_CJK = re.compile("|".join(re.escape(w) for w in _INTROS if _CJK.search(w)) or "(?!)")
+_UNICODE_WORD = re.compile(r"\w+")
 
 
 def _intro(line: str) -> re.Match[str] | None:
     """``_INTRO.match(line)``: a data intro ending with a colon ("Contents of notes.txt: …").  The
-    pattern tries its hundred intros at each of the first 30 positions (3-5 µs); an ASCII line
-    whose words before its first colon hold no intro's first word (:data:`_INTRO_FIRSTS`) is
-    answered without it."""
-    if ":" not in line and "：" not in line:
+    pattern tries its hundred intros at each of the first 30 positions (3-6 µs); a line whose words
+    before its first colon hold no intro's first word (:data:`_INTRO_FIRST_WORDS`) is answered
+    without it."""
+    colon = line.find(":")
+    wide = line.find("：")
+    if wide >= 0 and (colon < 0 or wide < colon):
+        colon = wide
+    if colon < 0:
         return None
     if line.isascii():
-        words = line[:line.index(":")].encode("ascii").translate(_INTRO_WORD_BYTES).split()
-        if _INTRO_FIRSTS.isdisjoint(words):
+        if _INTRO_FIRSTS.isdisjoint(line[:colon].encode("ascii").translate(_INTRO_WORD_BYTES).split()):
             return None
+    elif (_INTRO_OTHER_SCRIPT.search(line, 0, colon) is None and _INTRO_CJK.search(line, 0, colon) is None
+          and _INTRO_FIRST_WORDS.isdisjoint(map(str.lower, _UNICODE_WORD.findall(line, 0, colon)))):
+        return None
     return _INTRO.match(line)
 
 
