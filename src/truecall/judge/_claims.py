@@ -729,8 +729,16 @@ def _alternation(words: tuple[str, ...]) -> str:
 def _words_first(words: tuple[str, ...]) -> str:
     """Words as an alternation that starts with their own characters (the engine then skips to
     them); Latin ones end a word, and that they start one is checked after a match
-    (:func:`_at_word`)."""
-    return "|".join(re.escape(w) if _CJK.search(w) else f"{re.escape(w)}(?![a-z0-9])" for w in words)
+    (:func:`_at_word`).  The words are grouped by their first character
+    (``a(?:fter…|gain…)|b(?:…)``), each group's in their order: at a position only the words of its
+    character can match, and the first of those that does is the match, as in the flat alternation
+    — whose every word the engine tried in turn at every position it skipped to (~3 µs over a
+    70-character clause for the forty words of ``HISTORY``)."""
+    groups: dict[str, list[str]] = {}
+    for w in words:
+        groups.setdefault(w[0], []).append(re.escape(w[1:]) + ("" if _CJK.search(w) else "(?![a-z0-9])"))
+    return "|".join(re.escape(first) + (tails[0] if len(tails) == 1 else "(?:" + "|".join(tails) + ")")
+                    for first, tails in groups.items())
 
 
 def _at_word(text: str, at: int) -> bool:
