@@ -2,6 +2,7 @@
 
     python bench/judge_equivalence.py OUT.json                 # this tree's outputs
     python bench/judge_equivalence.py OUT.json --against REF.json   # ... and the differences from REF
+    python bench/judge_equivalence.py OUT.json --corpus DIR          # the *.jsonl files of another folder
 
 Not a test.  A change made for speed must change no judgment: this runs ``claim_in_text`` (uncached,
 and through ``claim_in_result``), the anchored judgment's reference (``anchored=False``),
@@ -57,10 +58,10 @@ def _variants(text: str) -> list[str]:
             "> " + text, "Result:\n" + text, text + "\n\n- item", '"' + text + '" he said', text[:200] + " 000123"]
 
 
-def _texts() -> tuple[list[str], list[tuple[str, Any]]]:
+def _texts(corpus: Path) -> tuple[list[str], list[tuple[str, Any]]]:
     texts: list[str] = []
     forms: list[tuple[str, Any]] = []
-    for path in sorted(CORPUS.glob("*.jsonl")):
+    for path in sorted(corpus.glob("*.jsonl")):
         for line in path.read_text("utf-8").splitlines():
             if not line.strip():
                 continue
@@ -74,8 +75,8 @@ def _texts() -> tuple[list[str], list[tuple[str, Any]]]:
     return list(dict.fromkeys(texts)), forms
 
 
-def outputs() -> dict[str, Any]:
-    texts, forms = _texts()
+def outputs(corpus: Path = CORPUS) -> dict[str, Any]:
+    texts, forms = _texts(corpus)
     judge = _claims._claim_cached.__wrapped__
     out: dict[str, Any] = {"texts": [], "forms": []}
     for base in texts:
@@ -104,8 +105,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out")
     parser.add_argument("--against", metavar="REF", help="a reference output to compare with")
+    parser.add_argument("--corpus", metavar="DIR", type=Path, default=CORPUS, help="where the *.jsonl files are")
     args = parser.parse_args()
-    found = outputs()
+    found = outputs(args.corpus)
     Path(args.out).write_bytes(orjson.dumps(found, option=orjson.OPT_INDENT_2))
     print(f"{len(found['texts'])} texts, {len(found['forms'])} forms -> {args.out}")
     if args.against:
