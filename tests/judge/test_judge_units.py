@@ -88,6 +88,20 @@ def test_normalise_keeps_sentence_punctuation() -> None:
     assert normalise("Queued? No.") == "queued? no."
 
 
+def test_fullwidth_punctuation_replaced_is_what_nfkc_gives() -> None:
+    """``_nfkc`` replaces Chinese text's fullwidth punctuation itself instead of normalising: the same
+    text as NFKC for each such mark alone, beside letters, Chinese, fullwidth letters, Hangul jamo and
+    combining marks (which NFKC would compose with a neighbour)."""
+    import unicodedata
+    from itertools import product
+
+    from truecall.judge._normalise import _WIDE, _nfkc
+
+    others = ["a", "A", "\u4e00", "\uff41", "\u1100", "\u1161", "\u0301", "\u0308", "\u3099", "\u00e9", "e", " ", ""]
+    texts = [a + w + b + v for (w, _), a, b, v in product(_WIDE, others, others, ["", "\uff0c", "\uff41"])]
+    assert [_nfkc(t) for t in texts] == [unicodedata.normalize("NFKC", t) for t in texts]
+
+
 def test_the_latin1_table_folds_as_the_unicode_steps_do() -> None:
     """A text of Latin-1 characters is folded by one byte table (``_latin1_tables``) where the
     characters allow it: every Latin-1 character alone and beside the others, in the contexts that

@@ -171,7 +171,7 @@ def _fold_unicode(text: str, split: bool) -> str:
         text = _mojibake().sub(_redecode, text)
     if _ANY_SPACING_ACCENT.search(text) is not None:
         text = _SPACING_ACCENTS.sub(_after_letter, text)
-    text = unicodedata.normalize("NFKC", text)
+    text = _nfkc(text)
     if _ANY_INVISIBLE.search(text) is not None:
         text = text.translate(_INVISIBLE)
     # decomposed once, and only when something decomposes (Chinese does not); marks already apart stay apart
@@ -182,6 +182,26 @@ def _fold_unicode(text: str, split: bool) -> str:
         text = _CAMEL.sub(" ", text)
     text = text.casefold()
     return text.translate(_CONFUSABLES) if _ANY_CONFUSABLE.search(text) is not None else text
+
+
+#: Chinese and Japanese text's fullwidth punctuation and space, each with what NFKC makes of it.
+_WIDE = tuple((wide, unicodedata.normalize("NFKC", wide)) for wide in "，：；！？（）\u3000")
+
+
+def _nfkc(text: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``: a text NFKC keeps is kept; one whose only change is its
+    fullwidth punctuation (``，`` ``：`` …: most Chinese text) gets those replaced — each by what NFKC
+    makes of it, so the text decomposes as before, and when what results is in NFKC it is NFKC's
+    answer — where normalising it cost ~3 µs over 30 characters."""
+    if unicodedata.is_normalized("NFKC", text):
+        return text
+    replaced = text
+    for wide, narrow in _WIDE:
+        if wide in replaced:
+            replaced = replaced.replace(wide, narrow)
+    if replaced != text and unicodedata.is_normalized("NFKC", replaced):
+        return replaced
+    return unicodedata.normalize("NFKC", text)
 
 
 def normalise(text: str, *, split_names: bool = True) -> str:
