@@ -88,6 +88,37 @@ def test_normalise_keeps_sentence_punctuation() -> None:
     assert normalise("Queued? No.") == "queued? no."
 
 
+def test_fullwidth_punctuation_replaced_is_what_nfkc_gives() -> None:
+    """``_nfkc`` replaces Chinese text's fullwidth punctuation itself instead of normalising: the same
+    text as NFKC for each such mark alone, beside letters, Chinese, fullwidth letters, Hangul jamo and
+    combining marks (which NFKC would compose with a neighbour)."""
+    import unicodedata
+    from itertools import product
+
+    from truecall.judge._normalise import _WIDE, _nfkc
+
+    others = ["a", "A", "\u4e00", "\uff41", "\u1100", "\u1161", "\u0301", "\u0308", "\u3099", "\u00e9", "e", " ", ""]
+    texts = [a + w + b + v for (w, _), a, b, v in product(_WIDE, others, others, ["", "\uff0c", "\uff41"])]
+    assert [_nfkc(t) for t in texts] == [unicodedata.normalize("NFKC", t) for t in texts]
+
+
+def test_the_latin1_table_folds_as_the_unicode_steps_do() -> None:
+    """A text of Latin-1 characters is folded by one byte table (``_latin1_tables``) where the
+    characters allow it: every Latin-1 character alone and beside the others, in the contexts that
+    read a neighbour (camelCase, mojibake's lead characters, spacing accents, ``ß``), folds as the
+    Unicode steps fold it (``_fold_unicode``) — and the table is taken at all for Spanish, French
+    and German text."""
+    from truecall.judge._normalise import _fold, _fold_unicode, _latin1_tables
+
+    alphabet = [chr(b) for b in range(256)] + ["\u0301", "\u0140", "\u4e00", "\u200b", "\u0410"]
+    texts = [ctx.format(c) for c in alphabet
+             for ctx in ("{}", "x{}", "{}B", "aB{}cD", "\u00c9{}", "{}\u00c9", "{}\u00c3A", "\u00a8{}", "\u00df{}")]
+    texts += [a + b + "Xy" for a in alphabet[128:] for b in alphabet[128:]]
+    differ = [(t, split) for t in texts for split in (True, False) if _fold(t, split) != _fold_unicode(t, split)]
+    assert not differ
+    assert all(ord(c) in _latin1_tables()[1] for c in "áéíóúñüöäßçèàêô¿¡«»")
+
+
 # -- claims: negation, questions, data ------------------------------------------------------------------
 
 
@@ -764,10 +795,11 @@ def test_remembered_words_give_the_candidates_reading_everything_gives() -> None
         "Datei gespeichertж", "жgespeichert", "订单fehler", "fehler订单", "订单ge speichert", "処理済みcompletado", "ид enviado"]
     c._PLAIN_WORDS.clear()
     c._WORD_PIECES.clear()
+    c._RAW_PIECES.clear()
     for _ in range(2):
         differ = [t for t in texts if c._candidates(t) != _candidates_by_reading_everything(t)]
         assert not differ
-    assert c._PLAIN_WORDS and c._WORD_PIECES  # (words were remembered: the second round read them so)
+    assert c._PLAIN_WORDS and c._WORD_PIECES and c._RAW_PIECES  # (words were remembered: the second round read them so)
 
 
 @pytest.mark.parametrize("pattern,left,right,words,runs", [

@@ -21,7 +21,7 @@ from typing import AbstractSet, Any, Iterator, Literal, Mapping
 import orjson
 
 from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, class_end, matches, scan, starts_word, top_groups
-from ._normalise import _CAMEL_CASES, _CASES, normalise
+from ._normalise import _CAMEL_CASES, _CASES, normalise, normalise_uncamelled_ascii
 from ._vocabulary import (ADVICE_INTROS, AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONDITIONALS, CONDITIONALS_AFTER,
                           CONTRASTS, DATA_INTROS, DEFINITIONS, GENERIC_MODALS, HISTORY, NEGATIONS, NONE_COUNTS,
                           REPORTED_SPEECH, YES_NO_MARKS, Term, every)
@@ -40,6 +40,19 @@ class Claim:
     language: str
     evidence: str
 
+    @classmethod
+    def _made(cls, kind: Kind, language: str, evidence: str) -> "Claim":
+        """A claim made as ``__init__`` makes it, without a frozen dataclass's three
+        ``object.__setattr__`` calls (a microsecond of a judgment that takes a few)."""
+        claim = _new_object(cls)
+        fields = claim.__dict__
+        fields["kind"] = kind
+        fields["language"] = language
+        fields["evidence"] = evidence
+        return claim
+
+
+_new_object = object.__new__
 
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
 
@@ -125,6 +138,9 @@ _FIRSTS = frozenset(k[0] for k in _BY_CJK)
 #: Every two characters of a text that begin with a pair's first character, overlapping ("已受理" gives
 #: "已受" and "受理" when both begin pairs): a look-ahead around a class, one C scan.
 _PAIR_AT = re.compile("(?=([" + "".join(sorted(k[0] for k in _PAIRS)) + "].))")
+#: The single characters that anchor pieces, as a class: found in one C scan (a set's intersection with the
+#: text made a string of every character of it first).
+_CHAR_AT = re.compile("[" + "".join(map(re.escape, sorted(_CHARS))) + "]" if _CHARS else "(?!)")
 _BY_WORD_BYTES = {w.encode(): pieces for w, pieces in _BY_WORD.items() if w.isascii()}
 _WORD_BYTES_SET = frozenset(_BY_WORD_BYTES)
 _STEMS = re.compile(b"|".join(re.escape(stem) for stem in sorted({stem for stem, _ in _COMPOUND})) or b"(?!)")
@@ -425,16 +441,79 @@ def _ascii_candidates(text: str) -> list[int]:
     return _raw_candidates(raw, set(raw.split()))
 
 
+#: A raw word that gives pieces (an anchor word, a word with a stem or an in-word hint in it) and every
+#: piece it gives, anchored and in-word: a text's known words then give its candidates in one C-level
+#: union (``set.update`` over ``map``), where each anchor word's list and each word's in-word pieces
+#: were looked up and added one at a time.  Bounded like ``_PLAIN_WORDS``.
+_RAW_PIECES: dict[bytes, tuple[int, ...]] = {}
+
+
+def _learn_raw(fresh: set[bytes], found: set[int]) -> None:
+    """Adds to ``found`` every piece the raw words ``fresh`` (neither plain nor in ``_RAW_PIECES``)
+    give — their anchor pieces and their in-word pieces (:func:`_read_words`) — and remembers each
+    word: plain in ``_PLAIN_WORDS``, any other with its pieces in ``_RAW_PIECES``."""
+    if _ANY_IN_WORD.search(b" ".join(fresh)) is None:  # (one search for all the new words: most hold none)
+        for w in fresh:
+            anchored = _BY_WORD_BYTES.get(w)
+            if anchored is not None:
+                found.update(anchored)
+                if len(w) <= _LONGEST_KEPT and len(_RAW_PIECES) < _WORDS_KEPT:
+                    _RAW_PIECES[w] = tuple(anchored)
+            elif len(w) <= _LONGEST_KEPT and len(_PLAIN_WORDS) < _WORDS_KEPT:
+                _PLAIN_WORDS.add(w)
+        return
+    for w in fresh:
+        pieces = tuple(sorted({*_BY_WORD_BYTES.get(w, ()), *(i for stem, i in _COMPOUND if stem in w),
+                               *(i for hint, i in _HINTS_IN_WORD if hint.search(w))}))
+        found.update(pieces)
+        if len(w) > _LONGEST_KEPT:
+            continue
+        if pieces or w in _WORD_BYTES_SET:
+            if len(_RAW_PIECES) < _WORDS_KEPT:
+                _RAW_PIECES[w] = pieces
+        elif len(_PLAIN_WORDS) < _WORDS_KEPT:
+            _PLAIN_WORDS.add(w)
+
+
+#: The candidates a set of known words (keys of ``_RAW_PIECES``) gives, sorted: a client's results say
+#: the same few claim words again and again ("received", "will be processed"), so the union and the sort
+#: of their pieces are done once per set of words.  Bounded (beyond it, the union is made every time).
+_CANDIDATES_OF: dict[frozenset[bytes], list[int]] = {}
+_SETS_KEPT = 4096
+
+
+def _candidates_of(known: frozenset[bytes]) -> list[int]:
+    """The sorted pieces of words in ``_RAW_PIECES`` (not to be changed by the caller: it is shared)."""
+    found = _CANDIDATES_OF.get(known)
+    if found is None:
+        pieces: set[int] = set()
+        pieces.update(*map(_RAW_PIECES.__getitem__, known))
+        found = sorted(pieces)
+        if len(_CANDIDATES_OF) < _SETS_KEPT:
+            _CANDIDATES_OF[known] = found
+    return found
+
+
 def _raw_candidates(raw: bytes, words: set[bytes]) -> list[int]:
-    """:func:`_ascii_candidates` of an ASCII text's raw bytes and their words."""
-    found: set[int] = set()
+    """:func:`_ascii_candidates` of an ASCII text's raw bytes and their words: the words known to give
+    nothing set aside (most of a text's), the known others' pieces looked up as one set of words
+    (:func:`_candidates_of`), the new ones read (:func:`_learn_raw`), the phrase hints searched for.
+    The list returned may be shared: not to be changed."""
     unknown = words - _PLAIN_WORDS  # (no anchor word is plain)
+    found: set[int] | None = None
     if unknown:
-        for w in unknown & _WORD_BYTES_SET:
-            found.update(_BY_WORD_BYTES[w])
-        _read_words(unknown, found)
+        fresh = unknown.difference(_RAW_PIECES)
+        if fresh:
+            found = set()
+            _learn_raw(fresh, found)
+            unknown -= fresh
     if _ANY_ACROSS.search(raw) is not None:
+        found = set() if found is None else found
         found.update(i for hint, i in _HINTS_ACROSS if hint.search(raw) is not None)
+    known = _candidates_of(frozenset(unknown)) if unknown else []
+    if not found:
+        return known
+    found.update(known)
     return sorted(found)
 
 
@@ -444,11 +523,21 @@ def _raw_candidates(raw: bytes, words: set[bytes]) -> list[int]:
 _LATIN_ONLY = bytes(range(128)) + b" " * 128
 
 
+#: The ASCII characters ``str.split`` splits at and ``bytes.split`` does not (the file, group, record and
+#: unit separators).
+_STR_ONLY_SPACES = re.compile(b"[\x1c-\x1f]")
+
+
 def _normalised_candidates(norm: str) -> list[int]:
     """:func:`_candidates` of text already normalised (a stem in it is one in its raw bytes: those
     differ from it in separators only)."""
-    found: set[int] = set()
     raw = norm.encode("utf-8").translate(_WORD_BYTES)
+    if norm.isascii() and _STR_ONLY_SPACES.search(raw) is None:
+        # (Spanish, French, German text folds to ASCII: its words are then read as an ASCII result's are,
+        # the known sets of them looked up at once — the same words, when no character splits a str and
+        # not the bytes)
+        return _raw_candidates(raw, set(raw.split()))
+    found: set[int] = set()
     if _ANY_ACROSS.search(raw) is not None:
         found.update(i for hint, i in _HINTS_ACROSS if hint.search(raw) is not None)
     _in_word_pieces(set(raw.translate(_LATIN_ONLY).split()), found)
@@ -457,9 +546,10 @@ def _normalised_candidates(norm: str) -> list[int]:
     if not norm.isascii() and not _FIRSTS.isdisjoint(norm):
         for pair in _PAIRS.intersection(_PAIR_AT.findall(norm)):
             found.update(_BY_CJK[pair])
-        for ch in _CHARS.intersection(norm):
+        for ch in _CHARS.intersection(_CHAR_AT.findall(norm)):
             found.update(_BY_CJK[ch])
     return sorted(found)
+
 
 # -- data ------------------------------------------------------------------------------------------
 
@@ -510,6 +600,44 @@ _INTROS = every(DATA_INTROS) + every(ADVICE_INTROS)
 #: (Latin intro words whole; Chinese and Japanese ones where they stand: no space sets them apart.)
 _INTRO = re.compile(r"^[^:：\n]{0,30}?(?:(?<!\w)(?:" + "|".join(re.escape(w) for w in _INTROS if not _CJK.search(w)) +
                     r")(?!\w)|(?:" + "|".join(re.escape(w) for w in _INTROS if _CJK.search(w)) + r"))[^:：\n]{0,60}[:：]", re.I)
+#: The first word of each Latin intro, lower case: an intro starts a word and its first word ends one (a
+#: space or the intro's end follows it), so a line whose words before its first colon hold none of these
+#: (and no Chinese or Japanese intro) matches no intro.  As bytes for an ASCII line (there ``re.I`` is
+#: ASCII case and ``\w`` is ``[A-Za-z0-9_]``); as text for one of Latin-1, Chinese and Japanese
+#: characters (none of which ``re.I`` takes for another's case but as ``str.lower`` does, and the intros
+#: are Latin-1).
+_INTRO_FIRST_WORDS = frozenset(w.lower().split()[0] for w in _INTROS if not _CJK.search(w))
+_INTRO_FIRSTS = frozenset(w.encode() for w in _INTRO_FIRST_WORDS if w.isascii())
+assert all(re.fullmatch(r"\w+", w.split()[0]) and ":" not in w and max(w) <= "\u00ff" for w in _INTROS
+           if not _CJK.search(w)), "a Latin intro whose first word is not letters of Latin-1 alone: _intro would miss it"
+#: ASCII letters, digits and ``_`` (``\w``) as lower case, every other byte a space.
+_INTRO_WORD_BYTES = bytes(b + 32 if 65 <= b <= 90 else b if 97 <= b <= 122 or 48 <= b <= 57 or b == 95 else 32
+                          for b in range(256))
+#: A character beyond Latin-1 and the Chinese and Japanese blocks (the line is then read by ``_INTRO``
+#: itself), the Chinese and Japanese intros, and words as ``\w`` makes them.
+_INTRO_OTHER_SCRIPT = re.compile("[^\x00-\xff\u3000-\u30ff\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
+_INTRO_CJK = re.compile("|".join(re.escape(w) for w in _INTROS if _CJK.search(w)) or "(?!)")
+_UNICODE_WORD = re.compile(r"\w+")
+
+
+def _intro(line: str) -> re.Match[str] | None:
+    """``_INTRO.match(line)``: a data intro ending with a colon ("Contents of notes.txt: …").  The
+    pattern tries its hundred intros at each of the first 30 positions (3-6 µs); a line whose words
+    before its first colon hold no intro's first word (:data:`_INTRO_FIRST_WORDS`) is answered
+    without it."""
+    colon = line.find(":")
+    wide = line.find("：")
+    if wide >= 0 and (colon < 0 or wide < colon):
+        colon = wide
+    if colon < 0:
+        return None
+    if line.isascii():
+        if _INTRO_FIRSTS.isdisjoint(line[:colon].encode("ascii").translate(_INTRO_WORD_BYTES).split()):
+            return None
+    elif (_INTRO_OTHER_SCRIPT.search(line, 0, colon) is None and _INTRO_CJK.search(line, 0, colon) is None
+          and _INTRO_FIRST_WORDS.isdisjoint(map(str.lower, _UNICODE_WORD.findall(line, 0, colon)))):
+        return None
+    return _INTRO.match(line)
 
 
 #: What a word is no name without (a flag's "-", a path's "/" or "\\", a file name's extension: each
@@ -548,10 +676,17 @@ def _unnamed(text: str) -> str:
 def _unquoted(text: str) -> str:
     """``text`` with its quotations blanked out (:data:`_QUOTED`); an ASCII text without any of the
     three ASCII quote characters has none (three ``in`` tests, where the pattern looks at every
-    character)."""
-    if text.isascii() and '"' not in text and "'" not in text and "`" not in text:
+    character), nor any other text without a quotation's first character (:data:`_QUOTE_OPENS`)."""
+    if text.isascii():
+        if '"' not in text and "'" not in text and "`" not in text:
+            return text
+    elif _QUOTE_OPENS.search(text) is None:  # (one class scanned for: ``sub`` with a function costs more)
         return text
     return _QUOTED.sub(_unquote, text)
+
+
+#: The characters :data:`_QUOTED`'s branches start with: a text without any holds no quotation.
+_QUOTE_OPENS = re.compile("[\"\u201c\u2018«「『《„`']")
 
 
 def _is_json(text: str) -> bool:
@@ -575,7 +710,7 @@ def _head(text: str) -> str:
     if "\n" not in text:  # one line (most results): no lines to split and join again
         if _DATA_LINE.match(text):
             return ""
-        intro = _INTRO.match(text) if ":" in text or "：" in text else None
+        intro = _intro(text)
         text = _unquoted((text[:intro.end() - 1] if intro else text)[:400])
         return _unnamed(text) if _name_hint(text) else text
     lines = text.split("\n", 3)
@@ -585,7 +720,7 @@ def _head(text: str) -> str:
     for n, line in enumerate(lines[:3]):
         if n and (not line.strip() or _DATA_LINE.match(line) or _TABLE_ROW.match(line)):
             break
-        intro = _INTRO.match(line) if ":" in line or "：" in line else None  # an intro ends with a colon
+        intro = _intro(line)  # (an intro ends with a colon)
         if intro:
             head.append(line[:intro.end() - 1])
             break
@@ -605,8 +740,16 @@ def _alternation(words: tuple[str, ...]) -> str:
 def _words_first(words: tuple[str, ...]) -> str:
     """Words as an alternation that starts with their own characters (the engine then skips to
     them); Latin ones end a word, and that they start one is checked after a match
-    (:func:`_at_word`)."""
-    return "|".join(re.escape(w) if _CJK.search(w) else f"{re.escape(w)}(?![a-z0-9])" for w in words)
+    (:func:`_at_word`).  The words are grouped by their first character
+    (``a(?:fter…|gain…)|b(?:…)``), each group's in their order: at a position only the words of its
+    character can match, and the first of those that does is the match, as in the flat alternation
+    — whose every word the engine tried in turn at every position it skipped to (~3 µs over a
+    70-character clause for the forty words of ``HISTORY``)."""
+    groups: dict[str, list[str]] = {}
+    for w in words:
+        groups.setdefault(w[0], []).append(re.escape(w[1:]) + ("" if _CJK.search(w) else "(?![a-z0-9])"))
+    return "|".join(re.escape(first) + (tails[0] if len(tails) == 1 else "(?:" + "|".join(tails) + ")")
+                    for first, tails in groups.items())
 
 
 def _at_word(text: str, at: int) -> bool:
@@ -738,9 +881,10 @@ class _Reading:
         key = (language, failed)
         found = self._plain.get(key)
         if found is None:
-            words, phrases, texts = _PLAIN_CUES.get(key) or _plain_cues(key)
+            words, phrases, texts, ascii_texts = _PLAIN_CUES.get(key) or _plain_cues(key)
             tokens = self.tokens()
-            found = tokens.isdisjoint(words) and texts.search(self.norm) is None
+            cue_texts = ascii_texts if self.norm.isascii() else texts
+            found = tokens.isdisjoint(words) and cue_texts.search(self.norm) is None
             if found:
                 for phrase in phrases:  # (a loop: a generator costs more than the few tests)
                     if phrase <= tokens:
@@ -849,7 +993,13 @@ def _words_in(regex: re.Pattern[str], text: str, pos: int, endpos: int) -> Itera
         else:
             pos = m.start() + 1
 _NEG_WORDS = frozenset(every(NEGATIONS))
-_HISTORY = re.compile(_alternation(tuple(w for w in every(HISTORY) if not _CJK.search(w))))
+#: Words of an earlier attempt, each first (the engine skips to their first letters), that a match starts a
+#: word checked after it (:func:`_words_in`): the alternation of look-behinds first was tried at every
+#: position of the clause, ~50 µs over 70 characters where this takes ~4.  (What ``(?<![a-z0-9])``
+#: said of a word's start, :func:`_at_word` says of a word that starts with a letter or digit: all do.)
+_HISTORY = re.compile(_words_first(tuple(w for w in every(HISTORY) if not _CJK.search(w))))
+assert all("a" <= w[0] <= "z" or "0" <= w[0] <= "9" for w in every(HISTORY) if not _CJK.search(w)), \
+    "a Latin word of HISTORY that starts with no letter or digit: _at_word would not check its start"
 _HISTORY_CJK = tuple(w for w in every(HISTORY) if _CJK.search(w))
 _NUMBER_MARKS = frozenset(("n", "no", "nr", "nro"))
 #: The pieces of the retry terms of ``CLAIMS``: looked for after a failure only, and only those among a
@@ -902,10 +1052,20 @@ _CJK_NEGATIONS = {"zh": NEGATIONS["zh"], "ja": AFTER_NEGATIONS["ja"]}
 #: Chinese and Japanese negation, reported speech and conditions, a failure's modals).  Built when a
 #: language is first read.  (A text with a reported word the finer reading of :meth:`_Reading.reports`
 #: would not count is not plain: read in full, to the same answer.)
-_PLAIN_CUES: dict[tuple[str, bool], tuple[frozenset[bytes], tuple[frozenset[bytes], ...], re.Pattern[str]]] = {}
+_PlainCues = tuple[frozenset[bytes], tuple[frozenset[bytes], ...], re.Pattern[str], re.Pattern[str]]
+_PLAIN_CUES: dict[tuple[str, bool], _PlainCues] = {}
 
 
-def _plain_cues(key: tuple[str, bool]) -> tuple[frozenset[bytes], tuple[frozenset[bytes], ...], re.Pattern[str]]:
+def _texts_pattern(texts: set[str]) -> re.Pattern[str]:
+    """One pattern of literal cue texts, the longest first (``(?!)``: none)."""
+    return re.compile("|".join(map(re.escape, sorted(texts, key=lambda t: (-len(t), t)))) or "(?!)")
+
+
+def _plain_cues(key: tuple[str, bool]) -> _PlainCues:
+    """The cues of ``key`` (``_PLAIN_CUES``), with a pattern of the texts' ASCII ones alone, what an
+    ASCII text (most) is searched for: a text of ASCII holds no other, and the pattern of them all
+    (mostly Chinese and Japanese marks: a class of first characters tested at every position) cost a
+    microsecond where ``?`` alone is found at once."""
     language, failed = key
     cjk = _CJK_NEGATIONS.get(language)
     words = set(_REPORTED_WORDS) | (_LATIN_NEG_TOKENS.get(language, _ALL_LATIN_NEG_TOKENS) if cjk is None else set())
@@ -916,8 +1076,8 @@ def _plain_cues(key: tuple[str, bool]) -> tuple[frozenset[bytes], tuple[frozense
             words |= cues[0]
             phrases += cues[1]
             texts += cues[2]
-    built = _PLAIN_CUES[key] = (frozenset(words), phrases,
-                                re.compile("|".join(map(re.escape, sorted(set(texts), key=lambda t: (-len(t), t))))))
+    built = _PLAIN_CUES[key] = (frozenset(words), phrases, _texts_pattern(set(texts)),
+                                _texts_pattern({t for t in texts if t.isascii()}))
     return built
 
 
@@ -1014,7 +1174,7 @@ def _historical(reading: _Reading, start: int, term: Term, candidates: list[int]
     if term.language in ("zh", "ja"):
         if any(cue in clause for cue in _HISTORY_CJK):
             return True
-    elif _HISTORY.search(clause) is not None:
+    elif next(_words_in(_HISTORY, clause, 0, len(clause)), None) is not None:
         return True
     if _RETRY_PIECES.isdisjoint(candidates):
         return False
@@ -1054,7 +1214,8 @@ def _claim(head: str, candidates: list[int] | None = None, norm: str | None = No
             return None
         i, m = (current or valid)[0]
     term = CLAIMS[_PIECES[i][0]]
-    return Claim(term.kind, term.language, _evidence(head, m.group()))  # type: ignore[arg-type]  # CLAIMS kinds are Kind
+    evidence = _evidence(head, m.group())
+    return Claim._made(term.kind, term.language, evidence)  # type: ignore[arg-type]  # CLAIMS kinds are Kind
 
 
 #: The bytes a raw ASCII text's words are made of when each is a word of ``[a-z0-9]`` (nothing else is
@@ -1071,8 +1232,14 @@ def _words_hold_the_heads(text: str, raw: bytes) -> bool:
     separators spaces as ``raw`` does — unless it splits camelCase (a word the text does not have
     as one), the head is cut at 400 characters (inside a word), or a raw word holds a byte that is
     no letter or digit (a control character: two words there)."""
-    return (len(text) <= 400 and not raw.translate(None, _WORD_OR_SPACE)
-            and _CAMEL_CASES.search(text.encode("ascii").translate(_CASES)) is None)
+    return len(text) <= 400 and not raw.translate(None, _WORD_OR_SPACE) and not _camel(text)
+
+
+def _camel(text: str) -> bool:
+    """Whether an ASCII text has a camelCase boundary (``aA``, ``AAa``): the boundaries of a text cut
+    from it (its head: lines of it, a prefix of a line) are among its own, so a text without any
+    has a head without any."""
+    return _CAMEL_CASES.search(text.encode("ascii").translate(_CASES)) is not None
 
 
 def _judge(text: str, *, anchored: bool = True) -> Claim | None:
@@ -1092,7 +1259,10 @@ def _judge(text: str, *, anchored: bool = True) -> Claim | None:
         head = _head(text)
         if not head:
             return None
-        return _claim(head, candidates, tokens=words if _words_hold_the_heads(text, raw) else None)
+        camel = _camel(text)  # (read once: for the words and for normalising the head)
+        holds = len(text) <= 400 and not camel and not raw.translate(None, _WORD_OR_SPACE)  # _words_hold_the_heads
+        return _claim(head, candidates, normalise_uncamelled_ascii(head) if not camel and head.isascii() else None,
+                      tokens=words if holds else None)
     norm = normalise(text)
     candidates = _normalised_candidates(norm)
     if not candidates:
