@@ -606,10 +606,17 @@ _INTRO = re.compile(r"^[^:：\n]{0,30}?(?:(?<!\w)(?:" + "|".join(re.escape(w) fo
 #: ASCII case and ``\w`` is ``[A-Za-z0-9_]``); as text for one of Latin-1, Chinese and Japanese
 #: characters (none of which ``re.I`` takes for another's case but as ``str.lower`` does, and the intros
 #: are Latin-1).
-_INTRO_FIRST_WORDS = frozenset(w.lower().split()[0] for w in _INTROS if not _CJK.search(w))
+def _first_word(intro: str) -> str:
+    """A Latin intro's first word: its first run of ``\w`` ("read-only" starts with "read", which a line
+    holding the intro holds as a word of its own, the hyphen being no word character)."""
+    first = re.match(r"\w+", intro.lower())
+    assert first is not None and ":" not in intro and max(intro) <= "\u00ff", \
+        f"a Latin intro that does not start with a word of Latin-1 letters: _intro would miss {intro!r}"
+    return first.group()
+
+
+_INTRO_FIRST_WORDS = frozenset(_first_word(w) for w in _INTROS if not _CJK.search(w))
 _INTRO_FIRSTS = frozenset(w.encode() for w in _INTRO_FIRST_WORDS if w.isascii())
-assert all(re.fullmatch(r"\w+", w.split()[0]) and ":" not in w and max(w) <= "\u00ff" for w in _INTROS
-           if not _CJK.search(w)), "a Latin intro whose first word is not letters of Latin-1 alone: _intro would miss it"
 #: ASCII letters, digits and ``_`` (``\w``) as lower case, every other byte a space.
 _INTRO_WORD_BYTES = bytes(b + 32 if 65 <= b <= 90 else b if 97 <= b <= 122 or 48 <= b <= 57 or b == 95 else 32
                           for b in range(256))
