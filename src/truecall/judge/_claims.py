@@ -425,13 +425,19 @@ def _read_words(unknown: set[bytes], found: set[int]) -> None:
     for w in fresh:
         pieces = tuple([i for stem, i in _COMPOUND if stem in w] + [i for hint, i in _HINTS_IN_WORD if hint.search(w)])
         found.update(pieces)
-        if len(w) > _LONGEST_KEPT:
-            continue
-        if pieces or w in _WORD_BYTES_SET:
-            if len(_WORD_PIECES) < _WORDS_KEPT:
-                _WORD_PIECES[w] = pieces
-        elif len(_PLAIN_WORDS) < _WORDS_KEPT:
-            _PLAIN_WORDS.add(w)
+        _remember(w, pieces, _WORD_PIECES)
+
+
+def _remember(w: bytes, pieces: tuple[int, ...], table: dict[bytes, tuple[int, ...]]) -> None:
+    """Keeps a fresh raw word, bounded: with its pieces in ``table`` when it gives any (or is an
+    anchor word), else among the plain words (a word longer than any kept is not kept)."""
+    if len(w) > _LONGEST_KEPT:
+        return
+    if pieces or w in _WORD_BYTES_SET:
+        if len(table) < _WORDS_KEPT:
+            table[w] = pieces
+    elif len(_PLAIN_WORDS) < _WORDS_KEPT:
+        _PLAIN_WORDS.add(w)
 
 
 def _ascii_candidates(text: str) -> list[int]:
@@ -466,13 +472,7 @@ def _learn_raw(fresh: set[bytes], found: set[int]) -> None:
         pieces = tuple(sorted({*_BY_WORD_BYTES.get(w, ()), *(i for stem, i in _COMPOUND if stem in w),
                                *(i for hint, i in _HINTS_IN_WORD if hint.search(w))}))
         found.update(pieces)
-        if len(w) > _LONGEST_KEPT:
-            continue
-        if pieces or w in _WORD_BYTES_SET:
-            if len(_RAW_PIECES) < _WORDS_KEPT:
-                _RAW_PIECES[w] = pieces
-        elif len(_PLAIN_WORDS) < _WORDS_KEPT:
-            _PLAIN_WORDS.add(w)
+        _remember(w, pieces, _RAW_PIECES)
 
 
 #: The candidates a set of known words (keys of ``_RAW_PIECES``) gives, sorted: a client's results say
