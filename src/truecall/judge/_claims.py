@@ -607,7 +607,7 @@ _INTRO = re.compile(r"^[^:：\n]{0,30}?(?:(?<!\w)(?:" + "|".join(re.escape(w) fo
 #: characters (none of which ``re.I`` takes for another's case but as ``str.lower`` does, and the intros
 #: are Latin-1).
 def _first_word(intro: str) -> str:
-    """A Latin intro's first word: its first run of ``\w`` ("read-only" starts with "read", which a line
+    """A Latin intro's first word: its first run of ``\\w`` ("read-only" starts with "read", which a line
     holding the intro holds as a word of its own, the hyphen being no word character)."""
     first = re.match(r"\w+", intro.lower())
     assert first is not None and ":" not in intro and max(intro) <= "\u00ff", \
