@@ -459,6 +459,8 @@ def _learn_raw(fresh: set[bytes], found: set[int]) -> None:
     give — their anchor pieces and their in-word pieces (:func:`_read_words`) — and remembers each
     word: plain in ``_PLAIN_WORDS``, any other with its pieces in ``_RAW_PIECES``."""
     if _ANY_IN_WORD.search(b" ".join(fresh)) is None:  # (one search for all the new words: most hold none)
+        # (_remember's keeping written out: a new result's ids and counters are fresh words, and a call
+        # of it per word cost ~2,100 instructions of the ~169,000 a new 200-character result takes)
         for w in fresh:
             anchored = _BY_WORD_BYTES.get(w)
             if anchored is not None:
@@ -600,12 +602,6 @@ _INTROS = every(DATA_INTROS) + every(ADVICE_INTROS)
 #: (Latin intro words whole; Chinese and Japanese ones where they stand: no space sets them apart.)
 _INTRO = re.compile(r"^[^:：\n]{0,30}?(?:(?<!\w)(?:" + "|".join(re.escape(w) for w in _INTROS if not _CJK.search(w)) +
                     r")(?!\w)|(?:" + "|".join(re.escape(w) for w in _INTROS if _CJK.search(w)) + r"))[^:：\n]{0,60}[:：]", re.I)
-#: The first word of each Latin intro, lower case: an intro starts a word and its first word ends one (a
-#: space or the intro's end follows it), so a line whose words before its first colon hold none of these
-#: (and no Chinese or Japanese intro) matches no intro.  As bytes for an ASCII line (there ``re.I`` is
-#: ASCII case and ``\w`` is ``[A-Za-z0-9_]``); as text for one of Latin-1, Chinese and Japanese
-#: characters (none of which ``re.I`` takes for another's case but as ``str.lower`` does, and the intros
-#: are Latin-1).
 def _first_word(intro: str) -> str:
     """A Latin intro's first word: its first run of ``\\w`` ("read-only" starts with "read", which a line
     holding the intro holds as a word of its own, the hyphen being no word character)."""
@@ -615,6 +611,12 @@ def _first_word(intro: str) -> str:
     return first.group()
 
 
+#: The first word of each Latin intro, lower case: an intro starts a word and its first word ends one (a
+#: space, a hyphen or the intro's end follows it), so a line whose words before its first colon hold none
+#: of these (and no Chinese or Japanese intro) matches no intro.  As bytes for an ASCII line (there
+#: ``re.I`` is ASCII case and ``\w`` is ``[A-Za-z0-9_]``); as text for one of Latin-1, Chinese and
+#: Japanese characters (none of which ``re.I`` takes for another's case but as ``str.lower`` does, and
+#: the intros are Latin-1).
 _INTRO_FIRST_WORDS = frozenset(_first_word(w) for w in _INTROS if not _CJK.search(w))
 _INTRO_FIRSTS = frozenset(w.encode() for w in _INTRO_FIRST_WORDS if w.isascii())
 #: ASCII letters, digits and ``_`` (``\w``) as lower case, every other byte a space.
@@ -1230,7 +1232,7 @@ def _claim(head: str, candidates: list[int] | None = None, norm: str | None = No
 _WORD_OR_SPACE = bytes(range(97, 123)) + bytes(range(48, 58)) + b" \t\n\r\x0b\x0c"
 
 
-def _words_hold_the_heads(text: str, raw: bytes) -> bool:
+def _words_hold_the_heads(text: str, raw: bytes, camel: bool | None = None) -> bool:
     """Whether an ASCII text's raw words (``raw``: its bytes lower-cased, separators made spaces)
     hold every word of its normalised head, so that they can stand for those in the quick reading
     (:class:`_Reading` reads the words only to rule a cue or a piece out: more words than the head's
@@ -1238,8 +1240,11 @@ def _words_hold_the_heads(text: str, raw: bytes) -> bool:
     names made " … " (their edges are no part of a word), normalising lower-cases and makes the
     separators spaces as ``raw`` does — unless it splits camelCase (a word the text does not have
     as one), the head is cut at 400 characters (inside a word), or a raw word holds a byte that is
-    no letter or digit (a control character: two words there)."""
-    return len(text) <= 400 and not raw.translate(None, _WORD_OR_SPACE) and not _camel(text)
+    no letter or digit (a control character: two words there).  ``camel``: :func:`_camel` of the
+    text, when the caller has read it already."""
+    if camel is None:
+        camel = _camel(text)
+    return len(text) <= 400 and not camel and not raw.translate(None, _WORD_OR_SPACE)
 
 
 def _camel(text: str) -> bool:
@@ -1267,9 +1272,8 @@ def _judge(text: str, *, anchored: bool = True) -> Claim | None:
         if not head:
             return None
         camel = _camel(text)  # (read once: for the words and for normalising the head)
-        holds = len(text) <= 400 and not camel and not raw.translate(None, _WORD_OR_SPACE)  # _words_hold_the_heads
         return _claim(head, candidates, normalise_uncamelled_ascii(head) if not camel and head.isascii() else None,
-                      tokens=words if holds else None)
+                      tokens=words if _words_hold_the_heads(text, raw, camel) else None)
     norm = normalise(text)
     candidates = _normalised_candidates(norm)
     if not candidates:
