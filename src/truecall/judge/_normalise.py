@@ -112,9 +112,8 @@ def _latin1_tables() -> tuple[bytes, bytes]:
     NFKC keeps it, no step before casefolding removes or maps it (mojibake's lead characters, spacing
     accents, invisible characters, confusables), and either NFD makes it an ASCII letter and marks
     the combining class removes, or no step before casefolding changes it (and what casefolding
-    makes of it is no confusable).  Steps that
-    read more than one character (NFKC and NFD reorder and compose marks) find nothing to join in
-    such a text: Latin-1 has no combining character."""
+    makes of it is no confusable).  Steps that read more than one character (NFKC and NFD reorder
+    and compose marks) find nothing to join in such a text: Latin-1 has no combining character."""
     table, safe = bytearray(range(256)), bytearray(range(128))
     for b in range(128, 256):
         c = chr(b)

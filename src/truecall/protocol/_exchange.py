@@ -44,8 +44,8 @@ def named_param(method: str | None) -> str | None:
 #: (200 otherwise; 202 for a message that is not a request).  Whatever the engine recorded for it is
 #: durable by the time a transport holds a reply: it may write it at once.  A plain pair, unpacked
 #: where it is read (``response, status = await engine.serve(...)``): a named tuple cost every
-#: request a call of ``tuple.__new__`` to make it and a descriptor look-up per field read, which
-#: the interpreter does not specialise (measured: 4.6x the cost of a plain pair, bench/http_cost.py).
+#: request a call of ``tuple.__new__`` to make it (~175 ns more than a tuple display) and an
+#: unpacking the interpreter does not specialise for a subclass (45 ns against 12; timeit, Python 3.11).
 Reply: TypeAlias = tuple[dict[str, Any] | None, int]
 
 
