@@ -649,17 +649,20 @@ def compare_text(results: dict[str, Any], other: str, this: str = "truecall",
     return "\n".join(lines)
 
 
-def retention_systems(spec: str, workdir: str) -> list[System]:
-    """``--retention SPEC``: truecall served twice more, its audit trail kept to SPEC with every dropped
-    record exported first (a sweep every second), and with retention off (``all``): the same rounds."""
+def retention_systems(spec: str, workdir: str, export: bool = False) -> list[System]:
+    """``--retention SPEC``: truecall served twice more, its audit trail kept to SPEC (a sweep every
+    second; with ``export``, every dropped record exported first), and with retention off (``all``):
+    the same rounds."""
     base = [sys.executable, "-m", "truecall", "serve", f"{PEERS / 'truecall_app.py'}:app"]
 
     def http(port: int, _json: bool) -> list[str]:
         return base + ["--http", "--port", str(port)]
 
-    on = {"TRUECALL_AUDIT_RETAIN": spec, "TRUECALL_AUDIT_EXPORT": os.path.join(workdir, "export"),
-          "TRUECALL_AUDIT_SWEEP_S": "1"}
-    return [System("truecall-retain", f"truecall retain {spec}", sys.executable, base, http, env=on),
+    on = {"TRUECALL_AUDIT_RETAIN": spec, "TRUECALL_AUDIT_SWEEP_S": "1"}
+    if export:
+        on["TRUECALL_AUDIT_EXPORT"] = os.path.join(workdir, "export")
+    return [System("truecall-retain", f"truecall retain {spec}{' (export)' * export}", sys.executable, base, http,
+                   env=on),
             System("truecall-retain-off", "truecall retain all", sys.executable, base, http,
                    env={"TRUECALL_AUDIT_RETAIN": "all"})]
 
@@ -686,8 +689,10 @@ def main(argv: list[str] | None = None) -> int:
                              "driver one slice and not the next (where the scheduler puts them moves CPU per call by "
                              "several %%); every system is pinned alike")
     parser.add_argument("--retention", metavar="SPEC", help="also serve truecall with TRUECALL_AUDIT_RETAIN=SPEC "
-                                                            "(export on) and with it off, and print their ratio per "
-                                                            "cell (e.g. 10000: a sweep that drops as calls arrive)")
+                                                            "and with it off, and print their ratio per cell (e.g. "
+                                                            "30s or 10000: a sweep that drops as calls arrive)")
+    parser.add_argument("--retention-export", action="store_true",
+                        help="with --retention: every dropped record exported first (TRUECALL_AUDIT_EXPORT)")
     ns = parser.parse_args(argv)
 
     started = time.perf_counter()
@@ -706,7 +711,7 @@ def main(argv: list[str] | None = None) -> int:
     retention_dir: str | None = None
     if ns.retention:
         retention_dir = tempfile.mkdtemp(prefix="truecall-bench-retention-")
-        all_systems[1:1] = retention_systems(ns.retention, retention_dir)
+        all_systems[1:1] = retention_systems(ns.retention, retention_dir, ns.retention_export)
     wanted = set(ns.systems.split(",")) if ns.systems else None
     if wanted:
         unknown = wanted - {s.key for s in all_systems}

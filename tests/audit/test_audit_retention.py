@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from truecall import Principal, Server
 from truecall.audit._journal import Journal
 from truecall._misuse import SettingError
+from truecall.audit._segments import Segments, segments
 from truecall.audit._retention import (_SPAN, BATCH, ExportError, Retention, Sweeper, _span, read_export, sweep_once,
                                        verify_export)
 from truecall.audit import AuditLog, TrailUnavailable
@@ -180,7 +181,9 @@ def test_an_exported_batch_reaches_python_as_one_value_not_a_row_per_record(
     (tmp_path / "age").mkdir()
     db, _ = _filled(tmp_path / "age", 300, start=now - 3600, step=10.0)
     db.execute("UPDATE audit_events SET ts = ? WHERE id = 250", (now - 7200,))  # an old one among the young: kept
-    assert Sweeper(db, Retention.parse("30m"), tmp_path / "age" / "export", period_s=DAY).sweep(now=now) == 180
+    # (the rows' path: sweep_once without the segments a Sweeper seals on SQLite, tested below)
+    writer = Sweeper(db, Retention.parse("30m"), tmp_path / "age" / "export", period_s=DAY).writer
+    assert sweep_once(db, Retention.parse("30m"), writer, now=now) == 180
     assert [r["id"] for r in read_export(tmp_path / "age" / "export")] == list(range(1, 181))
     db.close()
 
@@ -668,3 +671,108 @@ def test_postgresql_over_a_size_the_oldest_partitions_go_whole(pg_url: str, tmp_
         assert [r["id"] for r in read_export(tmp_path / "export")] == list(range(1, dropped + 1))
     finally:
         db.close()
+
+
+def _timed(db: Database, log: AuditLog, count: int, ts: float, first: int) -> None:
+    """``count`` records, all at ``ts`` (a clock of the test's: records made now are moved to it)."""
+    for i in range(count):
+        log.record("tool.called", tool="t", tenant="acme", subject="u", outcome="ok", arguments={"n": i},
+                   n=first + i)
+    db.execute("UPDATE audit_events SET ts = ? WHERE ts < ?", (ts, 1_900_000_000.0))
+
+
+def test_sqlite_an_age_seals_segments_and_drops_them_whole_each_after_its_export(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite has no partitions: a sweep seals the live table as a segment once its oldest record is a
+    span old (a tenth of the age), and drops a sealed segment whole once its newest record is past the
+    age — its export durable first, no record deleted row by row.  Ids go on across segments, and
+    queries read every segment."""
+    db = Database(tmp_path / "a.db")
+    log = AuditLog(db, key=b"k" * 32, journal=False, retain="all")
+    sweeper = Sweeper(db, Retention.parse("100s"), tmp_path / "export", period_s=DAY, interval_s=1)
+    assert isinstance(sweeper.partitions, Segments) and sweeper.partitions.span_s == 10
+    statements: list[str] = []
+    execute = db.execute
+
+    def spied(sql: str, params: Any = ()) -> Any:
+        statements.append(sql)
+        return execute(sql, params)
+
+    monkeypatch.setattr(db, "execute", spied)
+    start, made, pages, held = 2_000_000_000.0, 0, [], []
+    for round_ in range(80):  # 20 records every 5 s: 400 s, four times the age
+        now = start + 5 * round_
+        _timed(db, log, 20, now, made)
+        made += 20
+        sweeper.sweep(now=now)
+        pages.append(_pages(db))
+        held.append(sum(int(db.fetchone(f"SELECT COUNT(*) FROM {t}")[0]) for t in segments(db)))  # type: ignore[index]
+    assert sweeper.partitions.sealed >= 20
+    assert not [s for s in statements if s.startswith("DELETE FROM audit_events")], "a record was deleted by rows"
+    assert len(segments(db)) > 2
+    # what is kept: the age and at most a segment more (sealed at a sweep: a span and an interval)
+    assert max(held[40:]) <= (100 + 15) / 5 * 20 + 20, held
+    assert max(pages[40:]) <= max(pages[:40]) * 1.1, pages  # the file levels off
+    exported = [r["id"] for r in read_export(tmp_path / "export")]
+    kept = sorted(r.id for r in log.query(limit=10_000))
+    assert exported == list(range(1, len(exported) + 1)) and len(exported) > 1000
+    assert sorted(exported + kept) == list(range(1, made + 1))
+    assert all(verify_export(tmp_path / "export").values())
+    assert db.fetchone("PRAGMA secure_delete")[0] == 1  # type: ignore[index]  # (off only for a drop)
+    plan = " ".join(str(r[-1]) for r in db.fetchall(
+        "EXPLAIN QUERY PLAN SELECT id FROM audit_events WHERE tenant = ? AND ts >= ?", ("acme", start)))
+    assert "INDEX audit_events_tenant_ts_" in plan, plan  # the new live segment has the trail's index
+    db.close()
+
+
+def test_sqlite_a_sweep_killed_between_a_segments_export_and_its_drop_exports_it_again_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = Database(tmp_path / "a.db")
+    log = AuditLog(db, key=b"k" * 32, journal=False, retain="all")
+    start = 2_000_000_000.0
+    _timed(db, log, 300, start, 0)
+    sweeper = Sweeper(db, Retention.parse("100s"), tmp_path / "export", period_s=DAY, interval_s=1)
+    assert sweeper.sweep(now=start + 20) == 0 and len(segments(db)) == 2  # sealed, not yet past the age
+    _timed(db, log, 300, start + 100, 300)
+    execute = db.execute
+
+    def dies(sql: str, params: Any = ()) -> Any:
+        if sql.startswith("DROP TABLE"):
+            raise KeyboardInterrupt("killed")  # (the transaction that records the export never commits)
+        return execute(sql, params)
+
+    monkeypatch.setattr(db, "execute", dies)
+    with pytest.raises(KeyboardInterrupt):
+        sweeper.sweep(now=start + 150)
+    monkeypatch.setattr(db, "execute", execute)
+    assert len(segments(db)) == 3  # the segment is still there (and the live one was sealed too)
+    restarted = Sweeper(db, Retention.parse("100s"), tmp_path / "export", period_s=DAY, interval_s=1)
+    assert restarted.sweep(now=start + 150) == 300
+    exported = [r["id"] for r in read_export(tmp_path / "export")]
+    assert exported == list(range(1, 301))  # once each
+    assert all(verify_export(tmp_path / "export").values())
+    db.close()
+
+
+def test_sqlite_a_query_while_another_process_seals_the_live_segment_still_reads_every_record(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A statement over the segments listed before another process's seal would read the new, empty
+    live table and miss the one just renamed: the trail is read again when its list changed."""
+    db = Database(tmp_path / "a.db")
+    log = AuditLog(db, key=b"k" * 32, journal=False, retain="all")
+    _timed(db, log, 50, 2_000_000_000.0, 0)
+    other = Database(tmp_path / "a.db")
+    sealing = Segments(other, 10, Retention.parse("100s"), 1)
+    sealed: list[str | None] = []
+    fetchall = db.fetchall
+
+    def racing(sql: str, params: Any = ()) -> Any:
+        if "ORDER BY id DESC" in sql and not sealed:  # listed, about to be read: the other process seals
+            sealed.append(sealing.seal(now=2_000_000_020.0))
+        return fetchall(sql, params)
+
+    monkeypatch.setattr(db, "fetchall", racing)
+    assert [r.id for r in log.query(limit=100)] == list(range(50, 0, -1))
+    assert sealed and sealed[0] == "audit_events_s0000000000000000001"
+    other.close()
+    db.close()

@@ -34,6 +34,7 @@ from pg_support import backend, pg_schemas  # noqa: F401
 from stress.common import MODERN, OPERATOR, RawHttp, ServerProcess, modern_meta, percentile
 from stress.load import AsyncHttp
 from truecall.audit._retention import read_export, verify_export
+from truecall.audit._segments import segments
 from truecall.storage import open_database, split_schema
 
 P99_BOUND_S = 0.5  # what test_reliability's hostile-peers run allows the normal client
@@ -98,19 +99,22 @@ def _size(db: Path | str) -> tuple[int, int]:
 
 
 def _rows(db: Path | str, sql: str) -> list[tuple[Any, ...]]:
+    """``sql``; over the whole trail where it reads ``{trail}`` (SQLite: every segment, truecall.audit._segments)."""
     opened = open_database(str(db))
     try:
+        if "{trail}" in sql:
+            sql = " UNION ALL ".join(sql.replace("{trail}", t) for t in segments(opened))
         return opened.fetchall(sql)
     finally:
         opened.close()
 
 
 def _table_ids(db: Path | str) -> list[int]:
-    return [r[0] for r in _rows(db, "SELECT id FROM audit_events ORDER BY id")]
+    return sorted(r[0] for r in _rows(db, "SELECT id FROM {trail}"))
 
 
 def _recorded_request_ids(db: Path | str, exported: list[dict[str, Any]]) -> set[Any]:
-    rows = _rows(db, "SELECT fields FROM audit_events WHERE kind = 'tool.called'")
+    rows = _rows(db, "SELECT fields FROM {trail} WHERE kind = 'tool.called'")
     ids = {orjson.loads(bytes(r[0])).get("requestId") for r in rows}
     ids |= {r["fields"].get("requestId") for r in exported if r["kind"] == "tool.called"}
     return ids

@@ -1,7 +1,8 @@
 """Reading the audit trail back: :meth:`truecall.AuditLog.query` and :meth:`~truecall.AuditLog.kinds`.
 
-Plain statements over ``audit_events`` (newest first, filtered by the columns a record has for the
-purpose); the log loads what it journaled before it asks (``AuditLog.sync``).
+Plain statements over ``audit_events`` and its sealed segments (SQLite: :mod:`truecall.audit._segments`),
+newest first, filtered by the columns a record has for the purpose; the log loads what it journaled
+before it asks (``AuditLog.sync``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import orjson
 
 from ._records import AuditRecord
 from ._retention import time_window
+from ._segments import read_trail, union
 from ..storage import Storage
 
 __all__ = ["select_records", "select_kinds"]
@@ -25,17 +27,23 @@ def select_records(db: Storage, *, kind: str | None, tenant: str | None, subject
         if value is not None:
             where.append(f"{name} = ?")
             params.append(value)
-    sql = "SELECT id, ts, kind, tenant, subject, tool, outcome, fields FROM audit_events"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY id DESC LIMIT ?"
     params.append(int(limit))
-    return [_record(r) for r in db.fetchall(sql, params)]
+
+    def read(tables: list[str]) -> list[AuditRecord]:
+        sql, bound = union(tables, "SELECT id, ts, kind, tenant, subject, tool, outcome, fields FROM {table}",
+                           " AND ".join(where), params[:-1], "ORDER BY id DESC LIMIT ?")
+        return [_record(r) for r in db.fetchall(sql, [*bound, params[-1]])]
+
+    return read_trail(db, read)
 
 
 def select_kinds(db: Storage) -> list[str]:
     """Every kind the trail holds, sorted."""
-    return [r[0] for r in db.fetchall("SELECT DISTINCT kind FROM audit_events ORDER BY kind")]
+    def read(tables: list[str]) -> list[str]:
+        sql, params = union(tables, "SELECT DISTINCT kind FROM {table}", "", [], "ORDER BY kind", distinct=True)
+        return [r[0] for r in db.fetchall(sql, params)]
+
+    return read_trail(db, read)
 
 
 def _record(r: tuple[Any, ...]) -> AuditRecord:

@@ -59,6 +59,7 @@ from ._sql import _COLUMNS, _MARK, _db_bytes
 from ..storage import BATCH, PAUSE_S, delete_batched
 from .._misuse import Misuse, SettingError
 from ._partitions import Partitions, partition_span
+from ._segments import LIVE, Segments, _id_span, read_trail, segments, union
 
 if TYPE_CHECKING:
     from ..storage import Storage
@@ -498,10 +499,10 @@ def read_export(directory: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 # -- the sweep ---------------------------------------------------------------------------------
 
-def _oldest(db: Any, limit: int, whole: bool) -> list[tuple[Any, ...]]:
-    """The oldest ``limit`` records: whole (to export them) or only their id and time."""
+def _oldest(db: Any, limit: int, whole: bool, table: str = LIVE) -> list[tuple[Any, ...]]:
+    """The oldest ``limit`` records (of ``table``): whole (to export them) or only their id and time."""
     columns = _COLUMNS if whole else "id, ts"
-    rows: list[tuple[Any, ...]] = db.fetchall(f"SELECT {columns} FROM audit_events ORDER BY id LIMIT ?", (limit,))
+    rows: list[tuple[Any, ...]] = db.fetchall(f"SELECT {columns} FROM {table} ORDER BY id LIMIT ?", (limit,))
     return rows
 
 
@@ -510,16 +511,18 @@ def _oldest(db: Any, limit: int, whole: bool) -> list[tuple[Any, ...]]:
 _SPAN = "SELECT (SELECT MIN(id) FROM audit_events), (SELECT MAX(id) FROM audit_events)"
 
 
-def _span(db: Any) -> int:
-    """Records in the table, counted by the span of their ids (the sweep deletes only the oldest, so
-    the span is the count; ``COUNT(*)`` would scan the table on every sweep)."""
-    row = db.fetchone(_SPAN)
+def _span(db: Any, tables: list[str] | None = None) -> int:
+    """Records in the table (or in ``tables``, a trail's segments), counted by the span of their ids
+    (the sweep deletes only the oldest, so the span is the count; ``COUNT(*)`` would scan the table
+    on every sweep)."""
+    row = db.fetchone(_SPAN) if tables is None or tables == [LIVE] else _id_span(db, tables)
     if not row or row[0] is None:
         return 0
     return int(row[1]) - int(row[0]) + 1
 
 
-def _how_many(db: Any, policy: Retention, rows: list[tuple[Any, ...]] | int, now: float) -> int:
+def _how_many(db: Any, policy: Retention, rows: list[tuple[Any, ...]] | int, now: float,
+              tables: list[str] | None = None) -> int:
     """How many of ``rows`` (the oldest, id order) the policy drops: the most any of its limits drops.
     A number instead of rows (a policy without an age): how many of that many oldest records."""
     if isinstance(rows, int):
@@ -532,11 +535,11 @@ def _how_many(db: Any, policy: Retention, rows: list[tuple[Any, ...]] | int, now
             n += 1
         drop = max(drop, n)
     if policy.max_records is not None:
-        drop = max(drop, min(len(rows), _span(db) - policy.max_records))
+        drop = max(drop, min(len(rows), _span(db, tables) - policy.max_records))
     if policy.max_bytes is not None:
         used = _db_bytes(db)  # (the span only when over the budget: most sweeps are not)
         if used is not None and used > policy.max_bytes:
-            span = _span(db)
+            span = _span(db, tables)
             if span:
                 drop = max(drop, min(len(rows), int((used - policy.max_bytes) / (used / span)) + 1))
     return max(0, drop)
@@ -587,7 +590,7 @@ _LINES = ("SELECT CAST(group_concat(line, '') AS BLOB), count(*), min(id), max(i
           + " ".join(f"WHEN kind = ?{3 + 6 * k} AND tenant IS ?{4 + 6 * k} AND subject IS ?{5 + 6 * k} AND tool IS "
                      f"?{6 + 6 * k} AND outcome IS ?{7 + 6 * k} THEN ?{8 + 6 * k}" for k in range(COMMON))
           + f" ELSE {_QUOTED} END) || fields || '}}' || char(10) AS line "
-          "FROM audit_events WHERE id > ?1 ORDER BY id LIMIT ?2)")
+          "FROM {table} WHERE id > ?1 ORDER BY id LIMIT ?2)")
 #: The combinations of the first records of the last batches, the latest first (see :data:`_LINES`).
 _COMMON: list[tuple[Any, ...]] = []
 _LINES_OK: dict[str, bool] = {}
@@ -607,7 +610,7 @@ def _lines_in_sql(db: Any) -> bool:
     return known
 
 
-def _sqlite_chunks(db: Any, n: int, batch: int, period_s: float) -> list[_Chunk]:
+def _sqlite_chunks(db: Any, n: int, batch: int, period_s: float, table: str = LIVE) -> list[_Chunk]:
     """The oldest ``n`` records in batches of ``batch``, each with its export lines (:data:`_LINES`).
     A batch across a period's edge (or whose lines SQLite would not make: a column holding a BLOB)
     is read and encoded in Python, file by file."""
@@ -615,7 +618,7 @@ def _sqlite_chunks(db: Any, n: int, batch: int, period_s: float) -> list[_Chunk]
     after = -(1 << 63)
     while n > 0:
         try:
-            first = db.fetchone("SELECT kind, tenant, subject, tool, outcome FROM audit_events WHERE id > ? "
+            first = db.fetchone(f"SELECT kind, tenant, subject, tool, outcome FROM {table} WHERE id > ? "
                                 "ORDER BY id LIMIT 1", (after,))
             common = list(_COMMON)  # (a copy: sweeps of other databases may run in other threads)
             if first is not None:
@@ -627,7 +630,7 @@ def _sqlite_chunks(db: Any, n: int, batch: int, period_s: float) -> list[_Chunk]
                     bound += [*common[k], _middle(common[k]).decode()]
                 else:  # (no kind is NULL: never matched)
                     bound += [None] * 6
-            row = db.fetchone(_LINES, bound)
+            row = db.fetchone(_LINES.replace("{table}", table), bound)
         except (sqlite3.Error, TypeError):  # (a column holding what neither JSON nor SQLite's JSON takes)
             row = None
         if row is not None and not row[1]:
@@ -636,7 +639,7 @@ def _sqlite_chunks(db: Any, n: int, batch: int, period_s: float) -> list[_Chunk]
                 and row[4] // period_s == row[5] // period_s):
             chunk = _Chunk(int(row[2]), int(row[3]), int(row[1]), [], {_file_name(row[4], period_s): bytes(row[0])})
         else:
-            rows = db.fetchall(f"SELECT {_COLUMNS} FROM audit_events WHERE id > ? ORDER BY id LIMIT ?",
+            rows = db.fetchall(f"SELECT {_COLUMNS} FROM {table} WHERE id > ? ORDER BY id LIMIT ?",
                                (after, min(batch, n)))
             if not rows:
                 break
@@ -648,16 +651,17 @@ def _sqlite_chunks(db: Any, n: int, batch: int, period_s: float) -> list[_Chunk]
 
 
 #: How many of the oldest ``?`` records are older than ``?``, up to the first that is not.
-_OLDER = ("SELECT count(*) FROM (SELECT id FROM audit_events ORDER BY id LIMIT ?1) WHERE id < "
-          "ifnull((SELECT min(id) FROM (SELECT id, ts FROM audit_events ORDER BY id LIMIT ?1) WHERE ts >= ?2), "
+_OLDER = ("SELECT count(*) FROM (SELECT id FROM {table} ORDER BY id LIMIT ?1) WHERE id < "
+          "ifnull((SELECT min(id) FROM (SELECT id, ts FROM {table} ORDER BY id LIMIT ?1) WHERE ts >= ?2), "
           "9223372036854775807)")
 
 
-def _due(db: Any, policy: Retention, want: int, now: float) -> int:
-    """:func:`_how_many` of the oldest ``want`` records, counted by SQLite instead of read."""
-    n = _how_many(db, Retention(None, policy.max_records, policy.max_bytes), want, now)
+def _due(db: Any, policy: Retention, want: int, now: float, table: str = LIVE,
+         tables: list[str] | None = None) -> int:
+    """:func:`_how_many` of the oldest ``want`` records (of ``table``), counted by SQLite instead of read."""
+    n = _how_many(db, Retention(None, policy.max_records, policy.max_bytes), want, now, tables)
     if policy.max_age_s is not None:
-        row = db.fetchone(_OLDER, (want, now - policy.max_age_s))
+        row = db.fetchone(_OLDER.replace("{table}", table), (want, now - policy.max_age_s))
         n = max(n, int(row[0]) if row else 0)
     return min(n, want)
 
@@ -665,15 +669,16 @@ def _due(db: Any, policy: Retention, want: int, now: float) -> int:
 def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: float | None = None,
                batch: int = BATCH, pause_s: float = PAUSE_S, stop: threading.Event | None = None,
                max_batches: int = 1_000_000, group: int | None = None,
-               partitions: "Partitions | None" = None) -> int:
+               partitions: "Partitions | Segments | None" = None) -> int:
     """Drop what ``policy`` lets go, oldest first, a batch per transaction (exported first when
     ``writer``); returns how many records were dropped.
 
     The oldest records are read ``group`` batches at a time and exported together (one ``fsync``
     per file for the group, each batch its own gzip member), then deleted a batch per transaction,
     each transaction recording its batch's end of the file.  ``partitions`` (PostgreSQL, a table
-    partitioned by time): whole partitions past the policy are exported and dropped first, and an
-    age is applied only that way (rows are deleted for a number or a size of records)."""
+    partitioned by time; SQLite, its segments): whole partitions or segments past the policy are
+    exported and dropped first, and an age is applied only that way (rows are deleted for a number
+    or a size of records, and an age's stragglers); rows then go from the oldest segment."""
     if policy.keeps_all:
         return 0
     now = time.time() if now is None else now
@@ -682,7 +687,11 @@ def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: 
     if partitions is not None:
         dropped += partitions.drop_whole(policy, writer, now, stop=stop)
         if policy.max_age_s is not None:  # by rows: only the stragglers (see truecall.audit._partitions)
-            policy = Retention(policy.max_age_s + partitions.span_s, policy.max_records, policy.max_bytes)
+            margin = partitions.margin_s if isinstance(partitions, Segments) else partitions.span_s
+            policy = Retention(policy.max_age_s + margin, policy.max_records, policy.max_bytes)
+    # SQLite's segments: rows go from the oldest one that holds any (the next sweep goes on from there)
+    tables = segments(db) if isinstance(partitions, Segments) else None
+    table = partitions.oldest() if isinstance(partitions, Segments) else LIVE
     # SQLite: one writer at a time allocates ids and commits them, so the oldest rows are exactly an
     # id range (a range delete is cheaper than a list).  PostgreSQL: a transaction may commit a lower
     # id after a higher one was read; only the ids read (and exported) are deleted.
@@ -693,7 +702,7 @@ def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: 
         # (a thousand rows, every few seconds, in the serving process) only to learn that is work
         # the calls pay for: ~35k instructions a call in bench/stdio_cost.py, where callgrind
         # stretches a thousand calls over some fifty sweeps.
-        if _how_many(db, policy, _oldest(db, 1, False), now) <= 0:
+        if _how_many(db, policy, _oldest(db, 1, False, table), now, tables) <= 0:
             return dropped
         in_sql = by_range and writer is not None and _lines_in_sql(db)
         while batches_done < max_batches:
@@ -703,17 +712,17 @@ def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: 
             chunks: list[_Chunk]
             if in_sql:  # SQLite, exported: the lines made by SQLite, a batch in one row (see _LINES)
                 assert writer is not None
-                n = _due(db, policy, want, now)
-                chunks = _sqlite_chunks(db, n, batch, writer.period_s) if n > 0 else []
+                n = _due(db, policy, want, now, table, tables)
+                chunks = _sqlite_chunks(db, n, batch, writer.period_s, table) if n > 0 else []
                 n = sum(c.count for c in chunks)
             else:
                 if policy.max_age_s is None:  # how many is known before reading them: read only those
-                    n = _how_many(db, policy, want, now)
-                    rows = _oldest(db, n, writer is not None) if n > 0 else []
+                    n = _how_many(db, policy, want, now, tables)
+                    rows = _oldest(db, n, writer is not None, table) if n > 0 else []
                     n = len(rows)
                 else:
-                    rows = _oldest(db, want, writer is not None)
-                    n = _how_many(db, policy, rows, now)
+                    rows = _oldest(db, want, writer is not None, table)
+                    n = _how_many(db, policy, rows, now, tables)
                 rows = rows[:n]
                 chunks = [_Chunk.of(rows[i:i + batch], writer.period_s if writer is not None else None)
                           for i in range(0, n, batch)]
@@ -727,7 +736,7 @@ def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: 
                         for name, (length, sha) in marks.items():
                             db.execute(_MARK, (name, length, sha))
                         if by_range:
-                            db.execute("DELETE FROM audit_events WHERE id >= ? AND id <= ?", (chunk.lo, chunk.hi))
+                            db.execute(f"DELETE FROM {table} WHERE id >= ? AND id <= ?", (chunk.lo, chunk.hi))
                         else:
                             ids = chunk.ids
                             db.execute(f"DELETE FROM audit_events WHERE id IN ({','.join('?' * len(ids))})", ids)
@@ -845,8 +854,11 @@ class Sweeper:
             interval_s = float(raw) if raw else SWEEP_S
         self.interval_s = interval_s
         #: PostgreSQL: the trail partitioned by time, old partitions dropped whole (truecall.audit._partitions);
-        #: the partitions of the coming minutes are made now, before any call is served.
-        self.partitions: Partitions | None = None
+        #: the partitions of the coming minutes are made now, before any call is served.  SQLite: the
+        #: trail in segments, sealed and dropped whole by the sweeps (truecall.audit._segments).
+        self.partitions: Partitions | Segments | None = None
+        if db.dialect == "sqlite" and not policy.keeps_all:
+            self.partitions = Segments(db, partition_span(policy, period), policy, interval_s)
         if db.dialect == "postgresql" and not policy.keeps_all:
             self.partitions = Partitions(db, partition_span(policy, period), ahead_s=4 * interval_s)
             try:
@@ -898,10 +910,13 @@ class Sweeper:
         if space is not None and self._space_after is not None:  # what the records since the last sweep took
             pages, free = self._space_after
             self._taken.append(max(0, free - space[1]) + max(0, space[0] - pages))
-        if self.partitions is not None:
+        if isinstance(self.partitions, Partitions):
             self.partitions.ensure_ahead(time.time() if now is None else now)
+        if self.partitions is not None:
             self.partitions.last_whole = 0
         if self.writer is None:
+            if isinstance(self.partitions, Segments):
+                self.partitions.seal(now)
             dropped = sweep_once(self.db, self.policy, None, now=now, stop=self._stop, partitions=self.partitions)
         else:
             self.writer.directory.mkdir(parents=True, exist_ok=True)
@@ -914,6 +929,8 @@ class Sweeper:
                 if not self._repaired:
                     self.writer.repair()
                     self._repaired = True
+                if isinstance(self.partitions, Segments):  # (sealed by one sweeper at a time: see sweep_once)
+                    self.partitions.seal(now)
                 dropped = sweep_once(self.db, self.policy, self.writer, now=now, stop=self._stop,
                                      partitions=self.partitions)
             finally:
@@ -926,7 +943,7 @@ class Sweeper:
             if surplus > 0:
                 self.vacuumed += vacuum_some(self.db, stop=self._stop, limit=surplus)
             self._space_after = _space(self.db)
-        elif self.partitions is not None:
+        elif isinstance(self.partitions, Partitions):
             if dropped - self.partitions.last_whole:
                 self.partitions.vacuum_current(now)
             if others:
@@ -983,8 +1000,12 @@ def export_range(db: Any, directory: str | os.PathLike[str], since: float | None
         where, params = time_window(since, until)
         where.append("id > ?")
         params.append(last)
-        rows = db.fetchall(f"SELECT {_COLUMNS} FROM audit_events WHERE {' AND '.join(where)} ORDER BY id LIMIT ?",
-                           (*params, batch))
+        def read(tables: list[str]) -> list[Any]:
+            sql, bound = union(tables, f"SELECT {_COLUMNS} FROM {{table}}", " AND ".join(where), params,
+                               "ORDER BY id LIMIT ?")
+            return cast("list[Any]", db.fetchall(sql, [*bound, batch]))
+
+        rows = read_trail(db, read)
         if not rows:
             break
         for name in {_file_name(r[1], period) for r in rows} - seen:
