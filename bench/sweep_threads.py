@@ -1,9 +1,11 @@
 """Where retention's CPU goes in a serving process, thread by thread (issue 29's 3 % budget).
 
-    python bench/sweep_threads.py [--seconds 1.5] [--rounds 8] [--retention 10000] [--ref REV] [--no-pin]
+    python bench/sweep_threads.py [--seconds 1.5] [--rounds 8] [--retention 10000] [--export] [--drain S]
+                                  [--ref REV] [--no-pin]
 
-Serves ``bench/peers/truecall_app.py:app`` over stdio twice — ``TRUECALL_AUDIT_RETAIN=SPEC`` with export
-on and a sweep every second (``on``), and ``all`` (``off``), as ``run.py --retention`` does — and,
+Serves ``bench/peers/truecall_app.py:app`` over stdio twice — ``TRUECALL_AUDIT_RETAIN=SPEC`` with a
+sweep every second (``on``; ``--export``: every dropped record exported first), and ``all``
+(``off``), as ``run.py --retention`` does — and,
 with ``--ref REV``, the same two from ``git archive REV src`` (``REV on``, ``REV off``).  The servers
 take turns (rounds in alternating order, each preceded by a second's warm-up) under pipelined load
 (64 calls in flight, ``run.py``'s stdio-pipe64 cell), pinned to the last CPU (the driver on the
@@ -14,6 +16,14 @@ system, as 3.11 does not; with retention off the others take ~0 here), and its v
 switches per call.  On ÷ off per server pair is printed last.  The split is what ``run.py`` cannot
 show: the sweep thread's own work, and what it costs the event loop (GIL handovers, a lock shared on
 the one SQLite connection).
+
+``--drain S``: after the rounds, both servers idle ``S`` seconds and each one's CPU over its whole
+life (from its handshake) is divided by its calls.  The servers take turns, so a record made in one
+server's window is dropped by a sweep that may fall while it waits: the windows miss part of what
+retention costs, most of all with an age (``--retention 10s``: a record goes some ten seconds after
+it came).  With ``S`` past the age (and two of its tenths and a sweep), every record made has been
+dropped by the end: whole life, on ÷ off is the steady cost of retention per call, idle timers on
+both sides.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from _drivers import StdioPeer, stop, unpacked_src  # noqa: E402
+from _drivers import StdioPeer, cpu_seconds, stop, unpacked_src  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -79,16 +89,21 @@ class Server:
             preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
         self.peer = StdioPeer(self.proc)
         self.peer.handshake()
+        self.born = cpu_seconds(self.proc.pid)
+        self.life: float | None = None
         self.calls = 0
+        #: Calls made since the handshake, the warm-ups' included (for the whole life's figure).
+        self.every_call = 0
         self.cpu: dict[str, float] = {}
         self.switches = [0, 0]
 
     def round(self, warm_s: float, seconds: float) -> None:
-        self.peer.pipelined(warm_s)
+        self.every_call += self.peer.pipelined(warm_s).calls
         before = threads(self.proc.pid)
         cell = self.peer.pipelined(seconds)
         after = threads(self.proc.pid)
         self.calls += cell.calls
+        self.every_call += cell.calls
         for tid, (name, cpu, vol, invol, kernel) in after.items():
             b = before.get(tid, (name, 0.0, 0, 0, 0.0))
             key = role(name, tid, self.proc.pid)
@@ -112,6 +127,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=1.5, help="measured seconds per round and server")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--retention", default="10000")
+    parser.add_argument("--export", action="store_true", help="every dropped record exported first")
+    parser.add_argument("--drain", type=float, default=0.0, help="idle seconds after the rounds; then whole-life CPU")
     parser.add_argument("--ref", help="also serve git archive REV src (first on PYTHONPATH)")
     parser.add_argument("--no-pin", action="store_true")
     ns = parser.parse_args()
@@ -121,7 +138,9 @@ def main() -> int:
         server_cpus = {cpus[-1]}
         os.sched_setaffinity(0, set(cpus[:-1]))
     work = Path(tempfile.mkdtemp(prefix="tc-sweep-threads-"))
-    on = {"TRUECALL_AUDIT_RETAIN": ns.retention, "TRUECALL_AUDIT_EXPORT": "x", "TRUECALL_AUDIT_SWEEP_S": "1"}
+    on = {"TRUECALL_AUDIT_RETAIN": ns.retention, "TRUECALL_AUDIT_SWEEP_S": "1"}
+    if ns.export:
+        on["TRUECALL_AUDIT_EXPORT"] = "x"
     off = {"TRUECALL_AUDIT_RETAIN": "all"}
     specs: list[tuple[str, dict[str, str]]] = [("on", on), ("off", off)]
     if ns.ref:
@@ -135,6 +154,10 @@ def main() -> int:
             for s in servers if r % 2 == 0 else reversed(servers):
                 s.round(1.0, ns.seconds)
             print(f"round {r + 1}/{ns.rounds} done", file=sys.stderr, flush=True)
+        if ns.drain:
+            time.sleep(ns.drain)
+            for s in servers:
+                s.life = cpu_seconds(s.proc.pid) - s.born
     finally:
         for s in servers:
             s.close()
@@ -146,7 +169,16 @@ def main() -> int:
     for label, r in sums.items():
         print(f"  {label:<16} {r['calls']:>8} {r['total']:>7.2f} {r.get('loop', 0):>7.2f} {r.get('loop sys', 0):>8.2f} {r.get('sweep', 0):>7.2f} "
               f"{r.get('other', 0):>7.2f} {r.get('other sys', 0):>8.2f} {r['vcs']:>9.3f} {r['ivcs']:>9.3f}")
-    for a, b in [("on", "off")] + ([(f"{ns.ref} on", f"{ns.ref} off")] if ns.ref else []):
+    pairs = [("on", "off")] + ([(f"{ns.ref} on", f"{ns.ref} off")] if ns.ref else [])
+    if ns.drain:
+        print(f"whole life (from the handshake to {ns.drain:g} s after the last round), server CPU µs per call:")
+        lives = {s.label: (s.life or 0.0) / max(1, s.every_call) * 1e6 for s in servers}
+        for label, per in lives.items():
+            print(f"  {label:<16} {per:>7.2f}")
+        for a, b in pairs:
+            print(f"  {a} ÷ {b}: {lives[a] / lives[b]:.3f} (+{lives[a] - lives[b]:.2f} µs)")
+    print("measured windows:")
+    for a, b in pairs:
         x, y = sums[a], sums[b]
         print(f"  {a} ÷ {b}: total {x['total'] / y['total']:.3f} (+{x['total'] - y['total']:.2f} µs: "
               f"loop {x.get('loop', 0) - y.get('loop', 0):+.2f}, sweep {x.get('sweep', 0):.2f}, "

@@ -17,7 +17,8 @@ SQLite has no partitioned tables, hence segments:
   reused).  Writers in other processes re-prepare their statements and insert into the new one.
 - **Reading the trail** reads every segment (:func:`segments`, :func:`union`).
 - **Dropped whole**, oldest first: a sealed segment whose newest record is past the age, while the
-  trail is over a size, or whose newest id is among the oldest records a number drops.  Its records
+  trail is over a size (and would still be within a tenth of it without the segment), or whose
+  newest id is among the oldest records a number drops.  Its records
   are exported first (appended to the period files and ``fsync``'d), then one transaction records
   the files' lengths and checksums and drops the table.  Killed in between, the table is still there
   and the next sweep cuts the files back and exports it again: nothing is lost, nothing exported
@@ -198,21 +199,30 @@ class Segments:
         tables = segments(self.db)
         last_id = self._last_id_dropped(policy, tables)
         cutoff = now - policy.max_age_s if policy.max_age_s is not None else None
-        for name in tables[:-1]:
+        while len(tables) > 1:
             if stop is not None and stop.is_set():
                 break
+            name = tables[0]
             newest_id, newest_ts = self._newest(name)
             whole = newest_id is None  # (emptied by rows)
             if not whole and cutoff is not None:
                 whole = newest_ts is not None and newest_ts < cutoff
             if not whole and policy.max_bytes is not None:
+                # Over a size, a segment goes whole only if the trail without it is still within a tenth
+                # of the budget (a segment is sealed at a tenth of it): a trail of before, sealed whole
+                # at the first sweep, goes by rows instead, oldest first.
                 used = _db_bytes(self.db)
-                whole = used is not None and used > policy.max_bytes
+                span = _id_span(self.db, tables)
+                low = self.db.fetchone(f"SELECT MIN(id) FROM {name}")
+                if used is not None and used > policy.max_bytes and span and low and low[0] is not None:
+                    mine = (newest_id or 0) - int(low[0]) + 1
+                    whole = used - mine * used / (span[1] - span[0] + 1) >= policy.max_bytes * 0.9
             if not whole and last_id is not None:
                 whole = newest_id is not None and newest_id <= last_id
             if not whole:
                 break
             dropped += self._export_and_drop(name, writer)
+            tables = segments(self.db)
         self.last_whole = dropped
         return dropped
 
