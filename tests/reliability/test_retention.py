@@ -234,6 +234,71 @@ def test_a_small_retention_under_steady_load_levels_off_exports_everything_and_d
     assert len(verify_export(tmp_path / "export")) >= 3  # a file per 5 s period
 
 
+def test_an_age_under_steady_load_goes_a_segment_at_a_time_levels_off_and_exports_everything(
+        tmp_path: Path) -> None:
+    """SQLite, ``TRUECALL_AUDIT_RETAIN=2s``: the serving process's live segment is sealed about every
+    second (a tenth of the age, at least one) while the journal's loads keep writing into the one made
+    after it, and a sealed segment goes whole once past the age (truecall.audit._segments): the trail
+    holds the age's worth of calls and little more, the file follows what it holds (not what was
+    made), every other record is in the export once, and no call fails or waits."""
+    db = tmp_path / "truecall.db"
+    seconds, age, margin = 16.0, 2.0, 2 * 1.0 + 0.5  # (margin: two spans of a second and a sweep interval)
+    env = _env(tmp_path, TRUECALL_DB=str(db), TRUECALL_AUDIT_RETAIN=f"{age:g}s")
+    with ServerProcess(tmp_path, http=True, env=env) as server:
+        load = Load(server.port or 0)
+        samples: list[tuple[float, int, int, int]] = []  # (s, file bytes, records held, calls acknowledged)
+        sealed: set[str] = set()
+
+        async def main() -> None:
+            async def sample() -> None:
+                start = time.monotonic()
+                while time.monotonic() < load.stop_at:
+                    conn = sqlite3.connect(db)
+                    try:
+                        tables = [r[0] for r in conn.execute(
+                            "SELECT name FROM sqlite_master WHERE name LIKE 'audit_events%' AND type = 'table'")]
+                        held = sum(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables)
+                    except sqlite3.OperationalError:  # (a segment dropped between the two statements)
+                        held = -1
+                    finally:
+                        conn.close()
+                    sealed.update(t for t in tables if t != "audit_events")
+                    if held >= 0:
+                        samples.append((time.monotonic() - start, _size(db)[0], held, len(load.acked)))
+                    await asyncio.sleep(0.5)
+
+            runner = asyncio.ensure_future(load.run(seconds))
+            await asyncio.sleep(0.1)
+            await asyncio.gather(runner, sample())
+
+        asyncio.run(main())
+        ended = time.time()
+        assert server.alive(), server.stderr()[-2000:]
+    calls = len(load.acked)
+    print(f"calls {calls}, p99 {percentile(load.latencies, 99) * 1000:.1f} ms, {len(sealed)} segments sealed, "
+          f"samples (s, bytes, held, calls): {samples[::4]}")
+    assert not load.failures and not load.refused, (load.failures[:3], load.refused[:3])
+    assert calls > 5000, f"the load was too light to show anything ({calls} calls)"
+    assert len(sealed) >= 5, sealed  # about one a second (a sweep every half second)
+    exported = _assert_exported_once_and_whole(db, tmp_path / "export")
+    assert set(load.acked) <= _recorded_request_ids(db, exported)
+    # Held: the age, the margin, and what arrived since the last sweep — at the fastest rate seen.
+    rate = max((b[3] - a[3]) / (b[0] - a[0]) for a, b in zip(samples, samples[2:]))
+    assert max(h for _, _, h, _ in samples) <= (age + margin + 1.0) * rate, (samples, rate)
+    kept = _rows(db, "SELECT ts FROM {trail}")
+    assert min(r[0] for r in kept) >= ended - (age + margin + 2.0)
+    # The file follows what the trail holds (pages freed by a drop are taken by the next records), not
+    # what was made: past the first age, never more than twice what the most held so far takes
+    # (230 bytes a record, docs/guide/operations.md), and some room; at the end, well under what every
+    # call would take kept.
+    for i, (t, size, _, _) in enumerate(samples):
+        if t >= 2 * (age + margin):
+            most = max(h for _, _, h, _ in samples[:i + 1])
+            assert size <= 2 * most * 230 + 2 * 1024 * 1024, (t, size, most)
+    assert samples[-1][1] < calls * 230 / 2, (samples[-1], calls)
+    assert percentile(load.latencies, 99) < P99_BOUND_S
+
+
 def test_a_kill_during_a_sweep_loses_no_record_that_was_not_exported(
         tmp_path: Path, rng_seed: int, backend: str, pg_schemas: Any) -> None:
     """On PostgreSQL the 1 s partitions (the export period) go whole, the newest by rows: a kill
