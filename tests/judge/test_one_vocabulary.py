@@ -17,6 +17,8 @@ STRUCTURAL = {
     "transports/guarded.py:_BAD_VALUE": "control characters RFC 9110 forbids in a header value",
     "audit/_retention.py:_ITEM": "a retention budget's number and unit ('30d', '2 GB')",
     "audit/_partitions.py:_BOUND": "PostgreSQL's partition bound expression (FOR VALUES FROM (…) TO (…))",
+    "audit/_segments.py:_SEALED": "the name of a sealed SQLite audit segment (audit_events_s + 19 digits)",
+    "audit/_segments.py:_INDEX_NAME": "the index name in SQLite's CREATE INDEX statement (renamed for a new segment)",
     "storage/_postgres.py:_SCHEMA_NAME": "a PostgreSQL identifier",
     "audit/redaction.py:_MARKER": "the [REDACTED:kind] marker redaction itself writes",
     "audit/redaction.py:_ANY_SENSITIVE": "the judge's own secret shapes (SENSITIVE_VALUES), joined for one first look",

@@ -858,7 +858,7 @@ class Sweeper:
         #: trail in segments, sealed and dropped whole by the sweeps (truecall.audit._segments).
         self.partitions: Partitions | Segments | None = None
         if db.dialect == "sqlite" and not policy.keeps_all:
-            self.partitions = Segments(db, partition_span(policy, period), policy, interval_s)
+            self.partitions = Segments(db, partition_span(policy, period), policy, interval_s, _sqlite_chunks)
         if db.dialect == "postgresql" and not policy.keeps_all:
             self.partitions = Partitions(db, partition_span(policy, period), ahead_s=4 * interval_s)
             try:

@@ -40,7 +40,10 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 from ._sql import _MARK, _db_bytes
 
 if TYPE_CHECKING:
-    from ._retention import ExportWriter, Retention
+    from ._retention import ExportWriter, Retention, _Chunk
+
+    #: ``(db, records, batch, period_s, table) -> chunks``: the sweep's reader of export lines.
+    Chunker = Callable[[Any, int, int, float, str], list[_Chunk]]
 
 __all__ = ["Segments", "segments", "union", "read_trail", "SEGMENT_RECORDS", "LIVE"]
 
@@ -109,8 +112,12 @@ def _id_span(db: Any, tables: list[str]) -> tuple[int, int] | None:
 class Segments:
     """The segments of ``audit_events`` on one SQLite database (see the module's docstring)."""
 
-    def __init__(self, db: Any, span_s: float, policy: "Retention", interval_s: float) -> None:
+    def __init__(self, db: Any, span_s: float, policy: "Retention", interval_s: float,
+                 chunks: "Chunker | None" = None) -> None:
+        """``chunks``: how a segment's records are read as export lines (the sweep's own
+        ``_sqlite_chunks``, handed over by the sweeper: this module sits below ``_retention``)."""
         self.db = db
+        self._chunks = chunks
         self.span_s = span_s
         #: Stragglers of an age are deleted by rows only past the age and this (see the docstring).
         self.margin_s = 2 * span_s + interval_s
@@ -229,15 +236,15 @@ class Segments:
     def _export_and_drop(self, name: str, writer: "ExportWriter | None") -> int:
         """Export a sealed segment's records (durably), then drop it in the transaction that records
         the export; returns its records."""
-        from ._retention import _sqlite_chunks
-
         db = self.db
         ends = db.fetchone(f"SELECT (SELECT MIN(id) FROM {name}), (SELECT MAX(id) FROM {name})")
         # (a segment's ids are a range: SQLite's AUTOINCREMENT leaves no gap, rows go oldest first)
         count = 0 if not ends or ends[0] is None else int(ends[1]) - int(ends[0]) + 1
         marks: dict[str, tuple[int, str]] = {}
         if writer is not None and count:
-            chunks = _sqlite_chunks(db, count, EXPORT_BATCH, writer.period_s, table=name)
+            if self._chunks is None:
+                raise RuntimeError("an exported segment needs the sweep's reader of export lines (chunks=)")
+            chunks = self._chunks(db, count, EXPORT_BATCH, writer.period_s, name)
             count = sum(c.count for c in chunks)
             for done in writer.append_encoded([c.files for c in chunks], sync=False):
                 marks.update(done)
