@@ -48,7 +48,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from ._sql import _COLUMNS, _MARK, _db_bytes
+from ._sql import _COLUMNS, _db_bytes, record_and_drop
 
 if TYPE_CHECKING:
     from ._retention import ExportWriter, Retention
@@ -304,11 +304,6 @@ class Partitions:
                 last = rows[-1][0]
             if writer is not None:
                 writer.sync(marks)  # durable before the transaction that records them and drops the rows
-            with self.db.transaction():
-                for file, (length, sha) in marks.items():
-                    self.db.execute(_MARK, (file, length, sha))
-                self.db.execute(f"DROP TABLE IF EXISTS {name}")  # (another sweep may have been first)
-                self.db.execute("DELETE FROM audit_detached WHERE name = ?", (name,))
         except _Stopped:
             if writer is not None:  # stopped (the server is): the files are left as recorded
                 writer.cut_back(marks)
@@ -317,8 +312,12 @@ class Partitions:
             if writer is not None:
                 writer.forget(marks)  # the next attempt cuts the unrecorded tail off again
             raise
-        if writer is not None:
-            writer.committed(marks)
+
+        def drop(conn: Any) -> None:
+            self.db.execute(f"DROP TABLE IF EXISTS {name}")  # (another sweep may have been first)
+            self.db.execute("DELETE FROM audit_detached WHERE name = ?", (name,))
+
+        record_and_drop(self.db, writer, marks, drop)
         return count
 
 

@@ -37,7 +37,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from ._sql import _MARK, _db_bytes
+from ._sql import _db_bytes, record_and_drop
 
 if TYPE_CHECKING:
     from ._retention import ExportWriter, Retention, _Chunk
@@ -249,19 +249,13 @@ class Segments:
             for done in writer.append_encoded([c.files for c in chunks], sync=False):
                 marks.update(done)
             writer.sync(marks)  # durable before the transaction that records them and drops the records
-        try:
-            with db.transaction() as conn:
-                for file, (length, sha) in marks.items():
-                    db.execute(_MARK, (file, length, sha))
-                conn.execute("PRAGMA secure_delete=OFF")
-                try:
-                    db.execute(f"DROP TABLE IF EXISTS {name}")  # (another process's sweep may have been first)
-                finally:
-                    conn.execute("PRAGMA secure_delete=ON")
-        except BaseException:
-            if writer is not None:
-                writer.forget(marks)  # the next attempt cuts the unrecorded tail off again
-            raise
-        if writer is not None:
-            writer.committed(marks)
+
+        def drop(conn: Any) -> None:
+            conn.execute("PRAGMA secure_delete=OFF")
+            try:
+                db.execute(f"DROP TABLE IF EXISTS {name}")  # (another process's sweep may have been first)
+            finally:
+                conn.execute("PRAGMA secure_delete=ON")
+
+        record_and_drop(db, writer, marks, drop)
         return count

@@ -7,9 +7,12 @@ methods: a cycle the import graph did not show).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
-__all__ = ["_COLUMNS", "_MARK", "_db_bytes"]
+if TYPE_CHECKING:
+    from ._retention import ExportWriter
+
+__all__ = ["_COLUMNS", "_MARK", "_db_bytes", "record_and_drop"]
 
 #: The columns of an exported record, in the export files' order.
 _COLUMNS = "id, ts, kind, tenant, subject, tool, outcome, fields"
@@ -29,3 +32,22 @@ def _db_bytes(db: Any) -> int | None:
         return int(row[0]) * int(row[1]) if row else None
     row = db.fetchone("SELECT SUM(pg_total_relation_size(relid)) FROM pg_partition_tree('audit_events')")
     return int(row[0]) if row and row[0] is not None else None
+
+
+def record_and_drop(db: Any, writer: "ExportWriter | None", marks: dict[str, tuple[int, str]],
+                    drop: Callable[[Any], None]) -> None:
+    """One transaction that records the export files' lengths and checksums (``marks``, appended and
+    ``fsync``'d before) and runs ``drop(connection)`` (a partition's or a segment's table dropped):
+    the records leave the trail in the transaction that says where they went.  Failed, the writer
+    forgets what it appended, and the next attempt cuts the unrecorded tail off again."""
+    try:
+        with db.transaction() as conn:
+            for file, (length, sha) in marks.items():
+                db.execute(_MARK, (file, length, sha))
+            drop(conn)
+    except BaseException:
+        if writer is not None:
+            writer.forget(marks)
+        raise
+    if writer is not None:
+        writer.committed(marks)
