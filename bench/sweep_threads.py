@@ -1,13 +1,13 @@
 """Where retention's CPU goes in a serving process, thread by thread (issue 29's 3 % budget).
 
-    python bench/sweep_threads.py [--seconds 1.5] [--rounds 8] [--retention 10000] [--export] [--drain S]
-                                  [--ref REV] [--no-pin]
+    python bench/sweep_threads.py [--seconds 1.5] [--rounds 8] [--retention 10000] [--export] [--warm S]
+                                  [--drain S] [--ref REV] [--no-pin]
 
 Serves ``bench/peers/truecall_app.py:app`` over stdio twice — ``TRUECALL_AUDIT_RETAIN=SPEC`` with a
 sweep every second (``on``; ``--export``: every dropped record exported first), and ``all``
 (``off``), as ``run.py --retention`` does — and,
 with ``--ref REV``, the same two from ``git archive REV src`` (``REV on``, ``REV off``).  The servers
-take turns (rounds in alternating order, each preceded by a second's warm-up) under pipelined load
+take turns (rounds in alternating order, each preceded by a warm-up, a second unless --warm) under pipelined load
 (64 calls in flight, ``run.py``'s stdio-pipe64 cell), pinned to the last CPU (the driver on the
 others) unless ``--no-pin``.  For each server: µs of CPU per call over the measured windows, summed
 over its threads and split by thread (``/proc/<pid>/task/*/stat``, utime + stime: the event loop
@@ -16,6 +16,10 @@ system, as 3.11 does not; with retention off the others take ~0 here), and its v
 switches per call.  On ÷ off per server pair is printed last.  The split is what ``run.py`` cannot
 show: the sweep thread's own work, and what it costs the event loop (GIL handovers, a lock shared on
 the one SQLite connection).
+
+``--warm S`` past the age (and two of its tenths and a sweep: ``--retention 10s --warm 14``): the
+records a window's sweeps drop came during the same server's warm-up, under the same load, so the
+window sees retention at a steady rate — what a server under constant load pays.
 
 ``--drain S``: after the rounds, both servers idle ``S`` seconds and each one's CPU over its whole
 life (from its handshake) is divided by its calls.  The servers take turns, so a record made in one
@@ -127,6 +131,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=1.5, help="measured seconds per round and server")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--retention", default="10000")
+    parser.add_argument("--warm", type=float, default=1.0,
+                        help="seconds of load before each measured window (past an age: see above)")
     parser.add_argument("--export", action="store_true", help="every dropped record exported first")
     parser.add_argument("--drain", type=float, default=0.0, help="idle seconds after the rounds; then whole-life CPU")
     parser.add_argument("--ref", help="also serve git archive REV src (first on PYTHONPATH)")
@@ -152,7 +158,7 @@ def main() -> int:
             servers.append(Server(label, env, work, server_cpus))
         for r in range(ns.rounds):
             for s in servers if r % 2 == 0 else reversed(servers):
-                s.round(1.0, ns.seconds)
+                s.round(ns.warm, ns.seconds)
             print(f"round {r + 1}/{ns.rounds} done", file=sys.stderr, flush=True)
         if ns.drain:
             time.sleep(ns.drain)
