@@ -780,3 +780,31 @@ def test_sqlite_a_query_while_another_process_seals_the_live_segment_still_reads
     assert sealed and sealed[0] == "audit_events_s0000000000000000001"
     other.close()
     db.close()
+
+
+def test_sqlite_a_query_while_another_process_drops_a_segment_reads_what_is_left(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A statement naming a segment another process's sweep dropped meanwhile fails ("no such table"):
+    the trail is listed and read again, and a query answers with what is left instead of an error."""
+    start = 2_000_000_000.0
+    db = Database(tmp_path / "a.db")
+    log = AuditLog(db, key=b"k" * 32, journal=False, retain="all")
+    _timed(db, log, 30, start, 0)
+    other = Database(tmp_path / "a.db")
+    sweeper = Sweeper(other, Retention.parse("100s"), None, interval_s=1)
+    sweeper.sweep(now=start + 20)  # the first 30 sealed
+    _timed(db, log, 20, start + 100, 30)
+    assert len(segments(db)) == 2
+    dropped: list[int] = []
+    fetchall = db.fetchall
+
+    def racing(sql: str, params: Any = ()) -> Any:
+        if "ORDER BY id DESC" in sql and not dropped:  # listed, about to be read: the other one drops
+            dropped.append(sweeper.sweep(now=start + 150))
+        return fetchall(sql, params)
+
+    monkeypatch.setattr(db, "fetchall", racing)
+    assert [r.id for r in log.query(limit=100)] == list(range(50, 30, -1))
+    assert dropped == [30]
+    other.close()
+    db.close()

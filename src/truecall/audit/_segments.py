@@ -83,12 +83,18 @@ def union(tables: list[str], select: str, where: str, params: list[Any], tail: s
 
 
 def read_trail(db: Any, read: Callable[[list[str]], T]) -> T:
-    """``read(tables)`` over the trail's tables, read again if a segment was sealed (by another process)
-    meanwhile: a statement over a list read before a seal would miss the renamed segment.  (A seal's
-    name is new every time, so an unchanged list means no seal came between.)"""
+    """``read(tables)`` over the trail's tables, read again if a segment was sealed or dropped (by
+    another process's sweep) meanwhile: a statement over a list read before a seal would miss the
+    renamed segment, and one naming a segment dropped since fails ("no such table").  (A seal's name
+    is new every time, so an unchanged list means no seal came between.)"""
     while True:
         tables = segments(db)
-        out = read(tables)
+        try:
+            out = read(tables)
+        except Exception as exc:
+            if "no such table" not in str(exc) or segments(db) == tables:
+                raise
+            continue
         if segments(db) == tables:
             return out
 
