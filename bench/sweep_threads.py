@@ -26,8 +26,9 @@ life (from its handshake) is divided by its calls.  The servers take turns, so a
 server's window is dropped by a sweep that may fall while it waits: the windows miss part of what
 retention costs, most of all with an age (``--retention 10s``: a record goes some ten seconds after
 it came).  With ``S`` past the age (and two of its tenths and a sweep), every record made has been
-dropped by the end: whole life, on ÷ off is the steady cost of retention per call, idle timers on
-both sides.
+dropped by the end, so no drop is missed; but the sweeps that ran while a server waited for its
+turn (each with its fixed cost: listing, sealing) are charged to its calls too, so whole life, on ÷
+off is an upper bound of retention's cost per call (``--warm`` gives the steady one).
 """
 
 from __future__ import annotations

@@ -202,6 +202,12 @@ class Partitions:
                                 f"FOR VALUES FROM ({start!r}) TO ({end!r})")
             made.append(name)
 
+    @property
+    def margin_s(self) -> float:
+        """How far past an age a straggler must be to be deleted by rows: a span (partitions are
+        aligned to spans; SQLite's segments, sealed at a sweep, need more)."""
+        return self.span_s
+
     def _newest_end(self) -> float | None:
         ends = [hi for _, _, hi in self.ranges() if hi is not None]
         return max(ends) if ends else None

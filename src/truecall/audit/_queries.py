@@ -27,12 +27,11 @@ def select_records(db: Storage, *, kind: str | None, tenant: str | None, subject
         if value is not None:
             where.append(f"{name} = ?")
             params.append(value)
-    params.append(int(limit))
 
     def read(tables: list[str]) -> list[AuditRecord]:
         sql, bound = union(tables, "SELECT id, ts, kind, tenant, subject, tool, outcome, fields FROM {table}",
-                           " AND ".join(where), params[:-1], "ORDER BY id DESC LIMIT ?")
-        return [_record(r) for r in db.fetchall(sql, [*bound, params[-1]])]
+                           " AND ".join(where), params, "ORDER BY id DESC LIMIT ?")
+        return [_record(r) for r in db.fetchall(sql, [*bound, int(limit)])]
 
     return read_trail(db, read)
 

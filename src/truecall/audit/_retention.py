@@ -32,8 +32,9 @@ recorded, its argument hashes as they were.  On SQLite the lines are made by SQL
 digits that read back).
 
 PostgreSQL: the table is partitioned by time and old partitions are exported, then dropped whole
-(:mod:`truecall.audit._partitions`); what a number or size budget drops inside a partition goes by rows,
-as above.
+(:mod:`truecall.audit._partitions`); SQLite: the trail is kept in segments, sealed and dropped whole
+the same way (:mod:`truecall.audit._segments`).  What a number or size budget drops inside a partition
+or a segment goes by rows, as above.
 """
 
 from __future__ import annotations
@@ -687,11 +688,13 @@ def sweep_once(db: Any, policy: Retention, writer: ExportWriter | None, *, now: 
     if partitions is not None:
         dropped += partitions.drop_whole(policy, writer, now, stop=stop)
         if policy.max_age_s is not None:  # by rows: only the stragglers (see truecall.audit._partitions)
-            margin = partitions.margin_s if isinstance(partitions, Segments) else partitions.span_s
-            policy = Retention(policy.max_age_s + margin, policy.max_records, policy.max_bytes)
+            policy = Retention(policy.max_age_s + partitions.margin_s, policy.max_records, policy.max_bytes)
     # SQLite's segments: rows go from the oldest one that holds any (the next sweep goes on from there)
-    tables = segments(db) if isinstance(partitions, Segments) else None
-    table = partitions.oldest() if isinstance(partitions, Segments) else LIVE
+    tables: list[str] | None = None
+    table = LIVE
+    if isinstance(partitions, Segments):
+        tables = segments(db)
+        table = partitions.oldest(tables)
     # SQLite: one writer at a time allocates ids and commits them, so the oldest rows are exactly an
     # id range (a range delete is cheaper than a list).  PostgreSQL: a transaction may commit a lower
     # id after a higher one was read; only the ids read (and exported) are deleted.
@@ -914,10 +917,16 @@ class Sweeper:
             self.partitions.ensure_ahead(time.time() if now is None else now)
         if self.partitions is not None:
             self.partitions.last_whole = 0
-        if self.writer is None:
+
+        def apply(writer: ExportWriter | None) -> int:
+            # (with an export, under the folder's lock: another sweeper's seal between this one's export
+            # and its delete would leave the exported records in a renamed table, exported again later)
             if isinstance(self.partitions, Segments):
                 self.partitions.seal(now)
-            dropped = sweep_once(self.db, self.policy, None, now=now, stop=self._stop, partitions=self.partitions)
+            return sweep_once(self.db, self.policy, writer, now=now, stop=self._stop, partitions=self.partitions)
+
+        if self.writer is None:
+            dropped = apply(None)
         else:
             self.writer.directory.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.writer.directory / ".sweep.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -929,10 +938,7 @@ class Sweeper:
                 if not self._repaired:
                     self.writer.repair()
                     self._repaired = True
-                if isinstance(self.partitions, Segments):  # (sealed by one sweeper at a time: see sweep_once)
-                    self.partitions.seal(now)
-                dropped = sweep_once(self.db, self.policy, self.writer, now=now, stop=self._stop,
-                                     partitions=self.partitions)
+                dropped = apply(self.writer)
             finally:
                 os.close(fd)
         now = time.time() if now is None else now

@@ -133,17 +133,17 @@ class Segments:
         #: Segments sealed so far by this process.
         self.sealed = 0
 
-    def oldest(self) -> str:
-        """The oldest table that holds a record (``audit_events`` when none does)."""
-        for t in segments(self.db):
+    def oldest(self, tables: list[str]) -> str:
+        """The oldest of ``tables`` (:func:`segments`) that holds a record (``audit_events`` when none does)."""
+        for t in tables:
             if self.db.fetchone(f"SELECT 1 FROM {t} LIMIT 1"):
                 return t
         return LIVE
 
     # -- sealing -----------------------------------------------------------------------------------
 
-    def _due(self, now: float) -> tuple[int, int] | None:
-        """The live segment's first and last id when it is to be sealed (``None``: not now)."""
+    def _due(self, now: float) -> int | None:
+        """The live segment's first id when it is to be sealed (``None``: not now)."""
         db = self.db
         row = db.fetchone(f"SELECT (SELECT id FROM {LIVE} ORDER BY id LIMIT 1), "
                           f"(SELECT ts FROM {LIVE} ORDER BY id LIMIT 1), (SELECT MAX(id) FROM {LIVE})")
@@ -157,20 +157,21 @@ class Segments:
             span = _id_span(db, segments(db))
             if used and span:
                 due = held * (used / (span[1] - span[0] + 1)) >= self.policy.max_bytes / 10
-        return (first, last) if due else None
+        return first if due else None
 
     def seal(self, now: float | None = None) -> str | None:
         """Seal the live segment if it is due (see the module's docstring); returns the new name."""
         now = time.time() if now is None else now
-        due = self._due(now)
-        if due is None:
+        first = self._due(now)
+        if first is None:
             return None
         db = self.db
         with db.transaction():
             row = db.fetchone(f"SELECT MIN(id) FROM {LIVE}")
-            if not row or row[0] is None or int(row[0]) != due[0]:
+            if not row or row[0] is None or int(row[0]) != first:
                 return None  # another process sealed it meanwhile
-            name = f"{LIVE}_s{due[0]:019d}"
+            name = f"{LIVE}_s{first:019d}"
+            # (read before the rename: they name audit_events, as the new table and indexes must)
             table = db.fetchone("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", (LIVE,))
             indexes = db.fetchall("SELECT sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
                                   "AND sql IS NOT NULL", (LIVE,))
@@ -182,7 +183,7 @@ class Segments:
             for (sql,) in indexes:
                 # (the renamed table keeps its indexes and their names: the new ones are named apart)
                 db.execute(_INDEX_NAME.sub(lambda m: f"{m.group(1)}{m.group(3)}_{int(seq[0]) + 1}{m.group(4)}",
-                                           str(sql).replace(f'"{name}"', LIVE), count=1))
+                                           str(sql), count=1))
             db.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (LIVE, int(seq[0])))
         self.sealed += 1
         return name
