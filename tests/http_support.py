@@ -88,7 +88,7 @@ def served(
             proc = subprocess.Popen(cmd, cwd=workdir, env=full_env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=err)
         try:
-            if _wait_ready(proc, port, startup_timeout):
+            if wait_ready(proc, port, startup_timeout):
                 break
             last_error = log.read_text(errors="replace")
         except BaseException:
@@ -119,7 +119,8 @@ def served_with_token(tmp_path: Path, app: str, token: str, *, subject: str = "d
         yield server
 
 
-def _wait_ready(proc: subprocess.Popen[bytes], port: int, timeout: float) -> bool:
+def wait_ready(proc: subprocess.Popen[bytes], port: int, timeout: float) -> bool:
+    """True once the server answers /healthz; a refused connection (not listening yet) is only "not yet"."""
     deadline = time.monotonic() + timeout
     with httpx.Client(timeout=1.0) as client:
         while time.monotonic() < deadline:

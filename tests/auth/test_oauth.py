@@ -34,7 +34,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from typer.testing import CliRunner
 
 import mcp_schema
-from http_support import HOST, MODERN, _wait_ready, free_port, meta, modern_call
+from http_support import HOST, MODERN, wait_ready, free_port, meta, modern_call
 from stress.common import terminate
 from truecall import InsufficientScope, InvalidCredential, Principal
 from truecall.cli import serving
@@ -463,7 +463,7 @@ def jwt_served(directory: Path, jwks: str, *extra: str) -> Iterator[JwtServed]:
         with open(log, "wb") as err:
             proc = subprocess.Popen(cmd, cwd=directory, env=env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=err)
-        if _wait_ready(proc, port, 15.0):
+        if wait_ready(proc, port, 15.0):
             break
         terminate(proc, 5.0)
     else:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 import socket
@@ -265,7 +266,8 @@ def test_the_audit_outage_probe_that_waits_on_postgresql_leaves_the_loop_turning
             assert log.unwritable is None  # the held record went through: served again
 
         try:
-            asyncio.run(scenario())
+            with _no_collection_here():  # (the loop timed is this process's: a collection is no probe's wait)
+                asyncio.run(scenario())
             assert [r.fields["requestId"] for r in log.query(kind="tool.called")] == ["r1"]
         finally:
             log.flush()
@@ -292,8 +294,23 @@ STALL_S = LEASE_S * 1.5  # longer than the lease: B takes A's task over meanwhil
 HEALTH_S = 0.1
 
 
+@contextlib.contextmanager
+def _no_collection_here() -> Iterator[None]:
+    """This (the test's) process collects no garbage meanwhile: after the suite's collection its heap
+    holds ~220,000 objects, and a full collection pauses every thread here for ~165 ms — a pause of
+    the one who asks and times, which a sample would charge to the server (CI saw one: 182 ms)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 class Sampler(threading.Thread):
-    """Ask ``url`` over and over until stopped; keep (seconds taken, status) of every answer."""
+    """Ask ``url`` over and over until stopped; keep (seconds taken, status) of every answer.  Run it
+    inside :func:`_no_collection_here`: the answers' times are the server's, not this process's."""
 
     def __init__(self, url: str, pause: float) -> None:
         super().__init__(daemon=True)
@@ -302,6 +319,7 @@ class Sampler(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
+        assert not gc.isenabled(), "a Sampler runs inside _no_collection_here()"
         with httpx.Client(timeout=20) as http:
             while not self.stop.is_set():
                 began = time.monotonic()
@@ -327,7 +345,8 @@ def test_a_stalled_database_connection_never_stops_the_replica(at: str, mode: st
         proxy = TcpProxy((parts.hostname or HOST, parts.port or 5432))
         try:
             truth = Truth("postgresql", schema)
-            with _stalled_pair(tmp_path, schema, proxy) as (a, b, token), httpx.Client(timeout=20) as http:
+            with _stalled_pair(tmp_path, schema, proxy) as (a, b, token), httpx.Client(timeout=20) as http, \
+                    _no_collection_here():
                 key = f"stall-{at}-{mode}"
                 patterns, on_answer = STALLS[at]
                 health, ready = Sampler(f"{a.base}/healthz", 0.02), Sampler(f"{a.base}/readyz", 0.1)
@@ -537,7 +556,8 @@ def test_a_request_stalled_at_its_statement_leaves_the_replica_serving(path: str
     with pg_schema() as schema:
         proxy = TcpProxy((parts.hostname or HOST, parts.port or 5432))
         try:
-            with _stalled_pair(tmp_path, schema, proxy) as (a, b, token), httpx.Client(timeout=20) as http:
+            with _stalled_pair(tmp_path, schema, proxy) as (a, b, token), httpx.Client(timeout=20) as http, \
+                    _no_collection_here():
                 made = make(schema, http, b, token) if make is not None else None
                 health = Sampler(f"{a.base}/healthz", 0.02)
                 proxy.stall_at(*patterns, on_answer=on_answer, mode="hold")

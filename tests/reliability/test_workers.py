@@ -23,7 +23,7 @@ import httpx
 import orjson
 import pytest
 
-from http_support import HOST, LEGACY, free_port, meta, modern_headers, request, served
+from http_support import HOST, LEGACY, free_port, meta, modern_headers, request, served, wait_ready
 from pg_support import BACKENDS, wait_until
 from test_replicas import (LEASE_S, Listener, Truth, _key, a_database, call, get, kind, poll, rpc, start_task,
                            task_notes)
@@ -272,7 +272,7 @@ def test_sigkill_of_the_supervisor_leaves_no_worker(tmp_path: Path) -> None:
                             stderr=subprocess.DEVNULL)
     try:
         pids = wait_until(lambda: (lambda p: p if len(p) == 2 else None)(worker_pids(proc.pid)), 30, "2 workers")
-        wait_until(lambda: httpx.get(f"http://{HOST}:{port}/healthz").status_code == 200, 30, "ready")
+        assert wait_ready(proc, port, 30), "the workers never answered /healthz"  # refused until they listen
         proc.kill()
         proc.wait(timeout=10)
 
