@@ -82,8 +82,10 @@ def pytest_configure(config: pytest.Config) -> None:
     global _private_pg
     config.addinivalue_line("markers", "seed(n): the fixed default seed of a test that asks for rng_seed "
                                        "(TRUECALL_TEST_SEED overrides it)")
-    config.addinivalue_line("markers", "serial: runs alone, after the parallel phase of scripts/test (it "
-                                       "measures latency or races a deadline: see SERIAL)")
+    config.addinivalue_line("markers", "serial: runs after the parallel phase of scripts/test, two at a time "
+                                       "(it measures latency or races a deadline: see SERIAL)")
+    config.addinivalue_line("markers", "alone: a serial test that loads the machine itself; runs last, one at "
+                                       "a time (see ALONE)")
     given = config.getoption("hypothesis_seed", None)
     if given is None:
         config.option.hypothesis_seed = str(_seeds.RUN)
@@ -156,18 +158,26 @@ def _seed_of(item: pytest.Item) -> int | None:
     return None
 
 
-#: Test files that run in scripts/test's serial phase, alone on the machine: they bound a latency
-#: (p99s, a replica answering while another is frozen, the crash loop's recovery), race a lease or a
-#: deadline on purpose, or load the machine themselves (the load and fuzz runs).  Everything else runs
-#: in parallel first (pytest-xdist, one worker per file).
+#: Test files that run after scripts/test's parallel phase, never beside its CPU-bound work: they bound
+#: a latency (a replica answering while another is frozen or its database stalls), or race a lease or a
+#: deadline on purpose.  They mostly wait (a stall, a lease, a kill: ~37 % of two CPUs over the phase),
+#: so two of them run at a time, one file per worker.  Everything else runs in parallel first.
 SERIAL = ("tests/reliability/", "tests/desk/test_desk_kill.py", "tests/desk/test_desk_faults.py",
           "tests/probe/", "tests/cli/test_misuse.py", "tests/security/test_secrets_at_rest.py")
+#: Of those, the files that load the machine themselves (the fuzz and load runs, a retention under steady
+#: load, the crash loop, seven published servers probed at once) or bound a p99 under that load: they run
+#: last, alone, one test at a time.
+ALONE = ("tests/reliability/test_reliability.py", "tests/reliability/test_retention.py",
+         "tests/reliability/test_crashloop.py", "tests/reliability/test_memory_verdict.py",
+         "tests/probe/test_probe_published.py")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
+        if item.nodeid.startswith(ALONE):
+            item.add_marker(pytest.mark.alone)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

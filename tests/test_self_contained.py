@@ -101,12 +101,15 @@ def test_the_private_postgres_is_what_the_suite_uses() -> None:
 
 
 def test_the_serial_phase_names_files_that_exist_and_the_run_shares_one_seed() -> None:
-    """scripts/test runs conftest.SERIAL alone after the parallel phase: a renamed file would silently move
-    a timing-bound test into the parallel phase.  Every process of one run draws from one seed."""
+    """scripts/test runs conftest.SERIAL after the parallel phase (two at a time) and, of those, ALONE last,
+    one at a time: a renamed file would silently move a timing-bound test into the parallel phase, or a
+    test that loads the machine beside a timing-bound one.  Every process of one run draws from one seed."""
     import _seeds
-    from conftest import SERIAL
+    from conftest import ALONE, SERIAL
 
-    for entry in SERIAL:
-        assert (ROOT / entry).exists(), f"conftest.SERIAL names {entry}, which is not in the suite"
+    for entry in SERIAL + ALONE:
+        assert (ROOT / entry).exists(), f"conftest names {entry}, which is not in the suite"
+    for entry in ALONE:
+        assert entry.startswith(SERIAL), f"conftest.ALONE names {entry}, which is not in SERIAL"
     if _seeds.CHOSEN is None:  # (a replay's TRUECALL_TEST_SEED is every process's seed anyway)
         assert os.environ[_seeds.RUN_ENV] == str(_seeds.RUN)  # what an xdist worker or the serial phase inherits
