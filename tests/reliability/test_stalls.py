@@ -318,8 +318,11 @@ class Sampler(threading.Thread):
         self.samples: list[tuple[float, float, int]] = []  # (asked at, seconds, status)
         self.stop = threading.Event()
 
+    def start(self) -> None:
+        assert not gc.isenabled(), "a Sampler runs inside _no_collection_here()"  # (said in the test's thread)
+        super().start()
+
     def run(self) -> None:
-        assert not gc.isenabled(), "a Sampler runs inside _no_collection_here()"
         with httpx.Client(timeout=20) as http:
             while not self.stop.is_set():
                 began = time.monotonic()
