@@ -27,8 +27,8 @@ from truecall import Principal, Server
 from truecall.audit._journal import Journal
 from truecall._misuse import SettingError
 from truecall.audit._segments import Segments, segments
-from truecall.audit._retention import (_SPAN, BATCH, ExportError, Retention, Sweeper, _span, read_export, sweep_once,
-                                       verify_export)
+from truecall.audit._retention import (_SPAN, BATCH, ExportError, Retention, Sweeper, _span, _sqlite_chunks, read_export,
+                                       sweep_once, verify_export)
 from truecall.audit import AuditLog, TrailUnavailable
 from truecall.cli._commands import app
 from truecall.storage import Database
@@ -766,7 +766,7 @@ def test_sqlite_a_query_while_another_process_seals_the_live_segment_still_reads
     log = AuditLog(db, key=b"k" * 32, journal=False, retain="all")
     _timed(db, log, 50, 2_000_000_000.0, 0)
     other = Database(tmp_path / "a.db")
-    sealing = Segments(other, 10, Retention.parse("100s"), 1)
+    sealing = Segments(other, 10, Retention.parse("100s"), 1, _sqlite_chunks)
     sealed: list[str | None] = []
     fetchall = db.fetchall
 

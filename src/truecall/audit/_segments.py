@@ -118,8 +118,7 @@ def _id_span(db: Any, tables: list[str]) -> tuple[int, int] | None:
 class Segments:
     """The segments of ``audit_events`` on one SQLite database (see the module's docstring)."""
 
-    def __init__(self, db: Any, span_s: float, policy: "Retention", interval_s: float,
-                 chunks: "Chunker | None" = None) -> None:
+    def __init__(self, db: Any, span_s: float, policy: "Retention", interval_s: float, chunks: "Chunker") -> None:
         """``chunks``: how a segment's records are read as export lines (the sweep's own
         ``_sqlite_chunks``, handed over by the sweeper: this module sits below ``_retention``)."""
         self.db = db
@@ -249,8 +248,6 @@ class Segments:
         count = 0 if not ends or ends[0] is None else int(ends[1]) - int(ends[0]) + 1
         marks: dict[str, tuple[int, str]] = {}
         if writer is not None and count:
-            if self._chunks is None:
-                raise RuntimeError("an exported segment needs the sweep's reader of export lines (chunks=)")
             chunks = self._chunks(db, count, EXPORT_BATCH, writer.period_s, name)
             count = sum(c.count for c in chunks)
             for done in writer.append_encoded([c.files for c in chunks], sync=False):
