@@ -21,6 +21,7 @@ from truecall import ErrorKind, Principal, Server, ToolResult, text, tool_error
 from truecall.incidents import DEMO_TOKENS, build_desk
 from truecall.protocol import Engine, Sealer, Session, jsonrpc
 from truecall.protocol.engine import EngineNotStarted
+from truecall.protocol._session import ClientError
 from truecall.protocol._session_state import (
     SESSION_TRANSITIONS,
     SessionEvent,
@@ -1044,15 +1045,22 @@ def test_which_requests_each_state_serves():
 
 
 @aio
-async def test_closing_a_session_cancels_what_it_waits_for():
+async def test_closing_a_session_fails_what_it_waits_for_without_cancelling_it():
+    """Nobody can answer a question of an ended session: it fails as the client's (``ClientError``),
+    at once.  Not a cancellation: the request waiting was cancelled by nobody, and a ``CancelledError``
+    raised in it read as its caller's (the server logged it as a crash)."""
     session = Session()
     outbox = CollectingOutbox()
     waiting = asyncio.ensure_future(session.request(outbox, "elicitation/create", {"message": "m"}, 5))
     await outbox.wait_for("elicitation/create")
     session.close()
-    with pytest.raises(asyncio.CancelledError):
+    with pytest.raises(ClientError, match="session ended"):
         await waiting
+    assert not waiting.cancelled()
     assert session.state is SessionState.CLOSED and session.pending == {}
+    with pytest.raises(ClientError, match="session ended"):  # and a later question is not even sent
+        await session.request(outbox, "elicitation/create", {"message": "again"}, 5)
+    assert [m["params"]["message"] for m in outbox.messages if m.get("method") == "elicitation/create"] == ["m"]
 
 
 def test_close_goes_through_the_state_table_from_every_open_state():

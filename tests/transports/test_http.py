@@ -687,3 +687,32 @@ def test_an_accept_that_allows_only_sse_gets_even_a_plain_answer_as_an_event(des
     assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/event-stream"), resp.headers
     (message,) = sse_messages(resp.content)
     mcp_schema.check(message, LEGACY, "ListToolsResult")
+
+
+def test_deleting_a_session_while_its_tool_waits_for_the_user_answers_the_call(desk: Any, http: httpx.Client) -> None:
+    """A session ended (``DELETE``) while a tool waits for the user's answer: the call ends with a
+    result that says nobody can answer now (nothing changed), and the server logs no traceback.  (Closing
+    the session used to cancel the wait's future: the handler that awaited it saw a ``CancelledError``
+    it was never sent, and the server printed it as a crash — the fuzzer's breach of stop 36.)"""
+    params = {**INIT_PARAMS, "capabilities": {"elicitation": {}}}
+    resp = _post(http, desk.url, request(1, "initialize", params), _legacy_headers())
+    session = resp.headers["mcp-session-id"]
+    assert _post(http, desk.url, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                 _legacy_headers(OPERATOR, session)).status_code == 202
+    call = request(2, "tools/call", {"name": "incident.escalate", "arguments": {"incidentId": "INC-1001"}})
+    with http.stream("POST", desk.url, content=orjson.dumps(call), headers=_legacy_headers(OPERATOR, session)) as resp:
+        assert resp.status_code == 200
+        body = b""
+        lines = resp.iter_bytes()
+        while b"elicitation/create" not in body:
+            body += next(lines)
+        assert http.delete(desk.url, headers=_legacy_headers(OPERATOR, session)).status_code == 200
+        body += b"".join(lines)
+    messages = sse_messages(body)
+    final = messages[-1]
+    assert final["id"] == 2, messages
+    mcp_schema.check(final, LEGACY, "CallToolResult")
+    result = final["result"]
+    assert result["isError"] is True, result
+    assert "session ended" in result["content"][0]["text"], result
+    assert "Traceback" not in desk.stderr() and "CancelledError" not in desk.stderr(), desk.stderr()[-3000:]

@@ -46,6 +46,9 @@ class ClientError(Exception):
         self.error = error
 
 
+_ENDED = {"message": "the session ended before the client answered"}
+
+
 class Session:
     """A handshake-era session: negotiated once, then shared by its requests."""
 
@@ -94,9 +97,15 @@ class Session:
         self.changed()
 
     async def request(self, outbox: Outbox, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
-        """Send a server-to-client request on ``outbox`` and wait for its response."""
+        """Send a server-to-client request on ``outbox`` and wait for its response.
+
+        Raises :class:`ClientError` when the client answers with an error or can answer nothing
+        (its input ended, or the session ended while the request waited), ``TimeoutError`` when no
+        answer comes within ``timeout``."""
         if self.hung_up:
             raise ClientError({"message": "the client closed its input"})
+        if self.closed:
+            raise ClientError(_ENDED)
         request_id = f"s-{next(self._ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = future
@@ -106,6 +115,8 @@ class Session:
                 return await future
         finally:
             self.pending.pop(request_id, None)
+            if future.done() and not future.cancelled():
+                future.exception()  # failed while the send was still under way: seen, not logged at exit
 
     def resolve(self, message: Incoming) -> None:
         future = self.pending.get(message.id)
@@ -160,12 +171,16 @@ class Session:
                 future.set_exception(ClientError({"message": "the client closed its input"}))
 
     def close(self) -> None:
-        """End the session (through the state table; closing a closed session changes nothing) and
-        cancel the server-to-client requests still waiting.  Not persisted: whoever ends a stored
-        session deletes its record (a closed session is never loaded again anyway)."""
+        """End the session (through the state table; closing a closed session changes nothing).
+        Server-to-client requests still waiting fail with :class:`ClientError`: nobody can answer
+        them now, and the tool that asked decides what that means (an elicitation: an error result
+        that says so).  They are not cancelled: the request that waits was not cancelled by anyone,
+        and a ``CancelledError`` raised in it would read as its caller's cancellation (the server
+        logged it as a crash).  Not persisted: whoever ends a stored session deletes its record (a
+        closed session is never loaded again anyway)."""
         if not self.closed:
             self.state = next_session_state(self.state, SessionEvent.CLOSE)
         for future in self.pending.values():
             if not future.done():
-                future.cancel()
+                future.set_exception(ClientError(_ENDED))
         self.pending.clear()

@@ -262,7 +262,9 @@ async def run(server: "Server", tool: Tool, ctx: ToolContext, arguments: dict[st
     except ArgumentError as exc:  # valid JSON that still is not the parameter's type
         outcome = tool_error(ErrorKind.INVALID_INPUT, f"invalid input: {exc}", field=exc.field)
     except ElicitationUnavailable as exc:
-        if exc.missing:
+        if exc.why:
+            message = f"the client could not be asked ({exc.capability}): {exc.why}"
+        elif exc.missing:
             message = f"input needed and the client cannot be asked: {', '.join(exc.missing)}"
         else:
             message = f"the client did not declare the {exc.capability} capability this tool needs"

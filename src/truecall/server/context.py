@@ -78,10 +78,14 @@ class Elicitation:
 class ElicitationUnavailable(Exception):
     """Nobody can be asked (no channel, or the client did not declare the capability)."""
 
-    def __init__(self, missing: list[str] | None = None, capability: str = "elicitation") -> None:
+    def __init__(self, missing: list[str] | None = None, capability: str = "elicitation", *,
+                 why: str | None = None) -> None:
         self.missing = missing or []
         self.capability = capability
-        super().__init__(f"the client cannot be asked ({capability})")
+        #: Why a client that has the capability still could not be asked (its error, or the session
+        #: ended while the question waited); ``None``: it never declared the capability.
+        self.why = why
+        super().__init__(f"the client cannot be asked ({capability})" + (f": {why}" if why else ""))
 
 
 class QuestionChanged(Exception):
