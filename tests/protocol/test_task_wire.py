@@ -330,3 +330,53 @@ def test_a_2025_11_25_task_call_answered_at_once_is_still_a_task(tmp_path) -> No
         assert plain_call["result"]["content"][0]["text"] == "ran"
 
     asyncio.run(run())
+
+
+def test_a_task_question_relayed_on_a_session_that_ends_stays_open(tmp_path) -> None:
+    """The session a task's question was relayed on ends (``DELETE``, idle expiry) before the client
+    answered: nobody answered, so nothing is recorded for the user — the task still waits in
+    ``input_required`` and a later ``tasks/result`` asks again.  (An ended session is not the user's
+    "cancel": that would have ended the task as declined.)"""
+    async def run() -> None:
+        engine = Engine(make_server(tmp_path)).start()
+        session = Session(principal=ME)
+        await _legacy_init(engine, session, {"elicitation": {}})
+        created = await call(engine, ME, 2, "tools/call", {"name": "diagnose", "task": {"ttl": 60000}},
+                             session=session)
+        task_id = created["result"]["task"]["taskId"]
+        for i in range(200):
+            got = (await call(engine, ME, 100 + i, "tasks/get", {"taskId": task_id}, session=session))["result"]
+            if got["status"] != "working":
+                break
+            await asyncio.sleep(0.01)
+        assert got["status"] == "input_required", got
+        outbox = Outbox()
+        result = asyncio.ensure_future(call(engine, ME, 3, "tasks/result", {"taskId": task_id}, session=session,
+                                            outbox=outbox))
+        for _ in range(500):
+            if any(m.get("method") == "elicitation/create" for m in outbox.messages):
+                break
+            await asyncio.sleep(0.01)
+        session.close()
+        await asyncio.sleep(0.2)  # what the relay does with the ended session, done
+        result.cancel()
+        later = Session(principal=ME)
+        await _legacy_init(engine, later, {"elicitation": {}})
+        got = (await call(engine, ME, 300, "tasks/get", {"taskId": task_id}, session=later))["result"]
+        assert got["status"] == "input_required", got
+        again = Outbox()
+        result = asyncio.ensure_future(call(engine, ME, 301, "tasks/result", {"taskId": task_id}, session=later,
+                                            outbox=again))
+        for _ in range(500):
+            asked = [m for m in again.messages if m.get("method") == "elicitation/create"]
+            if asked:
+                break
+            await asyncio.sleep(0.01)
+        (question,) = asked
+        reply = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept",
+                                                                   "content": {"service": "payments"}}}
+        assert await engine.handle(jsonrpc.decode(orjson.dumps(reply)), ME, session=later) is None
+        final = await asyncio.wait_for(result, 5)
+        assert final["result"]["structuredContent"] == {"service": "payments"}
+
+    asyncio.run(run())

@@ -20,7 +20,7 @@ from . import jsonrpc
 from ._session_state import SessionEvent, SessionState, next_session_state
 from .jsonrpc import Incoming
 
-__all__ = ["Session", "Outbox", "NULL_OUTBOX", "ClientError"]
+__all__ = ["Session", "Outbox", "NULL_OUTBOX", "ClientError", "SessionEnded"]
 
 
 class Outbox(Protocol):
@@ -46,7 +46,12 @@ class ClientError(Exception):
         self.error = error
 
 
-_ENDED = {"message": "the session ended before the client answered"}
+class SessionEnded(ClientError):
+    """The session ended while a server-to-client request waited (or before it was sent): nobody
+    answered it.  Not the user's answer: a task's question relayed on it stays open."""
+
+    def __init__(self) -> None:
+        super().__init__({"message": "the session ended before the client answered"})
 
 
 class Session:
@@ -105,7 +110,7 @@ class Session:
         if self.hung_up:
             raise ClientError({"message": "the client closed its input"})
         if self.closed:
-            raise ClientError(_ENDED)
+            raise SessionEnded()
         request_id = f"s-{next(self._ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = future
@@ -172,7 +177,7 @@ class Session:
 
     def close(self) -> None:
         """End the session (through the state table; closing a closed session changes nothing).
-        Server-to-client requests still waiting fail with :class:`ClientError`: nobody can answer
+        Server-to-client requests still waiting fail with :class:`SessionEnded`: nobody can answer
         them now, and the tool that asked decides what that means (an elicitation: an error result
         that says so).  They are not cancelled: the request that waits was not cancelled by anyone,
         and a ``CancelledError`` raised in it would read as its caller's cancellation (the server
@@ -182,5 +187,5 @@ class Session:
             self.state = next_session_state(self.state, SessionEvent.CLOSE)
         for future in self.pending.values():
             if not future.done():
-                future.set_exception(ClientError(_ENDED))
+                future.set_exception(SessionEnded())
         self.pending.clear()

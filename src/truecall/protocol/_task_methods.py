@@ -18,7 +18,7 @@ from ..storage import off_loop_result
 from ..tasks import Task, TaskStatus
 from ..tasks.task_store import TaskNotFound
 from ._params import check_cursor
-from ._session import NULL_OUTBOX, ClientError, Outbox, Session
+from ._session import NULL_OUTBOX, ClientError, Outbox, Session, SessionEnded
 from ._taskwire import core_task, ext_detailed
 from .versions import TASKS_EXTENSION
 
@@ -159,6 +159,8 @@ class TaskMethods:
         try:
             answer: dict[str, Any] = await session.request(outbox, request["method"], params,
                                                            self.client_request_timeout)
+        except SessionEnded:
+            return  # nobody answered: the question stays open, and a later tasks/result asks it again
         except (ClientError, TimeoutError):
             answer = {"action": "cancel"}  # no answer is never consent
         try:
