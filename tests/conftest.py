@@ -82,7 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
     global _private_pg
     config.addinivalue_line("markers", "seed(n): the fixed default seed of a test that asks for rng_seed "
                                        "(TRUECALL_TEST_SEED overrides it)")
-    config.addinivalue_line("markers", "serial: runs after the parallel phase of scripts/test, two at a time "
+    config.addinivalue_line("markers", "serial: runs after the parallel phase of scripts/test, test by test "
                                        "(it measures latency or races a deadline: see SERIAL)")
     config.addinivalue_line("markers", "alone: a serial test that loads the machine itself; runs last, one at "
                                        "a time (see ALONE)")
@@ -160,8 +160,9 @@ def _seed_of(item: pytest.Item) -> int | None:
 
 #: Test files that run after scripts/test's parallel phase, never beside its CPU-bound work: they bound
 #: a latency (a replica answering while another is frozen or its database stalls), or race a lease or a
-#: deadline on purpose.  They mostly wait (a stall, a lease, a kill: ~37 % of two CPUs over the phase),
-#: so two of them run at a time, one file per worker.  Everything else runs in parallel first.
+#: deadline on purpose.  They mostly wait (a stall, a lease, a kill: ~37 % of two CPUs over the phase
+#: one at a time), so the phase runs as many workers as the first, test by test (one file held half the
+#: phase's time).  Everything else runs in parallel first.
 SERIAL = ("tests/reliability/", "tests/desk/test_desk_kill.py", "tests/desk/test_desk_faults.py",
           "tests/probe/", "tests/cli/test_misuse.py", "tests/security/test_secrets_at_rest.py")
 #: Of those, the files that load the machine themselves (the fuzz and load runs, a retention under steady

@@ -101,7 +101,7 @@ def test_the_private_postgres_is_what_the_suite_uses() -> None:
 
 
 def test_the_serial_phase_names_files_that_exist_and_the_run_shares_one_seed() -> None:
-    """scripts/test runs conftest.SERIAL after the parallel phase (two at a time) and, of those, ALONE last,
+    """scripts/test runs conftest.SERIAL after the parallel phase (test by test) and, of those, ALONE last,
     one at a time: a renamed file would silently move a timing-bound test into the parallel phase, or a
     test that loads the machine beside a timing-bound one.  Every process of one run draws from one seed."""
     import _seeds
