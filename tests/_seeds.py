@@ -59,5 +59,6 @@ def for_test(default: int | None = None) -> int:
 
 
 def replay(seed: int, nodeid: str) -> str:
-    """The line that replays one test with its seed."""
-    return f"{ENV}={seed} ./scripts/test '{nodeid}'"
+    """The line that replays one test with its seed (without the ``@group`` xdist's ``--dist loadgroup``
+    adds to the id of a test in a group: conftest groups a timing-bound file's tests by its path)."""
+    return f"{ENV}={seed} ./scripts/test '{nodeid.removesuffix('@' + nodeid.split('::', 1)[0])}'"

@@ -82,7 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
     global _private_pg
     config.addinivalue_line("markers", "seed(n): the fixed default seed of a test that asks for rng_seed "
                                        "(TRUECALL_TEST_SEED overrides it)")
-    config.addinivalue_line("markers", "serial: runs after the parallel phase of scripts/test, test by test "
+    config.addinivalue_line("markers", "serial: runs after the parallel phase of scripts/test, a file per worker "
                                        "(it measures latency or races a deadline: see SERIAL)")
     config.addinivalue_line("markers", "alone: a serial test that loads the machine itself; runs last, one at "
                                        "a time (see ALONE)")
@@ -161,8 +161,8 @@ def _seed_of(item: pytest.Item) -> int | None:
 #: Test files that run after scripts/test's parallel phase, never beside its CPU-bound work: they bound
 #: a latency (a replica answering while another is frozen or its database stalls), or race a lease or a
 #: deadline on purpose.  They mostly wait (a stall, a lease, a kill: ~37 % of two CPUs over the phase
-#: one at a time), so the phase runs as many workers as the first, test by test (one file held half the
-#: phase's time).  Everything else runs in parallel first.
+#: one at a time), so the phase runs as many workers as the first: each file whole on one worker, but
+#: SPREAD's test by test.  Everything else runs in parallel first.
 SERIAL = ("tests/reliability/", "tests/desk/test_desk_kill.py", "tests/desk/test_desk_faults.py",
           "tests/probe/", "tests/cli/test_misuse.py", "tests/security/test_secrets_at_rest.py")
 #: Of those, the files that load the machine themselves (the fuzz and load runs, a retention under steady
@@ -173,12 +173,22 @@ ALONE = ("tests/reliability/test_reliability.py", "tests/reliability/test_retent
          "tests/probe/test_probe_published.py")
 
 
+#: Of the timing-bound files that share the machine (SERIAL, not ALONE), those whose tests go to the
+#: workers one by one: they share nothing (no module-scoped fixture) and one of them held 144 of the
+#: phase's 288 s.  Every other such file goes to one worker whole (``--dist loadgroup``, the file its
+#: group): its module-scoped servers and runs are made once, not on each worker that gets one of its tests.
+SPREAD = ("tests/reliability/test_stalls.py",)
+
+
+@pytest.hookimpl(tryfirst=True)  # (before xdist's, which reads the groups on a worker)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(SERIAL):
             item.add_marker(pytest.mark.serial)
-        if item.nodeid.startswith(ALONE):
-            item.add_marker(pytest.mark.alone)
+            if item.nodeid.startswith(ALONE):
+                item.add_marker(pytest.mark.alone)
+            elif not item.nodeid.startswith(SPREAD):
+                item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
