@@ -1063,6 +1063,20 @@ async def test_closing_a_session_fails_what_it_waits_for_without_cancelling_it()
     assert [m["params"]["message"] for m in outbox.messages if m.get("method") == "elicitation/create"] == ["m"]
 
 
+async def test_a_client_error_says_its_code_to_the_caller_never_its_text():
+    """What a tool's error result says of a client's error answer is the server's own words: the client's
+    text is its data (the secrets test planted a key there and found it echoed in the result)."""
+    session = Session()
+    outbox = CollectingOutbox()
+    waiting = asyncio.ensure_future(session.request(outbox, "elicitation/create", {"message": "m"}, 5))
+    question = await outbox.wait_for("elicitation/create")
+    session.resolve(jsonrpc.decode(orjson.dumps({"jsonrpc": "2.0", "id": question["id"], "error": {
+        "code": -32000, "message": "no: sk-live-0123456789abcdef"}})))
+    with pytest.raises(ClientError) as raised:
+        await waiting
+    assert raised.value.reason == "the client answered with an error (-32000)"
+
+
 def test_close_goes_through_the_state_table_from_every_open_state():
     for state in (SessionState.NEW, SessionState.INITIALIZING, SessionState.READY):
         session = Session()

@@ -83,7 +83,7 @@ class Peer:
         try:
             return await ctx.session.request(ctx.outbox, method, params, self.timeout)
         except ClientError as exc:
-            raise ElicitationUnavailable(capability=method, why=str(exc)) from exc
+            raise ElicitationUnavailable(capability=method, why=exc.reason) from exc
 
     async def progress(self, progress: float, total: float | None, message: str | None) -> None:
         token = self.ctx.progress_token

@@ -39,11 +39,20 @@ NULL_OUTBOX = _NullOutbox()
 
 
 class ClientError(Exception):
-    """The client answered a server-to-client request with an error (or can answer nothing)."""
+    """The client answered a server-to-client request with an error (or can answer nothing).
 
-    def __init__(self, error: dict[str, Any]) -> None:
+    ``reason`` is what may be told to the caller (a tool's error result says it): the server's own
+    words, never the client's error text, which is the client's data and may hold anything (a
+    secret included)."""
+
+    def __init__(self, error: dict[str, Any], reason: str | None = None) -> None:
         super().__init__(str(error.get("message", "client error"))[:200])
         self.error = error
+        if reason is None:
+            code = error.get("code")
+            shown = f" ({code})" if isinstance(code, int) and not isinstance(code, bool) else ""
+            reason = f"the client answered with an error{shown}"
+        self.reason = reason
 
 
 class SessionEnded(ClientError):
@@ -51,7 +60,11 @@ class SessionEnded(ClientError):
     answered it.  Not the user's answer: a task's question relayed on it stays open."""
 
     def __init__(self) -> None:
-        super().__init__({"message": "the session ended before the client answered"})
+        super().__init__({"message": "the session ended before the client answered"},
+                         "the session ended before the client answered")
+
+
+_HUNG_UP = {"message": "the client closed its input"}
 
 
 class Session:
@@ -108,7 +121,7 @@ class Session:
         (its input ended, or the session ended while the request waited), ``TimeoutError`` when no
         answer comes within ``timeout``."""
         if self.hung_up:
-            raise ClientError({"message": "the client closed its input"})
+            raise ClientError(_HUNG_UP, _HUNG_UP["message"])
         if self.closed:
             raise SessionEnded()
         request_id = f"s-{next(self._ids)}"
@@ -173,7 +186,7 @@ class Session:
         self.hung_up = True
         for future in self.pending.values():
             if not future.done():
-                future.set_exception(ClientError({"message": "the client closed its input"}))
+                future.set_exception(ClientError(_HUNG_UP, _HUNG_UP["message"]))
 
     def close(self) -> None:
         """End the session (through the state table; closing a closed session changes nothing).
