@@ -1063,6 +1063,7 @@ async def test_closing_a_session_fails_what_it_waits_for_without_cancelling_it()
     assert [m["params"]["message"] for m in outbox.messages if m.get("method") == "elicitation/create"] == ["m"]
 
 
+@aio
 async def test_a_client_error_says_its_code_to_the_caller_never_its_text():
     """What a tool's error result says of a client's error answer is the server's own words: the client's
     text is its data (the secrets test planted a key there and found it echoed in the result)."""
