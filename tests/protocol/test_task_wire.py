@@ -241,6 +241,31 @@ def _legacy_init(engine: Engine, session: Session, caps: dict[str, Any]):
     return run()
 
 
+async def _diagnosis_waiting_for_input(engine: Engine, session: Session) -> str:
+    """A 2025-11-25 ``diagnose`` task, created on ``session`` and now ``input_required``: its id."""
+    created = await call(engine, ME, 2, "tools/call", {"name": "diagnose", "task": {"ttl": 60000}}, session=session)
+    mcp_schema.check(created, LEGACY, "CreateTaskResult")
+    task_id = created["result"]["task"]["taskId"]
+    for i in range(200):
+        got = (await call(engine, ME, 100 + i, "tasks/get", {"taskId": task_id}, session=session))["result"]
+        if got["status"] != "working":
+            break
+        await asyncio.sleep(0.01)
+    assert got["status"] == "input_required", got
+    return task_id
+
+
+async def _asked(outbox: Outbox) -> dict[str, Any]:
+    """The one ``elicitation/create`` a ``tasks/result`` sent on ``outbox`` (waited for)."""
+    for _ in range(500):
+        asked = [m for m in outbox.messages if m.get("method") == "elicitation/create"]
+        if asked:
+            break
+        await asyncio.sleep(0.01)
+    (question,) = asked
+    return question
+
+
 @pytest.mark.parametrize("caps", [{"elicitation": {"form": {}}}, {"elicitation": {}}])
 def test_a_2025_11_25_task_asks_after_acceptance_through_tasks_result(tmp_path, caps) -> None:
     """The question goes to the client as ``elicitation/create`` on the ``tasks/result`` stream, with
@@ -249,25 +274,11 @@ def test_a_2025_11_25_task_asks_after_acceptance_through_tasks_result(tmp_path, 
         engine = Engine(make_server(tmp_path)).start()
         session = Session(principal=ME)
         await _legacy_init(engine, session, caps)
-        created = await call(engine, ME, 2, "tools/call", {"name": "diagnose", "task": {"ttl": 60000}},
-                             session=session)
-        mcp_schema.check(created, LEGACY, "CreateTaskResult")
-        task_id = created["result"]["task"]["taskId"]
-        for i in range(200):
-            got = (await call(engine, ME, 100 + i, "tasks/get", {"taskId": task_id}, session=session))["result"]
-            if got["status"] != "working":
-                break
-            await asyncio.sleep(0.01)
-        assert got["status"] == "input_required", got
+        task_id = await _diagnosis_waiting_for_input(engine, session)
         outbox = Outbox()
         result = asyncio.ensure_future(call(engine, ME, 3, "tasks/result", {"taskId": task_id}, session=session,
                                             outbox=outbox))
-        for _ in range(500):
-            asked = [m for m in outbox.messages if m.get("method") == "elicitation/create"]
-            if asked:
-                break
-            await asyncio.sleep(0.01)
-        (question,) = asked
+        question = await _asked(outbox)
         mcp_schema.check(orjson.loads(orjson.dumps(question)), LEGACY)
         assert question["params"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
         assert question["params"]["requestedSchema"] == SERVICE_FORM
@@ -341,22 +352,11 @@ def test_a_task_question_relayed_on_a_session_that_ends_stays_open(tmp_path) -> 
         engine = Engine(make_server(tmp_path)).start()
         session = Session(principal=ME)
         await _legacy_init(engine, session, {"elicitation": {}})
-        created = await call(engine, ME, 2, "tools/call", {"name": "diagnose", "task": {"ttl": 60000}},
-                             session=session)
-        task_id = created["result"]["task"]["taskId"]
-        for i in range(200):
-            got = (await call(engine, ME, 100 + i, "tasks/get", {"taskId": task_id}, session=session))["result"]
-            if got["status"] != "working":
-                break
-            await asyncio.sleep(0.01)
-        assert got["status"] == "input_required", got
+        task_id = await _diagnosis_waiting_for_input(engine, session)
         outbox = Outbox()
         result = asyncio.ensure_future(call(engine, ME, 3, "tasks/result", {"taskId": task_id}, session=session,
                                             outbox=outbox))
-        for _ in range(500):
-            if any(m.get("method") == "elicitation/create" for m in outbox.messages):
-                break
-            await asyncio.sleep(0.01)
+        await _asked(outbox)
         session.close()
         await asyncio.sleep(0.2)  # what the relay does with the ended session, done
         result.cancel()
@@ -367,12 +367,7 @@ def test_a_task_question_relayed_on_a_session_that_ends_stays_open(tmp_path) -> 
         again = Outbox()
         result = asyncio.ensure_future(call(engine, ME, 301, "tasks/result", {"taskId": task_id}, session=later,
                                             outbox=again))
-        for _ in range(500):
-            asked = [m for m in again.messages if m.get("method") == "elicitation/create"]
-            if asked:
-                break
-            await asyncio.sleep(0.01)
-        (question,) = asked
+        question = await _asked(again)
         reply = {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept",
                                                                    "content": {"service": "payments"}}}
         assert await engine.handle(jsonrpc.decode(orjson.dumps(reply)), ME, session=later) is None
