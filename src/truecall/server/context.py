@@ -82,8 +82,8 @@ class ElicitationUnavailable(Exception):
                  why: str | None = None) -> None:
         self.missing = missing or []
         self.capability = capability
-        #: Why a client that has the capability still could not be asked (its error, or the session
-        #: ended while the question waited); ``None``: it never declared the capability.
+        #: Why a client that has the capability still could not be asked (it answered with an error, or
+        #: the session ended while the question waited); ``None``: it never declared the capability.
         self.why = why
         super().__init__(f"the client cannot be asked ({capability})" + (f": {why}" if why else ""))
 
