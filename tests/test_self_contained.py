@@ -102,17 +102,17 @@ def test_the_private_postgres_is_what_the_suite_uses() -> None:
 
 def test_the_serial_phase_names_files_that_exist_and_the_run_shares_one_seed() -> None:
     """scripts/test runs conftest.SERIAL after the parallel phase (a file per worker, SPREAD's test by
-    test) and, of those, ALONE last, one at a time: a renamed file would silently move a timing-bound test into the parallel phase, or a
-    test that loads the machine beside a timing-bound one.  Every process of one run draws from one seed."""
+    test) and, of those, ALONE last, one at a time: a renamed file would silently move a timing-bound
+    test into the parallel phase, or a test that loads the machine beside a timing-bound one.  Every
+    process of one run draws from one seed."""
     import _seeds
     from conftest import ALONE, SERIAL, SPREAD
 
-    for entry in SERIAL + ALONE:
+    for entry in SERIAL + ALONE + SPREAD:
         assert (ROOT / entry).exists(), f"conftest names {entry}, which is not in the suite"
     for entry in ALONE:
         assert entry.startswith(SERIAL), f"conftest.ALONE names {entry}, which is not in SERIAL"
     for entry in SPREAD:
-        assert (ROOT / entry).exists(), f"conftest.SPREAD names {entry}, which is not in the suite"
         assert entry.startswith(SERIAL) and not entry.startswith(ALONE), f"conftest.SPREAD names {entry}, " \
             "which is not a timing-bound file of the second phase"
     if _seeds.CHOSEN is None:  # (a replay's TRUECALL_TEST_SEED is every process's seed anyway)

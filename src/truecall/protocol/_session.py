@@ -54,17 +54,22 @@ class ClientError(Exception):
             reason = f"the client answered with an error{shown}"
         self.reason = reason
 
+    @classmethod
+    def ours(cls, reason: str) -> "ClientError":
+        """The client can answer nothing, for a cause the server itself saw (``reason``)."""
+        return cls({"message": reason}, reason)
+
 
 class SessionEnded(ClientError):
     """The session ended while a server-to-client request waited (or before it was sent): nobody
     answered it.  Not the user's answer: a task's question relayed on it stays open."""
 
     def __init__(self) -> None:
-        super().__init__({"message": "the session ended before the client answered"},
-                         "the session ended before the client answered")
+        reason = "the session ended before the client answered"
+        super().__init__({"message": reason}, reason)
 
 
-_HUNG_UP = {"message": "the client closed its input"}
+_HUNG_UP = "the client closed its input"
 
 
 class Session:
@@ -121,7 +126,7 @@ class Session:
         (its input ended, or the session ended while the request waited), ``TimeoutError`` when no
         answer comes within ``timeout``."""
         if self.hung_up:
-            raise ClientError(_HUNG_UP, _HUNG_UP["message"])
+            raise ClientError.ours(_HUNG_UP)
         if self.closed:
             raise SessionEnded()
         request_id = f"s-{next(self._ids)}"
@@ -186,7 +191,7 @@ class Session:
         self.hung_up = True
         for future in self.pending.values():
             if not future.done():
-                future.set_exception(ClientError(_HUNG_UP, _HUNG_UP["message"]))
+                future.set_exception(ClientError.ours(_HUNG_UP))
 
     def close(self) -> None:
         """End the session (through the state table; closing a closed session changes nothing).
