@@ -12,11 +12,12 @@ echo of ``structuredContent``), log lines, listings, quoted content, file paths 
 
 from __future__ import annotations
 
+import os
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import AbstractSet, Any, Iterator, Literal, Mapping
+from typing import AbstractSet, Any, Callable, Iterator, Literal, Mapping
 
 import orjson
 
@@ -471,10 +472,16 @@ def _learn_raw(fresh: set[bytes], found: set[int]) -> None:
                 _PLAIN_WORDS.add(w)
         return
     for w in fresh:
-        pieces = tuple(sorted({*_BY_WORD_BYTES.get(w, ()), *(i for stem, i in _COMPOUND if stem in w),
-                               *(i for hint, i in _HINTS_IN_WORD if hint.search(w))}))
+        pieces = _word_pieces(w)
         found.update(pieces)
         _remember(w, pieces, _RAW_PIECES)
+
+
+def _word_pieces(w: bytes) -> tuple[int, ...]:
+    """Every piece one raw word gives, sorted: its anchor pieces, the compound stems in it, the in-word
+    hints it matches (what a word costs that ``_ANY_IN_WORD`` finds something in)."""
+    return tuple(sorted({*_BY_WORD_BYTES.get(w, ()), *(i for stem, i in _COMPOUND if stem in w),
+                         *(i for hint, i in _HINTS_IN_WORD if hint.search(w))}))
 
 
 #: The candidates a set of known words (keys of ``_RAW_PIECES``) gives, sorted: a client's results say
@@ -511,12 +518,49 @@ def _raw_candidates(raw: bytes, words: set[bytes]) -> list[int]:
             unknown -= fresh
     if _ANY_ACROSS.search(raw) is not None:
         found = set() if found is None else found
-        found.update(i for hint, i in _HINTS_ACROSS if hint.search(raw) is not None)
+        _across(raw, found)
     known = _candidates_of(frozenset(unknown)) if unknown else []
     if not found:
         return known
     found.update(known)
     return sorted(found)
+
+
+def _across(raw: bytes, found: set[int]) -> None:
+    """Adds to ``found`` the pieces of the phrase hints ``raw`` holds."""
+    found.update(_across_pieces(raw))
+
+
+def _across_pieces(raw: bytes) -> list[int]:
+    """The pieces of the phrase hints ``raw`` holds."""
+    return [i for hint, i in _HINTS_ACROSS if hint.search(raw) is not None]
+
+
+def _literal_start(pattern: bytes) -> bytes:
+    """The literal bytes every match of ``pattern`` starts with (``b""``: none known — a top-level
+    ``|``, or a meta character first); a letter a quantifier follows is not part of it."""
+    if len(alternatives(pattern.decode("latin-1"))) > 1:
+        return b""
+    end = 0
+    while end < len(pattern) and pattern[end:end + 1] not in (b"\\", b"[", b"(", b".", b"^", b"$", b"*", b"+", b"?",
+                                                            b"{", b")", b"]", b"}", b"|"):
+        end += 1
+    if pattern[end:end + 1] in (b"*", b"+", b"?", b"{"):
+        end -= 1  # ("ab?": the b may be missing)
+    return pattern[:max(end, 0)]
+
+
+#: What every match of the compound stems or an in-word hint holds (``_speedups`` looks for these in a new
+#: word before searching ``_ANY_IN_WORD``: most words hold none); empty when a hint's start is unknown.
+_IN_WORD_LITERALS: tuple[bytes, ...] = tuple(sorted({stem for stem, _ in _COMPOUND}
+                                                  | {_literal_start(hint.pattern) for hint, _ in _HINTS_IN_WORD}))
+if not all(_IN_WORD_LITERALS):
+    _IN_WORD_LITERALS = ()
+#: What every match of one of the phrase hints starts with (``_speedups`` looks for these before
+#: searching ``_ANY_ACROSS``: a text without any holds no hint); empty when a hint's start is unknown.
+_ACROSS_LITERALS: tuple[bytes, ...] = tuple(_literal_start(hint.pattern) for hint, _ in _HINTS_ACROSS)
+if not all(_ACROSS_LITERALS):
+    _ACROSS_LITERALS = ()
 
 
 #: Every byte of a character beyond ASCII a space: a stem or an in-word hint is ASCII letters, and
@@ -555,13 +599,16 @@ def _normalised_candidates(norm: str) -> list[int]:
 
 # -- data ------------------------------------------------------------------------------------------
 
+#: The words a line of code starts with (``_DATA_LINE``; ``_speedups`` compares them with a line's start).
+_CODE_WORDS = ("def", "class", "import", "from", "function", "const", "let", "var", "public", "private", "package",
+               "async def", "return")
 #: A line that is data from its first character: a heading, a list item, a table row, code, a
 #: quotation, a listing entry, an indented block, a log line (a timestamp first).
 _DATA_LINE = re.compile(
     r"\s*(?:#{1,6}\s|#\d+\s|[-*+•·]\s|\d+[.)]\s|\||```|>\s|\[(?:FILE|DIR|file|dir)\]|[{\[<]|"
     r"\d{4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d|\[?\d\d:\d\d:\d\d|\[(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL)\])|\t|    |"
     # a line of code, a config assignment, a CSV header, a mail header
-    r"(?:def|class|import|from|function|const|let|var|public|private|package|async def|return)\s+\w|"
+    r"(?:" + "|".join(map(re.escape, _CODE_WORDS)) + r")\s+\w|"
     r"[\w.-]+\s?=\s?\S|[^,\s]+(?:,(?!\d{3}(?!\d))[^,\s]*)+$|(?:From|To|Cc|Subject|Date|Reply-To):\s")
 #: After the first line, a table row without its outer pipes ("id | status", "101 | 完了": psql's
 #: output under a title line) is data too.  (Not the first line: "estado: en_proceso | progreso: 60%"
@@ -575,12 +622,15 @@ _QUOTED = re.compile(  # every branch starts with its quote character: the engin
 #: Chinese or Japanese sentence has no spaces: "分支 release/2.1）已加入队列" names the branch, and the
 #: rest is the claim).
 _WIDE = "\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
+#: The file name extensions a name ends with (one list: the patterns below and ``_speedups`` read it).
+_EXTENSIONS = ("txt", "md", "json", "jsonl", "log", "csv", "py", "js", "ts", "yaml", "yml", "toml", "html", "xml", "pdf",
+               "png", "jpg", "sh", "cfg", "ini")
 #: Paths, URLs, file names, command-line flags: names, not words of a claim (looked for only when the
 #: text has a character they need).
 _NAMES = re.compile(
     r"(?<!\S)--?[A-Za-z][\w-]*|(?<!\S)[^\s/\\" + _WIDE + r"]*[/\\][^\s" + _WIDE + r"]*|"
-    r"(?<![\w.-])[\w.-]+\.(?:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b", re.I)
-_EXTENSION = re.compile(r"\.(?i:txt|md|json|jsonl|log|csv|py|js|ts|yaml|yml|toml|html|xml|pdf|png|jpg|sh|cfg|ini)\b")
+    r"(?<![\w.-])[\w.-]+\.(?:" + "|".join(_EXTENSIONS) + r")\b", re.I)
+_EXTENSION = re.compile(r"\.(?i:" + "|".join(_EXTENSIONS) + r")\b")
 _SPACE_DASH = re.compile(r"-(?<=\s-)")  # (a "-" after white space: the engine skips to each "-")
 
 
@@ -772,12 +822,17 @@ def _at_word(text: str, at: int) -> bool:
 #: where this takes 1.0.)
 _CLAUSE_END = re.compile("|".join(map(re.escape, ".!?;\n。！？；,，、")) + "|" + _words_first(every(CONTRASTS)))
 _SENTENCE_END = re.compile(r"[.!?\n。！？]")
-_SENTENCE_MARK = re.compile("[.!?;:\n。！？；：]( )?")
+#: What ends a sentence or a clause's lead-in (a sentence may start after it and one space).
+_SENTENCE_MARKS = ".!?;:\n。！？；："
+_SENTENCE_MARK = re.compile("[" + _SENTENCE_MARKS + "]( )?")
 #: What a chat message may put before a sentence's first word: markdown marks, a bullet, an emoji.
-_DECORATION = re.compile("[*_~`#>•·\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f300-\U0001faff ]+")
-_DECORATION_FIRST = frozenset("*_~`#>•·") | frozenset(chr(c) for c in range(0x2600, 0x27c0)) | {"\ufe0f"}
+_DECORATION_MARKS = "*_~`#>•·"
+_DECORATION = re.compile("[" + _DECORATION_MARKS + "\u2600-\u27bf\u2b00-\u2bff\ufe0f\U0001f300-\U0001faff ]+")
+_DECORATION_FIRST = frozenset(_DECORATION_MARKS) | frozenset(chr(c) for c in range(0x2600, 0x27c0)) | {"\ufe0f"}
 _WORD = re.compile(r"[a-z0-9]+")
-_ABOUT_AFTER = re.compile(r"(?: (?:" + "|".join(re.escape(w) for w in every(CLAIM_ABOUT_AFTER) if not _CJK.search(w)) +
+#: The Latin words of ``CLAIM_ABOUT_AFTER`` (``_speedups`` compares them with what follows a match).
+_ABOUT_AFTER_LATIN = tuple(w for w in every(CLAIM_ABOUT_AFTER) if not _CJK.search(w))
+_ABOUT_AFTER = re.compile(r"(?: (?:" + "|".join(map(re.escape, _ABOUT_AFTER_LATIN)) +
                           r")(?![a-z0-9])|(?:" + "|".join(w for w in every(CLAIM_ABOUT_AFTER) if _CJK.search(w)) + "))")
 _REPORTED = re.compile(_words_first(every(REPORTED_SPEECH)))
 #: The words of reported speech, as bytes (a first look at a text's words), and the Chinese and
@@ -786,6 +841,8 @@ _REPORTED_WORDS = frozenset(part.encode() for w in every(REPORTED_SPEECH) if not
 _REPORTED_CJK = tuple(w for w in every(REPORTED_SPEECH) if _CJK.search(w))
 _NEG_ZH = re.compile("(?:" + "|".join(NEGATIONS["zh"]) + r")\s?$")
 _NEG_JA_AFTER = re.compile(r"^.{0,5}?(?:" + "|".join(AFTER_NEGATIONS["ja"]) + ")")
+#: German negates after the verb ("wurde angenommen nicht" is rare; "... keine" follows a noun).
+_DE_NEGATION_AFTER = (" nicht", " keine")
 _NEG_AFTER = re.compile(r"\s?[:=]\s?(?:" + _alternation(every(NONE_COUNTS)) + ")")
 _YES_NO = re.compile(_alternation(every(YES_NO_MARKS)))
 _LATIN_NEG = {lang: frozenset(cues) for lang, cues in NEGATIONS.items() if lang not in ("zh", "ja")}
@@ -890,7 +947,7 @@ class _Reading:
         key = (language, failed)
         found = self._plain.get(key)
         if found is None:
-            words, phrases, texts, ascii_texts = _PLAIN_CUES.get(key) or _plain_cues(key)
+            words, phrases, texts, ascii_texts, _ = _PLAIN_CUES.get(key) or _plain_cues(key)
             tokens = self.tokens()
             cue_texts = ascii_texts if self.norm.isascii() else texts
             found = tokens.isdisjoint(words) and cue_texts.search(self.norm) is None
@@ -932,7 +989,7 @@ def _negated(reading: _Reading, start: int, end: int, term: Term, quick: bool = 
         return True
     if quick and term.language not in ("zh", "ja") and starts_word(norm, start) and reading.tokens().isdisjoint(
             _LATIN_NEG_TOKENS.get(term.language, _ALL_LATIN_NEG_TOKENS)):
-        return term.language == "de" and norm[end:end + 7].startswith((" nicht", " keine"))
+        return term.language == "de" and norm.startswith(_DE_NEGATION_AFTER, end)
     clause_start = reading.clause_start(start)
     if clause_start is None:  # no clause mark in the 80 characters before: the clause's end is read from those
         clause_start, whole = start - 80, False
@@ -953,7 +1010,7 @@ def _negated(reading: _Reading, start: int, end: int, term: Term, quick: bool = 
            for k, w in enumerate(last)):  # ("n° 77", "no. 5": a number's mark, no negation)
         return True
     if term.language == "de":  # "wurde angenommen? nein" is rare; "wurde nicht angenommen" is caught above
-        return norm[end:end + 7].startswith((" nicht", " keine"))
+        return norm.startswith(_DE_NEGATION_AFTER, end)
     return False
 
 
@@ -1061,7 +1118,7 @@ _CJK_NEGATIONS = {"zh": NEGATIONS["zh"], "ja": AFTER_NEGATIONS["ja"]}
 #: Chinese and Japanese negation, reported speech and conditions, a failure's modals).  Built when a
 #: language is first read.  (A text with a reported word the finer reading of :meth:`_Reading.reports`
 #: would not count is not plain: read in full, to the same answer.)
-_PlainCues = tuple[frozenset[bytes], tuple[frozenset[bytes], ...], re.Pattern[str], re.Pattern[str]]
+_PlainCues = tuple[frozenset[bytes], tuple[frozenset[bytes], ...], re.Pattern[str], re.Pattern[str], tuple[str, ...]]
 _PLAIN_CUES: dict[tuple[str, bool], _PlainCues] = {}
 
 
@@ -1074,7 +1131,8 @@ def _plain_cues(key: tuple[str, bool]) -> _PlainCues:
     """The cues of ``key`` (``_PLAIN_CUES``), with a pattern of the texts' ASCII ones alone, what an
     ASCII text (most) is searched for: a text of ASCII holds no other, and the pattern of them all
     (mostly Chinese and Japanese marks: a class of first characters tested at every position) cost a
-    microsecond where ``?`` alone is found at once."""
+    microsecond where ``?`` alone is found at once; and those ASCII texts as a tuple (``_speedups``
+    looks for each)."""
     language, failed = key
     cjk = _CJK_NEGATIONS.get(language)
     words = set(_REPORTED_WORDS) | (_LATIN_NEG_TOKENS.get(language, _ALL_LATIN_NEG_TOKENS) if cjk is None else set())
@@ -1085,8 +1143,9 @@ def _plain_cues(key: tuple[str, bool]) -> _PlainCues:
             words |= cues[0]
             phrases += cues[1]
             texts += cues[2]
-    built = _PLAIN_CUES[key] = (frozenset(words), phrases, _texts_pattern(set(texts)),
-                                _texts_pattern({t for t in texts if t.isascii()}))
+    ascii_texts = {t for t in texts if t.isascii()}
+    built = _PLAIN_CUES[key] = (frozenset(words), phrases, _texts_pattern(set(texts)), _texts_pattern(ascii_texts),
+                                tuple(sorted(ascii_texts)))
     return built
 
 
@@ -1159,7 +1218,7 @@ def _valid(reading: _Reading, term: Term, m: re.Match[str], quick: bool = True) 
         # no cue of negation, question, reported speech, condition or modal in the text: only what
         # follows the match is left to read
         return not (_ABOUT_AFTER.match(norm, end) or _NEG_AFTER.match(norm, end)
-                    or term.language == "de" and norm[end:end + 7].startswith((" nicht", " keine")))
+                    or term.language == "de" and norm.startswith(_DE_NEGATION_AFTER, end))
     return not (_ABOUT_AFTER.match(norm, end) or _negated(reading, start, end, term, quick)
                 or _question(reading, start, end, quick) or reading.reported(start)
                 or _general(reading, start, end, term, quick))
@@ -1256,24 +1315,20 @@ def _camel(text: str) -> bool:
 
 def _judge(text: str, *, anchored: bool = True) -> Claim | None:
     """The judgment, a text normalised once: an ASCII text is first checked for a claim word on its
-    raw bytes (most texts stop there); any other is normalised and its candidates read from that, and
-    when its head is the whole text (most are) that one normalised form is what the pieces read.
-    ``anchored`` false: every piece, every match, no shortcut (the reference of the tests)."""
+    raw bytes (most texts stop there: :func:`_judge_ascii`); any other is normalised and its
+    candidates read from that, and when its head is the whole text (most are) that one normalised
+    form is what the pieces read.  ``anchored`` false: every piece, every match, no shortcut (the
+    reference of the tests)."""
     if not anchored:
         head = _head(text)
         return _claim(head, quick=False) if head else None
     if text.isascii():
-        raw = text.encode("ascii").translate(_WORD_BYTES)
-        words = set(raw.split())
-        candidates = _raw_candidates(raw, words)
-        if not candidates:
-            return None
-        head = _head(text)
-        if not head:
-            return None
-        camel = _camel(text)  # (read once: for the words and for normalising the head)
-        return _claim(head, candidates, normalise_uncamelled_ascii(head) if not camel and head.isascii() else None,
-                      tokens=words if _words_hold_the_heads(text, raw, camel) else None)
+        return _judge_ascii(text)
+    return _judge_unicode(text)
+
+
+def _judge_unicode(text: str) -> Claim | None:
+    """:func:`_judge` of a text that is not ASCII: normalised, its candidates read from that."""
     norm = normalise(text)
     candidates = _normalised_candidates(norm)
     if not candidates:
@@ -1284,9 +1339,53 @@ def _judge(text: str, *, anchored: bool = True) -> Claim | None:
     return _claim(head, candidates, norm if head == text else None)
 
 
-@lru_cache(maxsize=2048)
-def _claim_cached(text: str) -> Claim | None:
-    return _judge(text)
+def _judge_ascii_python(text: str) -> Claim | None:
+    """:func:`_judge` of an ASCII text: its raw bytes' words looked up (no normalising for a text
+    without a claim word), then its head read.  ``_speedups.judge_ascii`` is this in C, where built."""
+    raw = text.encode("ascii").translate(_WORD_BYTES)
+    words = set(raw.split())
+    candidates = _raw_candidates(raw, words)
+    if not candidates:
+        return None
+    head = _head(text)
+    if not head:
+        return None
+    camel = _camel(text)  # (read once: for the words and for normalising the head)
+    return _claim(head, candidates, normalise_uncamelled_ascii(head) if not camel and head.isascii() else None,
+                  tokens=words if _words_hold_the_heads(text, raw, camel) else None)
+
+
+#: Each piece's kind and language (its term's, in ``CLAIMS``): what ``_speedups`` reads of a piece.
+_PIECE_KIND = [CLAIMS[t].kind for t, _ in _PIECES]
+_PIECE_LANGUAGE = [CLAIMS[t].language for t, _ in _PIECES]
+
+
+def _speedups() -> Callable[[str], Claim | None] | None:
+    """``_speedups.judge`` (:func:`_judge` with the ASCII branch in C) bound to this module's tables,
+    patterns and functions; ``None`` where the extension was not built (no C compiler at install) or
+    ``TRUECALL_PURE_PYTHON`` is set."""
+    if os.environ.get("TRUECALL_PURE_PYTHON"):
+        return None
+    try:
+        from . import _speedups as speedups
+    except ImportError:
+        return None
+    if not speedups.bind(dict(globals(), normalise_uncamelled_ascii=normalise_uncamelled_ascii,
+                              _ANY_IN_WORD_search=_ANY_IN_WORD.search, _ANY_ACROSS_search=_ANY_ACROSS.search,
+                              _DATA_LINE_match=_DATA_LINE.match, _NEG_AFTER_match=_NEG_AFTER.match)):
+        return None  # (bound to the module imported first: this one, imported again, runs in Python)
+    return speedups.judge
+
+
+_fast = _speedups()
+_fast_result: Callable[[Mapping[str, Any]], Claim | None] | None = None
+#: The judgment of one text (no cache): in C where ``_speedups`` was built (its ASCII branch; other
+#: text in :func:`_judge_unicode`), else :func:`_judge`.
+_judge_one: Callable[[str], Claim | None] = _fast or _judge
+#: The judgment of an ASCII text: :func:`_judge_one`'s, or :func:`_judge_ascii_python`.
+_judge_ascii: Callable[[str], Claim | None] = _fast or _judge_ascii_python
+#: The judgment of a text of at most 512 characters, cached: a client sees the same results again.
+_claim_cached = lru_cache(maxsize=2048)(_judge_one)
 
 
 def claim_in_text(text: str) -> Claim | None:
@@ -1294,15 +1393,20 @@ def claim_in_text(text: str) -> Claim | None:
     the claim is negated or a question, or when the text is data (JSON, a log line, a listing, quoted
     file content).  Failure beats acceptance, and acceptance beats completion ("received and will be
     processed" is accepted, not completed)."""
-    if len(text) <= 512:
-        return _claim_cached(text)
-    return _judge(text)
+    return _claim_cached(text) if len(text) <= 512 else _judge_one(text)
 
 
 def claim_in_result(result: Mapping[str, Any]) -> Claim | None:
     """:func:`claim_in_text` over a ``CallToolResult``: only its text blocks count, and of those not
     the ones that are data (JSON, the serialisation of ``structuredContent``); embedded resources,
     links, images and audio are content, never the server's claim."""
+    if _fast_result is not None:
+        return _fast_result(result)
+    return _claim_in_result_python(result)
+
+
+def _claim_in_result_python(result: Mapping[str, Any]) -> Claim | None:
+    """:func:`claim_in_result` in Python (``_speedups.claim_in_result`` is this in C, where built)."""
     content = result.get("content")
     if not isinstance(content, list):
         return None
@@ -1313,9 +1417,16 @@ def claim_in_result(result: Mapping[str, Any]) -> Claim | None:
         text = block.get("text")
         if not isinstance(text, str) or not text:
             continue
-        claim = claim_in_text(text)
+        claim = _claim_cached(text) if len(text) <= 512 else _judge_one(text)  # (claim_in_text, inline)
         if claim is not None and (best is None or _RANK[claim.kind] < _RANK[best.kind]):
             best = claim
             if claim.kind == "failed":
                 break
     return best
+
+
+if _fast is not None:
+    from . import _speedups as _speedups_module
+
+    _speedups_module.bind_results(_claim_cached)
+    _fast_result = _speedups_module.claim_in_result

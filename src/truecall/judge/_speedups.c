@@ -1,0 +1,1661 @@
+/* truecall.judge._speedups: the claim judgment of an ASCII text, its quick path in one C call.
+ *
+ * Why: a client judges every tool result it gets ("does this narrative claim acceptance?"), and the
+ * Python judgment of a new 200-character result cost ~16 us, of which ~8 us were the C-level steps
+ * (translate, split, set look-ups, regex searches) and the rest the interpreter between them.  This
+ * is _claims._judge_ascii_python written out in C: the same steps in the same order, on the same
+ * vocabulary and the same compiled patterns (bind() hands them over).  It makes no judgment of its
+ * own.  What it does not do itself it hands to the Python function that does it: _head for a text
+ * with lines, quotations, names, an intro or JSON; _claim for a reading that is not plain (a cue of
+ * negation, a question, a condition), for a failure (told as past or not) and for a match that does
+ * not start a word; _word_pieces for a new word with a stem or an in-word hint in it.  So the Python
+ * module stays the one definition and this is a shortcut through it; tests/judge/test_speedups.py
+ * checks that the two give the same claim on the corpus, its variants and generated texts.
+ *
+ * What it keeps of its own: each raw word's pieces (a pure function of the word: a table keyed by its
+ * bytes, so that a text's words are looked up without making a Python object of each), each piece's
+ * required words and runs, and each language's plain-reading cues, in C form.
+ *
+ * Optional: a build without a C compiler leaves it out and _claims runs its Python path.
+ */
+#define _GNU_SOURCE  /* memmem */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef PROFILE_MARK  /* (a timing build defines these: /tmp tooling, never shipped) */
+#define PROFILE_START()
+#define PROFILE_MARK(k)
+#endif
+
+/* -- what bind() hands over ------------------------------------------------------------------- */
+
+static PyObject *BY_WORD_BYTES;       /* dict[bytes, list[int]]: a word's anchor pieces */
+static PyObject *any_in_word_search;  /* _ANY_IN_WORD.search */
+static PyObject *word_pieces;         /* _word_pieces(w) -> tuple[int, ...] */
+static PyObject *any_across_search;   /* _ANY_ACROSS.search */
+static PyObject *across_pieces;       /* _across_pieces(raw) -> list[int] */
+static PyObject *head_py;             /* _head(text) -> str */
+static PyObject *data_line_match;     /* _DATA_LINE.match */
+static PyObject *normalise_ascii;     /* normalise_uncamelled_ascii(head) -> str */
+static PyObject *claim_py;            /* _claim(head, candidates, norm, *, tokens=) -> Claim | None */
+static PyObject *SINGLE;              /* list: _SINGLE */
+static PyObject *single;              /* _single(i) -> tuple */
+static PyObject *PIECE_KIND;          /* list[str] */
+static PyObject *PIECE_LANGUAGE;      /* list[str] */
+static PyObject *PLAIN_CUES;          /* dict[(lang, failed), tuple] */
+static PyObject *plain_cues;          /* _plain_cues(key) -> tuple */
+static PyObject *judge_unicode;       /* _judge_unicode(text) -> Claim | None */
+static PyObject *neg_after_match;     /* _NEG_AFTER.match */
+static PyObject *claim_type;          /* Claim */
+static PyObject *empty_tuple;
+static Py_ssize_t WORDS_KEPT, LONGEST_KEPT;
+static PyObject *str_span, *str_tokens, *str_failed, *str_de, *str_kind, *str_language, *str_evidence;
+static int bound = 0;
+
+static unsigned char word_table[256];  /* _WORD_BYTES */
+static int extension_count;
+static char extension_text[64][8];     /* _EXTENSIONS */
+static int extension_len[64];
+static int de_count;                   /* _DE_NEGATION_AFTER */
+static char de_text[8][16];
+static int de_len[8];
+static unsigned char sentence_mark[256];  /* _SENTENCE_MARKS (their ASCII characters) */
+static unsigned char decoration[256];     /* _DECORATION_MARKS (ASCII): 1 begins a decoration, 2 goes on one */
+static int code_count;                 /* _CODE_WORDS */
+static char code_text[32][16];
+static int code_len[32];
+static int about_count;                /* _ABOUT_AFTER_LATIN (its ASCII words) */
+static char about_text[64][32];
+static int about_len[64];
+static int across_count;               /* _ACROSS_LITERALS (0: search every text) */
+static char across_text[8][32];
+static int across_len[8];
+static Py_ssize_t piece_count;
+
+/* -- characters ------------------------------------------------------------------------------- */
+
+static inline int is_bytes_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }  /* bytes.split() */
+static inline int is_str_space(unsigned char c) {  /* str.strip() and \s, in ASCII */
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+static inline int is_token(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+static inline int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
+static inline int is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
+static inline int is_word(unsigned char c) { return is_token(c) || is_upper(c) || c == '_'; }  /* \w */
+static inline unsigned char lower(unsigned char c) { return is_upper(c) ? c + 32 : c; }
+
+/* A word's hash (for the tables here only): eight bytes at a time, mixed. */
+static inline uint64_t hash_of(const unsigned char *s, Py_ssize_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, s, 8);
+        h = (h ^ v) * 0xff51afd7ed558ccdULL;
+        h ^= h >> 32;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t v = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        v |= (uint64_t)s[i] << (8 * i);
+    h = (h ^ v) * 0xc4ceb9fe1a85ec53ULL;
+    return h ^ (h >> 29);
+}
+
+static const unsigned char *find(const unsigned char *s, Py_ssize_t n, const unsigned char *p, Py_ssize_t m) {
+    return memmem(s, n, p, m);
+}
+
+/* -- calling Python ----------------------------------------------------------------------------- */
+
+static PyObject *call1(PyObject *fn, PyObject *a) {
+    PyObject *args[2] = {NULL, a};
+    return PyObject_Vectorcall(fn, args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+/* fn(text, pos): a bound pattern method */
+static PyObject *call_at(PyObject *fn, PyObject *text, Py_ssize_t pos) {
+    PyObject *at = PyLong_FromSsize_t(pos);
+    if (at == NULL)
+        return NULL;
+    PyObject *args[3] = {NULL, text, at};
+    PyObject *found = PyObject_Vectorcall(fn, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_DECREF(at);
+    return found;
+}
+
+/* m.span() as two indexes; -1 on an error */
+static int span_of(PyObject *m, Py_ssize_t *start, Py_ssize_t *end) {
+    PyObject *args[1] = {m};
+    PyObject *span = PyObject_VectorcallMethod(str_span, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    if (span == NULL)
+        return -1;
+    if (!PyTuple_Check(span) || PyTuple_GET_SIZE(span) != 2) {
+        Py_DECREF(span);
+        PyErr_SetString(PyExc_TypeError, "a match's span is no pair");
+        return -1;
+    }
+    *start = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 0));
+    *end = PyLong_AsSsize_t(PyTuple_GET_ITEM(span, 1));
+    Py_DECREF(span);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* -- a set of byte strings (C) ------------------------------------------------------------------- */
+
+typedef struct {
+    uint64_t hash;
+    const unsigned char *text;  /* not owned (a span of a text, or kept elsewhere) */
+    Py_ssize_t len;
+} Key;
+
+typedef struct {
+    Key *slots;
+    Py_ssize_t mask, used;
+} KeySet;
+
+static int keyset_init(KeySet *set, Py_ssize_t expected, Key *stack, Py_ssize_t stack_slots) {
+    Py_ssize_t size = 16;
+    while (size < expected * 2)
+        size *= 2;
+    set->slots = stack != NULL && size <= stack_slots ? stack : PyMem_Calloc(size, sizeof(Key));
+    if (set->slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (stack != NULL && set->slots == stack)
+        memset(stack, 0, size * sizeof(Key));
+    set->mask = size - 1;
+    set->used = 0;
+    return 0;
+}
+
+static void keyset_free(KeySet *set, Key *stack) {
+    if (set->slots != NULL && set->slots != stack)
+        PyMem_Free(set->slots);
+    set->slots = NULL;
+}
+
+/* adds (no growing: the caller sized it) */
+static void keyset_add(KeySet *set, const unsigned char *text, Py_ssize_t len, uint64_t hash) {
+    Py_ssize_t i = (Py_ssize_t)(hash & set->mask);
+    while (set->slots[i].text != NULL) {
+        Key *k = &set->slots[i];
+        if (k->hash == hash && k->len == len && memcmp(k->text, text, len) == 0)
+            return;
+        i = (i + 1) & set->mask;
+    }
+    set->slots[i].hash = hash;
+    set->slots[i].text = text;
+    set->slots[i].len = len;
+    set->used++;
+}
+
+static int keyset_has(const KeySet *set, const unsigned char *text, Py_ssize_t len, uint64_t hash) {
+    Py_ssize_t i = (Py_ssize_t)(hash & set->mask);
+    while (set->slots[i].text != NULL) {
+        const Key *k = &set->slots[i];
+        if (k->hash == hash && k->len == len && memcmp(k->text, text, len) == 0)
+            return 1;
+        i = (i + 1) & set->mask;
+    }
+    return 0;
+}
+
+/* -- each raw word's pieces (a pure function of the word, kept like _RAW_PIECES / _PLAIN_WORDS) -- */
+
+#define INLINE_WORD 24
+
+typedef struct {
+    uint64_t hash;
+    int32_t len;          /* 0: an empty slot */
+    int32_t count;        /* its pieces (0: a plain word) */
+    int *pieces;          /* owned */
+    union {
+        unsigned char text[INLINE_WORD];  /* a word of at most INLINE_WORD bytes (most): one cache line */
+        unsigned char *longer;            /* owned */
+    } at;
+} Word;
+
+typedef struct {
+    Word *slots;
+    Py_ssize_t mask, used, limit;
+} Words;
+
+/* Every anchor word's pieces (_BY_WORD_BYTES, made at bind: constant), and the pieces of the words that
+ * hold a stem or an in-word hint's literal (read by _ANY_IN_WORD, kept up to WORDS_KEPT). */
+static Words anchors, kept_words;
+
+static inline const unsigned char *word_text(const Word *w) {
+    return w->len <= INLINE_WORD ? w->at.text : w->at.longer;
+}
+
+static Word *word_lookup(const Words *table, const unsigned char *text, Py_ssize_t len, uint64_t hash) {
+    if (table->slots == NULL)
+        return NULL;
+    Py_ssize_t i = (Py_ssize_t)(hash & table->mask);
+    while (table->slots[i].len != 0) {
+        Word *w = &table->slots[i];
+        if (w->hash == hash && w->len == len && memcmp(word_text(w), text, len) == 0)
+            return w;
+        i = (i + 1) & table->mask;
+    }
+    return NULL;
+}
+
+/* Keeps a word's pieces (taking `pieces`) unless the table is full or the word longer than
+ * LONGEST_KEPT (then it is read again next time).  NULL when not kept (`pieces` still the caller's). */
+static Word *word_keep(Words *table, const unsigned char *text, Py_ssize_t len, uint64_t hash, int count, int *pieces) {
+    if (len > LONGEST_KEPT || table->used >= table->limit || len == 0)
+        return NULL;
+    if (table->slots == NULL) {
+        Py_ssize_t size = 1024;
+        while (size < table->limit * 2)
+            size *= 2;
+        table->slots = PyMem_Calloc(size, sizeof(Word));
+        if (table->slots == NULL)
+            return NULL;
+        table->mask = size - 1;
+    }
+    unsigned char *longer = NULL;
+    if (len > INLINE_WORD && (longer = PyMem_Malloc(len)) == NULL)
+        return NULL;
+    Py_ssize_t i = (Py_ssize_t)(hash & table->mask);
+    while (table->slots[i].len != 0)
+        i = (i + 1) & table->mask;
+    Word *w = &table->slots[i];
+    w->hash = hash;
+    w->len = (int32_t)len;
+    w->count = count;
+    w->pieces = pieces;
+    if (longer != NULL) {
+        memcpy(longer, text, len);
+        w->at.longer = longer;
+    } else {
+        memcpy(w->at.text, text, len);
+    }
+    table->used++;
+    return w;
+}
+
+/* A sequence of ints as a C array (NULL with *count 0 for an empty one); -1 on an error. */
+static int ints_of(PyObject *seq, int **out, int *count) {
+    PyObject *fast = PySequence_Fast(seq, "pieces: a sequence of ints");
+    if (fast == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    int *ints = NULL;
+    if (n > 0) {
+        ints = PyMem_Malloc(n * sizeof(int));
+        if (ints == NULL) {
+            Py_DECREF(fast);
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
+        long v = PyLong_AsLong(PySequence_Fast_GET_ITEM(fast, k));
+        if ((v == -1 && PyErr_Occurred()) || v < 0 || v >= piece_count) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_IndexError, "a piece out of range");
+            PyMem_Free(ints);
+            Py_DECREF(fast);
+            return -1;
+        }
+        ints[k] = (int)v;
+    }
+    Py_DECREF(fast);
+    *out = ints;
+    *count = (int)n;
+    return 0;
+}
+
+/* -- a text's candidates ----------------------------------------------------------------------- */
+
+typedef struct {
+    int *items;
+    Py_ssize_t count, size;
+    int stack[256];
+} Ints;
+
+static int ints_add(Ints *ints, const int *items, Py_ssize_t n) {
+    if (ints->count + n > ints->size) {
+        Py_ssize_t size = ints->size * 2;
+        while (size < ints->count + n)
+            size *= 2;
+        int *grown = PyMem_Malloc(size * sizeof(int));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(grown, ints->items, ints->count * sizeof(int));
+        if (ints->items != ints->stack)
+            PyMem_Free(ints->items);
+        ints->items = grown;
+        ints->size = size;
+    }
+    memcpy(ints->items + ints->count, items, n * sizeof(int));
+    ints->count += n;
+    return 0;
+}
+
+static int compare_ints(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static int compare_ssize(const void *a, const void *b) {
+    Py_ssize_t x = *(const Py_ssize_t *)a, y = *(const Py_ssize_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void ints_sort_unique(Ints *ints) {
+    if (ints->count < 2)
+        return;
+    int *a = ints->items;
+    if (ints->count > 64) {
+        qsort(a, ints->count, sizeof(int), compare_ints);
+    } else {  /* (a text's few dozen: insertion, where qsort's calls cost more) */
+        for (Py_ssize_t k = 1; k < ints->count; k++) {
+            int v = a[k];
+            Py_ssize_t j = k;
+            while (j > 0 && a[j - 1] > v) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = v;
+        }
+    }
+    Py_ssize_t w = 1;
+    for (Py_ssize_t k = 1; k < ints->count; k++)
+        if (a[k] != a[w - 1])
+            a[w++] = a[k];
+    ints->count = w;
+}
+
+/* Whether a word holds one of _IN_WORD_LITERALS (what every match of a stem or an in-word hint holds). */
+static int literal_count;
+static char literal_text[64][32];
+static int literal_len[64];
+static signed char literal_by_first[256][8];  /* the literals that start with each byte (-1 ends) */
+
+static int holds_literal(const unsigned char *text, Py_ssize_t len) {
+    if (literal_count == 0)
+        return 1;  /* (a hint whose start is unknown: every word is searched) */
+    for (Py_ssize_t i = 0; i < len; i++) {
+        const signed char *which = literal_by_first[text[i]];
+        for (int j = 0; j < 8 && which[j] >= 0; j++) {
+            int k = which[j];
+            if (i + literal_len[k] <= len && memcmp(text + i, literal_text[k], literal_len[k]) == 0)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+/* Adds a raw word's pieces to `found`: its anchor pieces and, where it holds a stem or an in-word
+ * hint's literal, what _ANY_IN_WORD and _word_pieces find (kept). */
+static int add_word_pieces(const unsigned char *text, Py_ssize_t len, uint64_t hash, Ints *found) {
+    Word *anchor = word_lookup(&anchors, text, len, hash);
+    if (!holds_literal(text, len))
+        return anchor != NULL && anchor->count ? ints_add(found, anchor->pieces, anchor->count) : 0;
+    Word *known = word_lookup(&kept_words, text, len, hash);
+    if (known != NULL)
+        return known->count ? ints_add(found, known->pieces, known->count) : 0;
+    PyObject *w = PyBytes_FromStringAndSize((const char *)text, len);
+    if (w == NULL)
+        return -1;
+    PyObject *hit = call1(any_in_word_search, w);
+    int *ints = NULL, count = 0;
+    if (hit == NULL) {
+        Py_DECREF(w);
+        return -1;
+    }
+    if (hit == Py_None) {  /* its anchor pieces alone */
+        Py_DECREF(hit);
+        Py_DECREF(w);
+        if (anchor != NULL && anchor->count) {
+            if ((ints = PyMem_Malloc(anchor->count * sizeof(int))) == NULL) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            memcpy(ints, anchor->pieces, anchor->count * sizeof(int));
+            count = anchor->count;
+        }
+    } else {
+        Py_DECREF(hit);
+        PyObject *pieces = call1(word_pieces, w);
+        Py_DECREF(w);
+        if (pieces == NULL)
+            return -1;
+        int status = ints_of(pieces, &ints, &count);
+        Py_DECREF(pieces);
+        if (status < 0)
+            return -1;
+    }
+    int status = count ? ints_add(found, ints, count) : 0;
+    if (word_keep(&kept_words, text, len, hash, count, ints) == NULL)
+        PyMem_Free(ints);
+    return status;
+}
+
+/* -- a piece, in C form ------------------------------------------------------------------------- */
+
+typedef struct {
+    int ready;
+    int word, sentence, failed, german;
+    PyObject *search, *match;  /* the piece's regex's bound methods */
+    PyObject *kind, *language;
+    int n_words, n_runs;
+    Key *words;                /* required words (their text in `store`) */
+    Key *runs;                 /* required runs */
+    unsigned char *store;
+} Piece;
+
+static Piece *pieces_table;
+
+static int piece_ready(Py_ssize_t i) {
+    Piece *p = &pieces_table[i];
+    if (p->ready)
+        return 0;
+    PyObject *compiled = PyList_GET_ITEM(SINGLE, i);
+    if (compiled == Py_None) {
+        PyObject *index = PyLong_FromSsize_t(i);
+        if (index == NULL)
+            return -1;
+        compiled = call1(single, index);
+        Py_DECREF(index);
+    } else {
+        Py_INCREF(compiled);
+    }
+    if (compiled == NULL)
+        return -1;
+    int status = -1;
+    PyObject *words_list = NULL;
+    if (!PyTuple_Check(compiled) || PyTuple_GET_SIZE(compiled) != 5 || !PyTuple_Check(PyTuple_GET_ITEM(compiled, 4))) {
+        PyErr_SetString(PyExc_TypeError, "_SINGLE: a tuple of five");
+        goto done;
+    }
+    PyObject *regex = PyTuple_GET_ITEM(compiled, 0);
+    int word = PyObject_IsTrue(PyTuple_GET_ITEM(compiled, 1));
+    int sentence = PyObject_IsTrue(PyTuple_GET_ITEM(compiled, 2));
+    if (word < 0 || sentence < 0)
+        goto done;
+    words_list = PySequence_List(PyTuple_GET_ITEM(compiled, 3));
+    if (words_list == NULL)
+        goto done;
+    PyObject *runs = PyTuple_GET_ITEM(compiled, 4);
+    Py_ssize_t nw = PyList_GET_SIZE(words_list), nr = PyTuple_GET_SIZE(runs), total = 0;
+    for (Py_ssize_t k = 0; k < nw; k++) {
+        PyObject *w = PyList_GET_ITEM(words_list, k);
+        if (!PyBytes_Check(w)) {
+            PyErr_SetString(PyExc_TypeError, "a piece's words: bytes");
+            goto done;
+        }
+        total += PyBytes_GET_SIZE(w);
+    }
+    for (Py_ssize_t k = 0; k < nr; k++) {
+        PyObject *r = PyTuple_GET_ITEM(runs, k);
+        if (!PyUnicode_Check(r) || !PyUnicode_IS_ASCII(r)) {
+            PyErr_SetString(PyExc_TypeError, "a piece's runs: ASCII str");
+            goto done;
+        }
+        total += PyUnicode_GET_LENGTH(r);
+    }
+    Key *keys = PyMem_Calloc(nw + nr + 1, sizeof(Key));
+    unsigned char *store = PyMem_Malloc(total + 1);
+    PyObject *search = PyObject_GetAttrString(regex, "search");
+    PyObject *match = PyObject_GetAttrString(regex, "match");
+    if (keys == NULL || store == NULL || search == NULL || match == NULL) {
+        PyMem_Free(keys);
+        PyMem_Free(store);
+        Py_XDECREF(search);
+        Py_XDECREF(match);
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    unsigned char *at = store;
+    for (Py_ssize_t k = 0; k < nw + nr; k++) {
+        const char *text;
+        Py_ssize_t len;
+        if (k < nw) {
+            PyObject *w = PyList_GET_ITEM(words_list, k);
+            text = PyBytes_AS_STRING(w);
+            len = PyBytes_GET_SIZE(w);
+        } else {
+            PyObject *r = PyTuple_GET_ITEM(runs, k - nw);
+            text = (const char *)PyUnicode_1BYTE_DATA(r);
+            len = PyUnicode_GET_LENGTH(r);
+        }
+        memcpy(at, text, len);
+        keys[k].text = at;
+        keys[k].len = len;
+        keys[k].hash = hash_of(at, len);
+        at += len;
+    }
+    PyObject *kind = PyList_GET_ITEM(PIECE_KIND, i), *language = PyList_GET_ITEM(PIECE_LANGUAGE, i);
+    p->word = word;
+    p->sentence = sentence;
+    p->failed = PyUnicode_Check(kind) && PyUnicode_Compare(kind, str_failed) == 0;
+    p->german = PyUnicode_Check(language) && PyUnicode_Compare(language, str_de) == 0;
+    p->search = search;
+    p->match = match;
+    p->kind = Py_NewRef(kind);
+    p->language = Py_NewRef(language);
+    p->n_words = (int)nw;
+    p->n_runs = (int)nr;
+    p->words = keys;
+    p->runs = keys + nw;
+    p->store = store;
+    p->ready = 1;
+    status = 0;
+done:
+    Py_XDECREF(words_list);
+    Py_DECREF(compiled);
+    return status;
+}
+
+/* -- a language's plain-reading cues, in C form --------------------------------------------------- */
+
+typedef struct {
+    PyObject *language;  /* owned */
+    int failed;
+    PyObject *cues;      /* owned: the tuple, which owns the texts below */
+    KeySet words;        /* cue words */
+    Key *word_keys;
+    int n_phrases;
+    int *phrase_len;     /* each phrase's words: a run of `phrase_keys` */
+    Key *phrase_keys;
+    int n_texts;
+    Key *texts;          /* the ASCII cue texts */
+} Cues;
+
+static Cues cues_table[32];
+static int cues_count;
+
+static int key_of_bytes(PyObject *w, Key *k) {
+    if (!PyBytes_Check(w)) {
+        PyErr_SetString(PyExc_TypeError, "a cue word: bytes");
+        return -1;
+    }
+    k->text = (const unsigned char *)PyBytes_AS_STRING(w);
+    k->len = PyBytes_GET_SIZE(w);
+    k->hash = hash_of(k->text, k->len);
+    return 0;
+}
+
+static Cues *cues_for(PyObject *language, int failed) {
+    for (int k = 0; k < cues_count; k++)
+        if (cues_table[k].failed == failed
+            && (cues_table[k].language == language || PyUnicode_Compare(cues_table[k].language, language) == 0))
+            return &cues_table[k];
+    if (cues_count == 32) {
+        PyErr_SetString(PyExc_RuntimeError, "more than 32 languages' cues");
+        return NULL;
+    }
+    PyObject *key = PyTuple_Pack(2, language, failed ? Py_True : Py_False);
+    if (key == NULL)
+        return NULL;
+    PyObject *cues = PyDict_GetItemWithError(PLAIN_CUES, key);
+    if (cues != NULL)
+        Py_INCREF(cues);
+    else if (!PyErr_Occurred())
+        cues = call1(plain_cues, key);
+    Py_DECREF(key);
+    if (cues == NULL)
+        return NULL;
+    Cues *c = &cues_table[cues_count];
+    memset(c, 0, sizeof(*c));
+    PyObject *words = NULL, *phrases, *texts;
+    if (!PyTuple_Check(cues) || PyTuple_GET_SIZE(cues) != 5 || !PyTuple_Check(PyTuple_GET_ITEM(cues, 1))
+        || !PyTuple_Check(PyTuple_GET_ITEM(cues, 4))) {
+        PyErr_SetString(PyExc_TypeError, "_PLAIN_CUES: a tuple of five");
+        goto fail;
+    }
+    words = PySequence_List(PyTuple_GET_ITEM(cues, 0));  /* (the frozenset owns its words) */
+    if (words == NULL)
+        goto fail;
+    phrases = PyTuple_GET_ITEM(cues, 1);
+    texts = PyTuple_GET_ITEM(cues, 4);
+    Py_ssize_t nw = PyList_GET_SIZE(words), np = PyTuple_GET_SIZE(phrases), nt = PyTuple_GET_SIZE(texts), nk = 0;
+    PyObject **phrase_lists = PyMem_Calloc(np + 1, sizeof(PyObject *));
+    if (phrase_lists == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t k = 0; k < np; k++) {
+        phrase_lists[k] = PySequence_List(PyTuple_GET_ITEM(phrases, k));
+        if (phrase_lists[k] == NULL)
+            goto fail_phrases;
+        nk += PyList_GET_SIZE(phrase_lists[k]);
+    }
+    c->word_keys = PyMem_Calloc(nw + 1, sizeof(Key));
+    c->phrase_len = PyMem_Calloc(np + 1, sizeof(int));
+    c->phrase_keys = PyMem_Calloc(nk + 1, sizeof(Key));
+    c->texts = PyMem_Calloc(nt + 1, sizeof(Key));
+    if (c->word_keys == NULL || c->phrase_len == NULL || c->phrase_keys == NULL || c->texts == NULL
+        || keyset_init(&c->words, nw, NULL, 0) < 0) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto fail_phrases;
+    }
+    for (Py_ssize_t k = 0; k < nw; k++) {
+        if (key_of_bytes(PyList_GET_ITEM(words, k), &c->word_keys[k]) < 0)
+            goto fail_phrases;
+        keyset_add(&c->words, c->word_keys[k].text, c->word_keys[k].len, c->word_keys[k].hash);
+    }
+    Py_ssize_t at = 0;
+    for (Py_ssize_t k = 0; k < np; k++) {
+        Py_ssize_t n = PyList_GET_SIZE(phrase_lists[k]);
+        c->phrase_len[k] = (int)n;
+        for (Py_ssize_t j = 0; j < n; j++)
+            if (key_of_bytes(PyList_GET_ITEM(phrase_lists[k], j), &c->phrase_keys[at++]) < 0)
+                goto fail_phrases;
+    }
+    for (Py_ssize_t k = 0; k < nt; k++) {
+        PyObject *t = PyTuple_GET_ITEM(texts, k);
+        if (!PyUnicode_Check(t) || !PyUnicode_IS_ASCII(t)) {
+            PyErr_SetString(PyExc_TypeError, "an ASCII cue text: str");
+            goto fail_phrases;
+        }
+        c->texts[k].text = PyUnicode_1BYTE_DATA(t);
+        c->texts[k].len = PyUnicode_GET_LENGTH(t);
+    }
+    c->n_phrases = (int)np;
+    c->n_texts = (int)nt;
+    for (Py_ssize_t k = 0; k < np; k++)
+        Py_DECREF(phrase_lists[k]);  /* (the frozensets in the tuple own the words) */
+    PyMem_Free(phrase_lists);
+    Py_DECREF(words);
+    c->language = Py_NewRef(language);
+    c->failed = failed;
+    c->cues = cues;
+    cues_count++;
+    return c;
+fail_phrases:
+    for (Py_ssize_t k = 0; k < np; k++)
+        Py_XDECREF(phrase_lists[k]);
+    PyMem_Free(phrase_lists);
+fail:
+    Py_XDECREF(words);
+    PyMem_Free(c->word_keys);
+    PyMem_Free(c->phrase_len);
+    PyMem_Free(c->phrase_keys);
+    PyMem_Free(c->texts);
+    keyset_free(&c->words, NULL);
+    memset(c, 0, sizeof(*c));
+    Py_DECREF(cues);
+    return NULL;
+}
+
+/* -- the head: _head's one-line case ------------------------------------------------------------ */
+
+/* Whether a "." at s[i] starts a file name's extension (_EXTENSION). */
+static int extension_at(const unsigned char *s, Py_ssize_t n, Py_ssize_t i) {
+    for (int k = 0; k < extension_count; k++) {
+        Py_ssize_t len = extension_len[k], j = 0;
+        if (i + 1 + len > n)
+            continue;
+        while (j < len && lower(s[i + 1 + j]) == (unsigned char)extension_text[k][j])
+            j++;
+        if (j == len && (i + 1 + len == n || !is_word(s[i + 1 + len])))
+            return 1;
+    }
+    return 0;
+}
+
+/* _DATA_LINE.match(line) of a stripped one-line ASCII text that starts with a letter and holds no ":" and
+ * some white space: every branch that starts with a mark, a digit, white space or a mail header's name
+ * and colon is ruled out, and of the others a line of code (one of _CODE_WORDS, white space, a word
+ * character) and a config assignment (a run of [\w.-], an optional space, "=", an optional space, a
+ * character that is no space) are read here; a comma-separated line has no white space.  -1: any other
+ * line (the pattern decides).  The caller has read the line: no ":", no line break; `spaced`: some
+ * white space. */
+static int data_line(const unsigned char *s, Py_ssize_t n, int spaced) {
+    if (n == 0 || !(is_lower(s[0]) || is_upper(s[0])) || !spaced)
+        return -1;
+    for (int k = 0; k < code_count; k++) {
+        Py_ssize_t len = code_len[k];
+        if (len < n && memcmp(s, code_text[k], len) == 0 && is_str_space(s[len])) {
+            Py_ssize_t j = len;
+            while (j < n && is_str_space(s[j]))
+                j++;
+            if (j < n && is_word(s[j]))
+                return 1;
+        }
+    }
+    Py_ssize_t j = 0;
+    while (j < n && (is_word(s[j]) || s[j] == '.' || s[j] == '-'))
+        j++;
+    Py_ssize_t eq = j < n && s[j] == '=' ? j : j + 1 < n && is_str_space(s[j]) && s[j + 1] == '=' ? j + 1 : -1;
+    if (eq >= 0 && eq + 1 < n && (!is_str_space(s[eq + 1]) || (eq + 2 < n && !is_str_space(s[eq + 2]))))
+        return 1;
+    return 0;
+}
+
+enum { HEAD_ERROR = -2, HEAD_PYTHON = -1, HEAD_NONE = 0, HEAD_TEXT = 1 };
+
+/* Where _head(text) is the stripped text itself (one line, at most 400 characters, no JSON, no
+ * intro's colon, no quotation, no name, no data line): HEAD_TEXT and its bounds in the text; HEAD_NONE
+ * when the head is empty; HEAD_PYTHON for any other text (_head reads it). */
+static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
+    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text), a = 0, b = n;
+    while (a < b && is_str_space(s[a]))
+        a++;
+    while (b > a && is_str_space(s[b - 1]))
+        b--;
+    if (a == b)
+        return HEAD_NONE;
+    Py_ssize_t len = b - a;
+    unsigned char first = s[a];
+    if (first == '{' || first == '[' || first == '"' || first == '-' || len > 400)
+        return HEAD_PYTHON;
+    if ((len == 4 && (memcmp(s + a, "true", 4) == 0 || memcmp(s + a, "null", 4) == 0))
+        || (len == 5 && memcmp(s + a, "false", 5) == 0))
+        return HEAD_PYTHON;
+    int apostrophes = 0, spaced = 0;
+    for (Py_ssize_t i = a; i < b; i++) {
+        unsigned char c = s[i];
+        if (c >= 'a')  /* (letters: most characters) */
+            continue;
+        switch (c) {
+        case '\n': case ':': case '"': case '`': case '/': case '\\':
+            return HEAD_PYTHON;
+        case '\'':
+            if (++apostrophes > 1)
+                return HEAD_PYTHON;  /* (a quotation needs two) */
+            break;
+        case '-':
+            if (is_str_space(s[i - 1]))
+                return HEAD_PYTHON;  /* a flag (i > a: the first is not "-") */
+            break;
+        case '.':
+            if (extension_at(s + a, len, i - a))
+                return HEAD_PYTHON;  /* a file name */
+            break;
+        default:
+            spaced |= is_str_space(c);
+        }
+    }
+    int is_data = data_line(s + a, len, spaced);
+    if (is_data < 0) {  /* (not decided here: the pattern) */
+        PyObject *stripped = PyUnicode_Substring(text, a, b);
+        if (stripped == NULL)
+            return HEAD_ERROR;
+        PyObject *data = call1(data_line_match, stripped);
+        Py_DECREF(stripped);
+        if (data == NULL)
+            return HEAD_ERROR;
+        is_data = data != Py_None;
+        Py_DECREF(data);
+    }
+    if (is_data)
+        return HEAD_NONE;
+    *from = a;
+    *to = b;
+    return HEAD_TEXT;
+}
+
+/* -- normalising: normalise_uncamelled_ascii of a head of printable ASCII ------------------------ */
+
+/* _joined(head.lower(), True) for a head of characters ' '..'~' only, in one pass: a run of "_ - ." that
+ * holds a "_" is a space (_JOIN_UNDERSCORE), and so is one between a letter or digit and another
+ * (_JOIN_DASH, _JOIN_DOT: such a run starts with its "-" or "."; the two never meet, a run with an "_"
+ * being gone first); apostrophes are spaces; runs of spaces one; the ends stripped.  NULL with no
+ * error set: the head has another character (normalised in Python). */
+static PyObject *normalised(const unsigned char *s, Py_ssize_t n) {
+    unsigned char stack[512];
+    unsigned char *t = n <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(n ? n : 1);
+    if (t == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t w = 0, i = 0;
+#define SPACE() do { if (w > 0 && t[w - 1] != ' ') t[w++] = ' '; } while (0)
+    while (i < n) {
+        unsigned char c = s[i];
+        if (c < 0x20 || c > 0x7e) {
+            if (t != stack)
+                PyMem_Free(t);
+            return NULL;
+        }
+        if (c == '-' || c == '.' || c == '_') {
+            Py_ssize_t j = i;
+            int underscore = 0;
+            while (j < n && (s[j] == '-' || s[j] == '.' || s[j] == '_'))
+                underscore |= s[j++] == '_';
+            if (underscore || (i > 0 && is_token(lower(s[i - 1])) && j < n && is_token(lower(s[j])))) {
+                SPACE();
+            } else {
+                memcpy(t + w, s + i, j - i);
+                w += j - i;
+            }
+            i = j;
+            continue;
+        }
+        if (c == ' ' || c == '\'' || c == '`')
+            SPACE();
+        else
+            t[w++] = lower(c);
+        i++;
+    }
+#undef SPACE
+    if (w > 0 && t[w - 1] == ' ')
+        w--;
+    PyObject *norm = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, t, w);
+    if (t != stack)
+        PyMem_Free(t);
+    return norm;
+}
+
+/* -- the reading: _first_valid on a plain reading ------------------------------------------------- */
+
+typedef struct {
+    PyObject *norm;               /* borrowed */
+    const unsigned char *s;
+    Py_ssize_t n;
+    const KeySet *tokens;         /* the raw words (given) or the norm's words */
+    int plain_known[32], plain_found[32];  /* by cues_table index */
+    Py_ssize_t *starts;           /* sentence starts; NULL until needed */
+    Py_ssize_t n_starts;
+    int dots;                     /* "..." in the norm: -1 until needed */
+} Reading;
+
+static int reading_plain(Reading *r, PyObject *language, int failed) {
+    Cues *c = cues_for(language, failed);
+    if (c == NULL)
+        return -1;
+    int k = (int)(c - cues_table);
+    if (r->plain_known[k])
+        return r->plain_found[k];
+    int found = 1;
+    for (Py_ssize_t i = 0; found && i <= r->tokens->mask; i++) {  /* tokens.isdisjoint(words) */
+        const Key *t = &r->tokens->slots[i];
+        if (t->text != NULL && keyset_has(&c->words, t->text, t->len, t->hash))
+            found = 0;
+    }
+    for (int j = 0; found && j < c->n_texts; j++)  /* the ASCII cue texts' pattern: any of them */
+        if (find(r->s, r->n, c->texts[j].text, c->texts[j].len) != NULL)
+            found = 0;
+    const Key *phrase = c->phrase_keys;
+    for (int j = 0; found && j < c->n_phrases; phrase += c->phrase_len[j], j++) {  /* phrase <= tokens */
+        int all = 1;
+        for (int q = 0; all && q < c->phrase_len[j]; q++)
+            all = keyset_has(r->tokens, phrase[q].text, phrase[q].len, phrase[q].hash);
+        if (all)
+            found = 0;
+    }
+    r->plain_known[k] = 1;
+    r->plain_found[k] = found;
+    return found;
+}
+
+static inline int starts_word(const unsigned char *s, Py_ssize_t at) { return at == 0 || !is_token(s[at - 1]); }
+
+/* _Reading.sentence_starts of an ASCII norm: 0; after each of _SENTENCE_MARKS (and after the one space
+ * that follows it); past the decoration (_DECORATION_MARKS and spaces) at each of those. */
+static int reading_starts(Reading *r) {
+    if (r->starts != NULL)
+        return 0;
+    Py_ssize_t size = 2 * r->n + 4, count = 0;
+    Py_ssize_t *starts = PyMem_Malloc(2 * size * sizeof(Py_ssize_t));
+    if (starts == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    starts[count++] = 0;
+    for (Py_ssize_t i = 0; i < r->n; i++) {
+        unsigned char c = r->s[i];
+        if (sentence_mark[c]) {
+            starts[count++] = i + 1;
+            if (i + 1 < r->n && r->s[i + 1] == ' ')
+                starts[count++] = i + 2;
+        }
+    }
+    Py_ssize_t base = count;
+    for (Py_ssize_t k = 0; k < base; k++) {
+        Py_ssize_t at = starts[k];
+        if (at < r->n && decoration[r->s[at]] == 1) {
+            Py_ssize_t end = at;
+            while (end < r->n && decoration[r->s[end]])
+                end++;
+            if (end > at)
+                starts[count++] = end;
+        }
+    }
+    qsort(starts, count, sizeof(Py_ssize_t), compare_ssize);
+    Py_ssize_t w = 0;
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (w == 0 || starts[k] != starts[w - 1])
+            starts[w++] = starts[k];
+    r->starts = starts;
+    r->n_starts = w;
+    return 0;
+}
+
+/* _ABOUT_AFTER.match(norm, end) of an ASCII norm: a space, then one of its Latin words that no letter
+ * or digit follows (its Chinese and Japanese words are in no ASCII text). */
+static int about_after(const unsigned char *s, Py_ssize_t n, Py_ssize_t end) {
+    if (end >= n || s[end] != ' ')
+        return 0;
+    for (int k = 0; k < about_count; k++) {
+        Py_ssize_t len = about_len[k], at = end + 1;
+        if (at + len <= n && memcmp(s + at, about_text[k], len) == 0 && (at + len == n || !is_token(s[at + len])))
+            return 1;
+    }
+    return 0;
+}
+
+enum { FIRST_ERROR = -1, FIRST_NONE = 0, FIRST_FOUND = 1, FIRST_PYTHON = 2 };
+
+/* The next match of piece p from `at` that _next_match would give (at a word's start for a word
+ * piece; at a sentence's start for a sentence piece): a new reference, Py_None, or NULL. */
+static PyObject *next_match(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *start, Py_ssize_t *end) {
+    if (p->sentence) {
+        if (reading_starts(r) < 0)
+            return NULL;
+        for (Py_ssize_t k = 0; k < r->n_starts; k++) {
+            if (r->starts[k] < at)
+                continue;
+            PyObject *m = call_at(p->match, r->norm, r->starts[k]);
+            if (m == NULL || m != Py_None) {
+                if (m != NULL && span_of(m, start, end) < 0)
+                    Py_CLEAR(m);
+                return m;
+            }
+            Py_DECREF(m);
+        }
+        return Py_NewRef(Py_None);
+    }
+    for (;;) {
+        PyObject *m = call_at(p->search, r->norm, at);
+        if (m == NULL || m == Py_None)
+            return m;
+        if (span_of(m, start, end) < 0) {
+            Py_DECREF(m);
+            return NULL;
+        }
+        if (!p->word || starts_word(r->s, *start))
+            return m;
+        Py_DECREF(m);
+        at = *start + 1;
+    }
+}
+
+/* _first_valid's reading, as long as every match read is decided by _valid's quick rule (at a word's
+ * start, the reading plain for its language, no "...") and is no failure (whose history _historical
+ * reads): FIRST_FOUND with the piece and the match's span; FIRST_PYTHON when a match is not so decided
+ * (then _claim reads the whole text). */
+static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py_ssize_t *start, Py_ssize_t *end) {
+    for (Py_ssize_t k = 0; k < candidates->count; k++) {
+        Py_ssize_t i = candidates->items[k];
+        if (piece_ready(i) < 0)
+            return FIRST_ERROR;
+        Piece *p = &pieces_table[i];
+        int missing = 0;
+        for (int j = 0; !missing && j < p->n_words; j++)
+            missing = !keyset_has(r->tokens, p->words[j].text, p->words[j].len, p->words[j].hash);
+        for (int j = 0; !missing && j < p->n_runs; j++)
+            missing = find(r->s, r->n, p->runs[j].text, p->runs[j].len) == NULL;
+        if (missing)
+            continue;
+        PROFILE_MARK(10);
+        PyObject *m = next_match(r, p, 0, start, end);
+        PROFILE_MARK(11);
+        while (m != NULL && m != Py_None) {
+            Py_DECREF(m);
+            if (!starts_word(r->s, *start))
+                return FIRST_PYTHON;
+            int plain = reading_plain(r, p->language, p->failed);
+            PROFILE_MARK(12);
+            if (plain < 0)
+                return FIRST_ERROR;
+            if (r->dots < 0)
+                r->dots = find(r->s, r->n, (const unsigned char *)"...", 3) != NULL;
+            if (!plain || r->dots)
+                return FIRST_PYTHON;
+            int invalid = about_after(r->s, r->n, *end);
+            Py_ssize_t e = *end;
+            if (!invalid && e < r->n && (r->s[e] == ':' || r->s[e] == '='
+                                         || (is_str_space(r->s[e]) && e + 1 < r->n && (r->s[e + 1] == ':' || r->s[e + 1] == '=')))) {
+                PyObject *after = call_at(neg_after_match, r->norm, e);  /* (_NEG_AFTER starts "\s?[:=]") */
+                if (after == NULL)
+                    return FIRST_ERROR;
+                invalid = after != Py_None;
+                Py_DECREF(after);
+            }
+            for (int k = 0; !invalid && p->german && k < de_count; k++)  /* norm.startswith(_DE_NEGATION_AFTER, end) */
+                invalid = *end + de_len[k] <= r->n && memcmp(r->s + *end, de_text[k], de_len[k]) == 0;
+            if (!invalid) {
+                if (p->failed)
+                    return FIRST_PYTHON;  /* (a failure told as past: _historical) */
+                *piece = i;
+                return FIRST_FOUND;
+            }
+            m = next_match(r, p, *end > *start + 1 ? *end : *start + 1, start, end);
+        }
+        if (m == NULL)
+            return FIRST_ERROR;
+        Py_DECREF(m);
+    }
+    return FIRST_NONE;
+}
+
+/* Claim(kind, language, evidence), made as Claim._made makes it. */
+static PyObject *claim_of(PyObject *kind, PyObject *language, PyObject *evidence) {
+    PyObject *claim = PyBaseObject_Type.tp_new((PyTypeObject *)claim_type, empty_tuple, NULL);
+    if (claim == NULL)
+        return NULL;
+    if (PyObject_GenericSetAttr(claim, str_kind, kind) < 0 || PyObject_GenericSetAttr(claim, str_language, language) < 0
+        || PyObject_GenericSetAttr(claim, str_evidence, evidence) < 0) {
+        Py_DECREF(claim);
+        return NULL;
+    }
+    return claim;
+}
+
+/* _evidence(head, norm[start:end]) of an ASCII head (its characters `h`, `n` of them, at `at` in `base`):
+ * where the phrase is in the head (case folded), as the head has it, else the phrase; at most 80
+ * characters. */
+static PyObject *evidence_of(const unsigned char *h, Py_ssize_t n, PyObject *base, Py_ssize_t at,
+                             const unsigned char *phrase, Py_ssize_t len, PyObject *norm, Py_ssize_t start) {
+    Py_ssize_t keep = len < 80 ? len : 80;
+    for (Py_ssize_t i = 0; i + len <= n; i++) {
+        Py_ssize_t j = 0;
+        while (j < len && lower(h[i + j]) == phrase[j])
+            j++;
+        if (j == len)
+            return PyUnicode_Substring(base, at + i, at + i + keep);
+    }
+    return PyUnicode_Substring(norm, start, start + keep);
+}
+
+/* -- the judgment --------------------------------------------------------------------------------- */
+
+typedef struct {
+    Py_ssize_t start, len;
+    uint64_t hash;
+} Span;
+
+/* A set of a text's words (spans of `s`): the keys point into `s`. */
+static int words_of(const unsigned char *s, const Span *spans, Py_ssize_t count, KeySet *set, Key *stack,
+                    Py_ssize_t stack_slots) {
+    if (keyset_init(set, count, stack, stack_slots) < 0)
+        return -1;
+    for (Py_ssize_t k = 0; k < count; k++)
+        keyset_add(set, s + spans[k].start, spans[k].len, spans[k].hash);
+    return 0;
+}
+
+static PyObject *python_list_of(const Ints *ints) {
+    PyObject *list = PyList_New(ints->count);
+    if (list == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < ints->count; k++) {
+        PyObject *v = PyLong_FromLong(ints->items[k]);
+        if (v == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, k, v);
+    }
+    return list;
+}
+
+static PyObject *python_set_of(const unsigned char *s, const Span *spans, Py_ssize_t count) {
+    PyObject *set = PySet_New(NULL);
+    if (set == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        PyObject *w = PyBytes_FromStringAndSize((const char *)s + spans[k].start, spans[k].len);
+        if (w == NULL || PySet_Add(set, w) < 0) {
+            Py_XDECREF(w);
+            Py_DECREF(set);
+            return NULL;
+        }
+        Py_DECREF(w);
+    }
+    return set;
+}
+
+/* The words of `s` split at what `split` says, with their hashes: a new array (PyMem), or `stack`. */
+static Span *spans_of(const unsigned char *s, Py_ssize_t n, int tokens_only, Span *stack, Py_ssize_t stack_size,
+                      Py_ssize_t *count) {
+    Span *spans = n / 2 + 1 <= stack_size ? stack : PyMem_Malloc((n / 2 + 1) * sizeof(Span));
+    if (spans == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    Py_ssize_t c = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        if (tokens_only)
+            while (i < n && !is_token(s[i]))
+                i++;
+        else
+            while (i < n && is_bytes_space(s[i]))
+                i++;
+        Py_ssize_t j = i;
+        if (tokens_only)
+            while (j < n && is_token(s[j]))
+                j++;
+        else
+            while (j < n && !is_bytes_space(s[j]))
+                j++;
+        if (j > i) {
+            spans[c].start = i;
+            spans[c].len = j - i;
+            spans[c].hash = hash_of(s + i, j - i);
+            c++;
+        }
+        i = j;
+    }
+    *count = c;
+    return spans;
+}
+
+static PyObject *judge_ascii(PyObject *module, PyObject *text) {
+    if (!bound) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
+        return NULL;
+    }
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "judge() takes a str");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(text))
+        return call1(judge_unicode, text);
+    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    PyObject *head = NULL, *norm = NULL, *result = NULL;
+    unsigned char raw_stack[1024];
+    Span spans_stack[256], norm_spans_stack[256];
+    Key keys_stack[1024];
+    Span *spans = NULL, *norm_spans = NULL;
+    Py_ssize_t count = 0, norm_count = 0;
+    KeySet tokens = {0};
+    Ints candidates = {.items = NULL, .count = 0, .size = 256};
+    candidates.items = candidates.stack;
+    Reading reading;
+    memset(&reading, 0, sizeof(reading));
+    reading.dots = -1;
+
+    PROFILE_START();
+    /* raw = text.encode("ascii").translate(_WORD_BYTES); its words (bytes.split()) */
+    unsigned char *raw = n <= (Py_ssize_t)sizeof(raw_stack) ? raw_stack : PyMem_Malloc(n ? n : 1);
+    if (raw == NULL)
+        return PyErr_NoMemory();
+    int only_words = 1;  /* _words_hold_the_heads: [a-z0-9] and white space only */
+    int camel = 0;       /* _camel: "aA" or "AAa" */
+    spans = n / 2 + 1 <= 256 ? spans_stack : PyMem_Malloc((n / 2 + 1) * sizeof(Span));
+    if (spans == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t word_start = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {  /* (one pass: the raw bytes, their words, the case of the letters) */
+        unsigned char ch = s[i], c = word_table[ch];
+        raw[i] = c;
+        if (is_bytes_space(c)) {
+            if (word_start >= 0) {
+                spans[count].start = word_start;
+                spans[count].len = i - word_start;
+                spans[count].hash = hash_of(raw + word_start, i - word_start);
+                count++;
+                word_start = -1;
+            }
+            continue;
+        }
+        if (word_start < 0)
+            word_start = i;
+        if (!is_token(c))
+            only_words = 0;
+        if (is_upper(ch) && ((i > 0 && is_lower(s[i - 1])) || (i + 2 < n && is_upper(s[i + 1]) && is_lower(s[i + 2]))))
+            camel = 1;
+    }
+    if (word_start >= 0) {
+        spans[count].start = word_start;
+        spans[count].len = n - word_start;
+        spans[count].hash = hash_of(raw + word_start, n - word_start);
+        count++;
+    }
+    PROFILE_MARK(0);
+
+    /* _raw_candidates: each word's pieces, and the phrase hints' */
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (add_word_pieces(raw + spans[k].start, spans[k].len, spans[k].hash, &candidates) < 0)
+            goto done;
+    PROFILE_MARK(1);
+    int across = across_count == 0;
+    for (int k = 0; !across && k < across_count; k++)
+        across = find(raw, n, (const unsigned char *)across_text[k], across_len[k]) != NULL;
+    if (across) {
+        PyObject *raw_bytes = PyBytes_FromStringAndSize((const char *)raw, n);
+        if (raw_bytes == NULL)
+            goto done;
+        PyObject *hit = call1(any_across_search, raw_bytes);
+        PyObject *more = hit != NULL && hit != Py_None ? call1(across_pieces, raw_bytes) : NULL;
+        Py_DECREF(raw_bytes);
+        if (hit == NULL)
+            goto done;
+        int crossed = hit != Py_None;
+        Py_DECREF(hit);
+        if (crossed) {
+            int *ints = NULL, nints = 0;
+            if (more == NULL || ints_of(more, &ints, &nints) < 0) {
+                Py_XDECREF(more);
+                goto done;
+            }
+            Py_DECREF(more);
+            int added = nints ? ints_add(&candidates, ints, nints) : 0;
+            PyMem_Free(ints);
+            if (added < 0)
+                goto done;
+        }
+    }
+    if (candidates.count == 0) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    PROFILE_MARK(2);
+    ints_sort_unique(&candidates);
+    PROFILE_MARK(3);
+
+    /* the head: a part of the text (no object made of it unless _claim is called), or what _head makes */
+    Py_ssize_t head_at = 0, head_end = 0;
+    int kind = head_of(text, &head_at, &head_end);
+    if (kind == HEAD_ERROR)
+        goto done;
+    if (kind == HEAD_NONE) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *head_base = text;
+    if (kind == HEAD_PYTHON) {
+        head = call1(head_py, text);
+        if (head == NULL)
+            goto done;
+        if (!PyUnicode_Check(head)) {
+            PyErr_SetString(PyExc_TypeError, "_head gave no str");
+            goto done;
+        }
+        if (PyUnicode_GET_LENGTH(head) == 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        head_base = head;
+        head_at = 0;
+        head_end = PyUnicode_GET_LENGTH(head);
+    }
+    PROFILE_MARK(4);
+    int given = n <= 400 && !camel && only_words;  /* the raw words stand for the head's */
+    if (!camel && PyUnicode_IS_ASCII(head_base)) {
+        norm = normalised(PyUnicode_1BYTE_DATA(head_base) + head_at, head_end - head_at);
+        if (norm == NULL) {
+            if (PyErr_Occurred() || (head == NULL && (head = PyUnicode_Substring(text, head_at, head_end)) == NULL))
+                goto done;
+            norm = call1(normalise_ascii, head);
+            if (norm == NULL)
+                goto done;
+        }
+    }
+    if (norm == NULL || !PyUnicode_Check(norm) || !PyUnicode_IS_ASCII(norm))
+        goto python;  /* (camelCase, or a head with names blanked: _claim normalises it) */
+
+    PROFILE_MARK(5);
+    /* the reading */
+    reading.norm = norm;
+    reading.s = PyUnicode_1BYTE_DATA(norm);
+    reading.n = PyUnicode_GET_LENGTH(norm);
+    if (given) {
+        if (words_of(raw, spans, count, &tokens, keys_stack, 1024) < 0)
+            goto done;
+    } else {
+        norm_spans = spans_of(reading.s, reading.n, 1, norm_spans_stack, 256, &norm_count);
+        if (norm_spans == NULL || words_of(reading.s, norm_spans, norm_count, &tokens, keys_stack, 1024) < 0)
+            goto done;
+    }
+    reading.tokens = &tokens;
+    PROFILE_MARK(6);
+    Py_ssize_t piece = -1, start = 0, end = 0;
+    int first = first_valid(&reading, &candidates, &piece, &start, &end);
+    if (first == FIRST_ERROR)
+        goto done;
+    if (first == FIRST_NONE) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (first == FIRST_PYTHON)
+        goto python;
+    PROFILE_MARK(7);
+    PyObject *said = evidence_of(PyUnicode_1BYTE_DATA(head_base) + head_at, head_end - head_at, head_base, head_at,
+                                 reading.s + start, end - start, norm, start);
+    if (said == NULL)
+        goto done;
+    Piece *p = &pieces_table[piece];
+    result = claim_of(p->kind, p->language, said);
+    Py_DECREF(said);
+    PROFILE_MARK(8);
+    goto done;
+
+python: {  /* _claim(head, candidates, norm, tokens=words) */
+        if (head == NULL && (head = PyUnicode_Substring(text, head_at, head_end)) == NULL)
+            goto done;
+        PyObject *list = python_list_of(&candidates);
+        PyObject *words = list != NULL && given ? python_set_of(raw, spans, count) : Py_NewRef(Py_None);
+        PyObject *kwnames = PyTuple_Pack(1, str_tokens);
+        if (list != NULL && words != NULL && kwnames != NULL) {
+            PyObject *call[5] = {NULL, head, list, norm != NULL ? norm : Py_None, words};
+            result = PyObject_Vectorcall(claim_py, call + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+        }
+        Py_XDECREF(list);
+        Py_XDECREF(words);
+        Py_XDECREF(kwnames);
+    }
+done:
+    keyset_free(&tokens, keys_stack);
+    PROFILE_MARK(9);
+    if (reading.starts != NULL)
+        PyMem_Free(reading.starts);
+    if (candidates.items != candidates.stack)
+        PyMem_Free(candidates.items);
+    if (spans != NULL && spans != spans_stack)
+        PyMem_Free(spans);
+    if (norm_spans != NULL && norm_spans != norm_spans_stack)
+        PyMem_Free(norm_spans);
+    if (raw != raw_stack)
+        PyMem_Free(raw);
+    Py_XDECREF(head);
+    Py_XDECREF(norm);
+    return result;
+}
+
+/* -- bind ----------------------------------------------------------------------------------------- */
+
+static PyObject *take(PyObject *ns, const char *name) {
+    PyObject *value = PyDict_GetItemString(ns, name);  /* borrowed */
+    if (value == NULL) {
+        PyErr_Format(PyExc_KeyError, "_speedups.bind: %s is missing", name);
+        return NULL;
+    }
+    return Py_NewRef(value);
+}
+
+static int literals(PyObject *ns, const char *name, int max, int max_len, char *text, int *lens, int *count,
+                    int is_str) {
+    /* is_str 2: str items, those not ASCII left out (they are in no ASCII text) */
+    PyObject *items = PyDict_GetItemString(ns, name);
+    if (items == NULL || !PyTuple_Check(items) || PyTuple_GET_SIZE(items) > max) {
+        PyErr_Format(PyExc_TypeError, "_speedups.bind: %s: a tuple of at most %d", name, max);
+        return -1;
+    }
+    *count = 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(items); k++) {
+        PyObject *item = PyTuple_GET_ITEM(items, k);
+        const char *data;
+        Py_ssize_t len;
+        if (is_str == 2 && PyUnicode_Check(item) && !PyUnicode_IS_ASCII(item))
+            continue;
+        if (is_str && PyUnicode_Check(item) && PyUnicode_IS_ASCII(item)) {
+            data = (const char *)PyUnicode_1BYTE_DATA(item);
+            len = PyUnicode_GET_LENGTH(item);
+        } else if (!is_str && PyBytes_Check(item)) {
+            data = PyBytes_AS_STRING(item);
+            len = PyBytes_GET_SIZE(item);
+        } else {
+            PyErr_Format(PyExc_TypeError, "_speedups.bind: %s holds a wrong item", name);
+            return -1;
+        }
+        if (len >= max_len || len == 0) {
+            PyErr_Format(PyExc_ValueError, "_speedups.bind: %s holds an item of a wrong length", name);
+            return -1;
+        }
+        memcpy(text + *count * max_len, data, len);
+        lens[*count] = (int)len;
+        ++*count;
+    }
+    return 0;
+}
+
+/* The ASCII characters of a str in `ns` marked `mark` in `table` (the others are in no ASCII text). */
+static int characters(PyObject *ns, const char *name, unsigned char *table, unsigned char mark) {
+    PyObject *text = PyDict_GetItemString(ns, name);
+    if (text == NULL || !PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "_speedups.bind: %s: a str", name);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < PyUnicode_GET_LENGTH(text); k++) {
+        Py_UCS4 c = PyUnicode_READ_CHAR(text, k);
+        if (c < 128)
+            table[c] = mark;
+    }
+    return 0;
+}
+
+static PyObject *bind(PyObject *module, PyObject *ns) {
+    if (!PyDict_Check(ns)) {
+        PyErr_SetString(PyExc_TypeError, "bind() takes a dict");
+        return NULL;
+    }
+    if (bound)  /* (once a process: a module that imports _claims again — a reload — runs in Python) */
+        Py_RETURN_FALSE;
+#define TAKE(var, name) do { if ((var = take(ns, name)) == NULL) return NULL; } while (0)
+    TAKE(BY_WORD_BYTES, "_BY_WORD_BYTES");
+    TAKE(any_in_word_search, "_ANY_IN_WORD_search");
+    TAKE(word_pieces, "_word_pieces");
+    TAKE(any_across_search, "_ANY_ACROSS_search");
+    TAKE(across_pieces, "_across_pieces");
+    TAKE(head_py, "_head");
+    TAKE(data_line_match, "_DATA_LINE_match");
+    TAKE(normalise_ascii, "normalise_uncamelled_ascii");
+    TAKE(claim_py, "_claim");
+    TAKE(SINGLE, "_SINGLE");
+    TAKE(single, "_single");
+    TAKE(PIECE_KIND, "_PIECE_KIND");
+    TAKE(PIECE_LANGUAGE, "_PIECE_LANGUAGE");
+    TAKE(PLAIN_CUES, "_PLAIN_CUES");
+    TAKE(plain_cues, "_plain_cues");
+    TAKE(judge_unicode, "_judge_unicode");
+    TAKE(neg_after_match, "_NEG_AFTER_match");
+    TAKE(claim_type, "Claim");
+#undef TAKE
+    PyObject *table = PyDict_GetItemString(ns, "_WORD_BYTES");
+    if (table == NULL || !PyBytes_Check(table) || PyBytes_GET_SIZE(table) != 256 || !PyDict_Check(BY_WORD_BYTES)
+        || !PyList_Check(SINGLE) || !PyList_Check(PIECE_KIND) || !PyList_Check(PIECE_LANGUAGE)
+        || PyList_GET_SIZE(PIECE_KIND) != PyList_GET_SIZE(SINGLE)
+        || PyList_GET_SIZE(PIECE_LANGUAGE) != PyList_GET_SIZE(SINGLE) || !PyDict_Check(PLAIN_CUES)
+        || !PyType_Check(claim_type)) {
+        PyErr_SetString(PyExc_TypeError, "_speedups.bind: a table of the wrong type");
+        return NULL;
+    }
+    if (literals(ns, "_EXTENSIONS", 64, 8, &extension_text[0][0], extension_len, &extension_count, 1) < 0
+        || literals(ns, "_ACROSS_LITERALS", 8, 32, &across_text[0][0], across_len, &across_count, 0) < 0
+        || literals(ns, "_ABOUT_AFTER_LATIN", 64, 32, &about_text[0][0], about_len, &about_count, 2) < 0
+        || literals(ns, "_CODE_WORDS", 32, 16, &code_text[0][0], code_len, &code_count, 1) < 0
+        || literals(ns, "_DE_NEGATION_AFTER", 8, 16, &de_text[0][0], de_len, &de_count, 1) < 0
+        || characters(ns, "_SENTENCE_MARKS", sentence_mark, 1) < 0 || characters(ns, "_DECORATION_MARKS", decoration, 1) < 0)
+        return NULL;
+    PyObject *kept = PyDict_GetItemString(ns, "_WORDS_KEPT"), *longest = PyDict_GetItemString(ns, "_LONGEST_KEPT");
+    if (kept == NULL || longest == NULL) {
+        PyErr_SetString(PyExc_KeyError, "_speedups.bind: _WORDS_KEPT or _LONGEST_KEPT is missing");
+        return NULL;
+    }
+    WORDS_KEPT = PyLong_AsSsize_t(kept);
+    LONGEST_KEPT = PyLong_AsSsize_t(longest);
+    if (PyErr_Occurred())
+        return NULL;
+    memcpy(word_table, PyBytes_AS_STRING(table), 256);
+    decoration[' '] = decoration[' '] ? decoration[' '] : 2;  /* (_DECORATION's run: the marks and spaces) */
+    piece_count = PyList_GET_SIZE(SINGLE);
+    if (literals(ns, "_IN_WORD_LITERALS", 64, 32, &literal_text[0][0], literal_len, &literal_count, 0) < 0)
+        return NULL;
+    memset(literal_by_first, -1, sizeof(literal_by_first));
+    for (int k = 0; k < literal_count; k++) {
+        signed char *which = literal_by_first[(unsigned char)literal_text[k][0]];
+        int j = 0;
+        while (j < 8 && which[j] >= 0)
+            j++;
+        if (j == 8) {  /* (more than 8 literals of one first byte: every word is searched) */
+            literal_count = 0;
+            break;
+        }
+        which[j] = (signed char)k;
+    }
+    kept_words.limit = WORDS_KEPT;
+    anchors.limit = PyDict_GET_SIZE(BY_WORD_BYTES) + 1;
+    Py_ssize_t saved_longest = LONGEST_KEPT, pos = 0;
+    LONGEST_KEPT = PY_SSIZE_T_MAX;  /* (every anchor word is kept) */
+    PyObject *word, *pieces;
+    while (PyDict_Next(BY_WORD_BYTES, &pos, &word, &pieces)) {
+        int *ints = NULL, count = 0;
+        if (!PyBytes_Check(word) || PyBytes_GET_SIZE(word) == 0) {
+            PyErr_SetString(PyExc_TypeError, "_BY_WORD_BYTES: a word of no bytes");
+            return NULL;
+        }
+        if (ints_of(pieces, &ints, &count) < 0)
+            return NULL;
+        const unsigned char *text = (const unsigned char *)PyBytes_AS_STRING(word);
+        Py_ssize_t len = PyBytes_GET_SIZE(word);
+        if (word_keep(&anchors, text, len, hash_of(text, len), count, ints) == NULL) {
+            PyMem_Free(ints);
+            return PyErr_NoMemory();
+        }
+    }
+    LONGEST_KEPT = saved_longest;
+    pieces_table = PyMem_Calloc(piece_count + 1, sizeof(Piece));
+    if (pieces_table == NULL)
+        return PyErr_NoMemory();
+    bound = 1;
+    Py_RETURN_TRUE;
+}
+
+/* -- claim_in_result ------------------------------------------------------------------------------ */
+
+static PyObject *claim_cached;  /* _claim_cached: the lru cache around judge() */
+static PyObject *str_content, *str_type, *str_text, *str_accepted, *str_completed;
+
+static PyObject *bind_results(PyObject *module, PyObject *cached) {
+    Py_XSETREF(claim_cached, Py_NewRef(cached));
+    Py_RETURN_NONE;
+}
+
+static int rank_of(PyObject *claim) {  /* _RANK[claim.kind] */
+    PyObject *kind = PyObject_GetAttr(claim, str_kind);
+    if (kind == NULL)
+        return -1;
+    int rank = PyUnicode_Check(kind) ? (PyUnicode_Compare(kind, str_failed) == 0 ? 0
+                                        : PyUnicode_Compare(kind, str_accepted) == 0 ? 1
+                                        : PyUnicode_Compare(kind, str_completed) == 0 ? 2 : 3) : 3;
+    Py_DECREF(kind);
+    if (rank == 3) {
+        PyErr_SetString(PyExc_ValueError, "a claim of no known kind");
+        return -1;
+    }
+    return rank;
+}
+
+/* _claim_in_result_python(result), in C. */
+static PyObject *claim_in_result(PyObject *module, PyObject *result) {
+    if (claim_cached == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.bind_results() was not called");
+        return NULL;
+    }
+    PyObject *content;
+    if (PyDict_CheckExact(result)) {
+        content = PyDict_GetItemWithError(result, str_content);
+        if (content == NULL && PyErr_Occurred())
+            return NULL;
+        Py_XINCREF(content);
+    } else {
+        content = PyObject_CallMethod(result, "get", "O", str_content);
+        if (content == NULL)
+            return NULL;
+    }
+    if (content == NULL || !PyList_Check(content)) {
+        Py_XDECREF(content);
+        Py_RETURN_NONE;
+    }
+    PyObject *best = NULL;
+    int best_rank = 3;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(content); k++) {  /* (the size read again: judging runs Python) */
+        PyObject *block = PyList_GET_ITEM(content, k);
+        if (!PyDict_Check(block))
+            continue;
+        Py_INCREF(block);
+        PyObject *type = PyDict_GetItemWithError(block, str_type);  /* block.get("type") != "text" */
+        int is_text = type != NULL ? PyObject_RichCompareBool(type, str_text, Py_EQ) : PyErr_Occurred() ? -1 : 0;
+        PyObject *text = is_text > 0 ? PyDict_GetItemWithError(block, str_text) : NULL;
+        if (is_text < 0 || (text == NULL && PyErr_Occurred())) {
+            Py_DECREF(block);
+            goto error;
+        }
+        if (text == NULL || !PyUnicode_Check(text) || PyUnicode_GET_LENGTH(text) == 0) {
+            Py_DECREF(block);
+            continue;
+        }
+        Py_INCREF(text);
+        Py_DECREF(block);
+        PyObject *claim = PyUnicode_GET_LENGTH(text) <= 512 ? call1(claim_cached, text) : judge_ascii(module, text);
+        Py_DECREF(text);
+        if (claim == NULL)
+            goto error;
+        if (claim == Py_None) {
+            Py_DECREF(claim);
+            continue;
+        }
+        int rank = rank_of(claim);
+        if (rank < 0) {
+            Py_DECREF(claim);
+            goto error;
+        }
+        if (best == NULL || rank < best_rank) {
+            Py_XSETREF(best, claim);
+            best_rank = rank;
+            if (rank == 0)
+                break;
+        } else {
+            Py_DECREF(claim);
+        }
+    }
+    Py_DECREF(content);
+    return best != NULL ? best : Py_NewRef(Py_None);
+error:
+    Py_DECREF(content);
+    Py_XDECREF(best);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"bind_results", bind_results, METH_O, "bind_results(cached): the cached judge claim_in_result calls."},
+    {"claim_in_result", claim_in_result, METH_O, "claim_in_result(result): _claims._claim_in_result_python, in C."},
+    {"bind", bind, METH_O, "bind(namespace): the _claims tables, patterns and functions this reads through; False\n"
+                           "when bound already (once a process)."},
+    {"judge", judge_ascii, METH_O, "judge(text): _claims._judge(text), its ASCII branch in C."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "truecall.judge._speedups",
+    "The claim judgment of an ASCII text in one C call (see _claims._judge_ascii_python).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+#define INTERN(var, text) if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL
+    INTERN(str_span, "span");
+    INTERN(str_tokens, "tokens");
+    INTERN(str_failed, "failed");
+    INTERN(str_de, "de");
+    INTERN(str_kind, "kind");
+    INTERN(str_language, "language");
+    INTERN(str_evidence, "evidence");
+    INTERN(str_content, "content");
+    INTERN(str_type, "type");
+    INTERN(str_text, "text");
+    INTERN(str_accepted, "accepted");
+    INTERN(str_completed, "completed");
+#undef INTERN
+    if ((empty_tuple = PyTuple_New(0)) == NULL)
+        return NULL;
+    return PyModule_Create(&module_def);
+}
