@@ -41,15 +41,25 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_wheel_and_sdist_carry_the_package_and_its_data(built: Path) -> None:
+    """The sdist carries the C source of the judge's accelerator (``setup.py`` builds it where a
+    compiler is); the wheel carries it built when this machine could build it (as the editable install
+    did: then the wheel is this platform's, not ``py3-none-any``)."""
+    from truecall.judge import _claims
+
     version = truecall.__version__
-    wheel = built / f"truecall-{version}-py3-none-any.whl"
+    [wheel] = built.glob(f"truecall-{version}-*.whl")
     sdist = built / f"truecall-{version}.tar.gz"
     names = zipfile.ZipFile(wheel).namelist()
     assert "truecall/_schemas/results.json" in names and "truecall/py.typed" in names
-    assert "truecall/incidents/app.py" in names
+    assert "truecall/incidents/app.py" in names and "truecall/judge/_speedups.pyi" in names
+    compiled = [n for n in names if n.startswith("truecall/judge/_speedups.") and n.endswith((".so", ".pyd"))]
+    if not os.environ.get("TRUECALL_PURE_PYTHON"):
+        assert bool(compiled) == (_claims._fast is not None), names
+    assert wheel.name.endswith("-py3-none-any.whl") != bool(compiled), wheel.name
     with tarfile.open(sdist) as tar:
         members = tar.getnames()
     assert f"truecall-{version}/src/truecall/_version.py" in members
+    assert f"truecall-{version}/src/truecall/judge/_speedups.c" in members and f"truecall-{version}/setup.py" in members
 
 
 def test_a_clean_venv_installs_the_wheel_and_runs_truecall(built: Path, tmp_path: Path) -> None:
@@ -63,6 +73,13 @@ def test_a_clean_venv_installs_the_wheel_and_runs_truecall(built: Path, tmp_path
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "TRUECALL_"))}
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True, cwd=tmp_path, env=clean)
     assert version.stdout.strip() == f"truecall {truecall.__version__}"
+    # the judge's accelerator, where the wheel carries it, loads from the installed wheel
+    judged = subprocess.run([str(python), "-c", "from truecall.judge import _claims, claim_in_text; "
+                             "print(_claims._fast is not None, claim_in_text('Your order is pending').kind)"],
+                            capture_output=True, text=True, cwd=tmp_path, env=clean, timeout=120)
+    compiled = any(n.startswith("truecall/judge/_speedups.") and n.endswith((".so", ".pyd"))
+                   for n in zipfile.ZipFile(wheel).namelist())
+    assert judged.stdout.split() == [str(compiled), "accepted"], judged.stderr[-2000:]
     # the desk over stdio, as a desktop assistant starts it
     hello = (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
              b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'

@@ -1,0 +1,176 @@
+"""Issue 24's speed line: the claim judgment of an ASCII text runs in C (``truecall.judge._speedups``,
+built at install where a C compiler is) and says what the Python judgment says — the same claim,
+kind, language and evidence — on the corpus, its variants, the shortcuts' edge cases and generated
+texts; it keeps no reference it should not; bad input is a clear error, never a crash; and where it
+is not built (or ``TRUECALL_PURE_PYTHON`` is set) the Python judgment runs."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tracemalloc
+from typing import Any
+
+import pytest
+
+from truecall.judge import _claims
+
+from _paths import ROOT
+from test_judge_units import _SHORTCUT_EDGES, _WORD_EDGES, _corpus_claim_texts, _variants
+
+SPEEDUPS = _claims._fast
+
+
+def _python(text: str) -> _claims.Claim | None:
+    """The Python judgment of one text (uncached), whatever is built."""
+    return _claims._judge_ascii_python(text) if text.isascii() else _claims._judge_unicode(text)
+
+
+def _compiler() -> str | None:
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    return shutil.which(cc)
+
+
+needs_speedups = pytest.mark.skipif(SPEEDUPS is None, reason="truecall.judge._speedups is not built here (no C "
+                                                                  "compiler at install): the Python judgment runs")
+
+
+def test_the_extension_is_built_where_a_compiler_is() -> None:
+    """Where the install had a C compiler the judgment runs in C: a build that failed silently (the
+    extension is optional) must not pass for one that worked."""
+    if _compiler() is None:
+        pytest.skip("no C compiler here: the extension is optional, and the Python judgment runs")
+    assert SPEEDUPS is not None, "a C compiler is here but truecall.judge._speedups was not built or not bound"
+
+
+def _texts() -> list[str]:
+    return [v for t in _corpus_claim_texts() + _SHORTCUT_EDGES + _WORD_EDGES for v in _variants(t)]
+
+
+@needs_speedups
+def test_the_c_judgment_is_the_python_one_on_the_corpus_and_its_variants() -> None:
+    assert SPEEDUPS is not None
+    texts = _texts()
+    differ = [(t, SPEEDUPS(t), _python(t)) for t in texts if SPEEDUPS(t) != _python(t)]
+    assert not differ, differ[:5]
+    claims = sum(_python(t) is not None for t in texts if t.isascii())
+    assert claims > 1000  # (the comparison is of claims, not of Nones)
+
+
+#: What generated texts are made of: claim words and their cues, the marks each shortcut reads (lines,
+#: colons, quotations, apostrophes, names, flags, extensions, camelCase, separators, control characters,
+#: a count of none, a data line's start, a code word, a phrase hint), and filler.
+_PIECES = [
+    "Your request has been received", "will be processed", "has been queued", "is pending", "was accepted",
+    "failed", "timed out", "upload failed", "completed", "done", "processed", "Processed.", "not", "no", "never",
+    "if", "when", "unless", "can", "cannot", "said", "according to", "the vendor said", "errors: 0", "failed=0",
+    "still processing", "se enviaron", "Verbindungsfehler", "wurde angenommen", " nicht", "keine", "abgeschickt",
+    "Der Auftrag", "La commande", "envoyée", "ok", "yet", "edited", "iert", "gefunden", "rate", " rate", " count",
+    " ", " ", " ", "  ", ".", ". ", "...", ",", ";", ":", "?", "!", "\n", "\n\n", "\t", "\x0b", "\x0c", "\r", "\x1c",
+    "\x01", "'", "''", "`", '"', "/", "\\", "-", " -", "--", "_", "__", "._-", "-.", ".-", "a.txt", ".JSON", ".jsonl",
+    "notes.md", "dbPassword", "orderIsQueued", "HTTPServer", "ABc", "REQ-20931", "s000123", "x_y", "e-mail",
+    "{", "[", "<", "#", "# ", "- ", "1. ", "> ", "| ", "    ", "return x", "from the team", "key = value",
+    "a,b,c", "true", "null", "From: x", "Contents of notes.txt: ", "**Sent** ", "> done", "* ", "~", "=", "==",
+    "0", "42", "x" * 30, "y" * 45, "ge" + "z" * 3 + "t", "ado", "ida", "received", "queued", "PENDING", "Accepted",
+]
+
+
+@needs_speedups
+def test_the_c_judgment_is_the_python_one_on_generated_texts(rng_seed: int) -> None:
+    assert SPEEDUPS is not None
+    rng = random.Random(rng_seed)
+    differ, claims = [], 0
+    for _ in range(20000):
+        text = "".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 14)))
+        if rng.random() < 0.05:
+            text = text * rng.randint(2, 40)  # (beyond 400 and 512 characters: the head's cut, no cache)
+        fast, python = SPEEDUPS(text), _python(text)
+        claims += python is not None
+        if fast != python:
+            differ.append((text, fast, python))
+    assert not differ, differ[:5]
+    assert claims > 2000
+
+
+@needs_speedups
+def test_every_ascii_character_and_long_texts() -> None:
+    assert SPEEDUPS is not None
+    texts = [chr(c) for c in range(128)] + [f"Your order was received{chr(c)}" for c in range(128)]
+    texts += [f"{chr(c)}Your order was received" for c in range(128)]
+    texts += ["Your order was received. " * 4000, "a" * 100_000 + " received", "received " + "\x00" * 1000, ""]
+    assert [SPEEDUPS(t) for t in texts] == [_python(t) for t in texts]
+
+
+def _results(rng: random.Random) -> list[Any]:
+    texts = ["Your request has been received", "Upload failed", "Done.", "已受理", "", "{\"ok\": true}", "x" * 600,
+             "The export completed", "Your order is pending", "not received"]
+    blocks: list[Any] = [{"type": "text", "text": t} for t in texts] + [
+        {"type": "image", "data": "", "mimeType": "image/png"}, {"type": "text"}, {"type": "text", "text": 5},
+        {"text": "received"}, "received", None, {"type": 1, "text": "queued"}]
+    results: list[Any] = [{}, {"content": None}, {"content": "received"}, {"content": ()}, {"isError": False}]
+    for _ in range(400):
+        results.append({"content": [rng.choice(blocks) for _ in range(rng.randint(0, 5))]})
+    return results
+
+
+@needs_speedups
+def test_claim_in_result_in_c_is_the_python_one(rng_seed: int) -> None:
+    from collections import UserDict
+
+    results = _results(random.Random(rng_seed))
+    results.append(UserDict({"content": [{"type": "text", "text": "Your order is pending"}]}))  # (a Mapping, no dict)
+    for result in results:
+        assert _claims.claim_in_result(result) == _claims._claim_in_result_python(result), result
+    with pytest.raises(AttributeError):
+        _claims.claim_in_result(["not", "a", "mapping"])  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        _claims._claim_in_result_python(["not", "a", "mapping"])  # type: ignore[arg-type]
+
+
+@needs_speedups
+def test_bad_input_is_a_clear_error_never_a_crash() -> None:
+    from truecall.judge import _speedups
+
+    for bad in (b"received", 5, None, ["received"]):
+        with pytest.raises(TypeError, match="takes a str"):
+            _speedups.judge(bad)  # type: ignore[arg-type]
+    assert _speedups.bind({}) is False  # (bound once, by _claims: a second namespace changes nothing)
+
+
+@needs_speedups
+def test_the_c_judgment_keeps_no_reference_and_no_memory() -> None:
+    """Judging the same texts again allocates nothing that stays (tracemalloc sees the C allocations
+    and the objects it makes) and leaves every object's reference count as it was."""
+    assert SPEEDUPS is not None
+    texts = [t for t in _texts() if t.isascii()][:3000] + ["Your request has been received and will be processed."]
+    for _ in range(2):  # (the first rounds fill the tables a text's words and pieces are kept in)
+        for t in texts:
+            SPEEDUPS(t)
+    watched = [None, True, False, texts[-1], *_claims._PIECE_KIND[:3], *_claims._PIECE_LANGUAGE[:3]]
+    counts = [sys.getrefcount(o) for o in watched]
+    for _ in range(5):
+        for t in texts:
+            SPEEDUPS(t)
+    # (a reference kept per call would be thousands; a few come and go with the interpreter's own work)
+    assert [abs(sys.getrefcount(o) - c) < 10 for o, c in zip(watched, counts)] == [True] * len(watched)
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    for _ in range(5):
+        for t in texts:
+            SPEEDUPS(t)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(stat.size_diff for stat in after.compare_to(before, "filename") if stat.size_diff > 0)
+    assert grown < 64 * 1024, [str(s) for s in after.compare_to(before, "lineno")[:5]]
+
+
+def test_the_python_judgment_runs_where_the_extension_is_not_used() -> None:
+    probe = ("from truecall.judge import _claims, claim_in_result; "
+             "print(_claims._fast is None, claim_in_result({'content': [{'type': 'text', 'text': '已受理'}]}).kind, "
+             "_claims.claim_in_text('Your request has been received').kind)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT,
+                          env={**__import__("os").environ, "TRUECALL_PURE_PYTHON": "1"})
+    assert done.stdout.split() == ["True", "accepted", "accepted"]
