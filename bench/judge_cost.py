@@ -11,6 +11,10 @@ word (most results: the anchor check alone) or that claim acceptance (the full j
 the same result again (the cache hits).  The cost of making each new result is measured and taken
 off.  The goal for the client's check is 5 µs per 200-character result.
 
+The judgment of an ASCII text runs in C where ``truecall.judge._speedups`` was built (at install, where
+a C compiler is); the first line printed says which.  ``TRUECALL_PURE_PYTHON=1`` times the Python
+judgment instead (the same answers: tests/judge/test_speedups.py).
+
 ``--corpus`` times ``claim_in_text`` uncached on every text of the labelled claims corpora
 (tests/judge/corpus/claims*.jsonl): each text's cost is the best of 5 timings of 20 calls (CPU time
 of the process: a shared machine's other work is not counted), and the
@@ -82,6 +86,8 @@ def corpus_main(compare: str | None, rounds: int) -> None:
 
     texts = _corpus_texts()
     holds = [bool(_claims._candidates(text)) for text in texts]
+    print("the judgment of an ASCII text: " + ("C" if _claims._fast is not None else "Python") + f"; {sum(map(str.isascii, texts))} "
+          f"of the {len(texts)} texts are ASCII (the others are judged in Python either way)")
     judges: dict[str, Callable[[str], object]] = {"this tree": _claims._claim_cached.__wrapped__}
     scratch = tempfile.TemporaryDirectory()
     if compare:
@@ -128,6 +134,10 @@ def main() -> None:
         corpus_main(args.compare, args.rounds)
         return
     n, r = args.number, args.rounds
+    from truecall.judge import _claims
+
+    print("the judgment of an ASCII text: " + ("C (truecall.judge._speedups)" if _claims._fast is not None else
+                                               "Python (no truecall.judge._speedups, or TRUECALL_PURE_PYTHON set)"))
     assert len(TEXT_CLAIM) == 200 and len(TEXT_PLAIN) == 200, (len(TEXT_CLAIM), len(TEXT_PLAIN))
 
     # Distinct results: a counter at the end of the text (still 200 characters) defeats the cache.
