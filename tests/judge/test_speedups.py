@@ -75,6 +75,10 @@ _PIECES = [
     "{", "[", "<", "#", "# ", "- ", "1. ", "> ", "| ", "    ", "return x", "from the team", "key = value",
     "a,b,c", "true", "null", "From: x", "Contents of notes.txt: ", "**Sent** ", "> done", "* ", "~", "=", "==",
     "0", "42", "x" * 30, "y" * 45, "ge" + "z" * 3 + "t", "ado", "ida", "received", "queued", "PENDING", "Accepted",
+    # Latin-1 (normalised first, then read as ASCII is), and beyond it (read in Python)
+    "é", "ñ", "ß", "ü", "Ü", "«", "»", "\xa0", "\x85", "¿", "¡", "°", "ª", "²", "×", "Ã©", "recibió", "envió",
+    "übermittelt", "fehlgeschlagen", "ça", "À", "d'accès", "n'a pas été", "Straße", "—", "…", "已受理", "ｑｕｅｕｅｄ",
+    "’", "We’ve received", "“queued”", "×2",
 ]
 
 

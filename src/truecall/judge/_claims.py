@@ -1327,9 +1327,10 @@ def _judge(text: str, *, anchored: bool = True) -> Claim | None:
     return _judge_unicode(text)
 
 
-def _judge_unicode(text: str) -> Claim | None:
-    """:func:`_judge` of a text that is not ASCII: normalised, its candidates read from that."""
-    norm = normalise(text)
+def _judge_unicode(text: str, norm: str | None = None) -> Claim | None:
+    """:func:`_judge` of a text that is not ASCII: normalised (``norm``, when the caller has), its
+    candidates read from that."""
+    norm = normalise(text) if norm is None else norm
     candidates = _normalised_candidates(norm)
     if not candidates:
         return None
@@ -1341,7 +1342,7 @@ def _judge_unicode(text: str) -> Claim | None:
 
 def _judge_ascii_python(text: str) -> Claim | None:
     """:func:`_judge` of an ASCII text: its raw bytes' words looked up (no normalising for a text
-    without a claim word), then its head read.  ``_speedups.judge_ascii`` is this in C, where built."""
+    without a claim word), then its head read.  ``_speedups.judge`` is this in C, where built."""
     raw = text.encode("ascii").translate(_WORD_BYTES)
     words = set(raw.split())
     candidates = _raw_candidates(raw, words)
@@ -1361,7 +1362,7 @@ _PIECE_LANGUAGE = [CLAIMS[t].language for t, _ in _PIECES]
 
 
 def _speedups() -> Callable[[str], Claim | None] | None:
-    """``_speedups.judge`` (:func:`_judge` with the ASCII branch in C) bound to this module's tables,
+    """``_speedups.judge`` (:func:`_judge` in C where a text's words are ASCII) bound to this module's tables,
     patterns and functions; ``None`` where the extension was not built (no C compiler at install) or
     ``TRUECALL_PURE_PYTHON`` is set."""
     if os.environ.get("TRUECALL_PURE_PYTHON"):
@@ -1379,8 +1380,8 @@ def _speedups() -> Callable[[str], Claim | None] | None:
 
 _fast = _speedups()
 _fast_result: Callable[[Mapping[str, Any]], Claim | None] | None = None
-#: The judgment of one text (no cache): in C where ``_speedups`` was built (its ASCII branch; other
-#: text in :func:`_judge_unicode`), else :func:`_judge`.
+#: The judgment of one text (no cache): in C where ``_speedups`` was built (text whose normalised form
+#: is not ASCII in :func:`_judge_unicode`), else :func:`_judge`.
 _judge_one: Callable[[str], Claim | None] = _fast or _judge
 #: The judgment of an ASCII text: :func:`_judge_one`'s, or :func:`_judge_ascii_python`.
 _judge_ascii: Callable[[str], Claim | None] = _fast or _judge_ascii_python

@@ -1,16 +1,19 @@
-/* truecall.judge._speedups: the claim judgment of an ASCII text, its quick path in one C call.
+/* truecall.judge._speedups: the claim judgment of a text (_claims._judge), its quick path in one C call.
  *
  * Why: a client judges every tool result it gets ("does this narrative claim acceptance?"), and the
- * Python judgment of a new 200-character result cost ~16 us, of which ~8 us were the C-level steps
+ * Python judgment of a new 200-character result cost ~20 us, of which ~8 us were the C-level steps
  * (translate, split, set look-ups, regex searches) and the rest the interpreter between them.  This
- * is _claims._judge_ascii_python written out in C: the same steps in the same order, on the same
- * vocabulary and the same compiled patterns (bind() hands them over).  It makes no judgment of its
- * own.  What it does not do itself it hands to the Python function that does it: _head for a text
- * with lines, quotations, names, an intro or JSON; _claim for a reading that is not plain (a cue of
- * negation, a question, a condition), for a failure (told as past or not) and for a match that does
- * not start a word; _word_pieces for a new word with a stem or an in-word hint in it.  So the Python
- * module stays the one definition and this is a shortcut through it; tests/judge/test_speedups.py
- * checks that the two give the same claim on the corpus, its variants and generated texts.
+ * is _claims._judge written out in C — _judge_ascii_python for an ASCII text; for any other, the
+ * steps of _judge_unicode once normalise() (Python) has made it ASCII (Spanish, French, German,
+ * English with a curly apostrophe) — on the same vocabulary and the same compiled patterns (bind()
+ * hands them over).  It makes no judgment of its own.  What it does not do itself it hands to the
+ * Python function that does it: _judge_unicode for text whose normalised form is not ASCII (Chinese,
+ * Japanese); _head for a text with lines, quotations, names, an intro or JSON; _claim for a reading
+ * that is not plain (a cue of negation, a question, a condition), for a failure (told as past or not)
+ * and for a match that does not start a word; _word_pieces for a new word with a stem or an in-word
+ * hint in it; _evidence for a head that is not ASCII.  So the Python module stays the one definition
+ * and this is a shortcut through it; tests/judge/test_speedups.py checks that the two give the same
+ * claim on the corpus, its variants and generated texts.
  *
  * What it keeps of its own: each raw word's pieces (a pure function of the word: a table keyed by its
  * bytes, so that a text's words are looked up without making a Python object of each), each piece's
@@ -47,6 +50,8 @@ static PyObject *PIECE_LANGUAGE;      /* list[str] */
 static PyObject *PLAIN_CUES;          /* dict[(lang, failed), tuple] */
 static PyObject *plain_cues;          /* _plain_cues(key) -> tuple */
 static PyObject *judge_unicode;       /* _judge_unicode(text) -> Claim | None */
+static PyObject *normalise_py;        /* normalise(text) -> str */
+static PyObject *evidence_py;         /* _evidence(original, phrase) -> str */
 static PyObject *neg_after_match;     /* _NEG_AFTER.match */
 static PyObject *claim_type;          /* Claim */
 static PyObject *empty_tuple;
@@ -77,8 +82,8 @@ static Py_ssize_t piece_count;
 /* -- characters ------------------------------------------------------------------------------- */
 
 static inline int is_bytes_space(unsigned char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }  /* bytes.split() */
-static inline int is_str_space(unsigned char c) {  /* str.strip() and \s, in ASCII */
-    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+static inline int is_str_space(unsigned char c) {  /* str.strip() and \s, in Latin-1 */
+    return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f) || c == 0x85 || c == 0xa0;
 }
 static inline int is_token(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 static inline int is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
@@ -113,6 +118,11 @@ static const unsigned char *find(const unsigned char *s, Py_ssize_t n, const uns
 static PyObject *call1(PyObject *fn, PyObject *a) {
     PyObject *args[2] = {NULL, a};
     return PyObject_Vectorcall(fn, args + 1, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+static PyObject *call2(PyObject *fn, PyObject *a, PyObject *b) {
+    PyObject *args[3] = {NULL, a, b};
+    return PyObject_Vectorcall(fn, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
 /* fn(text, pos): a bound pattern method */
@@ -740,7 +750,7 @@ enum { HEAD_ERROR = -2, HEAD_PYTHON = -1, HEAD_NONE = 0, HEAD_TEXT = 1 };
 
 /* Where _head(text) is the stripped text itself (one line, at most 400 characters, no JSON, no
  * intro's colon, no quotation, no name, no data line): HEAD_TEXT and its bounds in the text; HEAD_NONE
- * when the head is empty; HEAD_PYTHON for any other text (_head reads it). */
+ * when the head is empty; HEAD_PYTHON for any other text (_head reads it).  A text of Latin-1. */
 static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
     const unsigned char *s = PyUnicode_1BYTE_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), a = 0, b = n;
@@ -757,11 +767,18 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
     if ((len == 4 && (memcmp(s + a, "true", 4) == 0 || memcmp(s + a, "null", 4) == 0))
         || (len == 5 && memcmp(s + a, "false", 5) == 0))
         return HEAD_PYTHON;
-    int apostrophes = 0, spaced = 0;
+    int apostrophes = 0, spaced = 0, latin = 0;
     for (Py_ssize_t i = a; i < b; i++) {
         unsigned char c = s[i];
-        if (c >= 'a')  /* (letters: most characters) */
+        if (c >= 'a' && c < 0x80)  /* (letters: most characters) */
             continue;
+        if (c >= 0x80) {  /* (Latin-1: a quotation's «, white space, or a letter that \w takes) */
+            if (c == 0xab)
+                return HEAD_PYTHON;
+            latin = 1;
+            spaced |= is_str_space(c);
+            continue;
+        }
         switch (c) {
         case '\n': case ':': case '"': case '`': case '/': case '\\':
             return HEAD_PYTHON;
@@ -781,7 +798,7 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
             spaced |= is_str_space(c);
         }
     }
-    int is_data = data_line(s + a, len, spaced);
+    int is_data = latin ? -1 : data_line(s + a, len, spaced);  /* (\w takes Latin-1 letters: the pattern reads those) */
     if (is_data < 0) {  /* (not decided here: the pattern) */
         PyObject *stripped = PyUnicode_Substring(text, a, b);
         if (stripped == NULL)
@@ -1155,7 +1172,7 @@ static Span *spans_of(const unsigned char *s, Py_ssize_t n, int tokens_only, Spa
     return spans;
 }
 
-static PyObject *judge_ascii(PyObject *module, PyObject *text) {
+static PyObject *judge_text(PyObject *module, PyObject *text) {
     if (!bound) {
         PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
         return NULL;
@@ -1164,11 +1181,29 @@ static PyObject *judge_ascii(PyObject *module, PyObject *text) {
         PyErr_SetString(PyExc_TypeError, "judge() takes a str");
         return NULL;
     }
-    if (!PyUnicode_IS_ASCII(text))
-        return call1(judge_unicode, text);
-    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    /* An ASCII text's raw words are its own; any other (Spanish, French, German; English with a curly
+       apostrophe or a dash) is normalised first (in Python: NFKC, accents, confusables), and when that is
+       ASCII its words are read from it, as _judge_unicode does (else: _judge_unicode, as Chinese and
+       Japanese text is) */
     PyObject *head = NULL, *norm = NULL, *result = NULL;
+    int folded = !PyUnicode_IS_ASCII(text);
+    if (folded) {
+        norm = call1(normalise_py, text);
+        if (norm == NULL)
+            return NULL;
+        int plain = PyUnicode_Check(norm) && PyUnicode_IS_ASCII(norm);
+        for (Py_ssize_t i = 0; plain && i < PyUnicode_GET_LENGTH(norm); i++) {
+            unsigned char c = PyUnicode_1BYTE_DATA(norm)[i];
+            plain = c < 0x1c || c > 0x1f;  /* (str.split splits at these and bytes.split does not) */
+        }
+        if (!plain) {  /* (Chinese, Japanese: its normalised form given, not made again) */
+            result = call2(judge_unicode, text, norm);
+            Py_DECREF(norm);
+            return result;
+        }
+    }
+    const unsigned char *s = folded ? PyUnicode_1BYTE_DATA(norm) : PyUnicode_1BYTE_DATA(text);
+    Py_ssize_t n = folded ? PyUnicode_GET_LENGTH(norm) : PyUnicode_GET_LENGTH(text);
     unsigned char raw_stack[1024];
     Span spans_stack[256], norm_spans_stack[256];
     Key keys_stack[1024];
@@ -1184,8 +1219,10 @@ static PyObject *judge_ascii(PyObject *module, PyObject *text) {
     PROFILE_START();
     /* raw = text.encode("ascii").translate(_WORD_BYTES); its words (bytes.split()) */
     unsigned char *raw = n <= (Py_ssize_t)sizeof(raw_stack) ? raw_stack : PyMem_Malloc(n ? n : 1);
-    if (raw == NULL)
+    if (raw == NULL) {
+        Py_XDECREF(norm);
         return PyErr_NoMemory();
+    }
     int only_words = 1;  /* _words_hold_the_heads: [a-z0-9] and white space only */
     int camel = 0;       /* _camel: "aA" or "AAa" */
     spans = n / 2 + 1 <= 256 ? spans_stack : PyMem_Malloc((n / 2 + 1) * sizeof(Span));
@@ -1264,7 +1301,7 @@ static PyObject *judge_ascii(PyObject *module, PyObject *text) {
 
     /* the head: a part of the text (no object made of it unless _claim is called), or what _head makes */
     Py_ssize_t head_at = 0, head_end = 0;
-    int kind = head_of(text, &head_at, &head_end);
+    int kind = PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND ? head_of(text, &head_at, &head_end) : HEAD_PYTHON;
     if (kind == HEAD_ERROR)
         goto done;
     if (kind == HEAD_NONE) {
@@ -1289,7 +1326,16 @@ static PyObject *judge_ascii(PyObject *module, PyObject *text) {
         head_end = PyUnicode_GET_LENGTH(head);
     }
     PROFILE_MARK(4);
-    int given = n <= 400 && !camel && only_words;  /* the raw words stand for the head's */
+    int given = !folded && n <= 400 && !camel && only_words;  /* the raw words stand for the head's */
+    if (folded) {  /* the text's normalised form is the head's when the head is the text (_judge_unicode) */
+        int whole = kind == HEAD_TEXT ? head_at == 0 && head_end == PyUnicode_GET_LENGTH(text)
+                                      : PyUnicode_Compare(head, text) == 0;
+        if (PyErr_Occurred())
+            goto done;
+        if (!whole)
+            Py_CLEAR(norm);  /* (_claim normalises the head) */
+        goto read_norm;
+    }
     if (!camel && PyUnicode_IS_ASCII(head_base)) {
         norm = normalised(PyUnicode_1BYTE_DATA(head_base) + head_at, head_end - head_at);
         if (norm == NULL) {
@@ -1300,6 +1346,7 @@ static PyObject *judge_ascii(PyObject *module, PyObject *text) {
                 goto done;
         }
     }
+read_norm:
     if (norm == NULL || !PyUnicode_Check(norm) || !PyUnicode_IS_ASCII(norm))
         goto python;  /* (camelCase, or a head with names blanked: _claim normalises it) */
 
@@ -1329,8 +1376,15 @@ static PyObject *judge_ascii(PyObject *module, PyObject *text) {
     if (first == FIRST_PYTHON)
         goto python;
     PROFILE_MARK(7);
-    PyObject *said = evidence_of(PyUnicode_1BYTE_DATA(head_base) + head_at, head_end - head_at, head_base, head_at,
-                                 reading.s + start, end - start, norm, start);
+    PyObject *said;
+    if (folded) {  /* (_evidence: the head case folded, where "ß" is two letters) */
+        PyObject *phrase = PyUnicode_Substring(norm, start, end);
+        said = phrase == NULL ? NULL : call2(evidence_py, head != NULL ? head : text, phrase);
+        Py_XDECREF(phrase);
+    } else {
+        said = evidence_of(PyUnicode_1BYTE_DATA(head_base) + head_at, head_end - head_at, head_base, head_at,
+                           reading.s + start, end - start, norm, start);
+    }
     if (said == NULL)
         goto done;
     Piece *p = &pieces_table[piece];
@@ -1457,6 +1511,8 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     TAKE(PLAIN_CUES, "_PLAIN_CUES");
     TAKE(plain_cues, "_plain_cues");
     TAKE(judge_unicode, "_judge_unicode");
+    TAKE(normalise_py, "normalise");
+    TAKE(evidence_py, "_evidence");
     TAKE(neg_after_match, "_NEG_AFTER_match");
     TAKE(claim_type, "Claim");
 #undef TAKE
@@ -1596,7 +1652,7 @@ static PyObject *claim_in_result(PyObject *module, PyObject *result) {
         }
         Py_INCREF(text);
         Py_DECREF(block);
-        PyObject *claim = PyUnicode_GET_LENGTH(text) <= 512 ? call1(claim_cached, text) : judge_ascii(module, text);
+        PyObject *claim = PyUnicode_GET_LENGTH(text) <= 512 ? call1(claim_cached, text) : judge_text(module, text);
         Py_DECREF(text);
         if (claim == NULL)
             goto error;
@@ -1631,13 +1687,13 @@ static PyMethodDef methods[] = {
     {"claim_in_result", claim_in_result, METH_O, "claim_in_result(result): _claims._claim_in_result_python, in C."},
     {"bind", bind, METH_O, "bind(namespace): the _claims tables, patterns and functions this reads through; False\n"
                            "when bound already (once a process)."},
-    {"judge", judge_ascii, METH_O, "judge(text): _claims._judge(text), its ASCII branch in C."},
+    {"judge", judge_text, METH_O, "judge(text): _claims._judge(text), in C where its words are ASCII."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT, "truecall.judge._speedups",
-    "The claim judgment of an ASCII text in one C call (see _claims._judge_ascii_python).", -1, methods,
+    "The claim judgment of a text in one C call (see _claims._judge).", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__speedups(void) {
