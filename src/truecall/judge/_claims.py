@@ -1359,6 +1359,7 @@ def _judge_ascii_python(text: str) -> Claim | None:
 #: Each piece's kind and language (its term's, in ``CLAIMS``): what ``_speedups`` reads of a piece.
 _PIECE_KIND = [CLAIMS[t].kind for t, _ in _PIECES]
 _PIECE_LANGUAGE = [CLAIMS[t].language for t, _ in _PIECES]
+_PIECE_TERM = [CLAIMS[t] for t, _ in _PIECES]
 
 
 def _speedups() -> Callable[[str], Claim | None] | None:

@@ -53,6 +53,10 @@ static PyObject *judge_unicode;       /* _judge_unicode(text) -> Claim | None */
 static PyObject *normalise_py;        /* normalise(text) -> str */
 static PyObject *evidence_py;         /* _evidence(original, phrase) -> str */
 static PyObject *neg_after_match;     /* _NEG_AFTER.match */
+static PyObject *reading_type;        /* _Reading */
+static PyObject *valid_py;            /* _valid(reading, term, m) -> bool */
+static PyObject *historical_py;       /* _historical(reading, start, term, candidates) -> bool */
+static PyObject *PIECE_TERM;          /* list[Term]: each piece's term (CLAIMS[_PIECES[i][0]]) */
 static PyObject *claim_type;          /* Claim */
 static PyObject *empty_tuple;
 static Py_ssize_t WORDS_KEPT, LONGEST_KEPT;
@@ -123,6 +127,11 @@ static PyObject *call1(PyObject *fn, PyObject *a) {
 static PyObject *call2(PyObject *fn, PyObject *a, PyObject *b) {
     PyObject *args[3] = {NULL, a, b};
     return PyObject_Vectorcall(fn, args + 1, 2 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+}
+
+static PyObject *call3(PyObject *fn, PyObject *a, PyObject *b, PyObject *c) {
+    PyObject *args[4] = {NULL, a, b, c};
+    return PyObject_Vectorcall(fn, args + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
 }
 
 /* fn(text, pos): a bound pattern method */
@@ -867,6 +876,12 @@ static PyObject *normalised(const unsigned char *s, Py_ssize_t n) {
     return norm;
 }
 
+/* A word of a text: where it is, how long, its hash. */
+typedef struct Span_ {
+    Py_ssize_t start, len;
+    uint64_t hash;
+} Span;
+
 /* -- the reading: _first_valid on a plain reading ------------------------------------------------- */
 
 typedef struct {
@@ -878,7 +893,28 @@ typedef struct {
     Py_ssize_t *starts;           /* sentence starts; NULL until needed */
     Py_ssize_t n_starts;
     int dots;                     /* "..." in the norm: -1 until needed */
+    const unsigned char *raw;     /* the raw words given to _Reading (`given`): spans of `raw` */
+    const struct Span_ *spans;
+    Py_ssize_t count;
+    int given;
+    PyObject *py_tokens;          /* owned: those as a set (or Py_None), made with py_reading */
+    const Ints *candidates;       /* the text's candidate pieces */
+    PyObject *py_reading;         /* owned: the _Reading the full rules read, made when first needed */
+    PyObject *py_candidates;      /* owned: the candidates as a list, made when first needed */
 } Reading;
+
+/* The _Reading(norm, tokens) the full rules (_valid, _historical) read: made once, its marks found once. */
+static PyObject *python_set_of(const unsigned char *s, const struct Span_ *spans, Py_ssize_t count);
+
+static PyObject *reading_object(Reading *r) {
+    if (r->py_reading != NULL)
+        return r->py_reading;
+    if (r->py_tokens == NULL
+        && (r->py_tokens = r->given ? python_set_of(r->raw, r->spans, r->count) : Py_NewRef(Py_None)) == NULL)
+        return NULL;
+    r->py_reading = call2(reading_type, r->norm, r->py_tokens);
+    return r->py_reading;
+}
 
 static int reading_plain(Reading *r, PyObject *language, int failed) {
     Cues *c = cues_for(language, failed);
@@ -1005,6 +1041,42 @@ static PyObject *next_match(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *sta
  * start, the reading plain for its language, no "...") and is no failure (whose history _historical
  * reads): FIRST_FOUND with the piece and the match's span; FIRST_PYTHON when a match is not so decided
  * (then _claim reads the whole text). */
+static PyObject *python_list_of(const Ints *ints);
+
+/* _valid(reading, term, m) by the full rules (a reading that is not plain, a match that does not start a
+ * word, a quotation's dots): 1, 0, or -1 on an error. */
+static int valid_in_python(Reading *r, Py_ssize_t i, PyObject *m) {
+    PyObject *reading = reading_object(r);
+    if (reading == NULL)
+        return -1;
+    PyObject *said = call3(valid_py, reading, PyList_GET_ITEM(PIECE_TERM, i), m);
+    if (said == NULL)
+        return -1;
+    int valid = PyObject_IsTrue(said);
+    Py_DECREF(said);
+    return valid;
+}
+
+/* _historical(reading, start, term, candidates): whether a failure is told as past. */
+static int told_as_past(Reading *r, Py_ssize_t i, Py_ssize_t start) {
+    PyObject *reading = reading_object(r);
+    if (reading == NULL)
+        return -1;
+    if (r->py_candidates == NULL && (r->py_candidates = python_list_of(r->candidates)) == NULL)
+        return -1;
+    PyObject *at = PyLong_FromSsize_t(start);
+    if (at == NULL)
+        return -1;
+    PyObject *args[5] = {NULL, reading, at, PyList_GET_ITEM(PIECE_TERM, i), r->py_candidates};
+    PyObject *said = PyObject_Vectorcall(historical_py, args + 1, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    Py_DECREF(at);
+    if (said == NULL)
+        return -1;
+    int past = PyObject_IsTrue(said);
+    Py_DECREF(said);
+    return past;
+}
+
 static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py_ssize_t *start, Py_ssize_t *end) {
     for (Py_ssize_t k = 0; k < candidates->count; k++) {
         Py_ssize_t i = candidates->items[k];
@@ -1022,32 +1094,41 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
         PyObject *m = next_match(r, p, 0, start, end);
         PROFILE_MARK(11);
         while (m != NULL && m != Py_None) {
-            Py_DECREF(m);
-            if (!starts_word(r->s, *start))
-                return FIRST_PYTHON;
-            int plain = reading_plain(r, p->language, p->failed);
+            /* _valid: its quick rule here (at a word's start, the reading plain for the language, no
+               quotation's dots), the full rules in Python */
+            int plain = starts_word(r->s, *start) ? reading_plain(r, p->language, p->failed) : 0;
             PROFILE_MARK(12);
-            if (plain < 0)
+            if (plain < 0) {
+                Py_DECREF(m);
                 return FIRST_ERROR;
-            if (r->dots < 0)
-                r->dots = find(r->s, r->n, (const unsigned char *)"...", 3) != NULL;
-            if (!plain || r->dots)
-                return FIRST_PYTHON;
-            int invalid = about_after(r->s, r->n, *end);
-            Py_ssize_t e = *end;
-            if (!invalid && e < r->n && (r->s[e] == ':' || r->s[e] == '='
-                                         || (is_str_space(r->s[e]) && e + 1 < r->n && (r->s[e + 1] == ':' || r->s[e + 1] == '=')))) {
-                PyObject *after = call_at(neg_after_match, r->norm, e);  /* (_NEG_AFTER starts "\s?[:=]") */
-                if (after == NULL)
-                    return FIRST_ERROR;
-                invalid = after != Py_None;
-                Py_DECREF(after);
             }
-            for (int k = 0; !invalid && p->german && k < de_count; k++)  /* norm.startswith(_DE_NEGATION_AFTER, end) */
-                invalid = *end + de_len[k] <= r->n && memcmp(r->s + *end, de_text[k], de_len[k]) == 0;
-            if (!invalid) {
-                if (p->failed)
-                    return FIRST_PYTHON;  /* (a failure told as past: _historical) */
+            if (plain && r->dots < 0)
+                r->dots = find(r->s, r->n, (const unsigned char *)"...", 3) != NULL;
+            int valid;
+            if (!plain || r->dots) {
+                valid = valid_in_python(r, i, m);
+            } else {
+                int invalid = about_after(r->s, r->n, *end);
+                Py_ssize_t e = *end;
+                if (!invalid && e < r->n && (r->s[e] == ':' || r->s[e] == '='
+                                             || (is_str_space(r->s[e]) && e + 1 < r->n && (r->s[e + 1] == ':' || r->s[e + 1] == '=')))) {
+                    PyObject *after = call_at(neg_after_match, r->norm, e);  /* (_NEG_AFTER starts "\s?[:=]") */
+                    invalid = after == NULL ? -1 : after != Py_None;
+                    Py_XDECREF(after);
+                }
+                for (int k = 0; invalid == 0 && p->german && k < de_count; k++)  /* norm.startswith(_DE_NEGATION_AFTER, end) */
+                    invalid = *end + de_len[k] <= r->n && memcmp(r->s + *end, de_text[k], de_len[k]) == 0;
+                valid = invalid < 0 ? -1 : !invalid;
+            }
+            Py_DECREF(m);
+            if (valid < 0)
+                return FIRST_ERROR;
+            if (valid) {
+                if (p->failed) {  /* a failure told as past is the claim only when no other is: the Python reading */
+                    int past = told_as_past(r, i, *start);
+                    if (past)
+                        return past < 0 ? FIRST_ERROR : FIRST_PYTHON;
+                }
                 *piece = i;
                 return FIRST_FOUND;
             }
@@ -1091,10 +1172,7 @@ static PyObject *evidence_of(const unsigned char *h, Py_ssize_t n, PyObject *bas
 
 /* -- the judgment --------------------------------------------------------------------------------- */
 
-typedef struct {
-    Py_ssize_t start, len;
-    uint64_t hash;
-} Span;
+
 
 /* A set of a text's words (spans of `s`): the keys point into `s`. */
 static int words_of(const unsigned char *s, const Span *spans, Py_ssize_t count, KeySet *set, Key *stack,
@@ -1364,6 +1442,11 @@ read_norm:
             goto done;
     }
     reading.tokens = &tokens;
+    reading.raw = raw;
+    reading.spans = spans;
+    reading.count = count;
+    reading.given = given;
+    reading.candidates = &candidates;
     PROFILE_MARK(6);
     Py_ssize_t piece = -1, start = 0, end = 0;
     int first = first_valid(&reading, &candidates, &piece, &start, &end);
@@ -1409,6 +1492,9 @@ python: {  /* _claim(head, candidates, norm, tokens=words) */
     }
 done:
     keyset_free(&tokens, keys_stack);
+    Py_XDECREF(reading.py_reading);
+    Py_XDECREF(reading.py_tokens);
+    Py_XDECREF(reading.py_candidates);
     PROFILE_MARK(9);
     if (reading.starts != NULL)
         PyMem_Free(reading.starts);
@@ -1514,6 +1600,10 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     TAKE(normalise_py, "normalise");
     TAKE(evidence_py, "_evidence");
     TAKE(neg_after_match, "_NEG_AFTER_match");
+    TAKE(reading_type, "_Reading");
+    TAKE(valid_py, "_valid");
+    TAKE(historical_py, "_historical");
+    TAKE(PIECE_TERM, "_PIECE_TERM");
     TAKE(claim_type, "Claim");
 #undef TAKE
     PyObject *table = PyDict_GetItemString(ns, "_WORD_BYTES");
@@ -1521,6 +1611,7 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
         || !PyList_Check(SINGLE) || !PyList_Check(PIECE_KIND) || !PyList_Check(PIECE_LANGUAGE)
         || PyList_GET_SIZE(PIECE_KIND) != PyList_GET_SIZE(SINGLE)
         || PyList_GET_SIZE(PIECE_LANGUAGE) != PyList_GET_SIZE(SINGLE) || !PyDict_Check(PLAIN_CUES)
+        || !PyList_Check(PIECE_TERM) || PyList_GET_SIZE(PIECE_TERM) != PyList_GET_SIZE(SINGLE)
         || !PyType_Check(claim_type)) {
         PyErr_SetString(PyExc_TypeError, "_speedups.bind: a table of the wrong type");
         return NULL;
