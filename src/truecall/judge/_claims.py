@@ -599,6 +599,8 @@ def _normalised_candidates(norm: str) -> list[int]:
 
 # -- data ------------------------------------------------------------------------------------------
 
+#: The mail headers a line of a message starts with, before its colon (``_DATA_LINE``; ``_speedups`` too).
+_MAIL_HEADERS = ("From", "To", "Cc", "Subject", "Date", "Reply-To")
 #: The words a line of code starts with (``_DATA_LINE``; ``_speedups`` compares them with a line's start).
 _CODE_WORDS = ("def", "class", "import", "from", "function", "const", "let", "var", "public", "private", "package",
                "async def", "return")
@@ -609,7 +611,7 @@ _DATA_LINE = re.compile(
     r"\d{4}[-/]\d\d[-/]\d\d[ T]\d\d:\d\d|\[?\d\d:\d\d:\d\d|\[(?:INFO|WARN|WARNING|ERROR|DEBUG|TRACE|FATAL)\])|\t|    |"
     # a line of code, a config assignment, a CSV header, a mail header
     r"(?:" + "|".join(map(re.escape, _CODE_WORDS)) + r")\s+\w|"
-    r"[\w.-]+\s?=\s?\S|[^,\s]+(?:,(?!\d{3}(?!\d))[^,\s]*)+$|(?:From|To|Cc|Subject|Date|Reply-To):\s")
+    r"[\w.-]+\s?=\s?\S|[^,\s]+(?:,(?!\d{3}(?!\d))[^,\s]*)+$|(?:" + "|".join(map(re.escape, _MAIL_HEADERS)) + r"):\s")
 #: After the first line, a table row without its outer pipes ("id | status", "101 | 完了": psql's
 #: output under a title line) is data too.  (Not the first line: "estado: en_proceso | progreso: 60%"
 #: is a status line, what the server says of the work.)
@@ -1374,7 +1376,8 @@ def _speedups() -> Callable[[str], Claim | None] | None:
         return None
     if not speedups.bind(dict(globals(), normalise_uncamelled_ascii=normalise_uncamelled_ascii,
                               _ANY_IN_WORD_search=_ANY_IN_WORD.search, _ANY_ACROSS_search=_ANY_ACROSS.search,
-                              _DATA_LINE_match=_DATA_LINE.match, _NEG_AFTER_match=_NEG_AFTER.match)):
+                              _DATA_LINE_match=_DATA_LINE.match, _NEG_AFTER_match=_NEG_AFTER.match,
+                              _INTRO_match=_INTRO.match)):
         return None  # (bound to the module imported first: this one, imported again, runs in Python)
     return speedups.judge
 

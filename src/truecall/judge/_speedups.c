@@ -41,6 +41,7 @@ static PyObject *any_across_search;   /* _ANY_ACROSS.search */
 static PyObject *across_pieces;       /* _across_pieces(raw) -> list[int] */
 static PyObject *head_py;             /* _head(text) -> str */
 static PyObject *data_line_match;     /* _DATA_LINE.match */
+static PyObject *intro_match;         /* _INTRO.match */
 static PyObject *normalise_ascii;     /* normalise_uncamelled_ascii(head) -> str */
 static PyObject *claim_py;            /* _claim(head, candidates, norm, *, tokens=) -> Claim | None */
 static PyObject *SINGLE;              /* list: _SINGLE */
@@ -72,6 +73,9 @@ static char de_text[8][16];
 static int de_len[8];
 static unsigned char sentence_mark[256];  /* _SENTENCE_MARKS (their ASCII characters) */
 static unsigned char decoration[256];     /* _DECORATION_MARKS (ASCII): 1 begins a decoration, 2 goes on one */
+static int mail_count;                 /* _MAIL_HEADERS */
+static char mail_text[16][16];
+static int mail_len[16];
 static int code_count;                 /* _CODE_WORDS */
 static char code_text[32][16];
 static int code_len[32];
@@ -726,15 +730,28 @@ static int extension_at(const unsigned char *s, Py_ssize_t n, Py_ssize_t i) {
     return 0;
 }
 
-/* _DATA_LINE.match(line) of a stripped one-line ASCII text that starts with a letter and holds no ":" and
- * some white space: every branch that starts with a mark, a digit, white space or a mail header's name
- * and colon is ruled out, and of the others a line of code (one of _CODE_WORDS, white space, a word
- * character) and a config assignment (a run of [\w.-], an optional space, "=", an optional space, a
- * character that is no space) are read here; a comma-separated line has no white space.  -1: any other
- * line (the pattern decides).  The caller has read the line: no ":", no line break; `spaced`: some
- * white space. */
-static int data_line(const unsigned char *s, Py_ssize_t n, int spaced) {
-    if (n == 0 || !(is_lower(s[0]) || is_upper(s[0])) || !spaced)
+/* _DATA_LINE.match(line) of a line (no line break in it) that starts with a letter and holds no character
+ * beyond ASCII: every branch that starts with a mark, a digit or white space is ruled out, and of the
+ * others a mail header (one of _MAIL_HEADERS, a colon, white space), a line of code (one of _CODE_WORDS,
+ * white space, a word character) and a config assignment (a run of [\w.-], an optional space, "=", an
+ * optional space, a character that is no space) are read here; a comma-separated line has no white
+ * space.  -1: any other line (the pattern decides). */
+static int data_line(const unsigned char *s, Py_ssize_t n) {
+    if (n == 0 || !(is_lower(s[0]) || is_upper(s[0])))
+        return -1;
+    int spaced = 0, colon = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] >= 0x80)
+            return -1;
+        spaced |= is_str_space(s[i]);
+        colon |= s[i] == ':';
+    }
+    for (int k = 0; colon && k < mail_count; k++) {
+        Py_ssize_t len = mail_len[k];
+        if (len + 1 < n && memcmp(s, mail_text[k], len) == 0 && s[len] == ':' && is_str_space(s[len + 1]))
+            return 1;
+    }
+    if (!spaced)
         return -1;
     for (int k = 0; k < code_count; k++) {
         Py_ssize_t len = code_len[k];
@@ -755,11 +772,74 @@ static int data_line(const unsigned char *s, Py_ssize_t n, int spaced) {
     return 0;
 }
 
+/* Whether the line text[from:to] is data (_DATA_LINE): 1, 0, or -1 on an error. */
+static int is_data_line(PyObject *text, Py_ssize_t from, Py_ssize_t to) {
+    int data = data_line(PyUnicode_1BYTE_DATA(text) + from, to - from);
+    if (data >= 0)
+        return data;
+    PyObject *line = PyUnicode_Substring(text, from, to);
+    if (line == NULL)
+        return -1;
+    PyObject *m = call1(data_line_match, line);
+    Py_DECREF(line);
+    if (m == NULL)
+        return -1;
+    data = m != Py_None;
+    Py_DECREF(m);
+    return data;
+}
+
+/* _TABLE_ROW.match(line), "[^|\n]{1,40} \| \S": a row needs its first "|" after one to forty characters,
+ * the last of them a space, then a space and a character that is no space. */
+static int table_row(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t q = 0;
+    while (q < n && s[q] != '|')
+        q++;
+    return q >= 2 && q <= 41 && q + 2 < n && s[q - 1] == ' ' && s[q + 1] == ' ' && !is_str_space(s[q + 2]);
+}
+
+static PyObject *INTRO_FIRSTS;  /* frozenset[bytes]: _INTRO_FIRSTS (it owns the words intro_firsts points into) */
+static KeySet intro_firsts;
+
+/* Whether _intro may find a data intro in the line ("Contents of notes.txt: …"): 0 when its words before
+ * its first colon hold no intro's first word (_INTRO_FIRSTS), as _intro answers at once; 1 when they do
+ * (then _INTRO reads the line); 2 when they are not all ASCII (then _head reads the text). */
+static int may_intro(const unsigned char *s, Py_ssize_t n) {
+    Py_ssize_t colon = 0;
+    while (colon < n && s[colon] != ':')
+        colon++;
+    if (colon == n)
+        return 0;
+    for (Py_ssize_t i = 0; i < colon;) {
+        if (s[i] >= 0x80)
+            return 2;
+        if (!is_word(s[i])) {
+            i++;
+            continue;
+        }
+        unsigned char word[64];
+        Py_ssize_t len = 0;
+        while (i < colon && s[i] < 0x80 && is_word(s[i])) {
+            if (len < (Py_ssize_t)sizeof(word))
+                word[len] = lower(s[i]);
+            len++;
+            i++;
+        }
+        if (len > (Py_ssize_t)sizeof(word) || (i < colon && s[i] >= 0x80))
+            return 2;  /* (a word longer than any intro's, or one that goes on beyond ASCII: _head reads it) */
+        if (keyset_has(&intro_firsts, word, len, hash_of(word, len)))
+            return 1;
+    }
+    return 0;
+}
+
 enum { HEAD_ERROR = -2, HEAD_PYTHON = -1, HEAD_NONE = 0, HEAD_TEXT = 1 };
 
-/* Where _head(text) is the stripped text itself (one line, at most 400 characters, no JSON, no
- * intro's colon, no quotation, no name, no data line): HEAD_TEXT and its bounds in the text; HEAD_NONE
- * when the head is empty; HEAD_PYTHON for any other text (_head reads it).  A text of Latin-1. */
+/* Where _head(text) is a part of the text itself: HEAD_TEXT and its bounds — the stripped text's first
+ * lines (at most three) up to a blank line, a data line or a table row, cut at 400 characters, when no
+ * line has a data intro and the head has no quotation and no name; HEAD_NONE when the head is empty
+ * (the text is data from its start); HEAD_PYTHON for any other text (_head reads it: JSON, an intro, a
+ * quotation, a path, a file name, a flag).  A text of Latin-1. */
 static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
     const unsigned char *s = PyUnicode_1BYTE_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), a = 0, b = n;
@@ -769,70 +849,93 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
         b--;
     if (a == b)
         return HEAD_NONE;
-    Py_ssize_t len = b - a;
     unsigned char first = s[a];
-    if (first == '{' || first == '[' || first == '"' || first == '-' || len > 400)
+    if (first == '{' || first == '[' || first == '"' || first == '-')
+        return HEAD_PYTHON;  /* (JSON, or a flag first) */
+    if ((b - a == 4 && (memcmp(s + a, "true", 4) == 0 || memcmp(s + a, "null", 4) == 0))
+        || (b - a == 5 && memcmp(s + a, "false", 5) == 0))
         return HEAD_PYTHON;
-    if ((len == 4 && (memcmp(s + a, "true", 4) == 0 || memcmp(s + a, "null", 4) == 0))
-        || (len == 5 && memcmp(s + a, "false", 5) == 0))
-        return HEAD_PYTHON;
-    int apostrophes = 0, spaced = 0, latin = 0;
-    for (Py_ssize_t i = a; i < b; i++) {
+    /* the lines (text.split("\n", 3): the first three read) */
+    Py_ssize_t end = a, ls = a;
+    for (int line = 0; line < 3; line++) {
+        Py_ssize_t le = ls;
+        while (le < b && s[le] != '\n')
+            le++;
+        if (line > 0) {  /* a blank line or a table row ends the head */
+            int blank = 1;
+            for (Py_ssize_t i = ls; blank && i < le; i++)
+                blank = is_str_space(s[i]);
+            if (blank || table_row(s + ls, le - ls))
+                break;
+        }
+        int data = is_data_line(text, ls, le);  /* a data line too; the first one makes the text data */
+        if (data < 0)
+            return HEAD_ERROR;
+        if (data) {
+            if (line == 0)
+                return HEAD_NONE;
+            break;
+        }
+        int intro = may_intro(s + ls, le - ls);
+        if (intro > 0) {  /* an intro's first word before the colon: _INTRO itself reads the line */
+            if (intro == 2)
+                return HEAD_PYTHON;
+            PyObject *line_text = PyUnicode_Substring(text, ls, le);
+            PyObject *m = line_text == NULL ? NULL : call1(intro_match, line_text);
+            Py_XDECREF(line_text);
+            if (m == NULL)
+                return HEAD_ERROR;
+            intro = m != Py_None;
+            Py_DECREF(m);
+            if (intro)
+                return HEAD_PYTHON;  /* (the head ends at the intro's colon: _head cuts it) */
+        }
+        end = le;
+        if (le >= b)
+            break;
+        ls = le + 1;
+    }
+    if (end - a > 400)
+        end = a + 400;
+    /* the head: no quotation (_QUOTED needs two of a quote character, or « and »), no name (_name_hint) */
+    int quotes[4] = {0, 0, 0, 0};  /* " ' ` « */
+    int closing = 0;
+    for (Py_ssize_t i = a; i < end; i++) {
         unsigned char c = s[i];
         if (c >= 'a' && c < 0x80)  /* (letters: most characters) */
             continue;
-        if (c >= 0x80) {  /* (Latin-1: a quotation's «, white space, or a letter that \w takes) */
-            if (c == 0xab)
-                return HEAD_PYTHON;
-            latin = 1;
-            spaced |= is_str_space(c);
-            continue;
-        }
         switch (c) {
-        case '\n': case ':': case '"': case '`': case '/': case '\\':
-            return HEAD_PYTHON;
-        case '\'':
-            if (++apostrophes > 1)
-                return HEAD_PYTHON;  /* (a quotation needs two) */
-            break;
+        case '"': quotes[0]++; break;
+        case '\'': quotes[1]++; break;
+        case '`': quotes[2]++; break;
+        case 0xab: quotes[3]++; break;
+        case 0xbb: closing = 1; break;
+        case '/': case '\\':
+            return HEAD_PYTHON;  /* a path */
         case '-':
-            if (is_str_space(s[i - 1]))
-                return HEAD_PYTHON;  /* a flag (i > a: the first is not "-") */
+            if (i > a && is_str_space(s[i - 1]))
+                return HEAD_PYTHON;  /* a flag */
             break;
         case '.':
-            if (extension_at(s + a, len, i - a))
+            if (extension_at(s + a, end - a, i - a))
                 return HEAD_PYTHON;  /* a file name */
             break;
-        default:
-            spaced |= is_str_space(c);
         }
     }
-    int is_data = latin ? -1 : data_line(s + a, len, spaced);  /* (\w takes Latin-1 letters: the pattern reads those) */
-    if (is_data < 0) {  /* (not decided here: the pattern) */
-        PyObject *stripped = PyUnicode_Substring(text, a, b);
-        if (stripped == NULL)
-            return HEAD_ERROR;
-        PyObject *data = call1(data_line_match, stripped);
-        Py_DECREF(stripped);
-        if (data == NULL)
-            return HEAD_ERROR;
-        is_data = data != Py_None;
-        Py_DECREF(data);
-    }
-    if (is_data)
-        return HEAD_NONE;
+    if (quotes[0] > 1 || quotes[1] > 1 || quotes[2] > 1 || (quotes[3] && closing))
+        return HEAD_PYTHON;  /* (a quotation, or an apostrophe _unquote keeps: _head reads it) */
     *from = a;
-    *to = b;
+    *to = end;
     return HEAD_TEXT;
 }
 
 /* -- normalising: normalise_uncamelled_ascii of a head of printable ASCII ------------------------ */
 
-/* _joined(head.lower(), True) for a head of characters ' '..'~' only, in one pass: a run of "_ - ." that
+/* _joined(head.lower(), True) for an ASCII head, in one pass: a run of "_ - ." that
  * holds a "_" is a space (_JOIN_UNDERSCORE), and so is one between a letter or digit and another
  * (_JOIN_DASH, _JOIN_DOT: such a run starts with its "-" or "."; the two never meet, a run with an "_"
- * being gone first); apostrophes are spaces; runs of spaces one; the ends stripped.  NULL with no
- * error set: the head has another character (normalised in Python). */
+ * being gone first); apostrophes and " \t\r\f\v" are spaces; runs of spaces one; the ends stripped.
+ * NULL with no error set: the head has a character beyond ASCII (normalised in Python). */
 static PyObject *normalised(const unsigned char *s, Py_ssize_t n) {
     unsigned char stack[512];
     unsigned char *t = n <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(n ? n : 1);
@@ -842,7 +945,7 @@ static PyObject *normalised(const unsigned char *s, Py_ssize_t n) {
 #define SPACE() do { if (w > 0 && t[w - 1] != ' ') t[w++] = ' '; } while (0)
     while (i < n) {
         unsigned char c = s[i];
-        if (c < 0x20 || c > 0x7e) {
+        if (c > 0x7f) {
             if (t != stack)
                 PyMem_Free(t);
             return NULL;
@@ -861,16 +964,19 @@ static PyObject *normalised(const unsigned char *s, Py_ssize_t n) {
             i = j;
             continue;
         }
-        if (c == ' ' || c == '\'' || c == '`')
-            SPACE();
+        if (c == ' ' || c == '\'' || c == '`' || c == '\t' || c == '\r' || c == '\f' || c == '\v')
+            SPACE();  /* (apostrophes; _SPACES: a run of " \t\r\f\v" one space) */
         else
             t[w++] = lower(c);
         i++;
     }
 #undef SPACE
-    if (w > 0 && t[w - 1] == ' ')
+    Py_ssize_t from = 0;  /* .strip(): every white space character at the ends (a line break, \x1c-\x1f) */
+    while (w > from && is_str_space(t[w - 1]))
         w--;
-    PyObject *norm = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, t, w);
+    while (from < w && is_str_space(t[from]))
+        from++;
+    PyObject *norm = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, t + from, w - from);
     if (t != stack)
         PyMem_Free(t);
     return norm;
@@ -1588,6 +1694,7 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     TAKE(across_pieces, "_across_pieces");
     TAKE(head_py, "_head");
     TAKE(data_line_match, "_DATA_LINE_match");
+    TAKE(intro_match, "_INTRO_match");
     TAKE(normalise_ascii, "normalise_uncamelled_ascii");
     TAKE(claim_py, "_claim");
     TAKE(SINGLE, "_SINGLE");
@@ -1620,6 +1727,7 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
         || literals(ns, "_ACROSS_LITERALS", 8, 32, &across_text[0][0], across_len, &across_count, 0) < 0
         || literals(ns, "_ABOUT_AFTER_LATIN", 64, 32, &about_text[0][0], about_len, &about_count, 2) < 0
         || literals(ns, "_CODE_WORDS", 32, 16, &code_text[0][0], code_len, &code_count, 1) < 0
+        || literals(ns, "_MAIL_HEADERS", 16, 16, &mail_text[0][0], mail_len, &mail_count, 1) < 0
         || literals(ns, "_DE_NEGATION_AFTER", 8, 16, &de_text[0][0], de_len, &de_count, 1) < 0
         || characters(ns, "_SENTENCE_MARKS", sentence_mark, 1) < 0 || characters(ns, "_DECORATION_MARKS", decoration, 1) < 0)
         return NULL;
@@ -1633,6 +1741,29 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     if (PyErr_Occurred())
         return NULL;
     memcpy(word_table, PyBytes_AS_STRING(table), 256);
+    INTRO_FIRSTS = PyDict_GetItemString(ns, "_INTRO_FIRSTS");
+    PyObject *firsts = INTRO_FIRSTS != NULL && PyFrozenSet_Check(INTRO_FIRSTS) ? PySequence_List(INTRO_FIRSTS) : NULL;
+    if (firsts == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "_speedups.bind: _INTRO_FIRSTS: a frozenset of bytes");
+        return NULL;
+    }
+    Py_INCREF(INTRO_FIRSTS);
+    if (keyset_init(&intro_firsts, PyList_GET_SIZE(firsts), NULL, 0) < 0) {
+        Py_DECREF(firsts);
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(firsts); k++) {
+        PyObject *w = PyList_GET_ITEM(firsts, k);
+        if (!PyBytes_Check(w)) {
+            Py_DECREF(firsts);
+            PyErr_SetString(PyExc_TypeError, "_speedups.bind: _INTRO_FIRSTS: a frozenset of bytes");
+            return NULL;
+        }
+        const unsigned char *text = (const unsigned char *)PyBytes_AS_STRING(w);
+        keyset_add(&intro_firsts, text, PyBytes_GET_SIZE(w), hash_of(text, PyBytes_GET_SIZE(w)));
+    }
+    Py_DECREF(firsts);
     decoration[' '] = decoration[' '] ? decoration[' '] : 2;  /* (_DECORATION's run: the marks and spaces) */
     piece_count = PyList_GET_SIZE(SINGLE);
     if (literals(ns, "_IN_WORD_LITERALS", 64, 32, &literal_text[0][0], literal_len, &literal_count, 0) < 0)
