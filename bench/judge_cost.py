@@ -3,6 +3,7 @@
 
     python bench/judge_cost.py [--rounds 5] [--number 20000]
     python bench/judge_cost.py --corpus [--compare REF]
+    python bench/judge_cost.py --samples
 
 Not a test.  Each figure is the best of ``--rounds`` timings of ``--number`` calls (``timeit``),
 per call.  ``claim_in_result`` is timed three ways: on results never seen before (distinct texts:
@@ -11,9 +12,13 @@ word (most results: the anchor check alone) or that claim acceptance (the full j
 the same result again (the cache hits).  The cost of making each new result is measured and taken
 off.  The goal for the client's check is 5 µs per 200-character result.
 
-The judgment of an ASCII text runs in C where ``truecall.judge._speedups`` was built (at install, where
-a C compiler is); the first line printed says which.  ``TRUECALL_PURE_PYTHON=1`` times the Python
+The judgment runs in C where ``truecall.judge._speedups`` was built (at install, where a C compiler
+is) for a text whose words are ASCII once normalised; the first line printed says which.  ``TRUECALL_PURE_PYTHON=1`` times the Python
 judgment instead (the same answers: tests/judge/test_speedups.py).
+
+``--samples`` times each result of ``bench/judge_samples.jsonl`` (about 200 characters each, in the
+shapes a client meets and in six languages) uncached, and the Python judgment of it in the same
+process, and counts those at most 5 µs.
 
 ``--corpus`` times ``claim_in_text`` uncached on every text of the labelled claims corpora
 (tests/judge/corpus/claims*.jsonl): each text's cost is the best of 5 timings of 20 calls (CPU time
@@ -62,11 +67,53 @@ ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "judge" / "corpus"
 
 
-def _corpus_texts() -> list[str]:
+def _corpus_rows() -> list[dict[str, str]]:
     import orjson
 
-    return [orjson.loads(line)["text"] for path in sorted(CORPUS.glob("claims*.jsonl"))
+    return [orjson.loads(line) for path in sorted(CORPUS.glob("claims*.jsonl"))
             for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+def _corpus_texts() -> list[str]:
+    return [row["text"] for row in _corpus_rows()]
+
+
+#: Results of about 200 characters in the shapes a client meets (bench/judge_samples.jsonl): one line, status
+#: lines, curly apostrophes, a dash, a colon, negations, a listing, JSON; English, Spanish, German, French,
+#: Chinese, Japanese.
+SAMPLES = Path(__file__).resolve().parent / "judge_samples.jsonl"
+
+
+def _python_judgment(text: str) -> object:
+    from truecall.judge import _claims
+
+    return _claims._judge_ascii_python(text) if text.isascii() else _claims._judge_unicode(text)
+
+
+def samples_main(rounds: int) -> None:
+    """Each sample's judgment (uncached: what a new result costs) by what this process runs and by the
+    Python judgment, CPU time, best of ``rounds`` timings of 20 calls."""
+    import orjson
+
+    from truecall.judge import _claims
+
+    rows = [orjson.loads(line) for line in SAMPLES.read_text("utf-8").splitlines() if line.strip()]
+    judge = _claims._claim_cached.__wrapped__
+    print("the judgment: " + ("C where a text's words are ASCII (truecall.judge._speedups)" if _claims._fast is not None
+                              else "Python (no truecall.judge._speedups, or TRUECALL_PURE_PYTHON set)"))
+    fast, slow = [], []
+    for row in rows:
+        text = row["text"]
+        claim = judge(text)
+        assert claim == _python_judgment(text), row["name"]
+        a = min(_cost(judge, text) for _ in range(rounds))
+        b = min(_cost(_python_judgment, text) for _ in range(rounds))
+        fast.append(a)
+        slow.append(b)
+        kind = getattr(claim, "kind", None)
+        print(f"{row['name']:<34} {len(text):4d} chars  {str(kind):<9}  {a:7.2f} µs   Python {b:7.2f} µs")
+    print(f"median over the {len(rows)} samples: {statistics.median(fast):.2f} µs (Python {statistics.median(slow):.2f}); "
+          f"at most 5 µs: {sum(a <= 5 for a in fast)} of {len(rows)}")
 
 
 def _cost(judge: Callable[[str], object], text: str) -> float:
@@ -86,8 +133,8 @@ def corpus_main(compare: str | None, rounds: int) -> None:
 
     texts = _corpus_texts()
     holds = [bool(_claims._candidates(text)) for text in texts]
-    print("the judgment of an ASCII text: " + ("C" if _claims._fast is not None else "Python") + f"; {sum(map(str.isascii, texts))} "
-          f"of the {len(texts)} texts are ASCII (the others are judged in Python either way)")
+    print("the judgment: " + ("C where a text's words are ASCII" if _claims._fast is not None else "Python") +
+          f"; {sum(map(str.isascii, texts))} of the {len(texts)} texts are ASCII")
     judges: dict[str, Callable[[str], object]] = {"this tree": _claims._claim_cached.__wrapped__}
     scratch = tempfile.TemporaryDirectory()
     if compare:
@@ -109,11 +156,15 @@ def corpus_main(compare: str | None, rounds: int) -> None:
                 figures[name] = min(figures.get(name, float("inf")), _cost(judge, text))
         for name, figure in figures.items():
             best[name].append(figure)
+    languages = [row["language"] for row in _corpus_rows()]
     for name, costs in best.items():
         with_word = [c for c, h in zip(costs, holds) if h]
         without = [c for c, h in zip(costs, holds) if not h]
         print(f"{name:<12} claim_in_text over the corpus, uncached: median {statistics.median(with_word):6.2f} µs over "
               f"{len(with_word)} texts with a claim word, {statistics.median(without):6.2f} µs over {len(without)} without")
+        by_language = {lang: statistics.median([c for c, h, la in zip(costs, holds, languages) if h and la == lang])
+                       for lang in sorted(set(languages))}
+        print(f"{'':<12} with a claim word, by language: " + ", ".join(f"{lang} {m:.2f}" for lang, m in by_language.items()))
     if compare:
         for label, want in (("with a claim word", True), ("without", False)):
             ratios = [a / b for a, b, h in zip(best["this tree"], best[compare], holds) if h is want]
@@ -129,15 +180,19 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=20000)
     parser.add_argument("--corpus", action="store_true", help="the median over the corpus texts")
     parser.add_argument("--compare", metavar="REF", help="with --corpus: also time git archive REF src")
+    parser.add_argument("--samples", action="store_true", help="each result of bench/judge_samples.jsonl")
     args = parser.parse_args()
     if args.corpus:
         corpus_main(args.compare, args.rounds)
         return
+    if args.samples:
+        samples_main(args.rounds)
+        return
     n, r = args.number, args.rounds
     from truecall.judge import _claims
 
-    print("the judgment of an ASCII text: " + ("C (truecall.judge._speedups)" if _claims._fast is not None else
-                                               "Python (no truecall.judge._speedups, or TRUECALL_PURE_PYTHON set)"))
+    print("the judgment: " + ("C where a text's words are ASCII (truecall.judge._speedups)" if _claims._fast is not None
+                              else "Python (no truecall.judge._speedups, or TRUECALL_PURE_PYTHON set)"))
     assert len(TEXT_CLAIM) == 200 and len(TEXT_PLAIN) == 200, (len(TEXT_CLAIM), len(TEXT_PLAIN))
 
     # Distinct results: a counter at the end of the text (still 200 characters) defeats the cache.

@@ -27,11 +27,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#ifndef PROFILE_MARK  /* (a timing build defines these: /tmp tooling, never shipped) */
-#define PROFILE_START()
-#define PROFILE_MARK(k)
-#endif
-
 /* -- what bind() hands over ------------------------------------------------------------------- */
 
 static PyObject *BY_WORD_BYTES;       /* dict[bytes, list[int]]: a word's anchor pieces */
@@ -1196,14 +1191,11 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
             missing = find(r->s, r->n, p->runs[j].text, p->runs[j].len) == NULL;
         if (missing)
             continue;
-        PROFILE_MARK(10);
         PyObject *m = next_match(r, p, 0, start, end);
-        PROFILE_MARK(11);
         while (m != NULL && m != Py_None) {
             /* _valid: its quick rule here (at a word's start, the reading plain for the language, no
                quotation's dots), the full rules in Python */
             int plain = starts_word(r->s, *start) ? reading_plain(r, p->language, p->failed) : 0;
-            PROFILE_MARK(12);
             if (plain < 0) {
                 Py_DECREF(m);
                 return FIRST_ERROR;
@@ -1400,7 +1392,6 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
     memset(&reading, 0, sizeof(reading));
     reading.dots = -1;
 
-    PROFILE_START();
     /* raw = text.encode("ascii").translate(_WORD_BYTES); its words (bytes.split()) */
     unsigned char *raw = n <= (Py_ssize_t)sizeof(raw_stack) ? raw_stack : PyMem_Malloc(n ? n : 1);
     if (raw == NULL) {
@@ -1441,13 +1432,11 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         spans[count].hash = hash_of(raw + word_start, n - word_start);
         count++;
     }
-    PROFILE_MARK(0);
 
     /* _raw_candidates: each word's pieces, and the phrase hints' */
     for (Py_ssize_t k = 0; k < count; k++)
         if (add_word_pieces(raw + spans[k].start, spans[k].len, spans[k].hash, &candidates) < 0)
             goto done;
-    PROFILE_MARK(1);
     int across = across_count == 0;
     for (int k = 0; !across && k < across_count; k++)
         across = find(raw, n, (const unsigned char *)across_text[k], across_len[k]) != NULL;
@@ -1479,9 +1468,7 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         result = Py_NewRef(Py_None);
         goto done;
     }
-    PROFILE_MARK(2);
     ints_sort_unique(&candidates);
-    PROFILE_MARK(3);
 
     /* the head: a part of the text (no object made of it unless _claim is called), or what _head makes */
     Py_ssize_t head_at = 0, head_end = 0;
@@ -1509,7 +1496,6 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         head_at = 0;
         head_end = PyUnicode_GET_LENGTH(head);
     }
-    PROFILE_MARK(4);
     int given = !folded && n <= 400 && !camel && only_words;  /* the raw words stand for the head's */
     if (folded) {  /* the text's normalised form is the head's when the head is the text (_judge_unicode) */
         int whole = kind == HEAD_TEXT ? head_at == 0 && head_end == PyUnicode_GET_LENGTH(text)
@@ -1534,7 +1520,6 @@ read_norm:
     if (norm == NULL || !PyUnicode_Check(norm) || !PyUnicode_IS_ASCII(norm))
         goto python;  /* (camelCase, or a head with names blanked: _claim normalises it) */
 
-    PROFILE_MARK(5);
     /* the reading */
     reading.norm = norm;
     reading.s = PyUnicode_1BYTE_DATA(norm);
@@ -1553,7 +1538,6 @@ read_norm:
     reading.count = count;
     reading.given = given;
     reading.candidates = &candidates;
-    PROFILE_MARK(6);
     Py_ssize_t piece = -1, start = 0, end = 0;
     int first = first_valid(&reading, &candidates, &piece, &start, &end);
     if (first == FIRST_ERROR)
@@ -1564,7 +1548,6 @@ read_norm:
     }
     if (first == FIRST_PYTHON)
         goto python;
-    PROFILE_MARK(7);
     PyObject *said;
     if (folded) {  /* (_evidence: the head case folded, where "ß" is two letters) */
         PyObject *phrase = PyUnicode_Substring(norm, start, end);
@@ -1579,7 +1562,6 @@ read_norm:
     Piece *p = &pieces_table[piece];
     result = claim_of(p->kind, p->language, said);
     Py_DECREF(said);
-    PROFILE_MARK(8);
     goto done;
 
 python: {  /* _claim(head, candidates, norm, tokens=words) */
@@ -1601,7 +1583,6 @@ done:
     Py_XDECREF(reading.py_reading);
     Py_XDECREF(reading.py_tokens);
     Py_XDECREF(reading.py_candidates);
-    PROFILE_MARK(9);
     if (reading.starts != NULL)
         PyMem_Free(reading.starts);
     if (candidates.items != candidates.stack)
