@@ -823,7 +823,9 @@ def _at_word(text: str, at: int) -> bool:
 #: engine skips to; a class as the first branch made it try every position, 2.6 µs over 150 characters
 #: where this takes 1.0.)
 _CLAUSE_END = re.compile("|".join(map(re.escape, ".!?;\n。！？；,，、")) + "|" + _words_first(every(CONTRASTS)))
-_SENTENCE_END = re.compile(r"[.!?\n。！？]")
+#: What ends a sentence (one list: the pattern and ``_speedups``).
+_SENTENCE_ENDS = ".!?\n。！？"
+_SENTENCE_END = re.compile("[" + _SENTENCE_ENDS + "]")
 #: What ends a sentence or a clause's lead-in (a sentence may start after it and one space).
 _SENTENCE_MARKS = ".!?;:\n。！？；："
 _SENTENCE_MARK = re.compile("[" + _SENTENCE_MARKS + "]( )?")
@@ -1151,6 +1153,16 @@ def _plain_cues(key: tuple[str, bool]) -> _PlainCues:
     return built
 
 
+def _rules_of(language: str) -> tuple[Any, ...]:
+    """What the full reading rules (:func:`_negated`, :func:`_general`) read for a language's words, in
+    one tuple (``_speedups`` asks once per language): the negation cues (as the words the quick look
+    compares, and as text), the condition and modal cues, the condition (before, after) and modal
+    patterns, and whether the language is Chinese or Japanese (read in Python)."""
+    return (_LATIN_NEG_TOKENS.get(language, _ALL_LATIN_NEG_TOKENS), tuple(_LATIN_NEG.get(language, _ALL_LATIN_NEG)),
+            _CONDITION_CUES.get(language), _MODAL_CUES.get(language), _IF_BEFORE.get(language),
+            _IF_AFTER.get(language), _MODALS.get(language), language in ("zh", "ja"))
+
+
 def _holds_cue(reading: _Reading, cues: _Cues | None) -> bool:
     """Whether the text holds what one of ``cues`` needs (:func:`_cue_words`)."""
     if cues is None:
@@ -1377,7 +1389,9 @@ def _speedups() -> Callable[[str], Claim | None] | None:
     if not speedups.bind(dict(globals(), normalise_uncamelled_ascii=normalise_uncamelled_ascii,
                               _ANY_IN_WORD_search=_ANY_IN_WORD.search, _ANY_ACROSS_search=_ANY_ACROSS.search,
                               _DATA_LINE_match=_DATA_LINE.match, _NEG_AFTER_match=_NEG_AFTER.match,
-                              _INTRO_match=_INTRO.match)):
+                              _INTRO_match=_INTRO.match, _CLAUSE_END_search=_CLAUSE_END.search,
+                              _REPORTED_search=_REPORTED.search, _DEFINED_search=_DEFINED.search,
+                              _ANSWERED_match=_ANSWERED.match, _HISTORY_search=_HISTORY.search)):
         return None  # (bound to the module imported first: this one, imported again, runs in Python)
     return speedups.judge
 

@@ -1144,6 +1144,575 @@ static PyObject *next_match(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *sta
  * (then _claim reads the whole text). */
 static PyObject *python_list_of(const Ints *ints);
 
+/* -- the full reading rules: _valid's for an ASCII reading -------------------------------------------
+ *
+ * _negated, _question, _Reading.reported, _general and _historical written out over the same patterns
+ * (_CLAUSE_END, _REPORTED, _DEFINED, _ANSWERED, _HISTORY and each language's conditions and modals) and
+ * the same cue words; a Chinese or Japanese piece (never in an ASCII reading) is read by _valid itself. */
+
+static PyObject *rules_of;            /* _rules_of(language) -> tuple */
+static PyObject *clause_end_search, *reported_search, *defined_search, *answered_match, *history_search;
+static PyObject *RETRY_PIECES;        /* frozenset[int] */
+static KeySet reported_words, number_marks, neg_words;
+static PyObject *REPORTED_WORDS, *NUMBER_MARKS, *NEG_WORDS;  /* (the sets the key sets point into) */
+static unsigned char sentence_end[256];
+
+/* The members of `items` (an iterable, kept alive by the caller) as keys: bytes as they are, str only
+ * when ASCII letters and digits (what a [a-z0-9]+ word of an ASCII reading can equal). */
+static int keyset_from(PyObject *items, KeySet *set) {
+    PyObject *list = PySequence_List(items);
+    if (list == NULL)
+        return -1;
+    int status = keyset_init(set, PyList_GET_SIZE(list), NULL, 0);
+    for (Py_ssize_t k = 0; status == 0 && k < PyList_GET_SIZE(list); k++) {
+        PyObject *item = PyList_GET_ITEM(list, k);
+        const unsigned char *text = NULL;
+        Py_ssize_t len = 0;
+        if (PyBytes_Check(item)) {
+            text = (const unsigned char *)PyBytes_AS_STRING(item);
+            len = PyBytes_GET_SIZE(item);
+        } else if (PyUnicode_Check(item) && PyUnicode_IS_ASCII(item)) {
+            text = PyUnicode_1BYTE_DATA(item);
+            len = PyUnicode_GET_LENGTH(item);
+            for (Py_ssize_t i = 0; text != NULL && i < len; i++)
+                if (!is_token(text[i]))
+                    text = NULL;
+        }
+        if (text != NULL && len > 0)
+            keyset_add(set, text, len, hash_of(text, len));
+    }
+    Py_DECREF(list);
+    return status;
+}
+
+/* A _Cues tuple (words, phrases of words, texts) in C form; its ASCII texts only (an ASCII reading holds
+ * no other). */
+typedef struct {
+    KeySet words;
+    int n_phrases;
+    int *phrase_len;
+    Key *phrase_keys;
+    int n_texts;
+    Key *texts;
+} CueSet;
+
+static int cueset_from(PyObject *cues, CueSet *c) {
+    memset(c, 0, sizeof(*c));
+    if (!PyTuple_Check(cues) || PyTuple_GET_SIZE(cues) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(cues, 1))
+        || !PyTuple_Check(PyTuple_GET_ITEM(cues, 2))) {
+        PyErr_SetString(PyExc_TypeError, "_speedups: a cue set is (words, phrases, texts)");
+        return -1;
+    }
+    if (keyset_from(PyTuple_GET_ITEM(cues, 0), &c->words) < 0)
+        return -1;
+    PyObject *phrases = PyTuple_GET_ITEM(cues, 1), *texts = PyTuple_GET_ITEM(cues, 2);
+    Py_ssize_t np = PyTuple_GET_SIZE(phrases), nt = PyTuple_GET_SIZE(texts), nk = 0;
+    PyObject *lists = PyList_New(np);
+    if (lists == NULL)
+        return -1;
+    for (Py_ssize_t k = 0; k < np; k++) {
+        PyObject *words = PySequence_List(PyTuple_GET_ITEM(phrases, k));
+        if (words == NULL) {
+            Py_DECREF(lists);
+            return -1;
+        }
+        nk += PyList_GET_SIZE(words);
+        PyList_SET_ITEM(lists, k, words);
+    }
+    c->phrase_len = PyMem_Calloc(np + 1, sizeof(int));
+    c->phrase_keys = PyMem_Calloc(nk + 1, sizeof(Key));
+    c->texts = PyMem_Calloc(nt + 1, sizeof(Key));
+    if (c->phrase_len == NULL || c->phrase_keys == NULL || c->texts == NULL) {
+        Py_DECREF(lists);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t at = 0;
+    for (Py_ssize_t k = 0; k < np; k++) {
+        PyObject *words = PyList_GET_ITEM(lists, k);
+        c->phrase_len[k] = (int)PyList_GET_SIZE(words);
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(words); j++)
+            if (key_of_bytes(PyList_GET_ITEM(words, j), &c->phrase_keys[at++]) < 0) {
+                Py_DECREF(lists);
+                return -1;
+            }
+    }
+    Py_DECREF(lists);  /* (the frozensets in the tuple own the words) */
+    c->n_phrases = (int)np;
+    for (Py_ssize_t k = 0; k < nt; k++) {
+        PyObject *t = PyTuple_GET_ITEM(texts, k);
+        if (PyUnicode_Check(t) && PyUnicode_IS_ASCII(t) && PyUnicode_GET_LENGTH(t) > 0) {
+            c->texts[c->n_texts].text = PyUnicode_1BYTE_DATA(t);
+            c->texts[c->n_texts].len = PyUnicode_GET_LENGTH(t);
+            c->n_texts++;
+        }
+    }
+    return 0;
+}
+
+typedef struct {
+    PyObject *language, *tuple;       /* owned: the tuple owns everything the sets point into */
+    int cjk;
+    KeySet neg_quick;                 /* the negation cues' words (the quick look) */
+    KeySet neg_cues;                  /* the negation cues that a word can be */
+    int has_condition, has_modal;
+    CueSet condition, modal;
+    PyObject *if_before, *if_after, *modals;  /* owned search methods, or NULL */
+} Rules;
+
+static Rules rules_table[32];
+static int rules_count;
+
+static Rules *rules_for(PyObject *language) {
+    for (int k = 0; k < rules_count; k++)
+        if (rules_table[k].language == language || PyUnicode_Compare(rules_table[k].language, language) == 0)
+            return &rules_table[k];
+    if (PyErr_Occurred())
+        return NULL;
+    if (rules_count == 32) {
+        PyErr_SetString(PyExc_RuntimeError, "more than 32 languages' rules");
+        return NULL;
+    }
+    PyObject *t = call1(rules_of, language);
+    if (t == NULL)
+        return NULL;
+    Rules *r = &rules_table[rules_count];
+    memset(r, 0, sizeof(*r));
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8) {
+        PyErr_SetString(PyExc_TypeError, "_rules_of: a tuple of eight");
+        Py_DECREF(t);
+        return NULL;
+    }
+    PyObject *methods[3] = {NULL, NULL, NULL};
+    int failed = keyset_from(PyTuple_GET_ITEM(t, 0), &r->neg_quick) < 0 || keyset_from(PyTuple_GET_ITEM(t, 1), &r->neg_cues) < 0;
+    if (!failed && PyTuple_GET_ITEM(t, 2) != Py_None) {
+        r->has_condition = 1;
+        failed = cueset_from(PyTuple_GET_ITEM(t, 2), &r->condition) < 0;
+    }
+    if (!failed && PyTuple_GET_ITEM(t, 3) != Py_None) {
+        r->has_modal = 1;
+        failed = cueset_from(PyTuple_GET_ITEM(t, 3), &r->modal) < 0;
+    }
+    for (int k = 0; !failed && k < 3; k++)
+        if (PyTuple_GET_ITEM(t, 4 + k) != Py_None)
+            failed = (methods[k] = PyObject_GetAttrString(PyTuple_GET_ITEM(t, 4 + k), "search")) == NULL;
+    if (failed) {  /* (the key sets' memory is not freed: an error here is a broken vocabulary, not input) */
+        for (int k = 0; k < 3; k++)
+            Py_XDECREF(methods[k]);
+        Py_DECREF(t);
+        memset(r, 0, sizeof(*r));
+        return NULL;
+    }
+    r->cjk = PyObject_IsTrue(PyTuple_GET_ITEM(t, 7)) == 1;
+    r->if_before = methods[0];
+    r->if_after = methods[1];
+    r->modals = methods[2];
+    r->language = Py_NewRef(language);
+    r->tuple = t;
+    rules_count++;
+    return r;
+}
+
+/* _at_word: a match that starts with a letter or digit starts a word. */
+static inline int at_word(const unsigned char *s, Py_ssize_t at) {
+    return !is_token(s[at]) || starts_word(s, at);
+}
+
+/* The next match of a bound search method in norm[pos:endpos] (a new reference, Py_None, or NULL) with
+ * its span. */
+static PyObject *search_in(PyObject *search, PyObject *norm, Py_ssize_t pos, Py_ssize_t endpos, Py_ssize_t *start,
+                           Py_ssize_t *end) {
+    PyObject *a = PyLong_FromSsize_t(pos), *b = PyLong_FromSsize_t(endpos);
+    PyObject *m = NULL;
+    if (a != NULL && b != NULL) {
+        PyObject *args[4] = {NULL, norm, a, b};
+        m = PyObject_Vectorcall(search, args + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    if (m != NULL && m != Py_None && span_of(m, start, end) < 0)
+        Py_CLEAR(m);
+    return m;
+}
+
+/* _words_in(regex, text, pos, endpos): the first match that starts a word (`base`: where the text
+ * starts, for a clause read on its own), found from `pos`: 1 with its span, 0, or -1. */
+static int word_in(PyObject *search, Reading *r, Py_ssize_t base, Py_ssize_t pos, Py_ssize_t endpos, Py_ssize_t *start,
+                   Py_ssize_t *end) {
+    for (;;) {
+        PyObject *m = search_in(search, r->norm, pos, endpos, start, end);
+        if (m == NULL)
+            return -1;
+        if (m == Py_None) {
+            Py_DECREF(m);
+            return 0;
+        }
+        Py_DECREF(m);
+        if (*start == base || at_word(r->s, *start))
+            return 1;
+        pos = *start + 1;
+    }
+}
+
+/* _Reading.clause_start: the end of the last clause mark in the 80 characters before `start` (-1: none
+ * there, and `start` is beyond 80). */
+static int clause_start_of(Reading *r, Py_ssize_t start, Py_ssize_t *found) {
+    Py_ssize_t pos = start > 80 ? start - 80 : 0, last = -1, s0, e0;
+    for (;;) {
+        PyObject *m = search_in(clause_end_search, r->norm, pos, start, &s0, &e0);
+        if (m == NULL)
+            return -1;
+        if (m == Py_None) {
+            Py_DECREF(m);
+            break;
+        }
+        Py_DECREF(m);
+        if (at_word(r->s, s0))
+            last = e0;
+        pos = e0 > s0 ? e0 : s0 + 1;
+    }
+    *found = last >= 0 ? last : start <= 80 ? 0 : -1;
+    return 0;
+}
+
+/* _Reading.clause(start, end). */
+static int clause_of(Reading *r, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *from, Py_ssize_t *to) {
+    Py_ssize_t cs, s0, e0;
+    if (clause_start_of(r, start, &cs) < 0)
+        return -1;
+    PyObject *m = search_in(clause_end_search, r->norm, end, r->n, &s0, &e0);
+    if (m == NULL)
+        return -1;
+    *from = cs < 0 ? (start > 80 ? start - 80 : 0) : cs;
+    *to = m == Py_None ? r->n : s0;
+    Py_DECREF(m);
+    return 0;
+}
+
+/* The [a-z0-9]+ words of norm[from:to] as _WORD.findall reads them (a word cut by `from` or `to` is cut),
+ * into spans (at most `max`); their count. */
+static Py_ssize_t words_between(Reading *r, Py_ssize_t from, Py_ssize_t to, Span *spans, Py_ssize_t max) {
+    Py_ssize_t count = 0, i = from < 0 ? 0 : from;
+    if (to > r->n)
+        to = r->n;
+    while (i < to && count < max) {
+        while (i < to && !is_token(r->s[i]))
+            i++;
+        Py_ssize_t j = i;
+        while (j < to && is_token(r->s[j]))
+            j++;
+        if (j > i) {
+            spans[count].start = i;
+            spans[count].len = j - i;
+            spans[count].hash = hash_of(r->s + i, j - i);
+            count++;
+        }
+        i = j;
+    }
+    return count;
+}
+
+static int de_after(Reading *r, Py_ssize_t end) {  /* norm.startswith(_DE_NEGATION_AFTER, end) */
+    for (int k = 0; k < de_count; k++)
+        if (end + de_len[k] <= r->n && memcmp(r->s + end, de_text[k], de_len[k]) == 0)
+            return 1;
+    return 0;
+}
+
+static int neg_after(Reading *r, Py_ssize_t e) {  /* _NEG_AFTER.match(norm, end): it starts "\s?[:=]" */
+    const unsigned char *s = r->s;
+    if (!(e < r->n && (s[e] == ':' || s[e] == '=' || (is_str_space(s[e]) && e + 1 < r->n && (s[e + 1] == ':' || s[e + 1] == '=')))))
+        return 0;
+    PyObject *after = call_at(neg_after_match, r->norm, e);
+    if (after == NULL)
+        return -1;
+    int found = after != Py_None;
+    Py_DECREF(after);
+    return found;
+}
+
+static int disjoint(const KeySet *tokens, const KeySet *words) {  /* tokens.isdisjoint(words) */
+    for (Py_ssize_t i = 0; i <= tokens->mask; i++) {
+        const Key *t = &tokens->slots[i];
+        if (t->text != NULL && keyset_has(words, t->text, t->len, t->hash))
+            return 0;
+    }
+    return 1;
+}
+
+static int all_digits(const unsigned char *s, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!(s[i] >= '0' && s[i] <= '9'))
+            return 0;
+    return n > 0;
+}
+
+/* _negated(reading, start, end, term) of a Latin term: 1, 0, or -1. */
+static int negated(Reading *r, Rules *rules, Piece *p, Py_ssize_t start, Py_ssize_t end) {
+    int found = neg_after(r, end);
+    if (found)
+        return found;
+    if (starts_word(r->s, start) && disjoint(r->tokens, &rules->neg_quick))
+        return p->german && de_after(r, end);
+    Py_ssize_t cs;
+    if (clause_start_of(r, start, &cs) < 0)
+        return -1;
+    int whole = cs >= 0;
+    if (!whole)
+        cs = start - 80;
+    Span words[8];
+    Py_ssize_t n = 0, from = cs;
+    /* the clause's last four words (of all its words: counted up to five, then the last four) */
+    Span all[512];
+    Py_ssize_t total = words_between(r, from, start, all, 512);
+    if (total == 512)
+        return -2;  /* (a clause of more words than kept here: _negated reads it) */
+    if (total < 5 && !whole) {
+        Py_ssize_t pos = 0, last = 0, s0, e0;
+        for (;;) {
+            PyObject *m = search_in(clause_end_search, r->norm, pos, start, &s0, &e0);
+            if (m == NULL)
+                return -1;
+            if (m == Py_None) {
+                Py_DECREF(m);
+                break;
+            }
+            Py_DECREF(m);
+            if (at_word(r->s, s0) && e0 > last)
+                last = e0;
+            pos = e0 > s0 ? e0 : s0 + 1;
+        }
+        total = words_between(r, last, start, all, 512);
+        if (total == 512)
+            return -2;
+    }
+    for (Py_ssize_t k = total > 4 ? total - 4 : 0; k < total; k++)
+        words[n++] = all[k];
+    for (Py_ssize_t k = 0; k < n; k++) {
+        const unsigned char *w = r->s + words[k].start;
+        if (!keyset_has(&rules->neg_cues, w, words[k].len, words[k].hash))
+            continue;
+        if (k + 1 < n && all_digits(r->s + words[k + 1].start, words[k + 1].len)
+            && keyset_has(&number_marks, w, words[k].len, words[k].hash))
+            continue;  /* ("n° 77", "no. 5": a number's mark) */
+        return 1;
+    }
+    return p->german && de_after(r, end);
+}
+
+/* _Reading.sentence(start, end) of an ASCII reading. */
+static void sentence_of(Reading *r, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *from, Py_ssize_t *to) {
+    Py_ssize_t a = 0, b = r->n;
+    for (Py_ssize_t i = start - 1; i >= 0; i--)
+        if (sentence_end[r->s[i]]) {
+            a = i + 1;
+            break;
+        }
+    for (Py_ssize_t i = end; i < r->n; i++)
+        if (sentence_end[r->s[i]]) {
+            b = i;
+            break;
+        }
+    *from = a;
+    *to = b;
+}
+
+/* _question of an ASCII reading: its sentence ends with "?" ("¿" and the yes/no marks are in no ASCII
+ * text). */
+static int question(Reading *r, Py_ssize_t start, Py_ssize_t end) {
+    if (memchr(r->s, '?', r->n) == NULL)
+        return 0;
+    Py_ssize_t a, b;
+    sentence_of(r, start, end, &a, &b);
+    return b < r->n && r->s[b] == '?';
+}
+
+/* _Reading.reported(start) of an ASCII reading. */
+static int reported(Reading *r, Py_ssize_t start) {
+    if (disjoint(r->tokens, &reported_words))
+        return 0;
+    /* the norm's words split at separators (_WORD_BYTES), as reports() compares them */
+    int any = 0;
+    for (Py_ssize_t i = 0; i < r->n && !any;) {
+        while (i < r->n && is_bytes_space(word_table[r->s[i]]))
+            i++;
+        unsigned char word[64];
+        Py_ssize_t len = 0;
+        while (i < r->n && !is_bytes_space(word_table[r->s[i]])) {
+            if (len < (Py_ssize_t)sizeof(word))
+                word[len] = word_table[r->s[i]];
+            len++;
+            i++;
+        }
+        if (len > 0 && len <= (Py_ssize_t)sizeof(word) && keyset_has(&reported_words, word, len, hash_of(word, len)))
+            any = 1;
+    }
+    if (!any)
+        return 0;
+    Py_ssize_t a, b, pos = 0, s0, e0;
+    sentence_of(r, start, start, &a, &b);
+    for (;;) {
+        PyObject *m = search_in(reported_search, r->norm, pos, r->n, &s0, &e0);
+        if (m == NULL)
+            return -1;
+        if (m == Py_None) {
+            Py_DECREF(m);
+            return 0;
+        }
+        Py_DECREF(m);
+        if (at_word(r->s, s0) && a <= s0 && e0 <= start)
+            return 1;
+        pos = e0 > s0 ? e0 : s0 + 1;
+    }
+}
+
+static int holds_cue(Reading *r, const CueSet *c) {  /* _holds_cue */
+    if (!disjoint(r->tokens, &c->words))
+        return 1;
+    const Key *phrase = c->phrase_keys;
+    for (int j = 0; j < c->n_phrases; phrase += c->phrase_len[j], j++) {
+        int all = 1;
+        for (int q = 0; all && q < c->phrase_len[j]; q++)
+            all = keyset_has(r->tokens, phrase[q].text, phrase[q].len, phrase[q].hash);
+        if (all)
+            return 1;
+    }
+    for (int j = 0; j < c->n_texts; j++)
+        if (find(r->s, r->n, c->texts[j].text, c->texts[j].len) != NULL)
+            return 1;
+    return 0;
+}
+
+/* _defines(norm, start): the last definition ("... means") in the 160 characters before, with no end of a
+ * sentence between it and the match. */
+static int defines(Reading *r, Py_ssize_t start) {
+    Py_ssize_t pos = start > 160 ? start - 160 : 0, last = -1, s0, e0;
+    for (;;) {
+        PyObject *m = search_in(defined_search, r->norm, pos, start, &s0, &e0);
+        if (m == NULL)
+            return -1;
+        if (m == Py_None) {
+            Py_DECREF(m);
+            break;
+        }
+        Py_DECREF(m);
+        last = e0;
+        pos = e0 > s0 ? e0 : s0 + 1;
+    }
+    if (last < 0)
+        return 0;
+    for (Py_ssize_t i = last; i < start; i++)
+        if (sentence_end[r->s[i]])
+            return 0;
+    return 1;
+}
+
+/* _general(reading, start, end, term): 1, 0, or -1. */
+static int general(Reading *r, Rules *rules, Piece *p, Py_ssize_t start, Py_ssize_t end) {
+    if (r->dots < 0)
+        r->dots = find(r->s, r->n, (const unsigned char *)"...", 3) != NULL;
+    if (r->dots) {
+        int d = defines(r, start);
+        if (d)
+            return d;
+    }
+    if (starts_word(r->s, start) && !(rules->has_condition && holds_cue(r, &rules->condition))
+        && (!p->failed || !(rules->has_modal && holds_cue(r, &rules->modal))))
+        return 0;
+    Py_ssize_t cs, ce, s0, e0;
+    if (clause_of(r, start, end, &cs, &ce) < 0)
+        return -1;
+    if (rules->if_before != NULL) {
+        Py_ssize_t pos = cs;
+        for (;;) {
+            int found = word_in(rules->if_before, r, -1, pos, start, &s0, &e0);
+            if (found <= 0) {
+                if (found < 0)
+                    return -1;
+                break;
+            }
+            PyObject *answered = call_at(answered_match, r->norm, e0);
+            if (answered == NULL)
+                return -1;
+            int is_answer = answered != Py_None;
+            Py_DECREF(answered);
+            if (!is_answer)
+                return 1;  /* a condition before the match ("if the upload fails") */
+            pos = e0 > s0 ? e0 : s0 + 1;
+        }
+    }
+    if (rules->if_after != NULL) {
+        int found = word_in(rules->if_after, r, -1, end, ce, &s0, &e0);
+        if (found)
+            return found;
+    }
+    if (!p->failed || rules->modals == NULL)
+        return 0;
+    Py_ssize_t pos = cs;
+    for (;;) {
+        int found = word_in(rules->modals, r, -1, pos, ce, &s0, &e0);
+        if (found <= 0)
+            return found;
+        pos = e0 > s0 ? e0 : s0 + 1;
+        if (s0 < end && e0 > start)
+            continue;  /* (part of the failure phrase: "can t") */
+        Span after[1], before[8];
+        Py_ssize_t na = words_between(r, e0, ce < e0 + 12 ? ce : e0 + 12, after, 1);
+        Py_ssize_t nb = words_between(r, cs > s0 - 8 ? cs : s0 - 8, s0, before, 8);
+        int negative = (na && keyset_has(&neg_words, r->s + after[0].start, after[0].len, after[0].hash))
+                       || (nb && keyset_has(&neg_words, r->s + before[nb - 1].start, before[nb - 1].len, before[nb - 1].hash));
+        if (!negative)
+            return 1;  /* a modal of possibility ("failed uploads can be retried") */
+    }
+}
+
+static unsigned char *retry_piece;  /* per piece: one of _RETRY_PIECES */
+
+/* _historical(reading, start, term, candidates) of a Latin term: 1, 0, or -1. */
+static int historical(Reading *r, Py_ssize_t start) {
+    Py_ssize_t cs, ce, s0, e0;
+    if (clause_of(r, start, start, &cs, &ce) < 0)
+        return -1;
+    int found = word_in(history_search, r, cs, cs, ce, &s0, &e0);  /* (read on the clause alone: its start starts a word) */
+    if (found)
+        return found;
+    for (Py_ssize_t k = 0; k < r->candidates->count; k++) {
+        Py_ssize_t i = r->candidates->items[k];
+        if (!retry_piece[i])
+            continue;
+        if (piece_ready(i) < 0)
+            return -1;
+        PyObject *m = next_match(r, &pieces_table[i], start, &s0, &e0);
+        if (m == NULL)
+            return -1;
+        found = m != Py_None;
+        Py_DECREF(m);
+        if (found)
+            return 1;  /* a retry taken on after the failure */
+    }
+    return 0;
+}
+
+/* _valid's full rules: 1, 0, -1 on an error, -2 where _valid itself reads the match (a Chinese or
+ * Japanese term; a clause of more words than kept here). */
+static int valid_full(Reading *r, Piece *p, Py_ssize_t start, Py_ssize_t end) {
+    Rules *rules = rules_for(p->language);
+    if (rules == NULL)
+        return -1;
+    if (rules->cjk)
+        return -2;
+    if (about_after(r->s, r->n, end))
+        return 0;
+    int no = negated(r, rules, p, start, end);
+    if (no == 0)
+        no = question(r, start, end);
+    if (no == 0)
+        no = reported(r, start);
+    if (no == 0)
+        no = general(r, rules, p, start, end);
+    return no < 0 ? no : !no;
+}
+
 /* _valid(reading, term, m) by the full rules (a reading that is not plain, a match that does not start a
  * word, a quotation's dots): 1, 0, or -1 on an error. */
 static int valid_in_python(Reading *r, Py_ssize_t i, PyObject *m) {
@@ -1204,7 +1773,9 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
                 r->dots = find(r->s, r->n, (const unsigned char *)"...", 3) != NULL;
             int valid;
             if (!plain || r->dots) {
-                valid = valid_in_python(r, i, m);
+                valid = valid_full(r, p, *start, *end);
+                if (valid == -2)
+                    valid = valid_in_python(r, i, m);
             } else {
                 int invalid = about_after(r->s, r->n, *end);
                 Py_ssize_t e = *end;
@@ -1223,7 +1794,10 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
                 return FIRST_ERROR;
             if (valid) {
                 if (p->failed) {  /* a failure told as past is the claim only when no other is: the Python reading */
-                    int past = told_as_past(r, i, *start);
+                    Rules *rules = rules_for(p->language);
+                    if (rules == NULL)
+                        return FIRST_ERROR;
+                    int past = rules->cjk ? told_as_past(r, i, *start) : historical(r, *start);
                     if (past)
                         return past < 0 ? FIRST_ERROR : FIRST_PYTHON;
                 }
@@ -1692,6 +2266,16 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     TAKE(valid_py, "_valid");
     TAKE(historical_py, "_historical");
     TAKE(PIECE_TERM, "_PIECE_TERM");
+    TAKE(rules_of, "_rules_of");
+    TAKE(clause_end_search, "_CLAUSE_END_search");
+    TAKE(reported_search, "_REPORTED_search");
+    TAKE(defined_search, "_DEFINED_search");
+    TAKE(answered_match, "_ANSWERED_match");
+    TAKE(history_search, "_HISTORY_search");
+    TAKE(RETRY_PIECES, "_RETRY_PIECES");
+    TAKE(REPORTED_WORDS, "_REPORTED_WORDS");
+    TAKE(NUMBER_MARKS, "_NUMBER_MARKS");
+    TAKE(NEG_WORDS, "_NEG_WORDS");
     TAKE(claim_type, "Claim");
 #undef TAKE
     PyObject *table = PyDict_GetItemString(ns, "_WORD_BYTES");
@@ -1783,8 +2367,26 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     }
     LONGEST_KEPT = saved_longest;
     pieces_table = PyMem_Calloc(piece_count + 1, sizeof(Piece));
-    if (pieces_table == NULL)
+    retry_piece = PyMem_Calloc(piece_count + 1, 1);
+    if (pieces_table == NULL || retry_piece == NULL)
         return PyErr_NoMemory();
+    PyObject *retry = PySequence_List(RETRY_PIECES);
+    if (retry == NULL)
+        return NULL;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(retry); k++) {
+        Py_ssize_t i = PyLong_AsSsize_t(PyList_GET_ITEM(retry, k));
+        if (i < 0 || i >= piece_count) {
+            Py_DECREF(retry);
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_IndexError, "_RETRY_PIECES: a piece out of range");
+            return NULL;
+        }
+        retry_piece[i] = 1;
+    }
+    Py_DECREF(retry);
+    if (keyset_from(REPORTED_WORDS, &reported_words) < 0 || keyset_from(NUMBER_MARKS, &number_marks) < 0
+        || keyset_from(NEG_WORDS, &neg_words) < 0 || characters(ns, "_SENTENCE_ENDS", sentence_end, 1) < 0)
+        return NULL;
     bound = 1;
     Py_RETURN_TRUE;
 }
