@@ -183,3 +183,79 @@ def test_the_python_judgment_runs_where_the_extension_is_not_used() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT,
                           env={**__import__("os").environ, "TRUECALL_PURE_PYTHON": "1"})
     assert done.stdout.split() == ["True", "accepted", "accepted"]
+
+
+class _BlockWithItsOwnGet(dict):  # (a dict subclass: _claim_in_result_python asks its get, not its items)
+    def get(self, key: Any, default: Any = None) -> Any:
+        return {"type": "text", "text": "Upload failed"}.get(key, default)
+
+
+class _ListWithItsOwnIter(list):  # (a list subclass: ``for block in content`` runs its __iter__)
+    def __iter__(self) -> Any:
+        return iter([{"type": "text", "text": "Upload failed"}])
+
+
+class _NotEqualAlways:  # (``block.get("type") != "text"`` asks __ne__, whatever __eq__ says)
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+
+class _Raises(dict):
+    def get(self, key: Any, default: Any = None) -> Any:
+        raise LookupError("get")
+
+
+@needs_speedups
+def test_claim_in_result_in_c_reads_hostile_mappings_as_python_does() -> None:
+    def growing() -> dict[str, Any]:  # (a type whose comparison adds blocks: the list mutated while judged)
+        content: list[Any] = [{"type": "text", "text": "Your order is pending"}]
+
+        class Growing:
+            def __eq__(self, other: object) -> bool:
+                if len(content) < 4:
+                    content.append({"type": "text", "text": "Upload failed"})
+                return other == "text"
+
+            def __ne__(self, other: object) -> bool:
+                return not self.__eq__(other)
+
+            __hash__ = object.__hash__
+
+        content.insert(0, {"type": Growing(), "text": "The export completed"})
+        return {"content": content}
+
+    results = [lambda: {"content": [_BlockWithItsOwnGet(type="image", text="Your order is pending")]},
+               lambda: {"content": _ListWithItsOwnIter([{"type": "text", "text": "Your order is pending"}])},
+               lambda: {"content": [{"type": _NotEqualAlways(), "text": "Your order is pending"}]},
+               growing]
+    for result in results:  # (each judgment its own result: the hostile ones change theirs)
+        assert _claims.claim_in_result(result()) == _claims._claim_in_result_python(result()), result()
+    for hostile in (_Raises(), {"content": [_Raises(type="text")]}):
+        with pytest.raises(LookupError):
+            _claims.claim_in_result(hostile)
+        with pytest.raises(LookupError):
+            _claims._claim_in_result_python(hostile)
+
+
+def test_claim_in_result_in_c_holds_what_it_reads_while_python_runs() -> None:
+    """A block's "type" whose comparison empties the block: the value was read borrowed from the dict
+    and used after the dict let it go (a crash under the debug allocator, which fills freed memory)."""
+    probe = ("from truecall.judge import _claims\n"
+             "class T:\n"
+             "    def __eq__(self, other):\n"
+             "        block.clear()\n"
+             "        return NotImplemented\n"
+             "    __ne__ = __eq__\n"
+             "    __hash__ = object.__hash__\n"
+             "for _ in range(100):\n"
+             "    block = {'type': T(), 'text': 'Your order is pending'}\n"
+             "    _claims.claim_in_result({'content': [block]})\n"
+             "print('survived')\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
+                          env={**__import__("os").environ, "PYTHONMALLOC": "debug"})
+    assert done.returncode == 0 and done.stdout.split() == ["survived"], (done.returncode, done.stderr[-2000:])

@@ -1792,11 +1792,22 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
 /* -- claim_in_result ------------------------------------------------------------------------------ */
 
 static PyObject *claim_cached;  /* _claim_cached: the lru cache around judge() */
-static PyObject *str_content, *str_type, *str_text, *str_accepted, *str_completed;
+static PyObject *str_content, *str_type, *str_text, *str_accepted, *str_completed, *str_get;
 
 static PyObject *bind_results(PyObject *module, PyObject *cached) {
     Py_XSETREF(claim_cached, Py_NewRef(cached));
     Py_RETURN_NONE;
+}
+
+/* block.get(key): a new reference (None when missing); NULL on an error.  An exact dict is read directly,
+ * any other (a subclass) through its own get, as _claim_in_result_python reads it. */
+static PyObject *block_get(PyObject *block, PyObject *key) {
+    if (!PyDict_CheckExact(block))
+        return PyObject_CallMethodOneArg(block, str_get, key);
+    PyObject *value = PyDict_GetItemWithError(block, key);
+    if (value == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    return Py_NewRef(value);
 }
 
 static int rank_of(PyObject *claim) {  /* _RANK[claim.kind] */
@@ -1835,27 +1846,42 @@ static PyObject *claim_in_result(PyObject *module, PyObject *result) {
         Py_XDECREF(content);
         Py_RETURN_NONE;
     }
-    PyObject *best = NULL;
+    /* `for block in content` and block.get(...) as Python reads them: an iterator (a list subclass may have
+       its own __iter__; a list changed while judged is read as its iterator reads it), a block's own get
+       (a dict subclass may have one), and each value held while Python runs (a comparison may empty the
+       block: a value borrowed from it would then be freed) */
+    PyObject *best = NULL, *blocks = PyObject_GetIter(content), *block = NULL;
     int best_rank = 3;
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(content); k++) {  /* (the size read again: judging runs Python) */
-        PyObject *block = PyList_GET_ITEM(content, k);
-        if (!PyDict_Check(block))
-            continue;
-        Py_INCREF(block);
-        PyObject *type = PyDict_GetItemWithError(block, str_type);  /* block.get("type") != "text" */
-        int is_text = type != NULL ? PyObject_RichCompareBool(type, str_text, Py_EQ) : PyErr_Occurred() ? -1 : 0;
-        PyObject *text = is_text > 0 ? PyDict_GetItemWithError(block, str_text) : NULL;
-        if (is_text < 0 || (text == NULL && PyErr_Occurred())) {
+    Py_DECREF(content);
+    if (blocks == NULL)
+        return NULL;
+    while ((block = PyIter_Next(blocks)) != NULL) {
+        if (!PyDict_Check(block)) {
             Py_DECREF(block);
+            continue;
+        }
+        PyObject *type = block_get(block, str_type);  /* block.get("type") != "text" */
+        int not_text = type == NULL ? -1 : PyObject_RichCompareBool(type, str_text, Py_NE);
+        Py_XDECREF(type);
+        PyObject *text = not_text == 0 ? block_get(block, str_text) : NULL;
+        Py_DECREF(block);
+        if (not_text < 0 || (not_text == 0 && text == NULL))
+            goto error;
+        int empty = 1;  /* not isinstance(text, str) or not text; then len(text) (a subclass's own) */
+        Py_ssize_t length = 0;
+        if (text != NULL && PyUnicode_CheckExact(text))
+            empty = (length = PyUnicode_GET_LENGTH(text)) == 0;
+        else if (text != NULL && PyUnicode_Check(text) && (empty = PyObject_Not(text)) == 0)
+            length = PyObject_Length(text);
+        if (empty < 0 || length < 0) {
+            Py_DECREF(text);
             goto error;
         }
-        if (text == NULL || !PyUnicode_Check(text) || PyUnicode_GET_LENGTH(text) == 0) {
-            Py_DECREF(block);
+        if (empty) {
+            Py_XDECREF(text);
             continue;
         }
-        Py_INCREF(text);
-        Py_DECREF(block);
-        PyObject *claim = PyUnicode_GET_LENGTH(text) <= 512 ? call1(claim_cached, text) : judge_text(module, text);
+        PyObject *claim = length <= 512 ? call1(claim_cached, text) : judge_text(module, text);
         Py_DECREF(text);
         if (claim == NULL)
             goto error;
@@ -1877,10 +1903,14 @@ static PyObject *claim_in_result(PyObject *module, PyObject *result) {
             Py_DECREF(claim);
         }
     }
-    Py_DECREF(content);
+    Py_DECREF(blocks);
+    if (PyErr_Occurred()) {  /* (the iterator's error) */
+        Py_XDECREF(best);
+        return NULL;
+    }
     return best != NULL ? best : Py_NewRef(Py_None);
 error:
-    Py_DECREF(content);
+    Py_DECREF(blocks);
     Py_XDECREF(best);
     return NULL;
 }
@@ -1913,6 +1943,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     INTERN(str_text, "text");
     INTERN(str_accepted, "accepted");
     INTERN(str_completed, "completed");
+    INTERN(str_get, "get");
 #undef INTERN
     if ((empty_tuple = PyTuple_New(0)) == NULL)
         return NULL;
