@@ -205,6 +205,24 @@ class _NotEqualAlways:  # (``block.get("type") != "text"`` asks __ne__, whatever
     __hash__ = object.__hash__
 
 
+class _PassesForADict:  # (isinstance asks __class__ too: a proxy or a mock passes for what it stands for)
+    @property
+    def __class__(self) -> type:  # type: ignore[override]
+        return dict
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return {"type": "text", "text": "Upload failed"}.get(key, default)
+
+
+class _PassesForAList:
+    @property
+    def __class__(self) -> type:  # type: ignore[override]
+        return list
+
+    def __iter__(self) -> Any:
+        return iter([{"type": "text", "text": "Upload failed"}])
+
+
 class _Raises(dict):
     def get(self, key: Any, default: Any = None) -> Any:
         raise LookupError("get")
@@ -232,7 +250,7 @@ def test_claim_in_result_in_c_reads_hostile_mappings_as_python_does() -> None:
     results = [lambda: {"content": [_BlockWithItsOwnGet(type="image", text="Your order is pending")]},
                lambda: {"content": _ListWithItsOwnIter([{"type": "text", "text": "Your order is pending"}])},
                lambda: {"content": [{"type": _NotEqualAlways(), "text": "Your order is pending"}]},
-               growing]
+               lambda: {"content": [_PassesForADict()]}, lambda: {"content": _PassesForAList()}, growing]
     for result in results:  # (each judgment its own result: the hostile ones change theirs)
         assert _claims.claim_in_result(result()) == _claims._claim_in_result_python(result()), result()
     for hostile in (_Raises(), {"content": [_Raises(type="text")]}):

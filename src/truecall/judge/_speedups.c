@@ -1799,6 +1799,14 @@ static PyObject *bind_results(PyObject *module, PyObject *cached) {
     Py_RETURN_NONE;
 }
 
+/* isinstance(o, type): 1, 0, or -1 on an error (an object's __class__ is asked too: a proxy or a mock may
+ * pass for a dict or a list, and _claim_in_result_python reads it as one). */
+static int is_instance(PyObject *o, PyTypeObject *type) {
+    if (Py_IS_TYPE(o, type) || PyType_IsSubtype(Py_TYPE(o), type))
+        return 1;
+    return PyObject_IsInstance(o, (PyObject *)type);
+}
+
 /* block.get(key): a new reference (None when missing); NULL on an error.  An exact dict is read directly,
  * any other (a subclass) through its own get, as _claim_in_result_python reads it. */
 static PyObject *block_get(PyObject *block, PyObject *key) {
@@ -1842,9 +1850,10 @@ static PyObject *claim_in_result(PyObject *module, PyObject *result) {
         if (content == NULL)
             return NULL;
     }
-    if (content == NULL || !PyList_Check(content)) {
+    int listed = content == NULL ? 0 : is_instance(content, &PyList_Type);
+    if (listed <= 0) {
         Py_XDECREF(content);
-        Py_RETURN_NONE;
+        return listed < 0 ? NULL : Py_NewRef(Py_None);
     }
     /* `for block in content` and block.get(...) as Python reads them: an iterator (a list subclass may have
        its own __iter__; a list changed while judged is read as its iterator reads it), a block's own get
@@ -1856,8 +1865,11 @@ static PyObject *claim_in_result(PyObject *module, PyObject *result) {
     if (blocks == NULL)
         return NULL;
     while ((block = PyIter_Next(blocks)) != NULL) {
-        if (!PyDict_Check(block)) {
+        int is_dict = is_instance(block, &PyDict_Type);
+        if (is_dict <= 0) {
             Py_DECREF(block);
+            if (is_dict < 0)
+                goto error;
             continue;
         }
         PyObject *type = block_get(block, str_type);  /* block.get("type") != "text" */
@@ -1869,10 +1881,15 @@ static PyObject *claim_in_result(PyObject *module, PyObject *result) {
             goto error;
         int empty = 1;  /* not isinstance(text, str) or not text; then len(text) (a subclass's own) */
         Py_ssize_t length = 0;
-        if (text != NULL && PyUnicode_CheckExact(text))
-            empty = (length = PyUnicode_GET_LENGTH(text)) == 0;
-        else if (text != NULL && PyUnicode_Check(text) && (empty = PyObject_Not(text)) == 0)
-            length = PyObject_Length(text);
+        if (text != NULL && PyUnicode_CheckExact(text)) {
+            length = PyUnicode_GET_LENGTH(text);
+            empty = length == 0;
+        } else if (text != NULL) {  /* (a subclass, or what passes for a str: its own truth and length) */
+            int is_str = is_instance(text, &PyUnicode_Type);
+            empty = is_str < 0 ? -1 : is_str == 0 ? 1 : PyObject_Not(text);
+            if (empty == 0)
+                length = PyObject_Length(text);
+        }
         if (empty < 0 || length < 0) {
             Py_DECREF(text);
             goto error;
