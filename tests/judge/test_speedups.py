@@ -277,3 +277,46 @@ def test_claim_in_result_in_c_holds_what_it_reads_while_python_runs() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
                           env={**__import__("os").environ, "PYTHONMALLOC": "debug"})
     assert done.returncode == 0 and done.stdout.split() == ["survived"], (done.returncode, done.stderr[-2000:])
+
+
+#: Judges more fresh words that hold an in-word literal than the kept tables hold, C against Python; run in
+#: a process of its own (the tables stay full: a process's later judgments would read every such word again).
+_KEPT_WORDS_FULL = """
+import random, sys, tracemalloc
+from truecall.judge import _claims
+fast, rng = _claims._fast, random.Random(int(sys.argv[1]))
+endings = ["ed", "iert", "fehler", "ado", "gezt", "yet", "d", ""]
+def python(t):
+    return _claims._judge_ascii_python(t)
+def fresh():
+    return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(6, 12))) + rng.choice(endings)
+def text():
+    return " ".join(fresh() for _ in range(12)) + rng.choice(["", " was received", " failed", " is queued"])
+judged = [text() for _ in range(_claims._WORDS_KEPT // 10 + 500)]
+differ = [t for t in judged if fast(t) != python(t)]
+assert not differ, differ[:5]
+literal = {w for t in judged for w in t.encode().split() if any(x in w for x in _claims._IN_WORD_LITERALS)}
+assert len(literal) > _claims._WORDS_KEPT + 5000, len(literal)  # (the C table of such words full, and beyond it)
+texts = [text() for _ in range(500)]
+for t in texts:
+    fast(t)
+tracemalloc.start()
+before = tracemalloc.take_snapshot()
+for _ in range(3):
+    for t in texts:
+        fast(t)
+after = tracemalloc.take_snapshot()
+grown = sum(stat.size_diff for stat in after.compare_to(before, "filename") if stat.size_diff > 0)
+assert grown < 64 * 1024, [str(s) for s in after.compare_to(before, "lineno")[:5]]
+print("ok")
+"""
+
+
+@needs_speedups
+def test_the_c_judgment_is_the_python_one_once_the_kept_words_are_full(rng_seed: int) -> None:
+    """More fresh words that hold an in-word literal ("…ed", "…iert", "…fehler") than either judgment
+    keeps (_WORDS_KEPT): beyond it each is read again every time, to the same claim, and what is not
+    kept is freed."""
+    done = subprocess.run([sys.executable, "-c", _KEPT_WORDS_FULL, str(rng_seed)], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.split() == ["ok"], (done.returncode, done.stderr[-3000:])
