@@ -320,3 +320,22 @@ def test_the_c_judgment_is_the_python_one_once_the_kept_words_are_full(rng_seed:
     done = subprocess.run([sys.executable, "-c", _KEPT_WORDS_FULL, str(rng_seed)], capture_output=True, text=True,
                           cwd=ROOT)
     assert done.returncode == 0 and done.stdout.split() == ["ok"], (done.returncode, done.stderr[-3000:])
+
+
+@needs_speedups
+def test_a_long_text_of_one_claim_word_again_and_again_costs_what_its_words_do() -> None:
+    """A megabyte of one anchor word ("creees creees …": 25 pieces each time) gives its pieces once, as
+    the Python judgment's set of words does: the C one added them for every time the word came (2.5
+    million ints, sorted: 37 MB and 14 times the Python judgment's time)."""
+    assert SPEEDUPS is not None
+    word = max(_claims._BY_WORD_BYTES, key=lambda w: len(_claims._BY_WORD_BYTES[w]) / (len(w) + 1)).decode()
+    assert len(_claims._BY_WORD_BYTES[word.encode()]) >= 10
+    for text in ((word + " ") * (1_000_000 // (len(word) + 1)), (word + " received ") * 60_000):
+        assert SPEEDUPS(text) == _python(text)
+        peaks = []
+        for judge in (SPEEDUPS, _python):
+            tracemalloc.start()
+            judge(text)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+        assert peaks[0] < 2 * peaks[1], peaks

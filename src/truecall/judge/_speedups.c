@@ -231,6 +231,7 @@ typedef struct {
     int32_t len;          /* 0: an empty slot */
     int32_t count;        /* its pieces (0: a plain word) */
     int *pieces;          /* owned */
+    uint64_t added;       /* the judgment that last added its pieces to a text's candidates (judge_text's serial) */
     union {
         unsigned char text[INLINE_WORD];  /* a word of at most INLINE_WORD bytes (most): one cache line */
         unsigned char *longer;            /* owned */
@@ -413,15 +414,25 @@ static int holds_literal(const unsigned char *text, Py_ssize_t len) {
     return 0;
 }
 
+/* Adds a table word's pieces to `found` unless this judgment (`serial`) added them already: a text says a
+ * word again and again (a megabyte of one anchor word added its 25 pieces 160,000 times, 37 MB to sort
+ * where _raw_candidates reads the set of the words), and its pieces are the same each time. */
+static int add_once(Word *w, uint64_t serial, Ints *found) {
+    if (w->count == 0 || w->added == serial)
+        return 0;
+    w->added = serial;
+    return ints_add(found, w->pieces, w->count);
+}
+
 /* Adds a raw word's pieces to `found`: its anchor pieces and, where it holds a stem or an in-word
  * hint's literal, what _ANY_IN_WORD and _word_pieces find (kept). */
-static int add_word_pieces(const unsigned char *text, Py_ssize_t len, uint64_t hash, Ints *found) {
+static int add_word_pieces(const unsigned char *text, Py_ssize_t len, uint64_t hash, uint64_t serial, Ints *found) {
     Word *anchor = word_lookup(&anchors, text, len, hash);
     if (!holds_literal(text, len))
-        return anchor != NULL && anchor->count ? ints_add(found, anchor->pieces, anchor->count) : 0;
+        return anchor != NULL ? add_once(anchor, serial, found) : 0;
     Word *known = word_lookup(&kept_words, text, len, hash);
     if (known != NULL)
-        return known->count ? ints_add(found, known->pieces, known->count) : 0;
+        return add_once(known, serial, found);
     PyObject *w = PyBytes_FromStringAndSize((const char *)text, len);
     if (w == NULL)
         return -1;
@@ -454,8 +465,11 @@ static int add_word_pieces(const unsigned char *text, Py_ssize_t len, uint64_t h
             return -1;
     }
     int status = count ? ints_add(found, ints, count) : 0;
-    if (word_keep(&kept_words, text, len, hash, count, ints) == NULL)
+    Word *kept = word_keep(&kept_words, text, len, hash, count, ints);
+    if (kept == NULL)
         PyMem_Free(ints);
+    else
+        kept->added = serial;
     return status;
 }
 
@@ -1348,6 +1362,8 @@ static Span *spans_of(const unsigned char *s, Py_ssize_t n, int tokens_only, Spa
     return spans;
 }
 
+static uint64_t judgments;  /* judge_text's calls: each one's serial (0 is no call's: a word never added) */
+
 static PyObject *judge_text(PyObject *module, PyObject *text) {
     if (!bound) {
         PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
@@ -1433,9 +1449,12 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         count++;
     }
 
-    /* _raw_candidates: each word's pieces, and the phrase hints' */
+    /* _raw_candidates: each word's pieces (once a judgment: `serial`, unique to this call — a word stamped
+       with it was added by this call, whatever another thread's judgment did meanwhile), and the phrase
+       hints' */
+    uint64_t serial = ++judgments;
     for (Py_ssize_t k = 0; k < count; k++)
-        if (add_word_pieces(raw + spans[k].start, spans[k].len, spans[k].hash, &candidates) < 0)
+        if (add_word_pieces(raw + spans[k].start, spans[k].len, spans[k].hash, serial, &candidates) < 0)
             goto done;
     int across = across_count == 0;
     for (int k = 0; !across && k < across_count; k++)
