@@ -183,3 +183,159 @@ def test_the_python_judgment_runs_where_the_extension_is_not_used() -> None:
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT,
                           env={**__import__("os").environ, "TRUECALL_PURE_PYTHON": "1"})
     assert done.stdout.split() == ["True", "accepted", "accepted"]
+
+
+class _BlockWithItsOwnGet(dict):  # (a dict subclass: _claim_in_result_python asks its get, not its items)
+    def get(self, key: Any, default: Any = None) -> Any:
+        return {"type": "text", "text": "Upload failed"}.get(key, default)
+
+
+class _ListWithItsOwnIter(list):  # (a list subclass: ``for block in content`` runs its __iter__)
+    def __iter__(self) -> Any:
+        return iter([{"type": "text", "text": "Upload failed"}])
+
+
+class _NotEqualAlways:  # (``block.get("type") != "text"`` asks __ne__, whatever __eq__ says)
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return True
+
+    __hash__ = object.__hash__
+
+
+class _PassesForADict:  # (isinstance asks __class__ too: a proxy or a mock passes for what it stands for)
+    @property
+    def __class__(self) -> type:  # type: ignore[override]
+        return dict
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return {"type": "text", "text": "Upload failed"}.get(key, default)
+
+
+class _PassesForAList:
+    @property
+    def __class__(self) -> type:  # type: ignore[override]
+        return list
+
+    def __iter__(self) -> Any:
+        return iter([{"type": "text", "text": "Upload failed"}])
+
+
+class _Raises(dict):
+    def get(self, key: Any, default: Any = None) -> Any:
+        raise LookupError("get")
+
+
+@needs_speedups
+def test_claim_in_result_in_c_reads_hostile_mappings_as_python_does() -> None:
+    def growing() -> dict[str, Any]:  # (a type whose comparison adds blocks: the list mutated while judged)
+        content: list[Any] = [{"type": "text", "text": "Your order is pending"}]
+
+        class Growing:
+            def __eq__(self, other: object) -> bool:
+                if len(content) < 4:
+                    content.append({"type": "text", "text": "Upload failed"})
+                return other == "text"
+
+            def __ne__(self, other: object) -> bool:
+                return not self.__eq__(other)
+
+            __hash__ = object.__hash__
+
+        content.insert(0, {"type": Growing(), "text": "The export completed"})
+        return {"content": content}
+
+    results = [lambda: {"content": [_BlockWithItsOwnGet(type="image", text="Your order is pending")]},
+               lambda: {"content": _ListWithItsOwnIter([{"type": "text", "text": "Your order is pending"}])},
+               lambda: {"content": [{"type": _NotEqualAlways(), "text": "Your order is pending"}]},
+               lambda: {"content": [_PassesForADict()]}, lambda: {"content": _PassesForAList()}, growing]
+    for result in results:  # (each judgment its own result: the hostile ones change theirs)
+        assert _claims.claim_in_result(result()) == _claims._claim_in_result_python(result()), result()
+    for hostile in (_Raises(), {"content": [_Raises(type="text")]}):
+        with pytest.raises(LookupError):
+            _claims.claim_in_result(hostile)
+        with pytest.raises(LookupError):
+            _claims._claim_in_result_python(hostile)
+
+
+def test_claim_in_result_in_c_holds_what_it_reads_while_python_runs() -> None:
+    """A block's "type" whose comparison empties the block: the value was read borrowed from the dict
+    and used after the dict let it go (a crash under the debug allocator, which fills freed memory)."""
+    probe = ("from truecall.judge import _claims\n"
+             "class T:\n"
+             "    def __eq__(self, other):\n"
+             "        block.clear()\n"
+             "        return NotImplemented\n"
+             "    __ne__ = __eq__\n"
+             "    __hash__ = object.__hash__\n"
+             "for _ in range(100):\n"
+             "    block = {'type': T(), 'text': 'Your order is pending'}\n"
+             "    _claims.claim_in_result({'content': [block]})\n"
+             "print('survived')\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT,
+                          env={**__import__("os").environ, "PYTHONMALLOC": "debug"})
+    assert done.returncode == 0 and done.stdout.split() == ["survived"], (done.returncode, done.stderr[-2000:])
+
+
+#: Judges more fresh words that hold an in-word literal than the kept tables hold, C against Python; run in
+#: a process of its own (the tables stay full: a process's later judgments would read every such word again).
+_KEPT_WORDS_FULL = """
+import random, sys, tracemalloc
+from truecall.judge import _claims
+fast, rng = _claims._fast, random.Random(int(sys.argv[1]))
+endings = ["ed", "iert", "fehler", "ado", "gezt", "yet", "d", ""]
+def python(t):
+    return _claims._judge_ascii_python(t)
+def fresh():
+    return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(6, 12))) + rng.choice(endings)
+def text():
+    return " ".join(fresh() for _ in range(12)) + rng.choice(["", " was received", " failed", " is queued"])
+judged = [text() for _ in range(_claims._WORDS_KEPT // 10 + 500)]
+differ = [t for t in judged if fast(t) != python(t)]
+assert not differ, differ[:5]
+literal = {w for t in judged for w in t.encode().split() if any(x in w for x in _claims._IN_WORD_LITERALS)}
+assert len(literal) > _claims._WORDS_KEPT + 5000, len(literal)  # (the C table of such words full, and beyond it)
+texts = [text() for _ in range(500)]
+for t in texts:
+    fast(t)
+tracemalloc.start()
+before = tracemalloc.take_snapshot()
+for _ in range(3):
+    for t in texts:
+        fast(t)
+after = tracemalloc.take_snapshot()
+grown = sum(stat.size_diff for stat in after.compare_to(before, "filename") if stat.size_diff > 0)
+assert grown < 64 * 1024, [str(s) for s in after.compare_to(before, "lineno")[:5]]
+print("ok")
+"""
+
+
+@needs_speedups
+def test_the_c_judgment_is_the_python_one_once_the_kept_words_are_full(rng_seed: int) -> None:
+    """More fresh words that hold an in-word literal ("…ed", "…iert", "…fehler") than either judgment
+    keeps (_WORDS_KEPT): beyond it each is read again every time, to the same claim, and what is not
+    kept is freed."""
+    done = subprocess.run([sys.executable, "-c", _KEPT_WORDS_FULL, str(rng_seed)], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert done.returncode == 0 and done.stdout.split() == ["ok"], (done.returncode, done.stderr[-3000:])
+
+
+@needs_speedups
+def test_a_long_text_of_one_claim_word_again_and_again_costs_what_its_words_do() -> None:
+    """A megabyte of one anchor word ("creees creees …": 25 pieces each time) gives its pieces once, as
+    the Python judgment's set of words does: the C one added them for every time the word came (2.5
+    million ints, sorted: 37 MB and 14 times the Python judgment's time)."""
+    assert SPEEDUPS is not None
+    word = max(_claims._BY_WORD_BYTES, key=lambda w: len(_claims._BY_WORD_BYTES[w]) / (len(w) + 1)).decode()
+    assert len(_claims._BY_WORD_BYTES[word.encode()]) >= 10
+    for text in ((word + " ") * (1_000_000 // (len(word) + 1)), (word + " received ") * 60_000):
+        assert SPEEDUPS(text) == _python(text)
+        peaks = []
+        for judge in (SPEEDUPS, _python):
+            tracemalloc.start()
+            judge(text)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+        assert peaks[0] < 2 * peaks[1], peaks

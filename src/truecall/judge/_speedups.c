@@ -231,6 +231,7 @@ typedef struct {
     int32_t len;          /* 0: an empty slot */
     int32_t count;        /* its pieces (0: a plain word) */
     int *pieces;          /* owned */
+    uint64_t added;       /* the judgment that last added its pieces to a text's candidates (judge_text's serial) */
     union {
         unsigned char text[INLINE_WORD];  /* a word of at most INLINE_WORD bytes (most): one cache line */
         unsigned char *longer;            /* owned */
@@ -413,15 +414,25 @@ static int holds_literal(const unsigned char *text, Py_ssize_t len) {
     return 0;
 }
 
+/* Adds a table word's pieces to `found` unless this judgment (`serial`) added them already: a text says a
+ * word again and again (a megabyte of one anchor word added its 25 pieces 160,000 times, 37 MB to sort
+ * where _raw_candidates reads the set of the words), and its pieces are the same each time. */
+static int add_once(Word *w, uint64_t serial, Ints *found) {
+    if (w->count == 0 || w->added == serial)
+        return 0;
+    w->added = serial;
+    return ints_add(found, w->pieces, w->count);
+}
+
 /* Adds a raw word's pieces to `found`: its anchor pieces and, where it holds a stem or an in-word
  * hint's literal, what _ANY_IN_WORD and _word_pieces find (kept). */
-static int add_word_pieces(const unsigned char *text, Py_ssize_t len, uint64_t hash, Ints *found) {
+static int add_word_pieces(const unsigned char *text, Py_ssize_t len, uint64_t hash, uint64_t serial, Ints *found) {
     Word *anchor = word_lookup(&anchors, text, len, hash);
     if (!holds_literal(text, len))
-        return anchor != NULL && anchor->count ? ints_add(found, anchor->pieces, anchor->count) : 0;
+        return anchor != NULL ? add_once(anchor, serial, found) : 0;
     Word *known = word_lookup(&kept_words, text, len, hash);
     if (known != NULL)
-        return known->count ? ints_add(found, known->pieces, known->count) : 0;
+        return add_once(known, serial, found);
     PyObject *w = PyBytes_FromStringAndSize((const char *)text, len);
     if (w == NULL)
         return -1;
@@ -454,8 +465,11 @@ static int add_word_pieces(const unsigned char *text, Py_ssize_t len, uint64_t h
             return -1;
     }
     int status = count ? ints_add(found, ints, count) : 0;
-    if (word_keep(&kept_words, text, len, hash, count, ints) == NULL)
+    Word *kept = word_keep(&kept_words, text, len, hash, count, ints);
+    if (kept == NULL)
         PyMem_Free(ints);
+    else
+        kept->added = serial;
     return status;
 }
 
@@ -1922,6 +1936,8 @@ static Span *spans_of(const unsigned char *s, Py_ssize_t n, int tokens_only, Spa
     return spans;
 }
 
+static uint64_t judgments;  /* judge_text's calls: each one's serial (0 is no call's: a word never added) */
+
 static PyObject *judge_text(PyObject *module, PyObject *text) {
     if (!bound) {
         PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
@@ -2007,9 +2023,12 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         count++;
     }
 
-    /* _raw_candidates: each word's pieces, and the phrase hints' */
+    /* _raw_candidates: each word's pieces (once a judgment: `serial`, unique to this call — a word stamped
+       with it was added by this call, whatever another thread's judgment did meanwhile), and the phrase
+       hints' */
+    uint64_t serial = ++judgments;
     for (Py_ssize_t k = 0; k < count; k++)
-        if (add_word_pieces(raw + spans[k].start, spans[k].len, spans[k].hash, &candidates) < 0)
+        if (add_word_pieces(raw + spans[k].start, spans[k].len, spans[k].hash, serial, &candidates) < 0)
             goto done;
     int across = across_count == 0;
     for (int k = 0; !across && k < across_count; k++)
@@ -2394,11 +2413,30 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
 /* -- claim_in_result ------------------------------------------------------------------------------ */
 
 static PyObject *claim_cached;  /* _claim_cached: the lru cache around judge() */
-static PyObject *str_content, *str_type, *str_text, *str_accepted, *str_completed;
+static PyObject *str_content, *str_type, *str_text, *str_accepted, *str_completed, *str_get;
 
 static PyObject *bind_results(PyObject *module, PyObject *cached) {
     Py_XSETREF(claim_cached, Py_NewRef(cached));
     Py_RETURN_NONE;
+}
+
+/* isinstance(o, type): 1, 0, or -1 on an error (an object's __class__ is asked too: a proxy or a mock may
+ * pass for a dict or a list, and _claim_in_result_python reads it as one). */
+static int is_instance(PyObject *o, PyTypeObject *type) {
+    if (Py_IS_TYPE(o, type) || PyType_IsSubtype(Py_TYPE(o), type))
+        return 1;
+    return PyObject_IsInstance(o, (PyObject *)type);
+}
+
+/* block.get(key): a new reference (None when missing); NULL on an error.  An exact dict is read directly,
+ * any other (a subclass) through its own get, as _claim_in_result_python reads it. */
+static PyObject *block_get(PyObject *block, PyObject *key) {
+    if (!PyDict_CheckExact(block))
+        return PyObject_CallMethodOneArg(block, str_get, key);
+    PyObject *value = PyDict_GetItemWithError(block, key);
+    if (value == NULL)
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    return Py_NewRef(value);
 }
 
 static int rank_of(PyObject *claim) {  /* _RANK[claim.kind] */
@@ -2433,31 +2471,55 @@ static PyObject *claim_in_result(PyObject *module, PyObject *result) {
         if (content == NULL)
             return NULL;
     }
-    if (content == NULL || !PyList_Check(content)) {
+    int listed = content == NULL ? 0 : is_instance(content, &PyList_Type);
+    if (listed <= 0) {
         Py_XDECREF(content);
-        Py_RETURN_NONE;
+        return listed < 0 ? NULL : Py_NewRef(Py_None);
     }
-    PyObject *best = NULL;
+    /* `for block in content` and block.get(...) as Python reads them: an iterator (a list subclass may have
+       its own __iter__; a list changed while judged is read as its iterator reads it), a block's own get
+       (a dict subclass may have one), and each value held while Python runs (a comparison may empty the
+       block: a value borrowed from it would then be freed) */
+    PyObject *best = NULL, *blocks = PyObject_GetIter(content), *block = NULL;
     int best_rank = 3;
-    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(content); k++) {  /* (the size read again: judging runs Python) */
-        PyObject *block = PyList_GET_ITEM(content, k);
-        if (!PyDict_Check(block))
-            continue;
-        Py_INCREF(block);
-        PyObject *type = PyDict_GetItemWithError(block, str_type);  /* block.get("type") != "text" */
-        int is_text = type != NULL ? PyObject_RichCompareBool(type, str_text, Py_EQ) : PyErr_Occurred() ? -1 : 0;
-        PyObject *text = is_text > 0 ? PyDict_GetItemWithError(block, str_text) : NULL;
-        if (is_text < 0 || (text == NULL && PyErr_Occurred())) {
+    Py_DECREF(content);
+    if (blocks == NULL)
+        return NULL;
+    while ((block = PyIter_Next(blocks)) != NULL) {
+        int is_dict = is_instance(block, &PyDict_Type);
+        if (is_dict <= 0) {
             Py_DECREF(block);
+            if (is_dict < 0)
+                goto error;
+            continue;
+        }
+        PyObject *type = block_get(block, str_type);  /* block.get("type") != "text" */
+        int not_text = type == NULL ? -1 : PyObject_RichCompareBool(type, str_text, Py_NE);
+        Py_XDECREF(type);
+        PyObject *text = not_text == 0 ? block_get(block, str_text) : NULL;
+        Py_DECREF(block);
+        if (not_text < 0 || (not_text == 0 && text == NULL))
+            goto error;
+        int empty = 1;  /* not isinstance(text, str) or not text; then len(text) (a subclass's own) */
+        Py_ssize_t length = 0;
+        if (text != NULL && PyUnicode_CheckExact(text)) {
+            length = PyUnicode_GET_LENGTH(text);
+            empty = length == 0;
+        } else if (text != NULL) {  /* (a subclass, or what passes for a str: its own truth and length) */
+            int is_str = is_instance(text, &PyUnicode_Type);
+            empty = is_str < 0 ? -1 : is_str == 0 ? 1 : PyObject_Not(text);
+            if (empty == 0)
+                length = PyObject_Length(text);
+        }
+        if (empty < 0 || length < 0) {
+            Py_DECREF(text);
             goto error;
         }
-        if (text == NULL || !PyUnicode_Check(text) || PyUnicode_GET_LENGTH(text) == 0) {
-            Py_DECREF(block);
+        if (empty) {
+            Py_XDECREF(text);
             continue;
         }
-        Py_INCREF(text);
-        Py_DECREF(block);
-        PyObject *claim = PyUnicode_GET_LENGTH(text) <= 512 ? call1(claim_cached, text) : judge_text(module, text);
+        PyObject *claim = length <= 512 ? call1(claim_cached, text) : judge_text(module, text);
         Py_DECREF(text);
         if (claim == NULL)
             goto error;
@@ -2479,10 +2541,14 @@ static PyObject *claim_in_result(PyObject *module, PyObject *result) {
             Py_DECREF(claim);
         }
     }
-    Py_DECREF(content);
+    Py_DECREF(blocks);
+    if (PyErr_Occurred()) {  /* (the iterator's error) */
+        Py_XDECREF(best);
+        return NULL;
+    }
     return best != NULL ? best : Py_NewRef(Py_None);
 error:
-    Py_DECREF(content);
+    Py_DECREF(blocks);
     Py_XDECREF(best);
     return NULL;
 }
@@ -2515,6 +2581,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     INTERN(str_text, "text");
     INTERN(str_accepted, "accepted");
     INTERN(str_completed, "completed");
+    INTERN(str_get, "get");
 #undef INTERN
     if ((empty_tuple = PyTuple_New(0)) == NULL)
         return NULL;
