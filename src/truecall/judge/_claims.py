@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
@@ -1386,12 +1387,20 @@ def _speedups() -> Callable[[str], Claim | None] | None:
         from . import _speedups as speedups
     except ImportError:
         return None
-    if not speedups.bind(dict(globals(), normalise_uncamelled_ascii=normalise_uncamelled_ascii,
-                              _ANY_IN_WORD_search=_ANY_IN_WORD.search, _ANY_ACROSS_search=_ANY_ACROSS.search,
-                              _DATA_LINE_match=_DATA_LINE.match, _NEG_AFTER_match=_NEG_AFTER.match,
-                              _INTRO_match=_INTRO.match, _CLAUSE_END_search=_CLAUSE_END.search,
-                              _REPORTED_search=_REPORTED.search, _DEFINED_search=_DEFINED.search,
-                              _ANSWERED_match=_ANSWERED.match, _HISTORY_search=_HISTORY.search)):
+    try:
+        bound = speedups.bind(dict(globals(), normalise_uncamelled_ascii=normalise_uncamelled_ascii,
+                                   _ANY_IN_WORD_search=_ANY_IN_WORD.search, _ANY_ACROSS_search=_ANY_ACROSS.search,
+                                   _DATA_LINE_match=_DATA_LINE.match, _NEG_AFTER_match=_NEG_AFTER.match,
+                                   _INTRO_match=_INTRO.match, _CLAUSE_END_search=_CLAUSE_END.search,
+                                   _REPORTED_search=_REPORTED.search, _DEFINED_search=_DEFINED.search,
+                                   _ANSWERED_match=_ANSWERED.match, _HISTORY_search=_HISTORY.search))
+    except (TypeError, ValueError, KeyError, IndexError, MemoryError) as refused:
+        # a vocabulary the C tables cannot hold (more literals or longer ones than they keep): the
+        # Python judgment runs, and says so (tests/judge/test_speedups.py fails where a compiler is)
+        warnings.warn(f"truecall.judge: the C judgment could not take this vocabulary ({refused}); the Python one "
+                      "runs", RuntimeWarning, stacklevel=2)
+        return None
+    if not bound:
         return None  # (bound to the module imported first: this one, imported again, runs in Python)
     return speedups.judge
 

@@ -504,6 +504,10 @@ static int piece_ready(Py_ssize_t i) {
     }
     if (compiled == NULL)
         return -1;
+    if (p->ready) {  /* (_single ran Python: another thread may have made this piece meanwhile) */
+        Py_DECREF(compiled);
+        return 0;
+    }
     int status = -1;
     PyObject *words_list = NULL;
     if (!PyTuple_Check(compiled) || PyTuple_GET_SIZE(compiled) != 5 || !PyTuple_Check(PyTuple_GET_ITEM(compiled, 4))) {
@@ -639,6 +643,16 @@ static Cues *cues_for(PyObject *language, int failed) {
     Py_DECREF(key);
     if (cues == NULL)
         return NULL;
+    for (int k = 0; k < cues_count; k++)  /* (_plain_cues ran Python: another thread may have kept these meanwhile) */
+        if (cues_table[k].failed == failed && cues_table[k].language == language) {
+            Py_DECREF(cues);
+            return &cues_table[k];
+        }
+    if (cues_count == 32) {
+        Py_DECREF(cues);
+        PyErr_SetString(PyExc_RuntimeError, "more than 32 languages' cues");
+        return NULL;
+    }
     Cues *c = &cues_table[cues_count];
     memset(c, 0, sizeof(*c));
     PyObject *words = NULL, *phrases, *texts;
@@ -1290,6 +1304,16 @@ static Rules *rules_for(PyObject *language) {
     PyObject *t = call1(rules_of, language);
     if (t == NULL)
         return NULL;
+    for (int k = 0; k < rules_count; k++)  /* (_rules_of ran Python: another thread may have kept these meanwhile) */
+        if (rules_table[k].language == language) {
+            Py_DECREF(t);
+            return &rules_table[k];
+        }
+    if (rules_count == 32) {
+        Py_DECREF(t);
+        PyErr_SetString(PyExc_RuntimeError, "more than 32 languages' rules");
+        return NULL;
+    }
     Rules *r = &rules_table[rules_count];
     memset(r, 0, sizeof(*r));
     if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8) {
@@ -2519,7 +2543,9 @@ static PyObject *claim_in_result(PyObject *module, PyObject *result) {
             Py_XDECREF(text);
             continue;
         }
-        PyObject *claim = length <= 512 ? call1(claim_cached, text) : judge_text(module, text);
+        PyObject *cached = Py_NewRef(claim_cached);  /* (held: bind_results may run while Python does) */
+        PyObject *claim = length <= 512 ? call1(cached, text) : judge_text(module, text);
+        Py_DECREF(cached);
         Py_DECREF(text);
         if (claim == NULL)
             goto error;
