@@ -23,7 +23,7 @@ from typing import AbstractSet, Any, Callable, Iterator, Literal, Mapping
 import orjson
 
 from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, class_end, matches, scan, starts_word, top_groups
-from ._normalise import _CAMEL_CASES, _CASES, normalise, normalise_uncamelled_ascii
+from ._normalise import _CAMEL_CASES, _CASES, _latin1_tables, normalise, normalise_uncamelled_ascii
 from ._vocabulary import (ADVICE_INTROS, AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONDITIONALS, CONDITIONALS_AFTER,
                           CONTRASTS, DATA_INTROS, DEFINITIONS, GENERIC_MODALS, HISTORY, NEGATIONS, NONE_COUNTS,
                           REPORTED_SPEECH, YES_NO_MARKS, Term, every)

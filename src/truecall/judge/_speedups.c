@@ -858,6 +858,27 @@ static int may_intro(const unsigned char *s, Py_ssize_t n) {
 
 enum { HEAD_ERROR = -2, HEAD_PYTHON = -1, HEAD_NONE = 0, HEAD_TEXT = 1 };
 
+/* Whether _QUOTED finds no quotation in a head (of Latin-1) whose only quote character is "'" but
+ * every match of its "'[^'\n]{1,400}'" _unquote keeps — an apostrophe, a letter or a digit next to it
+ * outside ("l'export sera prêt ; merci, l'équipe": "d'accès … l'"): then _head's head is the text's.
+ * The matches as the engine finds them: from each "'", to the first "'" or line break after it, a
+ * match when that is a "'" after one to 400 characters; the next searched for after it. */
+static int apostrophes_kept(const unsigned char *s, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (s[i] != '\'')
+            continue;
+        Py_ssize_t j = i + 1;
+        while (j < n && s[j] != '\'' && s[j] != '\n')
+            j++;
+        if (j == n || s[j] != '\'' || j - i - 1 < 1 || j - i - 1 > 400)
+            continue;  /* (no match from here: the engine goes on at the next character) */
+        if (!((i > 0 && Py_UNICODE_ISALNUM(s[i - 1])) || (j + 1 < n && Py_UNICODE_ISALNUM(s[j + 1]))))
+            return 0;
+        i = j;
+    }
+    return 1;
+}
+
 /* Where _head(text) is a part of the text itself: HEAD_TEXT and its bounds — the stripped text's first
  * lines (at most three) up to a blank line, a data line or a table row, cut at 400 characters, when no
  * line has a data intro and the head has no quotation and no name; HEAD_NONE when the head is empty
@@ -945,8 +966,10 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
             break;
         }
     }
-    if (quotes[0] > 1 || quotes[1] > 1 || quotes[2] > 1 || (quotes[3] && closing))
-        return HEAD_PYTHON;  /* (a quotation, or an apostrophe _unquote keeps: _head reads it) */
+    if (quotes[0] > 1 || quotes[2] > 1 || (quotes[3] && closing))
+        return HEAD_PYTHON;  /* (a quotation: _head reads it) */
+    if (quotes[1] > 1 && !apostrophes_kept(s + a, end - a))
+        return HEAD_PYTHON;  /* (a quotation in apostrophes: _head blanks it) */
     *from = a;
     *to = end;
     return HEAD_TEXT;
@@ -1003,6 +1026,123 @@ static PyObject *normalised(const unsigned char *s, Py_ssize_t n) {
     if (t != stack)
         PyMem_Free(t);
     return norm;
+}
+
+/* -- normalising a Latin text: normalise() of Spanish, French, German (and English with a curly apostrophe)
+ * in C ------------------------------------------------------------------------------------------------- */
+
+static PyObject *latin1_tables;          /* _normalise._latin1_tables() -> (fold, safe) */
+static unsigned char latin_fold[256];    /* each Latin-1 character as _fold's steps make it (its first table) */
+static unsigned char latin_safe[256];    /* 1: a character the table folds (its second) */
+static int latin_ready = 0;
+
+static int latin_tables(void) {
+    if (latin_ready)
+        return 0;
+    PyObject *tables = PyObject_CallNoArgs(latin1_tables);
+    if (tables == NULL)
+        return -1;
+    PyObject *fold = PyTuple_Check(tables) && PyTuple_GET_SIZE(tables) == 2 ? PyTuple_GET_ITEM(tables, 0) : NULL;
+    PyObject *safe = fold != NULL ? PyTuple_GET_ITEM(tables, 1) : NULL;
+    if (fold == NULL || !PyBytes_Check(fold) || PyBytes_GET_SIZE(fold) != 256 || !PyBytes_Check(safe)) {
+        Py_DECREF(tables);
+        PyErr_SetString(PyExc_TypeError, "_latin1_tables: (bytes of 256, bytes)");
+        return -1;
+    }
+    memcpy(latin_fold, PyBytes_AS_STRING(fold), 256);
+    memset(latin_safe, 0, 256);
+    for (Py_ssize_t k = 0; k < PyBytes_GET_SIZE(safe); k++)
+        latin_safe[(unsigned char)PyBytes_AS_STRING(safe)[k]] = 1;
+    Py_DECREF(tables);
+    latin_ready = 1;
+    return 0;
+}
+
+/* normalise(text) of a text whose characters are Latin-1 or U+2019 (a curly apostrophe), when it is
+ * ASCII: each Latin-1 character one the table folds (_latin1_tables: its accents off, as NFKC, NFD, the
+ * marks' removal and NFC make it — what _fold's Latin-1 branch does; no character of the two sets
+ * composes with another, so _fold_unicode's steps over a text with U+2019 make the same), U+2019 an
+ * apostrophe (_joined makes both a space), the folded text ASCII and without a camelCase boundary; then
+ * _joined(folded.lower()) (normalised()).  NULL with no error set: any other text (normalise() makes
+ * its form).  `proxy`: for a text with U+2019, the text with each made U+00A4 (a Latin-1 character
+ * that, like it, is no word character, no white space and in no pattern of _head's), which head_of
+ * reads (one of Latin-1) where _head read the text: the same lines, data, intros and bounds. */
+static PyObject *latin_normalised(PyObject *text, PyObject **proxy) {
+    *proxy = NULL;
+    int kind = PyUnicode_KIND(text);
+    if (kind == PyUnicode_4BYTE_KIND)
+        return NULL;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (kind == PyUnicode_2BYTE_KIND) {  /* (the whole text read before the tables are made) */
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            if (c > 0xff && c != 0x2019)
+                return NULL;
+        }
+    }
+    if (latin_tables() < 0)
+        return NULL;
+    unsigned char stack[512];
+    unsigned char *t = n <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(n ? n : 1);
+    if (t == NULL)
+        return PyErr_NoMemory();
+    PyObject *norm = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        unsigned char f;
+        if (c == 0x2019)
+            f = '\'';
+        else if (!latin_safe[c] || (f = latin_fold[c]) >= 0x80)
+            goto done;  /* (a character the table does not fold, or one it leaves beyond ASCII: "ß", "ð") */
+        t[i] = f;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)  /* _CAMEL_CASES: "aA" or "AAa" (then _CAMEL splits: in Python) */
+        if (is_upper(t[i]) && ((i > 0 && is_lower(t[i - 1])) || (i + 2 < n && is_upper(t[i + 1]) && is_lower(t[i + 2]))))
+            goto done;
+    if (kind == PyUnicode_2BYTE_KIND) {
+        *proxy = PyUnicode_New(n, 0xff);
+        if (*proxy == NULL)
+            goto done;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i);
+            PyUnicode_1BYTE_DATA(*proxy)[i] = c == 0x2019 ? 0xa4 : (unsigned char)c;
+        }
+    }
+    norm = normalised(t, n);
+    if (norm == NULL)
+        Py_CLEAR(*proxy);
+done:
+    if (t != stack)
+        PyMem_Free(t);
+    return norm;
+}
+
+/* _evidence(base, phrase) of an ASCII phrase (`len` characters) in a text of Latin-1 characters and
+ * U+2019: where base.casefold() holds the phrase, as base has it (each character's case folded is one
+ * character — NULL with no error where "ß" makes two, or a character is of neither set: _evidence
+ * reads it), else the phrase; at most 80 characters. */
+static PyObject *latin_evidence(PyObject *base, const unsigned char *phrase, Py_ssize_t len, PyObject *norm,
+                                Py_ssize_t start) {
+    int kind = PyUnicode_KIND(base);
+    const void *data = PyUnicode_DATA(base);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(base), keep = len < 80 ? len : 80;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c == 0xdf || (c > 0xff && c != 0x2019))
+            return NULL;
+    }
+    for (Py_ssize_t i = 0; i + len <= n; i++) {
+        Py_ssize_t j = 0;
+        for (; j < len; j++) {  /* (a character beyond ASCII folds to one beyond ASCII: never the phrase's) */
+            Py_UCS4 c = PyUnicode_READ(kind, data, i + j);
+            if (c >= 0x80 || lower((unsigned char)c) != phrase[j])
+                break;
+        }
+        if (j == len)
+            return PyUnicode_Substring(base, i, i + keep);
+    }
+    return PyUnicode_Substring(norm, start, start + keep);
 }
 
 /* A word of a text: where it is, how long, its hash. */
@@ -1977,9 +2117,10 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
        Japanese text is) */
     PyObject *head = NULL, *norm = NULL, *result = NULL;
     int folded = !PyUnicode_IS_ASCII(text);
+    PyObject *proxy = NULL;  /* (a text with U+2019: latin_normalised) */
     if (folded) {
-        norm = call1(normalise_py, text);
-        if (norm == NULL)
+        norm = latin_normalised(text, &proxy);
+        if (norm == NULL && (PyErr_Occurred() || (norm = call1(normalise_py, text)) == NULL))
             return NULL;
         int plain = PyUnicode_Check(norm) && PyUnicode_IS_ASCII(norm);
         for (Py_ssize_t i = 0; plain && i < PyUnicode_GET_LENGTH(norm); i++) {
@@ -1989,6 +2130,7 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         if (!plain) {  /* (Chinese, Japanese: its normalised form given, not made again) */
             result = call2(judge_unicode, text, norm);
             Py_DECREF(norm);
+            Py_XDECREF(proxy);
             return result;
         }
     }
@@ -2010,6 +2152,7 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
     unsigned char *raw = n <= (Py_ssize_t)sizeof(raw_stack) ? raw_stack : PyMem_Malloc(n ? n : 1);
     if (raw == NULL) {
         Py_XDECREF(norm);
+        Py_XDECREF(proxy);
         return PyErr_NoMemory();
     }
     int only_words = 1;  /* _words_hold_the_heads: [a-z0-9] and white space only */
@@ -2089,7 +2232,8 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
 
     /* the head: a part of the text (no object made of it unless _claim is called), or what _head makes */
     Py_ssize_t head_at = 0, head_end = 0;
-    int kind = PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND ? head_of(text, &head_at, &head_end) : HEAD_PYTHON;
+    int kind = PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND ? head_of(text, &head_at, &head_end)
+               : proxy != NULL ? head_of(proxy, &head_at, &head_end) : HEAD_PYTHON;
     if (kind == HEAD_ERROR)
         goto done;
     if (kind == HEAD_NONE) {
@@ -2167,9 +2311,13 @@ read_norm:
         goto python;
     PyObject *said;
     if (folded) {  /* (_evidence: the head case folded, where "ß" is two letters) */
-        PyObject *phrase = PyUnicode_Substring(norm, start, end);
-        said = phrase == NULL ? NULL : call2(evidence_py, head != NULL ? head : text, phrase);
-        Py_XDECREF(phrase);
+        PyObject *base = head != NULL ? head : text;
+        said = latin_evidence(base, reading.s + start, end - start, norm, start);
+        if (said == NULL && !PyErr_Occurred()) {
+            PyObject *phrase = PyUnicode_Substring(norm, start, end);
+            said = phrase == NULL ? NULL : call2(evidence_py, base, phrase);
+            Py_XDECREF(phrase);
+        }
     } else {
         said = evidence_of(PyUnicode_1BYTE_DATA(head_base) + head_at, head_end - head_at, head_base, head_at,
                            reading.s + start, end - start, norm, start);
@@ -2212,6 +2360,7 @@ done:
         PyMem_Free(raw);
     Py_XDECREF(head);
     Py_XDECREF(norm);
+    Py_XDECREF(proxy);
     return result;
 }
 
@@ -2303,6 +2452,7 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     TAKE(plain_cues, "_plain_cues");
     TAKE(judge_unicode, "_judge_unicode");
     TAKE(normalise_py, "normalise");
+    TAKE(latin1_tables, "_latin1_tables");
     TAKE(evidence_py, "_evidence");
     TAKE(neg_after_match, "_NEG_AFTER_match");
     TAKE(reading_type, "_Reading");
