@@ -975,14 +975,25 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
     return HEAD_TEXT;
 }
 
+/* The dashes a Latin text may hold (U+2013, U+2014) that normalise() keeps: in a normalised form read
+ * here each is a byte of its own beyond ASCII (DASH_BYTE + k), no word character, no space, no mark of
+ * a rule's (a dash is none of those), wherever a character stands for itself in what C reads; the
+ * normalised form's str holds the dash itself (what the patterns read). */
+#define DASH_BYTE 0x81
+static const Py_UCS4 dashes[2] = {0x2013, 0x2014};
+static inline int dash_of(Py_UCS4 c) { return c == dashes[0] ? 0 : c == dashes[1] ? 1 : -1; }
+static inline int is_dash_byte(unsigned char c) { return c == DASH_BYTE || c == DASH_BYTE + 1; }
+
 /* -- normalising: normalise_uncamelled_ascii of a head of printable ASCII ------------------------ */
 
 /* _joined(head.lower(), True) for an ASCII head, in one pass: a run of "_ - ." that
  * holds a "_" is a space (_JOIN_UNDERSCORE), and so is one between a letter or digit and another
  * (_JOIN_DASH, _JOIN_DOT: such a run starts with its "-" or "."; the two never meet, a run with an "_"
  * being gone first); apostrophes and " \t\r\f\v" are spaces; runs of spaces one; the ends stripped.
- * NULL with no error set: the head has a character beyond ASCII (normalised in Python). */
-static PyObject *normalised(const unsigned char *s, Py_ssize_t n) {
+ * NULL with no error set: the head has a character beyond ASCII (normalised in Python) — but the bytes
+ * that stand for dashes (`dashed`: latin_normalised's; made a str of ASCII and those bytes, which it
+ * makes the dashes' str). */
+static PyObject *normalised(const unsigned char *s, Py_ssize_t n, int dashed) {
     unsigned char stack[512];
     unsigned char *t = n <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(n ? n : 1);
     if (t == NULL)
@@ -991,7 +1002,7 @@ static PyObject *normalised(const unsigned char *s, Py_ssize_t n) {
 #define SPACE() do { if (w > 0 && t[w - 1] != ' ') t[w++] = ' '; } while (0)
     while (i < n) {
         unsigned char c = s[i];
-        if (c > 0x7f) {
+        if (c > 0x7f && !(dashed && is_dash_byte(c))) {
             if (t != stack)
                 PyMem_Free(t);
             return NULL;
@@ -1067,8 +1078,9 @@ static int latin_tables(void) {
  * its form).  `proxy`: for a text with U+2019, the text with each made U+00A4 (a Latin-1 character
  * that, like it, is no word character, no white space and in no pattern of _head's), which head_of
  * reads (one of Latin-1) where _head read the text: the same lines, data, intros and bounds. */
-static PyObject *latin_normalised(PyObject *text, PyObject **proxy) {
+static PyObject *latin_normalised(PyObject *text, PyObject **proxy, PyObject **norm_bytes) {
     *proxy = NULL;
+    *norm_bytes = NULL;
     int kind = PyUnicode_KIND(text);
     if (kind == PyUnicode_4BYTE_KIND)
         return NULL;
@@ -1077,7 +1089,7 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy) {
     if (kind == PyUnicode_2BYTE_KIND) {  /* (the whole text read before the tables are made) */
         for (Py_ssize_t i = 0; i < n; i++) {
             Py_UCS4 c = PyUnicode_READ(kind, data, i);
-            if (c > 0xff && c != 0x2019)
+            if (c > 0xff && c != 0x2019 && dash_of(c) < 0)
                 return NULL;
         }
     }
@@ -1088,12 +1100,16 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy) {
     if (t == NULL)
         return PyErr_NoMemory();
     PyObject *norm = NULL;
+    int dashed = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         unsigned char f;
         if (c == 0x2019)
             f = '\'';
-        else if (!latin_safe[c] || (f = latin_fold[c]) >= 0x80)
+        else if (c > 0xff) {
+            f = DASH_BYTE + dash_of(c);
+            dashed = 1;
+        } else if (!latin_safe[c] || (f = latin_fold[c]) >= 0x80)
             goto done;  /* (a character the table does not fold, or one it leaves beyond ASCII: "ß", "ð") */
         t[i] = f;
     }
@@ -1106,12 +1122,34 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy) {
             goto done;
         for (Py_ssize_t i = 0; i < n; i++) {
             Py_UCS4 c = PyUnicode_READ(kind, data, i);
-            PyUnicode_1BYTE_DATA(*proxy)[i] = c == 0x2019 ? 0xa4 : (unsigned char)c;
+            PyUnicode_1BYTE_DATA(*proxy)[i] = c > 0xff ? 0xa4 : (unsigned char)c;
         }
     }
-    norm = normalised(t, n);
-    if (norm == NULL)
+    norm = normalised(t, n, dashed);
+    if (norm != NULL && dashed) {  /* the bytes C reads; the str with its dashes */
+        Py_ssize_t m = PyUnicode_GET_LENGTH(norm);
+        const unsigned char *b = PyUnicode_1BYTE_DATA(norm);
+        for (Py_ssize_t i = 0; i < m; i++) {  /* (a dash inside a word: its words are not the bytes' — in Python) */
+            if (is_dash_byte(b[i]) && ((i > 0 && !is_bytes_space(word_table[b[i - 1]]) && !is_dash_byte(b[i - 1]))
+                                       || (i + 1 < m && !is_bytes_space(word_table[b[i + 1]]) && !is_dash_byte(b[i + 1])))) {
+                Py_CLEAR(norm);
+                break;
+            }
+        }
+        if (norm != NULL) {
+            *norm_bytes = PyBytes_FromStringAndSize((const char *)b, m);
+            PyObject *wide = *norm_bytes == NULL ? NULL : PyUnicode_New(m, 0xffff);
+            if (wide != NULL)
+                for (Py_ssize_t i = 0; i < m; i++)
+                    PyUnicode_WRITE(PyUnicode_2BYTE_KIND, PyUnicode_DATA(wide), i,
+                                    is_dash_byte(b[i]) ? dashes[b[i] - DASH_BYTE] : (Py_UCS4)b[i]);
+            Py_SETREF(norm, wide);
+        }
+    }
+    if (norm == NULL) {
         Py_CLEAR(*proxy);
+        Py_CLEAR(*norm_bytes);
+    }
 done:
     if (t != stack)
         PyMem_Free(t);
@@ -1119,7 +1157,7 @@ done:
 }
 
 /* _evidence(base, phrase) of an ASCII phrase (`len` characters) in a text of Latin-1 characters and
- * U+2019: where base.casefold() holds the phrase, as base has it (each character's case folded is one
+ * U+2019 and dashes (the phrase's dashes DASH_BYTE's): where base.casefold() holds the phrase, as base has it (each character's case folded is one
  * character — NULL with no error where "ß" makes two, or a character is of neither set: _evidence
  * reads it), else the phrase; at most 80 characters. */
 static PyObject *latin_evidence(PyObject *base, const unsigned char *phrase, Py_ssize_t len, PyObject *norm,
@@ -1129,14 +1167,15 @@ static PyObject *latin_evidence(PyObject *base, const unsigned char *phrase, Py_
     Py_ssize_t n = PyUnicode_GET_LENGTH(base), keep = len < 80 ? len : 80;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c == 0xdf || (c > 0xff && c != 0x2019))
+        if (c == 0xdf || (c > 0xff && c != 0x2019 && dash_of(c) < 0))
             return NULL;
     }
     for (Py_ssize_t i = 0; i + len <= n; i++) {
         Py_ssize_t j = 0;
-        for (; j < len; j++) {  /* (a character beyond ASCII folds to one beyond ASCII: never the phrase's) */
+        for (; j < len; j++) {  /* (a character beyond ASCII folds to one beyond ASCII: only a dash is the phrase's) */
             Py_UCS4 c = PyUnicode_READ(kind, data, i + j);
-            if (c >= 0x80 || lower((unsigned char)c) != phrase[j])
+            if (c >= 0x80 ? !(is_dash_byte(phrase[j]) && dashes[phrase[j] - DASH_BYTE] == c)
+                          : lower((unsigned char)c) != phrase[j])
                 break;
         }
         if (j == len)
@@ -2100,6 +2139,28 @@ static Span *spans_of(const unsigned char *s, Py_ssize_t n, int tokens_only, Spa
     return spans;
 }
 
+/* raw's bytes with each dash's byte its three bytes of UTF-8 (E2 80 93, E2 80 94): what _normalised_candidates
+ * hands the phrase hints of a normalised form with dashes. */
+static PyObject *utf8_raw(const unsigned char *raw, Py_ssize_t n) {
+    Py_ssize_t m = n;
+    for (Py_ssize_t i = 0; i < n; i++)
+        m += is_dash_byte(raw[i]) ? 2 : 0;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, m);
+    if (out == NULL)
+        return NULL;
+    unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (is_dash_byte(raw[i])) {
+            *o++ = 0xe2;
+            *o++ = 0x80;
+            *o++ = raw[i] == DASH_BYTE ? 0x93 : 0x94;
+        } else {
+            *o++ = raw[i];
+        }
+    }
+    return out;
+}
+
 static uint64_t judgments;  /* judge_text's calls: each one's serial (0 is no call's: a word never added) */
 
 static PyObject *judge_text(PyObject *module, PyObject *text) {
@@ -2117,24 +2178,26 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
        Japanese text is) */
     PyObject *head = NULL, *norm = NULL, *result = NULL;
     int folded = !PyUnicode_IS_ASCII(text);
-    PyObject *proxy = NULL;  /* (a text with U+2019: latin_normalised) */
+    PyObject *proxy = NULL, *norm_bytes = NULL;  /* (a text with U+2019 or a dash: latin_normalised) */
     if (folded) {
-        norm = latin_normalised(text, &proxy);
+        norm = latin_normalised(text, &proxy, &norm_bytes);
         if (norm == NULL && (PyErr_Occurred() || (norm = call1(normalise_py, text)) == NULL))
             return NULL;
-        int plain = PyUnicode_Check(norm) && PyUnicode_IS_ASCII(norm);
-        for (Py_ssize_t i = 0; plain && i < PyUnicode_GET_LENGTH(norm); i++) {
-            unsigned char c = PyUnicode_1BYTE_DATA(norm)[i];
-            plain = c < 0x1c || c > 0x1f;  /* (str.split splits at these and bytes.split does not) */
-        }
+        int plain = norm_bytes != NULL || (PyUnicode_Check(norm) && PyUnicode_IS_ASCII(norm));
+        const unsigned char *b = norm_bytes != NULL ? (const unsigned char *)PyBytes_AS_STRING(norm_bytes)
+                                                    : plain ? PyUnicode_1BYTE_DATA(norm) : NULL;
+        for (Py_ssize_t i = 0; plain && i < PyUnicode_GET_LENGTH(norm); i++)
+            plain = b[i] < 0x1c || b[i] > 0x1f;  /* (str.split splits at these and bytes.split does not) */
         if (!plain) {  /* (Chinese, Japanese: its normalised form given, not made again) */
             result = call2(judge_unicode, text, norm);
             Py_DECREF(norm);
             Py_XDECREF(proxy);
+            Py_XDECREF(norm_bytes);
             return result;
         }
     }
-    const unsigned char *s = folded ? PyUnicode_1BYTE_DATA(norm) : PyUnicode_1BYTE_DATA(text);
+    const unsigned char *s = norm_bytes != NULL ? (const unsigned char *)PyBytes_AS_STRING(norm_bytes)
+                             : folded ? PyUnicode_1BYTE_DATA(norm) : PyUnicode_1BYTE_DATA(text);
     Py_ssize_t n = folded ? PyUnicode_GET_LENGTH(norm) : PyUnicode_GET_LENGTH(text);
     unsigned char raw_stack[1024];
     Span spans_stack[256], norm_spans_stack[256];
@@ -2153,6 +2216,7 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
     if (raw == NULL) {
         Py_XDECREF(norm);
         Py_XDECREF(proxy);
+        Py_XDECREF(norm_bytes);
         return PyErr_NoMemory();
     }
     int only_words = 1;  /* _words_hold_the_heads: [a-z0-9] and white space only */
@@ -2200,8 +2264,8 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
     int across = across_count == 0;
     for (int k = 0; !across && k < across_count; k++)
         across = find(raw, n, (const unsigned char *)across_text[k], across_len[k]) != NULL;
-    if (across) {
-        PyObject *raw_bytes = PyBytes_FromStringAndSize((const char *)raw, n);
+    if (across) {  /* (the hints read the UTF-8 of the normalised form: a dash's three bytes) */
+        PyObject *raw_bytes = norm_bytes != NULL ? utf8_raw(raw, n) : PyBytes_FromStringAndSize((const char *)raw, n);
         if (raw_bytes == NULL)
             goto done;
         PyObject *hit = call1(any_across_search, raw_bytes);
@@ -2268,7 +2332,7 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         goto read_norm;
     }
     if (!camel && PyUnicode_IS_ASCII(head_base)) {
-        norm = normalised(PyUnicode_1BYTE_DATA(head_base) + head_at, head_end - head_at);
+        norm = normalised(PyUnicode_1BYTE_DATA(head_base) + head_at, head_end - head_at, 0);
         if (norm == NULL) {
             if (PyErr_Occurred() || (head == NULL && (head = PyUnicode_Substring(text, head_at, head_end)) == NULL))
                 goto done;
@@ -2278,12 +2342,12 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         }
     }
 read_norm:
-    if (norm == NULL || !PyUnicode_Check(norm) || !PyUnicode_IS_ASCII(norm))
+    if (norm == NULL || !PyUnicode_Check(norm) || !(PyUnicode_IS_ASCII(norm) || norm_bytes != NULL))
         goto python;  /* (camelCase, or a head with names blanked: _claim normalises it) */
 
     /* the reading */
     reading.norm = norm;
-    reading.s = PyUnicode_1BYTE_DATA(norm);
+    reading.s = norm_bytes != NULL ? (const unsigned char *)PyBytes_AS_STRING(norm_bytes) : PyUnicode_1BYTE_DATA(norm);
     reading.n = PyUnicode_GET_LENGTH(norm);
     if (given) {
         if (words_of(raw, spans, count, &tokens, keys_stack, 1024) < 0)
@@ -2361,6 +2425,7 @@ done:
     Py_XDECREF(head);
     Py_XDECREF(norm);
     Py_XDECREF(proxy);
+    Py_XDECREF(norm_bytes);
     return result;
 }
 
