@@ -880,10 +880,10 @@ static int apostrophes_kept(const unsigned char *s, Py_ssize_t n) {
 }
 
 /* Where _head(text) is a part of the text itself: HEAD_TEXT and its bounds — the stripped text's first
- * lines (at most three) up to a blank line, a data line or a table row, cut at 400 characters, when no
- * line has a data intro and the head has no quotation and no name; HEAD_NONE when the head is empty
- * (the text is data from its start); HEAD_PYTHON for any other text (_head reads it: JSON, an intro, a
- * quotation, a path, a file name, a flag).  A text of Latin-1. */
+ * lines (at most three) up to a blank line, a data line, a table row or a data intro's colon ("Found 3
+ * open incidents:"), cut at 400 characters, when the head has no quotation and no name; HEAD_NONE when
+ * the head is empty (the text is data from its start); HEAD_PYTHON for any other text (_head reads it:
+ * JSON, a quotation, a path, a file name, a flag, an intro's line beyond ASCII).  A text of Latin-1. */
 static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
     const unsigned char *s = PyUnicode_1BYTE_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), a = 0, b = n;
@@ -929,10 +929,17 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
             Py_XDECREF(line_text);
             if (m == NULL)
                 return HEAD_ERROR;
+            Py_ssize_t m_start = 0, m_end = 0;
             intro = m != Py_None;
+            if (intro && span_of(m, &m_start, &m_end) < 0) {
+                Py_DECREF(m);
+                return HEAD_ERROR;
+            }
             Py_DECREF(m);
-            if (intro)
-                return HEAD_PYTHON;  /* (the head ends at the intro's colon: _head cuts it) */
+            if (intro) {  /* the head ends before the intro's colon (_head: line[:intro.end() - 1], no line after) */
+                end = ls + m_end - 1;
+                break;
+            }
         }
         end = le;
         if (le >= b)
