@@ -340,3 +340,42 @@ def test_a_long_text_of_one_claim_word_again_and_again_costs_what_its_words_do()
             peaks.append(tracemalloc.get_traced_memory()[1])
             tracemalloc.stop()
         assert peaks[0] < 2 * peaks[1], peaks
+
+
+@pytest.mark.parametrize(("pattern", "width", "spaces"), [
+    ("a b", 3, 1), (r"\w+", -1, 0), (".+", -1, -1), ("(a |b ){2,3}", 6, 3), ("[^x]", 1, 1), ("[^ ]+", -1, 0),
+    (r"\S+ \S+", -1, 1), ("x(?= +)", 1, 0), (r"(?<=a )b", 1, 0), ("[a-z ]{0,4}", 4, 4), ("[!-~]", 1, 0),
+    (r"[\s]", 1, 1), (r"\W", 1, 1), (r"\D{2}", 2, 2), ("(a)b\\1", 3, -1), (r"(?>a |b)+c", -1, -1),
+])
+def test_the_bounds_of_a_match_are_read_from_the_pattern(pattern: str, width: int, spaces: int) -> None:
+    """_bounds reads the standard library's private parser (``re._parser``): pinned here, so a Python whose
+    parser changed fails this test, not the judgment (a bound too small would skip a match)."""
+    import re
+
+    assert _claims._bounds(re.compile(pattern)) == (width, spaces)
+
+
+def test_no_match_of_a_piece_spans_more_than_its_bounds(rng_seed: int) -> None:
+    """Every match of every piece that holds words or runs, in the corpus's texts and generated ones, spans at
+    most its width and its spaces: where _speedups starts searching (least_start) skips no match."""
+    from truecall.judge._normalise import normalise
+
+    rng = random.Random(rng_seed)
+    texts = [normalise(t) for t in _corpus_claim_texts()]
+    texts += [normalise("".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 16)))) for _ in range(3000)]
+    bounded, matched = 0, 0
+    for i in range(len(_claims._PIECES)):
+        regex, _, _, words, runs, width, spaces = _claims._SINGLE[i] or _claims._single(i)
+        if not (words or runs) or (width < 0 and spaces < 0):
+            continue
+        bounded += 1
+        for norm in texts:
+            if any(run not in norm for run in runs) or any(w.decode() not in norm for w in words):
+                continue
+            m = regex.search(norm)
+            while m is not None:  # (a match at every start, overlapping ones too)
+                matched += 1
+                assert width < 0 or m.end() - m.start() <= width, (regex.pattern, m.group())
+                assert spaces < 0 or m.group().count(" ") <= spaces, (regex.pattern, m.group())
+                m = regex.search(norm, m.start() + 1)
+    assert bounded > 1000 and matched > 1000, (bounded, matched)

@@ -481,6 +481,7 @@ typedef struct {
     PyObject *search, *match;  /* the piece's regex's bound methods */
     PyObject *kind, *language;
     int n_words, n_runs;
+    Py_ssize_t width, spaces;  /* the most characters, and spaces, a match spans (-1: no bound) */
     Key *words;                /* required words (their text in `store`) */
     Key *runs;                 /* required runs */
     unsigned char *store;
@@ -510,10 +511,14 @@ static int piece_ready(Py_ssize_t i) {
     }
     int status = -1;
     PyObject *words_list = NULL;
-    if (!PyTuple_Check(compiled) || PyTuple_GET_SIZE(compiled) != 5 || !PyTuple_Check(PyTuple_GET_ITEM(compiled, 4))) {
-        PyErr_SetString(PyExc_TypeError, "_SINGLE: a tuple of five");
+    if (!PyTuple_Check(compiled) || PyTuple_GET_SIZE(compiled) != 7 || !PyTuple_Check(PyTuple_GET_ITEM(compiled, 4))) {
+        PyErr_SetString(PyExc_TypeError, "_SINGLE: a tuple of seven");
         goto done;
     }
+    Py_ssize_t width = PyLong_AsSsize_t(PyTuple_GET_ITEM(compiled, 5));
+    Py_ssize_t spaces = width == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(PyTuple_GET_ITEM(compiled, 6));
+    if (PyErr_Occurred())
+        goto done;
     PyObject *regex = PyTuple_GET_ITEM(compiled, 0);
     int word = PyObject_IsTrue(PyTuple_GET_ITEM(compiled, 1));
     int sentence = PyObject_IsTrue(PyTuple_GET_ITEM(compiled, 2));
@@ -583,6 +588,8 @@ static int piece_ready(Py_ssize_t i) {
     p->language = Py_NewRef(language);
     p->n_words = (int)nw;
     p->n_runs = (int)nr;
+    p->width = width < 0 ? -1 : width;
+    p->spaces = spaces < 0 ? -1 : spaces;
     p->words = keys;
     p->runs = keys + nw;
     p->store = store;
@@ -1318,15 +1325,66 @@ static int about_after(const unsigned char *s, Py_ssize_t n, Py_ssize_t end) {
 
 enum { FIRST_ERROR = -1, FIRST_NONE = 0, FIRST_FOUND = 1, FIRST_PYTHON = 2 };
 
-/* The next match of piece p from `at` that _next_match would give (at a word's start for a word
- * piece; at a sentence's start for a sentence piece): a new reference, Py_None, or NULL. */
+/* The least start a match of a piece from `at` on can have: a match holds each of the piece's words
+ * and runs, and spans at most `width` characters and `spaces` spaces, so it starts at most that many
+ * characters before the end of each one's first occurrence from `at`, and after the space before the
+ * `spaces` ones before it (-1: one of them has none from `at`, no match). */
+static Py_ssize_t least_start(Reading *r, Piece *p, Py_ssize_t at) {
+    Py_ssize_t least = at;
+    for (int j = 0; j < p->n_words + p->n_runs; j++) {  /* (the runs follow the words) */
+        const Key *k = &p->words[j];
+        const unsigned char *found = at < r->n ? find(r->s + at, r->n - at, k->text, k->len) : NULL;
+        if (found == NULL)
+            return -1;
+        Py_ssize_t q = found - r->s;
+        if (p->width >= 0 && q + k->len - p->width > least)
+            least = q + k->len - p->width;
+        if (p->spaces >= 0) {
+            Py_ssize_t seen = 0;
+            for (Py_ssize_t i = q - 1; i >= least; i--)
+                if (r->s[i] == ' ' && ++seen > p->spaces) {
+                    least = i + 1;
+                    break;
+                }
+        }
+    }
+    return least;
+}
+
+/* The greatest start a match of a piece can have: the last occurrence of each of its words and runs
+ * (a match holds them all); the text's length when it has none. */
+static Py_ssize_t latest_start(Reading *r, Piece *p) {
+    Py_ssize_t latest = r->n;
+    for (int j = 0; j < p->n_words + p->n_runs; j++) {
+        const Key *k = &p->words[j];
+        Py_ssize_t q = r->n - k->len;
+        while (q >= 0 && (r->s[q] != k->text[0] || memcmp(r->s + q, k->text, k->len) != 0))
+            q--;
+        if (q < latest)
+            latest = q;
+    }
+    return latest;
+}
+
+/* The next match of piece p from `at` that _next_match would give (at a word's start for a word piece,
+ * at a sentence's start for a sentence piece): between the least and the greatest start a match can
+ * have (least_start, latest_start), by a match at each place a match may start when there are at most
+ * FEW_STARTS of them (a search tries every position, each alternative of the pattern's start at each),
+ * else by a search from the least: a new reference, Py_None, or NULL. */
+#define FEW_STARTS 6
 static PyObject *next_match(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *start, Py_ssize_t *end) {
     if (p->sentence) {
         if (reading_starts(r) < 0)
             return NULL;
+        at = least_start(r, p, at);
+        if (at < 0)
+            return Py_NewRef(Py_None);
+        Py_ssize_t latest = latest_start(r, p);
         for (Py_ssize_t k = 0; k < r->n_starts; k++) {
             if (r->starts[k] < at)
                 continue;
+            if (r->starts[k] > latest)
+                break;
             PyObject *m = call_at(p->match, r->norm, r->starts[k]);
             if (m == NULL || m != Py_None) {
                 if (m != NULL && span_of(m, start, end) < 0)
@@ -1337,7 +1395,32 @@ static PyObject *next_match(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *sta
         }
         return Py_NewRef(Py_None);
     }
+    if (p->n_words + p->n_runs > 0) {  /* where a match may start is known: tried there when those are few */
+        at = least_start(r, p, at);
+        if (at < 0)
+            return Py_NewRef(Py_None);
+        Py_ssize_t latest = latest_start(r, p), tries = 0;
+        for (Py_ssize_t q = at; q <= latest && tries <= FEW_STARTS; q++)
+            tries += !p->word || starts_word(r->s, q);
+        if (tries <= FEW_STARTS) {
+            for (Py_ssize_t q = at; q <= latest; q++) {
+                if (p->word && !starts_word(r->s, q))
+                    continue;
+                PyObject *m = call_at(p->match, r->norm, q);
+                if (m == NULL || m != Py_None) {
+                    if (m != NULL && span_of(m, start, end) < 0)
+                        Py_CLEAR(m);
+                    return m;
+                }
+                Py_DECREF(m);
+            }
+            return Py_NewRef(Py_None);
+        }
+    }
     for (;;) {
+        at = least_start(r, p, at);
+        if (at < 0)
+            return Py_NewRef(Py_None);
         PyObject *m = call_at(p->search, r->norm, at);
         if (m == NULL || m == Py_None)
             return m;
