@@ -7,6 +7,7 @@ is not built (or ``TRUECALL_PURE_PYTHON`` is set) the Python judgment runs."""
 from __future__ import annotations
 
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -350,8 +351,6 @@ def test_a_long_text_of_one_claim_word_again_and_again_costs_what_its_words_do()
 def test_the_bounds_of_a_match_are_read_from_the_pattern(pattern: str, width: int, spaces: int) -> None:
     """_bounds reads the standard library's private parser (``re._parser``): pinned here, so a Python whose
     parser changed fails this test, not the judgment (a bound too small would skip a match)."""
-    import re
-
     assert _claims._bounds(re.compile(pattern)) == (width, spaces)
 
 
@@ -379,3 +378,33 @@ def test_no_match_of_a_piece_spans_more_than_its_bounds(rng_seed: int) -> None:
                 assert spaces < 0 or m.group().count(" ") <= spaces, (regex.pattern, m.group())
                 m = regex.search(norm, m.start() + 1)
     assert bounded > 1000 and matched > 1000, (bounded, matched)
+
+
+def _literal_search(entries: tuple[tuple[str, bool], ...], text: str, pos: int) -> tuple[int, int] | None:
+    """What _speedups' search_in does with an alternation's literals: the first place one is (the first
+    of those there, in order), a word's end after it where it must end a word."""
+    for q in range(pos, len(text)):
+        for literal, ends_word in entries:
+            e = q + len(literal)
+            if text.startswith(literal, q) and not (ends_word and e < len(text) and re.match("[a-z0-9]", text[e])):
+                return q, e
+    return None
+
+
+def test_an_alternation_is_its_literals_in_order(rng_seed: int) -> None:
+    """Every pattern kept in _ALTERNATIONS finds what its literals do (the C search reads those): the
+    same first match at every position of generated and corpus texts."""
+    from truecall.judge._normalise import normalise
+
+    rng = random.Random(rng_seed)
+    texts = [normalise(t) for t in _corpus_claim_texts()[:400]]
+    texts += [normalise("".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 12)))) for _ in range(300)]
+    assert len(_claims._ALTERNATIONS) >= 8
+    found = 0
+    for regex, entries in _claims._ALTERNATIONS.items():
+        for text in texts:
+            for pos in range(0, len(text) + 1, 7):
+                m = regex.search(text, pos)
+                assert (m.span() if m else None) == _literal_search(entries, text, pos), (regex.pattern[:60], text, pos)
+                found += m is not None
+    assert found > 1000

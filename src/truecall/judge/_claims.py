@@ -893,6 +893,21 @@ def _words_first(words: tuple[str, ...]) -> str:
                     for first, tails in groups.items())
 
 
+#: The patterns that are an alternation of literals (:func:`_alternation_of`): each one's literals in
+#: order, and whether each must end a word (a Latin word's ``(?![a-z0-9])``) — what ``_speedups`` finds
+#: their matches by, in C, where the pattern's search tried every position for each group's words.
+_ALTERNATIONS: dict[re.Pattern[str], tuple[tuple[str, bool], ...]] = {}
+
+
+def _alternation_of(words: tuple[str, ...], marks: str = "") -> re.Pattern[str]:
+    """``marks`` (characters, each a match of its own) then :func:`_words_first` of ``words``, compiled and
+    kept in :data:`_ALTERNATIONS`."""
+    assert words, "an alternation of no words matches the empty text everywhere"
+    regex = re.compile("".join(re.escape(m) + "|" for m in marks) + _words_first(words))
+    _ALTERNATIONS[regex] = tuple((m, False) for m in marks) + tuple((w, not _CJK.search(w)) for w in words)
+    return regex
+
+
 def _at_word(text: str, at: int) -> bool:
     """A match that starts with a Latin letter or digit starts a word; any other starts anywhere."""
     ch = text[at]
@@ -902,7 +917,7 @@ def _at_word(text: str, at: int) -> bool:
 #: (Each mark a branch of its own: every branch then starts with a literal, whose first characters the
 #: engine skips to; a class as the first branch made it try every position, 2.6 µs over 150 characters
 #: where this takes 1.0.)
-_CLAUSE_END = re.compile("|".join(map(re.escape, ".!?;\n。！？；,，、")) + "|" + _words_first(every(CONTRASTS)))
+_CLAUSE_END = _alternation_of(every(CONTRASTS), ".!?;\n。！？；,，、")
 #: What ends a sentence (one list: the pattern and ``_speedups``).
 _SENTENCE_ENDS = ".!?\n。！？"
 _SENTENCE_END = re.compile("[" + _SENTENCE_ENDS + "]")
@@ -918,7 +933,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 _ABOUT_AFTER_LATIN = tuple(w for w in every(CLAIM_ABOUT_AFTER) if not _CJK.search(w))
 _ABOUT_AFTER = re.compile(r"(?: (?:" + "|".join(map(re.escape, _ABOUT_AFTER_LATIN)) +
                           r")(?![a-z0-9])|(?:" + "|".join(w for w in every(CLAIM_ABOUT_AFTER) if _CJK.search(w)) + "))")
-_REPORTED = re.compile(_words_first(every(REPORTED_SPEECH)))
+_REPORTED = _alternation_of(every(REPORTED_SPEECH))
 #: The words of reported speech, as bytes (a first look at a text's words), and the Chinese and
 #: Japanese ones.
 _REPORTED_WORDS = frozenset(part.encode() for w in every(REPORTED_SPEECH) if not _CJK.search(w) for part in w.split()[:1])
@@ -1123,11 +1138,11 @@ def _evidence(original: str, phrase: str) -> str:
 #: Modals and conditionals start with their own words (the engine skips to those; a look-behind first
 #: was tried at every position of the clause: ~5-9 µs of a 60-character head), and that a Latin one
 #: starts a word is checked after a match (:func:`_words_in`).
-_MODALS = {lang: re.compile(_words_first(words)) for lang, words in GENERIC_MODALS.items()}
+_MODALS = {lang: _alternation_of(words) for lang, words in GENERIC_MODALS.items()}
 #: A quotation blanked out (" … ", normalised "...") and a verb that defines it: "`queued` means …".
 _DEFINED = re.compile(r"\.\.\. ?(?:" + "|".join(re.escape(w) for w in every(DEFINITIONS)) + r")")
-_IF_BEFORE = {lang: re.compile(_words_first(words)) for lang, words in CONDITIONALS.items()}
-_IF_AFTER = {lang: re.compile(_words_first(words)) for lang, words in CONDITIONALS_AFTER.items()}
+_IF_BEFORE = {lang: _alternation_of(words) for lang, words in CONDITIONALS.items()}
+_IF_AFTER = {lang: _alternation_of(words) for lang, words in CONDITIONALS_AFTER.items()}
 
 
 def _words_in(regex: re.Pattern[str], text: str, pos: int, endpos: int) -> Iterator[re.Match[str]]:
@@ -1147,7 +1162,7 @@ _NEG_WORDS = frozenset(every(NEGATIONS))
 #: word checked after it (:func:`_words_in`): the alternation of look-behinds first was tried at every
 #: position of the clause, ~50 µs over 70 characters where this takes ~4.  (What ``(?<![a-z0-9])``
 #: said of a word's start, :func:`_at_word` says of a word that starts with a letter or digit: all do.)
-_HISTORY = re.compile(_words_first(tuple(w for w in every(HISTORY) if not _CJK.search(w))))
+_HISTORY = _alternation_of(tuple(w for w in every(HISTORY) if not _CJK.search(w)))
 assert all("a" <= w[0] <= "z" or "0" <= w[0] <= "9" for w in every(HISTORY) if not _CJK.search(w)), \
     "a Latin word of HISTORY that starts with no letter or digit: _at_word would not check its start"
 _HISTORY_CJK = tuple(w for w in every(HISTORY) if _CJK.search(w))

@@ -1625,10 +1625,131 @@ static inline int at_word(const unsigned char *s, Py_ssize_t at) {
     return !is_token(s[at]) || starts_word(s, at);
 }
 
+/* -- an alternation of literals (_claims._ALTERNATIONS), searched in C --------------------------- */
+
+typedef struct {
+    const unsigned char *text;  /* (in a str of the entries' tuple, which the table owns) */
+    Py_ssize_t len;
+    int ends_word;              /* (?![a-z0-9]) after it */
+} Literal;
+
+typedef struct {
+    PyObject *search;           /* the pattern's bound search method (owned: its identity is the key) */
+    PyObject *entries;          /* owned: the tuple the literals point into */
+    Literal *literals;          /* by first byte, each byte's in the pattern's order */
+    int first[257];             /* literals[first[b]:first[b + 1]] begin with byte b */
+    int in_c;                   /* 0: the pattern's own search (a literal C does not read) */
+} Alternation;
+
+static PyObject *ALTERNATIONS;  /* dict[Pattern, tuple[tuple[str, bool], ...]] */
+static Alternation alternations[64];
+static int alternation_count;
+
+/* The alternation a search method's pattern is (in_c 0 where it is none of _ALTERNATIONS, or holds a
+ * literal with a character that stands for a dash here), made when first asked; NULL on an error. */
+static Alternation *alternation_of(PyObject *search) {
+    for (int k = 0; k < alternation_count; k++)
+        if (alternations[k].search == search)
+            return &alternations[k];
+    if (alternation_count == 64) {
+        PyErr_SetString(PyExc_RuntimeError, "more than 64 alternations");
+        return NULL;
+    }
+    PyObject *pattern = PyObject_GetAttrString(search, "__self__");
+    if (pattern == NULL)
+        return NULL;
+    PyObject *entries = PyDict_GetItemWithError(ALTERNATIONS, pattern);
+    Py_DECREF(pattern);
+    if (entries == NULL && PyErr_Occurred())
+        return NULL;
+    for (int k = 0; k < alternation_count; k++)  /* (a lookup that ran Python: kept meanwhile?) */
+        if (alternations[k].search == search)
+            return &alternations[k];
+    Alternation *a = &alternations[alternation_count];
+    memset(a, 0, sizeof(*a));
+    Py_ssize_t n = entries != NULL && PyTuple_Check(entries) ? PyTuple_GET_SIZE(entries) : 0;
+    int in_c = n > 0;
+    Literal *literals = in_c ? PyMem_Calloc(n, sizeof(Literal)) : NULL;
+    if (in_c && literals == NULL)
+        return (Alternation *)PyErr_NoMemory();
+    int count = 0, per_byte[256] = {0};
+    for (Py_ssize_t k = 0; in_c && k < n; k++) {
+        PyObject *e = PyTuple_GET_ITEM(entries, k);
+        PyObject *text = PyTuple_Check(e) && PyTuple_GET_SIZE(e) == 2 ? PyTuple_GET_ITEM(e, 0) : NULL;
+        if (text == NULL || !PyUnicode_Check(text) || PyUnicode_GET_LENGTH(text) == 0) {
+            PyMem_Free(literals);
+            PyErr_SetString(PyExc_TypeError, "_ALTERNATIONS: (str, bool) entries");
+            return NULL;
+        }
+        if (!PyUnicode_IS_ASCII(text)) {  /* (Chinese, Japanese: never in a text read here — but a dash is) */
+            for (Py_ssize_t i = 0; in_c && i < PyUnicode_GET_LENGTH(text); i++) {
+                Py_UCS4 c = PyUnicode_READ_CHAR(text, i);
+                in_c = dash_of(c) < 0 && !is_dash_byte(c <= 0xff ? (unsigned char)c : 0);
+            }
+            continue;
+        }
+        Literal *l = &literals[count++];
+        l->text = PyUnicode_1BYTE_DATA(text);
+        l->len = PyUnicode_GET_LENGTH(text);
+        l->ends_word = PyObject_IsTrue(PyTuple_GET_ITEM(e, 1)) == 1;
+        per_byte[l->text[0]]++;
+    }
+    a->search = Py_NewRef(search);
+    a->in_c = in_c;
+    if (in_c) {  /* (a stable sort by first byte: each byte's literals in the pattern's order) */
+        Literal *sorted = PyMem_Calloc(count ? count : 1, sizeof(Literal));
+        if (sorted == NULL) {
+            PyMem_Free(literals);
+            Py_CLEAR(a->search);
+            return (Alternation *)PyErr_NoMemory();
+        }
+        int at = 0;
+        for (int b = 0; b < 256; b++) {
+            a->first[b] = at;
+            at += per_byte[b];
+        }
+        a->first[256] = at;
+        int fill[256];
+        memcpy(fill, a->first, sizeof(fill));
+        for (int k = 0; k < count; k++)
+            sorted[fill[literals[k].text[0]]++] = literals[k];
+        a->literals = sorted;
+        a->entries = Py_NewRef(entries);
+    }
+    PyMem_Free(literals);
+    alternation_count++;
+    return a;
+}
+
 /* The next match of a bound search method in norm[pos:endpos] (a new reference, Py_None, or NULL) with
- * its span. */
-static PyObject *search_in(PyObject *search, PyObject *norm, Py_ssize_t pos, Py_ssize_t endpos, Py_ssize_t *start,
+ * its span: in C where its pattern is an alternation of literals (the first place one of them is, the
+ * first of those that begin with that place's byte, a word's end after it where it must end a word —
+ * endpos is the text's end for the pattern's look-ahead), else by the search itself. */
+static PyObject *search_in(PyObject *search, Reading *r, Py_ssize_t pos, Py_ssize_t endpos, Py_ssize_t *start,
                            Py_ssize_t *end) {
+    Alternation *alt = alternation_of(search);
+    if (alt == NULL)
+        return NULL;
+    if (alt->in_c) {
+        if (pos < 0)
+            pos = 0;
+        if (endpos > r->n)
+            endpos = r->n;
+        for (Py_ssize_t q = pos; q < endpos; q++) {
+            unsigned char c = r->s[q];
+            for (int k = alt->first[c]; k < alt->first[c + 1]; k++) {
+                const Literal *l = &alt->literals[k];
+                if (q + l->len <= endpos && memcmp(r->s + q, l->text, l->len) == 0
+                    && (!l->ends_word || q + l->len == endpos || !is_token(r->s[q + l->len]))) {
+                    *start = q;
+                    *end = q + l->len;
+                    return Py_NewRef(Py_True);
+                }
+            }
+        }
+        return Py_NewRef(Py_None);
+    }
+    PyObject *norm = r->norm;
     PyObject *a = PyLong_FromSsize_t(pos), *b = PyLong_FromSsize_t(endpos);
     PyObject *m = NULL;
     if (a != NULL && b != NULL) {
@@ -1647,7 +1768,7 @@ static PyObject *search_in(PyObject *search, PyObject *norm, Py_ssize_t pos, Py_
 static int word_in(PyObject *search, Reading *r, Py_ssize_t base, Py_ssize_t pos, Py_ssize_t endpos, Py_ssize_t *start,
                    Py_ssize_t *end) {
     for (;;) {
-        PyObject *m = search_in(search, r->norm, pos, endpos, start, end);
+        PyObject *m = search_in(search, r, pos, endpos, start, end);
         if (m == NULL)
             return -1;
         if (m == Py_None) {
@@ -1666,7 +1787,7 @@ static int word_in(PyObject *search, Reading *r, Py_ssize_t base, Py_ssize_t pos
 static int clause_start_of(Reading *r, Py_ssize_t start, Py_ssize_t *found) {
     Py_ssize_t pos = start > 80 ? start - 80 : 0, last = -1, s0, e0;
     for (;;) {
-        PyObject *m = search_in(clause_end_search, r->norm, pos, start, &s0, &e0);
+        PyObject *m = search_in(clause_end_search, r, pos, start, &s0, &e0);
         if (m == NULL)
             return -1;
         if (m == Py_None) {
@@ -1687,7 +1808,7 @@ static int clause_of(Reading *r, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *f
     Py_ssize_t cs, s0, e0;
     if (clause_start_of(r, start, &cs) < 0)
         return -1;
-    PyObject *m = search_in(clause_end_search, r->norm, end, r->n, &s0, &e0);
+    PyObject *m = search_in(clause_end_search, r, end, r->n, &s0, &e0);
     if (m == NULL)
         return -1;
     *from = cs < 0 ? (start > 80 ? start - 80 : 0) : cs;
@@ -1777,7 +1898,7 @@ static int negated(Reading *r, Rules *rules, Piece *p, Py_ssize_t start, Py_ssiz
     if (total < 5 && !whole) {
         Py_ssize_t pos = 0, last = 0, s0, e0;
         for (;;) {
-            PyObject *m = search_in(clause_end_search, r->norm, pos, start, &s0, &e0);
+            PyObject *m = search_in(clause_end_search, r, pos, start, &s0, &e0);
             if (m == NULL)
                 return -1;
             if (m == Py_None) {
@@ -1859,7 +1980,7 @@ static int reported(Reading *r, Py_ssize_t start) {
     Py_ssize_t a, b, pos = 0, s0, e0;
     sentence_of(r, start, start, &a, &b);
     for (;;) {
-        PyObject *m = search_in(reported_search, r->norm, pos, r->n, &s0, &e0);
+        PyObject *m = search_in(reported_search, r, pos, r->n, &s0, &e0);
         if (m == NULL)
             return -1;
         if (m == Py_None) {
@@ -1895,7 +2016,7 @@ static int holds_cue(Reading *r, const CueSet *c) {  /* _holds_cue */
 static int defines(Reading *r, Py_ssize_t start) {
     Py_ssize_t pos = start > 160 ? start - 160 : 0, last = -1, s0, e0;
     for (;;) {
-        PyObject *m = search_in(defined_search, r->norm, pos, start, &s0, &e0);
+        PyObject *m = search_in(defined_search, r, pos, start, &s0, &e0);
         if (m == NULL)
             return -1;
         if (m == Py_None) {
@@ -2625,6 +2746,7 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     TAKE(NUMBER_MARKS, "_NUMBER_MARKS");
     TAKE(NEG_WORDS, "_NEG_WORDS");
     TAKE(claim_type, "Claim");
+    TAKE(ALTERNATIONS, "_ALTERNATIONS");
 #undef TAKE
     PyObject *table = PyDict_GetItemString(ns, "_WORD_BYTES");
     if (table == NULL || !PyBytes_Check(table) || PyBytes_GET_SIZE(table) != 256 || !PyDict_Check(BY_WORD_BYTES)
@@ -2632,7 +2754,7 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
         || PyList_GET_SIZE(PIECE_KIND) != PyList_GET_SIZE(SINGLE)
         || PyList_GET_SIZE(PIECE_LANGUAGE) != PyList_GET_SIZE(SINGLE) || !PyDict_Check(PLAIN_CUES)
         || !PyList_Check(PIECE_TERM) || PyList_GET_SIZE(PIECE_TERM) != PyList_GET_SIZE(SINGLE)
-        || !PyType_Check(claim_type)) {
+        || !PyType_Check(claim_type) || !PyDict_Check(ALTERNATIONS)) {
         PyErr_SetString(PyExc_TypeError, "_speedups.bind: a table of the wrong type");
         return NULL;
     }
