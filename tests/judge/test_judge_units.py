@@ -747,7 +747,7 @@ def test_a_piece_matches_only_where_its_required_words_are() -> None:
     readings = [_Reading(normalise(head)) for head in map(_head, _corpus_claim_texts() + _SHORTCUT_EDGES) if head]
     wrong, checked = [], 0
     for i in range(len(_PIECES)):
-        _, _, _, words, runs = _single(i)
+        _, _, _, words, runs, _, _ = _single(i)
         if not words and not runs:
             continue
         checked += 1
