@@ -120,6 +120,10 @@ def _cost(judge: Callable[[str], object], text: str) -> float:
     return min(timeit.repeat(lambda: judge(text), number=20, repeat=3, timer=time.process_time)) / 20 * 1e6
 
 
+def _cjk(text: str) -> bool:
+    return any("\u3040" <= ch <= "\u9fff" for ch in text)
+
+
 def corpus_main(compare: str | None, rounds: int) -> None:
     """Each text timed ``rounds`` times (best of 3 timings of 20 calls each time, CPU time) and its
     figure the best of those.  ``compare``: REF's judge package (``git archive REF
@@ -146,6 +150,7 @@ def corpus_main(compare: str | None, rounds: int) -> None:
         sys.path.insert(0, scratch.name)
         reference = importlib.import_module("judge_at_ref._claims")
         judges[compare] = reference._claim_cached.__wrapped__
+        print(f"{compare}: its judgment in Python (its C extension is not built from the archive)")
     best: dict[str, list[float]] = {name: [] for name in judges}
     for text in texts:
         for judge in judges.values():
@@ -162,9 +167,13 @@ def corpus_main(compare: str | None, rounds: int) -> None:
         without = [c for c, h in zip(costs, holds) if not h]
         print(f"{name:<12} claim_in_text over the corpus, uncached: median {statistics.median(with_word):6.2f} µs over "
               f"{len(with_word)} texts with a claim word, {statistics.median(without):6.2f} µs over {len(without)} without")
-        by_language = {lang: statistics.median([c for c, h, la in zip(costs, holds, languages) if h and la == lang])
+        by_language = {lang: [c for c, h, la in zip(costs, holds, languages) if h and la == lang]
                        for lang in sorted(set(languages))}
-        print(f"{'':<12} with a claim word, by language: " + ", ".join(f"{lang} {m:.2f}" for lang, m in by_language.items()))
+        print(f"{'':<12} with a claim word, by language (median; how many at most 5 µs): " + ", ".join(
+            f"{lang} {statistics.median(c):.2f} ({sum(x <= 5 for x in c)} of {len(c)})" for lang, c in by_language.items()))
+        print(f"{'':<12} at most 5 µs: {sum(c <= 5 for c in costs)} of {len(costs)} texts, "
+              f"{sum(c <= 5 for c, t in zip(costs, texts) if not _cjk(t))} of {sum(not _cjk(t) for t in texts)} "
+              "in Latin languages")
     if compare:
         for label, want in (("with a claim word", True), ("without", False)):
             ratios = [a / b for a, b, h in zip(best["this tree"], best[compare], holds) if h is want]

@@ -1083,15 +1083,17 @@ static int latin_tables(void) {
     return 0;
 }
 
-/* normalise(text) of a text whose characters are Latin-1 or U+2019 (a curly apostrophe), when it is
- * ASCII: each Latin-1 character one the table folds (_latin1_tables: its accents off, as NFKC, NFD, the
- * marks' removal and NFC make it — what _fold's Latin-1 branch does; no character of the two sets
- * composes with another, so _fold_unicode's steps over a text with U+2019 make the same), U+2019 an
- * apostrophe (_joined makes both a space), the folded text ASCII and without a camelCase boundary; then
- * _joined(folded.lower()) (normalised()).  NULL with no error set: any other text (normalise() makes
- * its form).  `proxy`: for a text with U+2019, the text with each made U+00A4 (a Latin-1 character
- * that, like it, is no word character, no white space and in no pattern of _head's), which head_of
- * reads (one of Latin-1) where _head read the text: the same lines, data, intros and bounds. */
+/* normalise(text) of a text whose characters are Latin-1, U+2019 (a curly apostrophe), U+2026 ("…": a
+ * quotation _head blanked out) or a dash, when it is ASCII but for the dashes: each Latin-1 character one
+ * the table folds (_latin1_tables: its accents off, as NFKC, NFD, the marks' removal and NFC make it —
+ * what _fold's Latin-1 branch does; no character of these sets composes with another, so _fold_unicode's
+ * steps over a text with the others make the same), U+2019 an apostrophe (_joined makes both a space),
+ * "…" NFKC's "...", a dash itself (`norm_bytes`: the bytes C reads, a dash DASH_BYTE's), the folded text
+ * without a camelCase boundary; then _joined(folded.lower()) (normalised()).  NULL with no error set:
+ * any other text (normalise() makes its form).  `proxy`: for a text with a character beyond Latin-1,
+ * the text with each made U+00A4 (a Latin-1 character that, like them, is no word character, no white
+ * space and in no pattern of _head's), which head_of reads (one of Latin-1) where _head read the text:
+ * the same lines, data, intros and bounds. */
 static PyObject *latin_normalised(PyObject *text, PyObject **proxy, PyObject **norm_bytes) {
     *proxy = NULL;
     *norm_bytes = NULL;
@@ -1103,32 +1105,38 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy, PyObject **n
     if (kind == PyUnicode_2BYTE_KIND) {  /* (the whole text read before the tables are made) */
         for (Py_ssize_t i = 0; i < n; i++) {
             Py_UCS4 c = PyUnicode_READ(kind, data, i);
-            if (c > 0xff && c != 0x2019 && dash_of(c) < 0)
+            if (c > 0xff && c != 0x2019 && c != 0x2026 && dash_of(c) < 0)
                 return NULL;
         }
     }
     if (latin_tables() < 0)
         return NULL;
     unsigned char stack[512];
-    unsigned char *t = n <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(n ? n : 1);
+    Py_ssize_t size = kind == PyUnicode_2BYTE_KIND ? 3 * n : n;  /* ("…" is three characters: NFKC's "...") */
+    unsigned char *t = size <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(size ? size : 1);
     if (t == NULL)
         return PyErr_NoMemory();
     PyObject *norm = NULL;
     int dashed = 0;
+    Py_ssize_t w = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         unsigned char f;
-        if (c == 0x2019)
+        if (c == 0x2026) {  /* (a quotation _head blanked out: " … ") */
+            t[w++] = '.';
+            t[w++] = '.';
+            f = '.';
+        } else if (c == 0x2019)
             f = '\'';
         else if (c > 0xff) {
             f = DASH_BYTE + dash_of(c);
             dashed = 1;
         } else if (!latin_safe[c] || (f = latin_fold[c]) >= 0x80)
             goto done;  /* (a character the table does not fold, or one it leaves beyond ASCII: "ß", "ð") */
-        t[i] = f;
+        t[w++] = f;
     }
-    for (Py_ssize_t i = 0; i < n; i++)  /* _CAMEL_CASES: "aA" or "AAa" (then _CAMEL splits: in Python) */
-        if (is_upper(t[i]) && ((i > 0 && is_lower(t[i - 1])) || (i + 2 < n && is_upper(t[i + 1]) && is_lower(t[i + 2]))))
+    for (Py_ssize_t i = 0; i < w; i++)  /* _CAMEL_CASES: "aA" or "AAa" (then _CAMEL splits: in Python) */
+        if (is_upper(t[i]) && ((i > 0 && is_lower(t[i - 1])) || (i + 2 < w && is_upper(t[i + 1]) && is_lower(t[i + 2]))))
             goto done;
     if (kind == PyUnicode_2BYTE_KIND) {
         *proxy = PyUnicode_New(n, 0xff);
@@ -1139,7 +1147,7 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy, PyObject **n
             PyUnicode_1BYTE_DATA(*proxy)[i] = c > 0xff ? 0xa4 : (unsigned char)c;
         }
     }
-    norm = normalised(t, n, dashed);
+    norm = normalised(t, w, dashed);
     if (norm != NULL && dashed) {  /* the bytes C reads; the str with its dashes */
         Py_ssize_t m = PyUnicode_GET_LENGTH(norm);
         const unsigned char *b = PyUnicode_1BYTE_DATA(norm);
@@ -1181,7 +1189,7 @@ static PyObject *latin_evidence(PyObject *base, const unsigned char *phrase, Py_
     Py_ssize_t n = PyUnicode_GET_LENGTH(base), keep = len < 80 ? len : 80;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c == 0xdf || (c > 0xff && c != 0x2019 && dash_of(c) < 0))
+        if (c == 0xdf || (c > 0xff && c != 0x2019 && c != 0x2026 && dash_of(c) < 0))
             return NULL;
     }
     for (Py_ssize_t i = 0; i + len <= n; i++) {
@@ -2538,11 +2546,25 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
                                       : PyUnicode_Compare(head, text) == 0;
         if (PyErr_Occurred())
             goto done;
-        if (!whole)
-            Py_CLEAR(norm);  /* (_claim normalises the head) */
+        if (whole)
+            goto read_norm;
+        Py_CLEAR(norm);  /* (else the head's, as _claim makes it) */
+        Py_CLEAR(norm_bytes);
+    }
+    if (folded || !PyUnicode_IS_ASCII(head_base)) {  /* (a quotation blanked out: "…"; a folded text's camelCase) */
+        if (head == NULL && (head = PyUnicode_Substring(text, head_at, head_end)) == NULL)
+            goto done;
+        PyObject *unused = NULL;
+        norm = latin_normalised(head, &unused, &norm_bytes);
+        Py_XDECREF(unused);
+        if (norm == NULL && PyErr_Occurred())
+            goto done;
+        head_base = head;
+        head_at = 0;
+        head_end = PyUnicode_GET_LENGTH(head);
         goto read_norm;
     }
-    if (!camel && PyUnicode_IS_ASCII(head_base)) {
+    if (!camel) {
         norm = normalised(PyUnicode_1BYTE_DATA(head_base) + head_at, head_end - head_at, 0);
         if (norm == NULL) {
             if (PyErr_Occurred() || (head == NULL && (head = PyUnicode_Substring(text, head_at, head_end)) == NULL))
@@ -2585,7 +2607,7 @@ read_norm:
     if (first == FIRST_PYTHON)
         goto python;
     PyObject *said;
-    if (folded) {  /* (_evidence: the head case folded, where "ß" is two letters) */
+    if (folded || !PyUnicode_IS_ASCII(head_base)) {  /* (_evidence: the head case folded, where "ß" is two letters) */
         PyObject *base = head != NULL ? head : text;
         said = latin_evidence(base, reading.s + start, end - start, norm, start);
         if (said == NULL && !PyErr_Occurred()) {
