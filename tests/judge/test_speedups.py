@@ -81,6 +81,7 @@ _PIECES = [
     "übermittelt", "fehlgeschlagen", "ça", "À", "d'accès", "n'a pas été", "Straße", "—", "…", "已受理", "ｑｕｅｕｅｄ",
     "’", "We’ve received", "“queued”", "×2", "‘", "‘queued’", "it’ll be processed", "l’équipe", "reçue", "¤", "ÉTÉ",
     "aÉ", "Été", "µ", "Ð", "ð", "þ", "ÿ", "\xad", " — ", " – ", "–", "2–3", "patience—the", "——", " —\n", "—.", ".—",
+    " € ", "59,00 €", "€5", "→", " → ", "20 °C", "°", "©", " £5", "3 × 4", "‰", "§ 3", "¶",
     # lines and colons: status lines, intros, mail headers, table rows, data lines after the first
     "Status: queued\n", "Ticket created.\n", "id | status\n", "101 | open", "Subject: hello", "From: me", "Cc: x",
     "Contents of notes.txt: ", "Output:\n", "\n\n", " | ", "a | b", "x" * 41 + " | y", "Error: upload failed",

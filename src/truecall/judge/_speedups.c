@@ -989,14 +989,24 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
     return HEAD_TEXT;
 }
 
-/* The dashes a Latin text may hold (U+2013, U+2014) that normalise() keeps: in a normalised form read
- * here each is a byte of its own beyond ASCII (DASH_BYTE + k), no word character, no space, no mark of
- * a rule's (a dash is none of those), wherever a character stands for itself in what C reads; the
- * normalised form's str holds the dash itself (what the patterns read). */
-#define DASH_BYTE 0x81
-static const Py_UCS4 dashes[2] = {0x2013, 0x2014};
-static inline int dash_of(Py_UCS4 c) { return c == dashes[0] ? 0 : c == dashes[1] ? 1 : -1; }
-static inline int is_dash_byte(unsigned char c) { return c == DASH_BYTE || c == DASH_BYTE + 1; }
+/* The characters beyond ASCII a Latin text holds that normalise() keeps as they are and that no rule
+ * read in C names (_claims._INERT: dashes, "€", "°", "→" …): in a normalised form read here each is a
+ * byte of its own beyond ASCII (INERT_BYTE + k: past 0x85, which str.split takes for a space), no word
+ * character, no space, no mark, as the character is to the rules; the normalised form's str holds the
+ * character itself (what the patterns read). */
+#define INERT_BYTE 0x86
+#define INERT_MAX 24
+static Py_UCS4 inert_chars[INERT_MAX];
+static int inert_count;
+static unsigned char inert_utf8[INERT_MAX][4];
+static int inert_utf8_len[INERT_MAX];
+static inline int inert_of(Py_UCS4 c) {
+    for (int k = 0; k < inert_count; k++)
+        if (inert_chars[k] == c)
+            return k;
+    return -1;
+}
+static inline int is_inert_byte(unsigned char c) { return c >= INERT_BYTE && c < INERT_BYTE + inert_count; }
 
 /* -- normalising: normalise_uncamelled_ascii of a head of printable ASCII ------------------------ */
 
@@ -1005,9 +1015,9 @@ static inline int is_dash_byte(unsigned char c) { return c == DASH_BYTE || c == 
  * (_JOIN_DASH, _JOIN_DOT: such a run starts with its "-" or "."; the two never meet, a run with an "_"
  * being gone first); apostrophes and " \t\r\f\v" are spaces; runs of spaces one; the ends stripped.
  * NULL with no error set: the head has a character beyond ASCII (normalised in Python) — but the bytes
- * that stand for dashes (`dashed`: latin_normalised's; made a str of ASCII and those bytes, which it
- * makes the dashes' str). */
-static PyObject *normalised(const unsigned char *s, Py_ssize_t n, int dashed) {
+ * that stand for inert characters (`inert`: latin_normalised's; made a str of ASCII and those bytes,
+ * which it makes the characters' str). */
+static PyObject *normalised(const unsigned char *s, Py_ssize_t n, int inert) {
     unsigned char stack[512];
     unsigned char *t = n <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(n ? n : 1);
     if (t == NULL)
@@ -1016,7 +1026,7 @@ static PyObject *normalised(const unsigned char *s, Py_ssize_t n, int dashed) {
 #define SPACE() do { if (w > 0 && t[w - 1] != ' ') t[w++] = ' '; } while (0)
     while (i < n) {
         unsigned char c = s[i];
-        if (c > 0x7f && !(dashed && is_dash_byte(c))) {
+        if (c > 0x7f && !(inert && is_inert_byte(c))) {
             if (t != stack)
                 PyMem_Free(t);
             return NULL;
@@ -1084,11 +1094,11 @@ static int latin_tables(void) {
 }
 
 /* normalise(text) of a text whose characters are Latin-1, U+2019 (a curly apostrophe), U+2026 ("…": a
- * quotation _head blanked out) or a dash, when it is ASCII but for the dashes: each Latin-1 character one
+ * quotation _head blanked out) or an inert character, when it is ASCII but for those: each Latin-1 character one
  * the table folds (_latin1_tables: its accents off, as NFKC, NFD, the marks' removal and NFC make it —
  * what _fold's Latin-1 branch does; no character of these sets composes with another, so _fold_unicode's
  * steps over a text with the others make the same), U+2019 an apostrophe (_joined makes both a space),
- * "…" NFKC's "...", a dash itself (`norm_bytes`: the bytes C reads, a dash DASH_BYTE's), the folded text
+ * "…" NFKC's "...", an inert character itself (`norm_bytes`: the bytes C reads, its INERT_BYTE's), the folded text
  * without a camelCase boundary; then _joined(folded.lower()) (normalised()).  NULL with no error set:
  * any other text (normalise() makes its form).  `proxy`: for a text with a character beyond Latin-1,
  * the text with each made U+00A4 (a Latin-1 character that, like them, is no word character, no white
@@ -1105,7 +1115,7 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy, PyObject **n
     if (kind == PyUnicode_2BYTE_KIND) {  /* (the whole text read before the tables are made) */
         for (Py_ssize_t i = 0; i < n; i++) {
             Py_UCS4 c = PyUnicode_READ(kind, data, i);
-            if (c > 0xff && c != 0x2019 && c != 0x2026 && dash_of(c) < 0)
+            if (c > 0xff && c != 0x2019 && c != 0x2026 && inert_of(c) < 0)
                 return NULL;
         }
     }
@@ -1117,7 +1127,7 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy, PyObject **n
     if (t == NULL)
         return PyErr_NoMemory();
     PyObject *norm = NULL;
-    int dashed = 0;
+    int inert = 0;
     Py_ssize_t w = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
@@ -1129,10 +1139,17 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy, PyObject **n
         } else if (c == 0x2019)
             f = '\'';
         else if (c > 0xff) {
-            f = DASH_BYTE + dash_of(c);
-            dashed = 1;
-        } else if (!latin_safe[c] || (f = latin_fold[c]) >= 0x80)
-            goto done;  /* (a character the table does not fold, or one it leaves beyond ASCII: "ß", "ð") */
+            f = INERT_BYTE + inert_of(c);
+            inert = 1;
+        } else if (!latin_safe[c])
+            goto done;  /* (a character the table does not fold) */
+        else if ((f = latin_fold[c]) >= 0x80) {  /* (one it leaves beyond ASCII: "ß" and "ð" no, "°" and "£" as they are) */
+            int k = inert_of(f);
+            if (k < 0)
+                goto done;
+            f = INERT_BYTE + k;
+            inert = 1;
+        }
         t[w++] = f;
     }
     for (Py_ssize_t i = 0; i < w; i++)  /* _CAMEL_CASES: "aA" or "AAa" (then _CAMEL splits: in Python) */
@@ -1147,13 +1164,13 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy, PyObject **n
             PyUnicode_1BYTE_DATA(*proxy)[i] = c > 0xff ? 0xa4 : (unsigned char)c;
         }
     }
-    norm = normalised(t, w, dashed);
-    if (norm != NULL && dashed) {  /* the bytes C reads; the str with its dashes */
+    norm = normalised(t, w, inert);
+    if (norm != NULL && inert) {  /* the bytes C reads; the str with its inert characters */
         Py_ssize_t m = PyUnicode_GET_LENGTH(norm);
         const unsigned char *b = PyUnicode_1BYTE_DATA(norm);
-        for (Py_ssize_t i = 0; i < m; i++) {  /* (a dash inside a word: its words are not the bytes' — in Python) */
-            if (is_dash_byte(b[i]) && ((i > 0 && !is_bytes_space(word_table[b[i - 1]]) && !is_dash_byte(b[i - 1]))
-                                       || (i + 1 < m && !is_bytes_space(word_table[b[i + 1]]) && !is_dash_byte(b[i + 1])))) {
+        for (Py_ssize_t i = 0; i < m; i++) {  /* (one inside a word: its words are not the bytes' — in Python) */
+            if (is_inert_byte(b[i]) && ((i > 0 && !is_bytes_space(word_table[b[i - 1]]) && !is_inert_byte(b[i - 1]))
+                                        || (i + 1 < m && !is_bytes_space(word_table[b[i + 1]]) && !is_inert_byte(b[i + 1])))) {
                 Py_CLEAR(norm);
                 break;
             }
@@ -1164,7 +1181,7 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy, PyObject **n
             if (wide != NULL)
                 for (Py_ssize_t i = 0; i < m; i++)
                     PyUnicode_WRITE(PyUnicode_2BYTE_KIND, PyUnicode_DATA(wide), i,
-                                    is_dash_byte(b[i]) ? dashes[b[i] - DASH_BYTE] : (Py_UCS4)b[i]);
+                                    is_inert_byte(b[i]) ? inert_chars[b[i] - INERT_BYTE] : (Py_UCS4)b[i]);
             Py_SETREF(norm, wide);
         }
     }
@@ -1179,7 +1196,7 @@ done:
 }
 
 /* _evidence(base, phrase) of an ASCII phrase (`len` characters) in a text of Latin-1 characters and
- * U+2019 and dashes (the phrase's dashes DASH_BYTE's): where base.casefold() holds the phrase, as base has it (each character's case folded is one
+ * U+2019, "…" and inert characters (the phrase's those INERT_BYTE's): where base.casefold() holds the phrase, as base has it (each character's case folded is one
  * character — NULL with no error where "ß" makes two, or a character is of neither set: _evidence
  * reads it), else the phrase; at most 80 characters. */
 static PyObject *latin_evidence(PyObject *base, const unsigned char *phrase, Py_ssize_t len, PyObject *norm,
@@ -1189,14 +1206,14 @@ static PyObject *latin_evidence(PyObject *base, const unsigned char *phrase, Py_
     Py_ssize_t n = PyUnicode_GET_LENGTH(base), keep = len < 80 ? len : 80;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c == 0xdf || (c > 0xff && c != 0x2019 && c != 0x2026 && dash_of(c) < 0))
+        if (c == 0xdf || (c > 0xff && c != 0x2019 && c != 0x2026 && inert_of(c) < 0))
             return NULL;
     }
     for (Py_ssize_t i = 0; i + len <= n; i++) {
         Py_ssize_t j = 0;
-        for (; j < len; j++) {  /* (a character beyond ASCII folds to one beyond ASCII: only a dash is the phrase's) */
+        for (; j < len; j++) {  /* (a character beyond ASCII folds to one beyond ASCII: only an inert one is the phrase's) */
             Py_UCS4 c = PyUnicode_READ(kind, data, i + j);
-            if (c >= 0x80 ? !(is_dash_byte(phrase[j]) && dashes[phrase[j] - DASH_BYTE] == c)
+            if (c >= 0x80 ? !(is_inert_byte(phrase[j]) && inert_chars[phrase[j] - INERT_BYTE] == c)
                           : lower((unsigned char)c) != phrase[j])
                 break;
         }
@@ -1654,7 +1671,7 @@ static Alternation alternations[64];
 static int alternation_count;
 
 /* The alternation a search method's pattern is (in_c 0 where it is none of _ALTERNATIONS, or holds a
- * literal with a character that stands for a dash here), made when first asked; NULL on an error. */
+ * literal with an inert character, or one whose code is an inert byte), made when first asked; NULL on an error. */
 static Alternation *alternation_of(PyObject *search) {
     for (int k = 0; k < alternation_count; k++)
         if (alternations[k].search == search)
@@ -1689,10 +1706,10 @@ static Alternation *alternation_of(PyObject *search) {
             PyErr_SetString(PyExc_TypeError, "_ALTERNATIONS: (str, bool) entries");
             return NULL;
         }
-        if (!PyUnicode_IS_ASCII(text)) {  /* (Chinese, Japanese: never in a text read here — but a dash is) */
+        if (!PyUnicode_IS_ASCII(text)) {  /* (Chinese, Japanese: never in a text read here — but an inert character is) */
             for (Py_ssize_t i = 0; in_c && i < PyUnicode_GET_LENGTH(text); i++) {
                 Py_UCS4 c = PyUnicode_READ_CHAR(text, i);
-                in_c = dash_of(c) < 0 && !is_dash_byte(c <= 0xff ? (unsigned char)c : 0);
+                in_c = inert_of(c) < 0 && !is_inert_byte(c <= 0xff ? (unsigned char)c : 0);
             }
             continue;
         }
@@ -2358,21 +2375,21 @@ static Span *spans_of(const unsigned char *s, Py_ssize_t n, int tokens_only, Spa
     return spans;
 }
 
-/* raw's bytes with each dash's byte its three bytes of UTF-8 (E2 80 93, E2 80 94): what _normalised_candidates
- * hands the phrase hints of a normalised form with dashes. */
+/* raw's bytes with each inert character's byte its UTF-8: what _normalised_candidates hands the phrase hints
+ * of a normalised form with such characters. */
 static PyObject *utf8_raw(const unsigned char *raw, Py_ssize_t n) {
     Py_ssize_t m = n;
     for (Py_ssize_t i = 0; i < n; i++)
-        m += is_dash_byte(raw[i]) ? 2 : 0;
+        m += is_inert_byte(raw[i]) ? inert_utf8_len[raw[i] - INERT_BYTE] - 1 : 0;
     PyObject *out = PyBytes_FromStringAndSize(NULL, m);
     if (out == NULL)
         return NULL;
     unsigned char *o = (unsigned char *)PyBytes_AS_STRING(out);
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (is_dash_byte(raw[i])) {
-            *o++ = 0xe2;
-            *o++ = 0x80;
-            *o++ = raw[i] == DASH_BYTE ? 0x93 : 0x94;
+        if (is_inert_byte(raw[i])) {
+            int k = raw[i] - INERT_BYTE;
+            memcpy(o, inert_utf8[k], inert_utf8_len[k]);
+            o += inert_utf8_len[k];
         } else {
             *o++ = raw[i];
         }
@@ -2392,12 +2409,12 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         return NULL;
     }
     /* An ASCII text's raw words are its own; any other (Spanish, French, German; English with a curly
-       apostrophe or a dash) is normalised first (in Python: NFKC, accents, confusables), and when that is
+       apostrophe, a dash or a euro sign) is normalised first (in Python: NFKC, accents, confusables), and when that is
        ASCII its words are read from it, as _judge_unicode does (else: _judge_unicode, as Chinese and
        Japanese text is) */
     PyObject *head = NULL, *norm = NULL, *result = NULL;
     int folded = !PyUnicode_IS_ASCII(text);
-    PyObject *proxy = NULL, *norm_bytes = NULL;  /* (a text with U+2019 or a dash: latin_normalised) */
+    PyObject *proxy = NULL, *norm_bytes = NULL;  /* (a text with U+2019 or an inert character: latin_normalised) */
     if (folded) {
         norm = latin_normalised(text, &proxy, &norm_bytes);
         if (norm == NULL && (PyErr_Occurred() || (norm = call1(normalise_py, text)) == NULL))
@@ -2483,7 +2500,7 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
     int across = across_count == 0;
     for (int k = 0; !across && k < across_count; k++)
         across = find(raw, n, (const unsigned char *)across_text[k], across_len[k]) != NULL;
-    if (across) {  /* (the hints read the UTF-8 of the normalised form: a dash's three bytes) */
+    if (across) {  /* (the hints read the UTF-8 of the normalised form: an inert character's bytes) */
         PyObject *raw_bytes = norm_bytes != NULL ? utf8_raw(raw, n) : PyBytes_FromStringAndSize((const char *)raw, n);
         if (raw_bytes == NULL)
             goto done;
@@ -2769,6 +2786,31 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     TAKE(NEG_WORDS, "_NEG_WORDS");
     TAKE(claim_type, "Claim");
     TAKE(ALTERNATIONS, "_ALTERNATIONS");
+    PyObject *inert_text = PyDict_GetItemString(ns, "_INERT");
+    if (inert_text == NULL || !PyUnicode_Check(inert_text) || PyUnicode_GET_LENGTH(inert_text) > INERT_MAX) {
+        PyErr_SetString(PyExc_TypeError, "_speedups.bind: _INERT: a str of at most 24 characters");
+        return NULL;
+    }
+    inert_count = 0;
+    for (Py_ssize_t k = 0; k < PyUnicode_GET_LENGTH(inert_text); k++) {
+        Py_UCS4 c = PyUnicode_READ_CHAR(inert_text, k);
+        if (c < 0x80 || c > 0xffff) {
+            PyErr_SetString(PyExc_ValueError, "_speedups.bind: _INERT: characters beyond ASCII, within U+FFFF");
+            return NULL;
+        }
+        unsigned char *u = inert_utf8[inert_count];  /* (UTF-8 of two or three bytes) */
+        if (c < 0x800) {
+            u[0] = 0xc0 | (c >> 6);
+            u[1] = 0x80 | (c & 0x3f);
+            inert_utf8_len[inert_count] = 2;
+        } else {
+            u[0] = 0xe0 | (c >> 12);
+            u[1] = 0x80 | ((c >> 6) & 0x3f);
+            u[2] = 0x80 | (c & 0x3f);
+            inert_utf8_len[inert_count] = 3;
+        }
+        inert_chars[inert_count++] = c;
+    }
 #undef TAKE
     PyObject *table = PyDict_GetItemString(ns, "_WORD_BYTES");
     if (table == NULL || !PyBytes_Check(table) || PyBytes_GET_SIZE(table) != 256 || !PyDict_Check(BY_WORD_BYTES)
