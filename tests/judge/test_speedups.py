@@ -347,12 +347,29 @@ def test_a_long_text_of_one_claim_word_again_and_again_costs_what_its_words_do()
 @pytest.mark.parametrize(("pattern", "width", "spaces"), [
     ("a b", 3, 1), (r"\w+", -1, 0), (".+", -1, -1), ("(a |b ){2,3}", 6, 3), ("[^x]", 1, 1), ("[^ ]+", -1, 0),
     (r"\S+ \S+", -1, 1), ("x(?= +)", 1, 0), (r"(?<=a )b", 1, 0), ("[a-z ]{0,4}", 4, 4), ("[!-~]", 1, 0),
-    (r"[\s]", 1, 1), (r"\W", 1, 1), (r"\D{2}", 2, 2), ("(a)b\\1", 3, -1), (r"(?>a |b)+c", -1, -1),
+    (r"[\s]", 1, 1), (r"\W", 1, 1), (r"\D{2}", 2, 2), ("(a)b\\1", -1, -1), (r"(?>a |b)+c", -1, -1),
 ])
 def test_the_bounds_of_a_match_are_read_from_the_pattern(pattern: str, width: int, spaces: int) -> None:
-    """_bounds reads the standard library's private parser (``re._parser``): pinned here, so a Python whose
-    parser changed fails this test, not the judgment (a bound too small would skip a match)."""
+    """_bounds reads a pattern's literals, escapes, classes, groups, alternatives and quantifiers; what it
+    does not read (a back-reference, an atomic group) has no bound."""
     assert _claims._bounds(re.compile(pattern)) == (width, spaces)
+
+
+def test_each_piece_s_width_is_what_the_regex_engine_says() -> None:
+    """Over every piece that holds words or runs, the width _bounds reads is the one the standard library's
+    own parser gives (``re._parser``, read by this test only): never smaller (a match would be skipped),
+    bounded wherever the engine's is."""
+    from re import _parser  # type: ignore[attr-defined]
+
+    compared = 0
+    for i in range(len(_claims._PIECES)):
+        regex, _, _, words, runs, width, _ = _claims._SINGLE[i] or _claims._single(i)
+        if not (words or runs):
+            continue
+        widest = _parser.parse(regex.pattern, regex.flags).getwidth()[1]
+        assert width == (widest if widest < _parser.MAXREPEAT else -1), regex.pattern
+        compared += 1
+    assert compared > 1000
 
 
 def test_no_match_of_a_piece_spans_more_than_its_bounds(rng_seed: int) -> None:

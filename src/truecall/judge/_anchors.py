@@ -198,6 +198,124 @@ def top_groups(pattern: str) -> list[tuple[int, int]]:
     return groups
 
 
+#: (A bound beyond any text's length: "no bound" while bounds are added and multiplied.)
+_NO_BOUND = 1 << 40
+_QUANTIFIER = re.compile(r"\{(\d*)(?:(,)(\d*))?\}")
+#: Escapes of one character that may be a space, that may not, and that consume nothing.
+_SPACE_ESCAPES, _WORD_ESCAPES, _ZERO_ESCAPES = "sWD", "wdSntrfv", "bBAZ"
+
+
+class _Unknown(Exception):
+    """A construct :func:`bounds` does not read (a back-reference, inline flags, an atomic group)."""
+
+
+def bounds(pattern: str) -> tuple[int, int]:
+    """The most characters a match of ``pattern`` spans and the most spaces (U+0020) it holds; -1 where
+    either has no bound (``\\w+`` spans any number of characters but holds no space; ``.+`` bounds
+    neither) or the pattern holds a construct not read here.  Read from the pattern's text: its
+    literals, escapes, classes, groups, alternatives and quantifiers (look-arounds and anchors consume
+    nothing)."""
+    try:
+        width, spaces, end = _sequence(pattern, 0)
+    except (_Unknown, IndexError, ValueError):
+        return -1, -1
+    if end != len(pattern):
+        return -1, -1
+    return (width if width < _NO_BOUND else -1), (spaces if spaces < _NO_BOUND else -1)
+
+
+def _sequence(p: str, i: int) -> tuple[int, int, int]:
+    """Alternatives from ``p[i]`` up to an unmatched ``)`` or the end: (width, spaces, where it ended)."""
+    widest = spaces = width = space = 0
+    while i < len(p) and p[i] != ")":
+        if p[i] == "|":
+            widest, spaces = max(widest, width), max(spaces, space)
+            width = space = 0
+            i += 1
+            continue
+        w, s, i = _atom(p, i)
+        m = _QUANTIFIER.match(p, i) if i < len(p) and p[i] == "{" else None
+        if i < len(p) and p[i] in "?*+":
+            most = 1 if p[i] == "?" else _NO_BOUND
+            i += 1
+        elif m is not None and (m.group(1) or m.group(3)):
+            most = int(m.group(3)) if m.group(3) else _NO_BOUND if m.group(2) else int(m.group(1))
+            i = m.end()
+        else:
+            most = -1
+        if most >= 0:
+            if i < len(p) and p[i] in "?+":  # (lazy, possessive)
+                i += 1
+            w, s = (0 if w == 0 else min(w * most, _NO_BOUND)), (0 if s == 0 else min(s * most, _NO_BOUND))
+        width, space = min(width + w, _NO_BOUND), min(space + s, _NO_BOUND)
+    return max(widest, width), max(spaces, space), i
+
+
+def _atom(p: str, i: int) -> tuple[int, int, int]:
+    """One atom at ``p[i]``: (width, spaces, the index after it)."""
+    ch = p[i]
+    if ch == "(":
+        if p.startswith(("(?=", "(?!"), i) or p.startswith(("(?<=", "(?<!"), i):
+            _, _, end = _sequence(p, i + (3 if p[i + 2] in "=!" else 4))
+            return 0, 0, _closed(p, end)
+        if p.startswith("(?:", i) or p.startswith("(?P<", i) or not p.startswith("(?", i):
+            start = i + 3 if p.startswith("(?:", i) else p.index(">", i) + 1 if p.startswith("(?P<", i) else i + 1
+            w, s, end = _sequence(p, start)
+            return w, s, _closed(p, end)
+        raise _Unknown(p[i:i + 4])
+    if ch == "[":
+        end = class_end(p, i)
+        return 1, int(_class_takes_space(p[i + 1:end - 1])), end
+    if ch == "\\":
+        e = p[i + 1]
+        if e in _ZERO_ESCAPES:
+            return 0, 0, i + 2
+        if e in _SPACE_ESCAPES:
+            return 1, 1, i + 2
+        if e in _WORD_ESCAPES:
+            return 1, 0, i + 2
+        if e.isdigit() or e.isalpha():  # (a back-reference, \x, \u, \N…: not read here)
+            raise _Unknown(p[i:i + 2])
+        return 1, int(e == " "), i + 2
+    if ch in "^$":
+        return 0, 0, i + 1
+    if ch == ".":
+        return 1, 1, i + 1
+    return 1, int(ch == " "), i + 1
+
+
+def _closed(p: str, end: int) -> int:
+    if p[end:end + 1] != ")":
+        raise _Unknown("an unclosed group")
+    return end + 1
+
+
+def _class_takes_space(body: str) -> bool:
+    """Whether a character class (its text between the brackets) takes a space."""
+    negated = body.startswith("^")
+    j, takes = (1 if negated else 0), False
+    while j < len(body):
+        if body[j] == "\\":
+            e = body[j + 1]
+            if e in _SPACE_ESCAPES:
+                takes = True
+            elif e in _WORD_ESCAPES or e in "bB":
+                pass
+            elif e.isalnum():
+                raise _Unknown("\\" + e)  # (\x20, \u…: not read here)
+            else:
+                takes = takes or e == " "
+            j += 2
+            continue
+        if j + 2 < len(body) and body[j + 1] == "-" and body[j + 2] != "\\":
+            takes = takes or body[j] <= " " <= body[j + 2]
+            j += 3
+            continue
+        takes = takes or body[j] == " "
+        j += 1
+    return takes != negated
+
+
 def starts_word(text: str, at: int) -> bool:
     """Whether ``at`` starts a word of normalised text (no letter or digit before it)."""
     return at == 0 or not ("a" <= text[at - 1] <= "z" or "0" <= text[at - 1] <= "9")

@@ -22,7 +22,8 @@ from typing import AbstractSet, Any, Callable, Iterator, Literal, Mapping
 
 import orjson
 
-from ._anchors import ENDINGS, STOP, WEAK, alternatives, anchors, class_end, matches, scan, starts_word, top_groups
+from ._anchors import (ENDINGS, STOP, WEAK, alternatives, anchors, bounds, class_end, matches, scan, starts_word,
+                       top_groups)
 from ._normalise import _CAMEL_CASES, _CASES, _latin1_tables, normalise, normalise_uncamelled_ascii
 from ._vocabulary import (ADVICE_INTROS, AFTER_NEGATIONS, CLAIM_ABOUT_AFTER, CLAIMS, CONDITIONALS, CONDITIONALS_AFTER,
                           CONTRASTS, DATA_INTROS, DEFINITIONS, GENERIC_MODALS, HISTORY, NEGATIONS, NONE_COUNTS,
@@ -270,79 +271,10 @@ def _single(i: int) -> _Single:
 
 def _bounds(regex: re.Pattern[str]) -> tuple[int, int]:
     """The most characters a match of ``regex`` spans, and the most spaces it holds; -1 where one has no
-    bound (``\\w+`` spans any number of characters but holds no space; ``.+`` bounds neither).  A
-    match holds its piece's words and runs, so it starts at most so many characters, and so many spaces,
-    before the first of each from where a search starts: ``_speedups`` searches from there (a search
-    from the text's start tried every position before).  Read from the standard library's own parser
-    (``re._parser``, a private module: asked here only, and pinned by tests/judge/test_speedups.py);
-    without it, no bound."""
-    try:
-        from re import _constants, _parser  # type: ignore[attr-defined]
-
-        tree = _parser.parse(regex.pattern, regex.flags)
-        widest = tree.getwidth()[1]
-        spaces = _spaces_in(tree, _constants)
-    except Exception:  # (a Python whose parser is not this one: no bound, the search from the start)
-        return -1, -1
-    return (int(widest) if widest < _parser.MAXREPEAT else -1), (spaces if spaces < _UNBOUNDED else -1)
-
-
-_UNBOUNDED = 1 << 30
-
-
-def _spaces_in(items: Any, c: Any) -> int:
-    """The most spaces (U+0020) a match of a parsed pattern holds (``_UNBOUNDED``: no bound known — any
-    construct not read here)."""
-    total = 0
-    for op, av in items:
-        if op == c.LITERAL:
-            n = int(av == 32)
-        elif op == c.NOT_LITERAL:
-            n = int(av != 32)
-        elif op == c.ANY:
-            n = 1
-        elif op == c.IN:
-            n = _space_in_set(av, c)
-        elif op == c.CATEGORY:
-            n = int(_space_in_category(av, c))
-        elif op in (c.MAX_REPEAT, c.MIN_REPEAT, c.POSSESSIVE_REPEAT):
-            inner = _spaces_in(av[2], c)
-            n = 0 if inner == 0 else _UNBOUNDED if av[1] == c.MAXREPEAT else inner * av[1]
-        elif op == c.SUBPATTERN:
-            n = _spaces_in(av[-1], c)
-        elif op == c.ATOMIC_GROUP:
-            n = _spaces_in(av, c)
-        elif op == c.BRANCH:
-            n = max(_spaces_in(branch, c) for branch in av[1])
-        elif op in (c.ASSERT, c.ASSERT_NOT, c.AT):
-            n = 0  # (looks, and consumes nothing)
-        else:
-            return _UNBOUNDED
-        total = min(total + n, _UNBOUNDED)
-    return total
-
-
-def _space_in_category(category: Any, c: Any) -> bool:
-    return category in (c.CATEGORY_SPACE, c.CATEGORY_UNI_SPACE, c.CATEGORY_NOT_WORD, c.CATEGORY_UNI_NOT_WORD,
-                        c.CATEGORY_LOC_NOT_WORD, c.CATEGORY_NOT_DIGIT, c.CATEGORY_UNI_NOT_DIGIT,
-                        c.CATEGORY_NOT_LINEBREAK, c.CATEGORY_UNI_NOT_LINEBREAK)
-
-
-def _space_in_set(items: Any, c: Any) -> int:
-    """1 when a character class takes a space, else 0 (1 for anything not read here)."""
-    negated = hit = False
-    for op, av in items:
-        if op == c.NEGATE:
-            negated = True
-        elif op == c.LITERAL:
-            hit = hit or av == 32
-        elif op == c.RANGE:
-            hit = hit or av[0] <= 32 <= av[1]
-        elif op == c.CATEGORY:
-            hit = hit or _space_in_category(av, c)
-        else:
-            return 1
-    return int(hit != negated)
+    bound (:func:`bounds`).  A match holds its piece's words and runs, so it starts at most so many
+    characters, and so many spaces, before the first of each from where a search starts: ``_speedups``
+    searches from there (a search from the text's start tried every position before)."""
+    return (-1, -1) if regex.flags & re.VERBOSE else bounds(regex.pattern)
 
 
 def _next_match(reading: "_Reading", regex: re.Pattern[str], word: bool, sentence: bool,
