@@ -1,4 +1,4 @@
-"""Issue 24's speed line: the claim judgment of an ASCII text runs in C (``truecall.judge._speedups``,
+"""Issue 24's speed line: the claim judgment of a Latin text runs in C (``truecall.judge._speedups``,
 built at install where a C compiler is) and says what the Python judgment says — the same claim,
 kind, language and evidence — on the corpus, its variants, the shortcuts' edge cases and generated
 texts; it keeps no reference it should not; bad input is a clear error, never a crash; and where it

@@ -3,17 +3,20 @@
  * Why: a client judges every tool result it gets ("does this narrative claim acceptance?"), and the
  * Python judgment of a new 200-character result cost ~20 us, of which ~8 us were the C-level steps
  * (translate, split, set look-ups, regex searches) and the rest the interpreter between them.  This
- * is _claims._judge written out in C — _judge_ascii_python for an ASCII text; for any other, the
- * steps of _judge_unicode once normalise() (Python) has made it ASCII (Spanish, French, German,
- * English with a curly apostrophe) — on the same vocabulary and the same compiled patterns (bind()
- * hands them over).  It makes no judgment of its own.  What it does not do itself it hands to the
- * Python function that does it: _judge_unicode for text whose normalised form is not ASCII (Chinese,
- * Japanese); _head for a text with lines, quotations, names, an intro or JSON; _claim for a reading
- * that is not plain (a cue of negation, a question, a condition), for a failure (told as past or not)
- * and for a match that does not start a word; _word_pieces for a new word with a stem or an in-word
- * hint in it; _evidence for a head that is not ASCII.  So the Python module stays the one definition
- * and this is a shortcut through it; tests/judge/test_speedups.py checks that the two give the same
- * claim on the corpus, its variants and generated texts.
+ * is _claims._judge written out in C — _judge_ascii_python for an ASCII text; for a Latin one (Spanish,
+ * French, German, English with a curly apostrophe, a dash or a euro sign) the steps of _judge_unicode,
+ * the text normalised here too (latin_normalised) — on the same vocabulary and the same compiled
+ * patterns (bind() hands them over).  It makes no judgment of its own.  What it does not do itself it
+ * hands to the Python function that does it: normalise() for a text beyond those characters, and
+ * _judge_unicode when its normalised form is not one read here (Chinese, Japanese); _head for a text
+ * with a quotation, a name, a path or JSON; _valid for a Chinese or Japanese term; _claim for a
+ * failure told as past where another claim may stand, and for a camelCase head; _word_pieces for a
+ * new word with a stem or an in-word hint in it; _evidence where "ß" folds to two letters.  Each
+ * piece is searched only where a match can start (its words and runs, and what its pattern bounds:
+ * _claims._bounds), and the rules' alternations of words (_claims._ALTERNATIONS) are searched here.
+ * So the Python module stays the one definition and this is a shortcut through it;
+ * tests/judge/test_speedups.py checks that the two give the same claim on the corpus, its variants
+ * and generated texts.
  *
  * What it keeps of its own: each raw word's pieces (a pure function of the word: a table keyed by its
  * bytes, so that a text's words are looked up without making a Python object of each), each piece's

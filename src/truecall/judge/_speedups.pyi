@@ -1,4 +1,4 @@
-"""Types of ``_speedups.c``: the claim judgment's ASCII path in C (see ``_claims._speedups``)."""
+"""Types of ``_speedups.c``: the claim judgment of a Latin text in C (see ``_claims._speedups``)."""
 
 from typing import Any, Callable, Mapping
 
