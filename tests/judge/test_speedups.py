@@ -82,6 +82,9 @@ _PIECES = [
     "’", "We’ve received", "“queued”", "×2", "‘", "‘queued’", "it’ll be processed", "l’équipe", "reçue", "¤", "ÉTÉ",
     "aÉ", "Été", "µ", "Ð", "ð", "þ", "ÿ", "\xad", " — ", " – ", "–", "2–3", "patience—the", "——", " —\n", "—.", ".—",
     " € ", "59,00 €", "€5", "→", " → ", "20 °C", "°", "©", " £5", "3 × 4", "‰", "§ 3", "¶",
+    # Chinese and Japanese (normalised in C), fullwidth forms, the ideographic space
+    "您的请求已受理", "，", "。", "处理中", "已完成", "失败了", "ご依頼を受け付けました", "、", "「済み」", "ー", "々", "\u3000",
+    "ｑ", "Ｑｕｅｕｅ", "（", "）", "：", "受付-完了", "A-处理", "ｄｂＰａｓｓ", "未", "不", "没有", "ません",
     # lines and colons: status lines, intros, mail headers, table rows, data lines after the first
     "Status: queued\n", "Ticket created.\n", "id | status\n", "101 | open", "Subject: hello", "From: me", "Cc: x",
     "Contents of notes.txt: ", "Output:\n", "\n\n", " | ", "a | b", "x" * 41 + " | y", "Error: upload failed",
@@ -428,3 +431,22 @@ def test_an_alternation_is_its_literals_in_order(rng_seed: int) -> None:
                 assert (m.span() if m else None) == _literal_search(entries, text, pos), (regex.pattern[:60], text, pos)
                 found += m is not None
     assert found > 1000
+
+
+@needs_speedups
+def test_what_c_normalises_is_what_normalise_makes(rng_seed: int) -> None:
+    """Every text the C judgment normalises itself (Latin-1, curly apostrophes, "…", the inert symbols;
+    Chinese and Japanese with fullwidth forms) gets normalise()'s form exactly; the others are handed to
+    it."""
+    from truecall.judge import _speedups  # type: ignore[attr-defined]
+    from truecall.judge._normalise import normalise
+
+    rng = random.Random(rng_seed)
+    texts = [t for t in _texts() if not t.isascii()]
+    texts += ["".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 12))) for _ in range(20000)]
+    texts += [chr(c) for c in range(0x80, 0x3100)] + [chr(c) for c in range(0xfe00, 0x10000)]
+    made = [(t, _speedups.normalise(t)) for t in texts if not t.isascii()]
+    differ = [(t, c, normalise(t)) for t, c in made if c is not None and c != normalise(t)]
+    assert not differ, differ[:5]
+    wide = sum(c is not None and not c.isascii() and max(c) >= "\u3000" for _, c in made)
+    assert sum(c is not None for _, c in made) > 10000 and wide > 1000, wide

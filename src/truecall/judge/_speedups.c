@@ -1180,10 +1180,14 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy, PyObject **n
         }
         if (norm != NULL) {
             *norm_bytes = PyBytes_FromStringAndSize((const char *)b, m);
-            PyObject *wide = *norm_bytes == NULL ? NULL : PyUnicode_New(m, 0xffff);
+            Py_UCS4 most = 0x7f;  /* (a str of the least kind that holds its characters: CPython's one form) */
+            for (Py_ssize_t i = 0; i < m; i++)
+                if (is_inert_byte(b[i]) && inert_chars[b[i] - INERT_BYTE] > most)
+                    most = inert_chars[b[i] - INERT_BYTE];
+            PyObject *wide = *norm_bytes == NULL ? NULL : PyUnicode_New(m, most);
             if (wide != NULL)
                 for (Py_ssize_t i = 0; i < m; i++)
-                    PyUnicode_WRITE(PyUnicode_2BYTE_KIND, PyUnicode_DATA(wide), i,
+                    PyUnicode_WRITE(PyUnicode_KIND(wide), PyUnicode_DATA(wide), i,
                                     is_inert_byte(b[i]) ? inert_chars[b[i] - INERT_BYTE] : (Py_UCS4)b[i]);
             Py_SETREF(norm, wide);
         }
@@ -1195,6 +1199,93 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy, PyObject **n
 done:
     if (t != stack)
         PyMem_Free(t);
+    return norm;
+}
+
+/* -- normalising Chinese and Japanese text in C ------------------------------------------------------ */
+
+/* The characters of Chinese and Japanese text that normalise() keeps as they are: the unified ideographs,
+ * hiragana and katakana (with the prolonged sound mark and the iteration marks), 、 。 and the corner
+ * brackets (tests/judge/test_speedups.py checks each against normalise()). */
+static inline int wide_kept(Py_UCS4 c) {
+    return (c >= 0x4e00 && c <= 0x9fff) || (c >= 0x3041 && c <= 0x3096) || (c >= 0x30a1 && c <= 0x30fe)
+           || c == 0x3001 || c == 0x3002 || c == 0x3005 || (c >= 0x300c && c <= 0x300f);
+}
+
+/* [^\W_] of a normalised character: an ASCII letter or digit (lower case by then), or a letter or
+ * digit beyond ASCII. */
+static inline int wide_alnum(Py_UCS4 c) { return c < 0x80 ? is_token((unsigned char)c) : Py_UNICODE_ISALNUM(c); }
+
+/* normalise(text) of a text of ASCII and those characters, with fullwidth forms (，：！ａ…: NFKC's ASCII)
+ * and the ideographic space: what _fold_unicode's steps make of it (NFKC maps those two sets and keeps
+ * the others; nothing of them decomposes into a mark the steps remove, has a case or is a confusable),
+ * then _joined — a run of "_ - ." between two letters or digits (any script's: [^\W_]) a space, as
+ * normalised() does for ASCII.  NULL with no error set: any other text, or one with a camelCase
+ * boundary (normalise() makes its form). */
+static PyObject *wide_normalised(PyObject *text) {
+    int kind = PyUnicode_KIND(text);
+    if (kind == PyUnicode_1BYTE_KIND)
+        return NULL;
+    const void *data = PyUnicode_DATA(text);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    Py_UCS4 stack[2 * 256];
+    Py_UCS4 *u = 2 * n <= (Py_ssize_t)(sizeof(stack) / sizeof(Py_UCS4)) ? stack : PyMem_Malloc(2 * n * sizeof(Py_UCS4) + 1);
+    if (u == NULL)
+        return PyErr_NoMemory();
+    Py_UCS4 *t = u + n;  /* (the joined text: never longer) */
+    PyObject *norm = NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c >= 0xff01 && c <= 0xff5e)
+            c -= 0xfee0;
+        else if (c == 0x3000)
+            c = ' ';
+        else if (c >= 0x80 && !wide_kept(c))
+            goto done;
+        u[i] = c;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)  /* _ANY_CAMEL: "aA" or "AAa" among ASCII letters */
+        if (u[i] < 0x80 && is_upper((unsigned char)u[i])
+            && ((i > 0 && u[i - 1] < 0x80 && is_lower((unsigned char)u[i - 1]))
+                || (i + 2 < n && u[i + 1] < 0x80 && is_upper((unsigned char)u[i + 1]) && u[i + 2] < 0x80
+                    && is_lower((unsigned char)u[i + 2]))))
+            goto done;
+    Py_ssize_t w = 0, i = 0;
+#define SPACE() do { if (w > 0 && t[w - 1] != ' ') t[w++] = ' '; } while (0)
+    while (i < n) {
+        Py_UCS4 c = u[i] < 0x80 ? lower((unsigned char)u[i]) : u[i];
+        if (c == '-' || c == '.' || c == '_') {
+            Py_ssize_t j = i;
+            int underscore = 0;
+            while (j < n && (u[j] == '-' || u[j] == '.' || u[j] == '_'))
+                underscore |= u[j++] == '_';
+            Py_UCS4 before = i > 0 ? (u[i - 1] < 0x80 ? lower((unsigned char)u[i - 1]) : u[i - 1]) : ' ';
+            Py_UCS4 after = j < n ? (u[j] < 0x80 ? lower((unsigned char)u[j]) : u[j]) : ' ';
+            if (underscore || (i > 0 && wide_alnum(before) && j < n && wide_alnum(after))) {
+                SPACE();
+            } else {
+                for (Py_ssize_t k = i; k < j; k++)
+                    t[w++] = u[k];
+            }
+            i = j;
+            continue;
+        }
+        if (c == ' ' || c == '\'' || c == '`' || c == '\t' || c == '\r' || c == '\f' || c == '\v')
+            SPACE();  /* (apostrophes; _SPACES: a run of " \t\r\f\v" one space) */
+        else
+            t[w++] = c;
+        i++;
+    }
+#undef SPACE
+    Py_ssize_t from = 0;  /* .strip(): white space at the ends (only ASCII's is left here) */
+    while (w > from && t[w - 1] < 0x80 && is_str_space((unsigned char)t[w - 1]))
+        w--;
+    while (from < w && t[from] < 0x80 && is_str_space((unsigned char)t[from]))
+        from++;
+    norm = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, t + from, w - from);
+done:
+    if (u != stack)
+        PyMem_Free(u);
     return norm;
 }
 
@@ -2420,6 +2511,8 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
     PyObject *proxy = NULL, *norm_bytes = NULL;  /* (a text with U+2019 or an inert character: latin_normalised) */
     if (folded) {
         norm = latin_normalised(text, &proxy, &norm_bytes);
+        if (norm == NULL && !PyErr_Occurred())
+            norm = wide_normalised(text);  /* (Chinese, Japanese) */
         if (norm == NULL && (PyErr_Occurred() || (norm = call1(normalise_py, text)) == NULL))
             return NULL;
         int plain = norm_bytes != NULL || (PyUnicode_Check(norm) && PyUnicode_IS_ASCII(norm));
@@ -3073,12 +3166,36 @@ error:
     return NULL;
 }
 
+/* normalise(text) as judge() makes it in C (latin_normalised, wide_normalised), or None where it hands
+ * the text to _normalise.normalise (the tests compare the two). */
+static PyObject *normalise_in_c(PyObject *module, PyObject *text) {
+    if (!bound) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
+        return NULL;
+    }
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "normalise() takes a str");
+        return NULL;
+    }
+    PyObject *proxy = NULL, *norm_bytes = NULL;
+    PyObject *norm = latin_normalised(text, &proxy, &norm_bytes);
+    Py_XDECREF(proxy);
+    Py_XDECREF(norm_bytes);
+    if (norm == NULL && !PyErr_Occurred())
+        norm = wide_normalised(text);
+    if (norm == NULL && !PyErr_Occurred())
+        Py_RETURN_NONE;
+    return norm;
+}
+
 static PyMethodDef methods[] = {
     {"bind_results", bind_results, METH_O, "bind_results(cached): the cached judge claim_in_result calls."},
     {"claim_in_result", claim_in_result, METH_O, "claim_in_result(result): _claims._claim_in_result_python, in C."},
     {"bind", bind, METH_O, "bind(namespace): the _claims tables, patterns and functions this reads through; False\n"
                            "when bound already (once a process)."},
     {"judge", judge_text, METH_O, "judge(text): _claims._judge(text), in C where its words are ASCII."},
+    {"normalise", normalise_in_c, METH_O, "normalise(text): _normalise.normalise(text) as judge() makes it in C, or\n"
+                                          "None where it hands the text to Python."},
     {NULL, NULL, 0, NULL},
 };
 
