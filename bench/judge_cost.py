@@ -85,9 +85,17 @@ SAMPLES = Path(__file__).resolve().parent / "judge_samples.jsonl"
 
 
 def _python_judgment(text: str) -> object:
+    """The Python judgment of one text: the Chinese and Japanese anchors looked up in Python too (where
+    ``_speedups`` is built, the Python judgment looks them up in C)."""
     from truecall.judge import _claims
 
-    return _claims._judge_ascii_python(text) if text.isascii() else _claims._judge_unicode(text)
+    if text.isascii():
+        return _claims._judge_ascii_python(text)
+    in_c, _claims._cjk_pieces = _claims._cjk_pieces, _claims._cjk_pieces_python
+    try:
+        return _claims._judge_unicode(text)
+    finally:
+        _claims._cjk_pieces = in_c
 
 
 def samples_main(rounds: int) -> None:

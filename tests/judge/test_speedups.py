@@ -450,3 +450,28 @@ def test_what_c_normalises_is_what_normalise_makes(rng_seed: int) -> None:
     assert not differ, differ[:5]
     wide = sum(c is not None and not c.isascii() and max(c) >= "\u3000" for _, c in made)
     assert sum(c is not None for _, c in made) > 10000 and wide > 1000, wide
+
+
+@needs_speedups
+def test_the_chinese_and_japanese_anchors_in_c_are_the_python_ones(rng_seed: int) -> None:
+    """_speedups.cjk_pieces gives the pieces _cjk_pieces_python does: on the corpus's normalised texts,
+    generated ones, every anchor with a line break or the text's end after it, and every character of
+    the BMP's CJK blocks."""
+    from truecall.judge import _speedups  # type: ignore[attr-defined]
+    from truecall.judge._normalise import normalise
+
+    assert _claims._cjk_pieces is _speedups.cjk_pieces
+    rng = random.Random(rng_seed)
+    keys = list(_claims._BY_CJK)
+    texts = [normalise(t) for t in _corpus_claim_texts()]
+    texts += [normalise("".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 12)))) for _ in range(5000)]
+    texts += ["".join(rng.choice(keys) + rng.choice(["", "\n", " ", "x", "。"]) for _ in range(rng.randint(1, 8)))
+              for _ in range(5000)]
+    texts += [k[0] for k in keys] + [k + "\n" for k in keys] + [k[0] + "\n" + k[1:] for k in keys if len(k) == 2]
+    texts += ["".join(map(chr, range(a, a + 64))) for a in range(0x3000, 0xa000, 64)]
+    found = 0
+    for norm in texts:
+        c = set(_speedups.cjk_pieces(norm))
+        assert c == _claims._cjk_pieces_python(norm), norm
+        found += bool(c)
+    assert found > 3000

@@ -18,7 +18,7 @@ import warnings
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import AbstractSet, Any, Callable, Iterator, Literal, Mapping
+from typing import AbstractSet, Any, Callable, Iterable, Iterator, Literal, Mapping
 
 import orjson
 
@@ -601,12 +601,20 @@ def _normalised_candidates(norm: str) -> list[int]:
     _in_word_pieces(set(raw.translate(_LATIN_ONLY).split()), found)
     for word in _WORDS.intersection(raw.decode("utf-8").split()):
         found.update(_BY_WORD[word])
+    found.update(_cjk_pieces(norm))
+    return sorted(found)
+
+
+def _cjk_pieces_python(norm: str) -> set[int]:
+    """The pieces of the Chinese and Japanese anchors ``norm`` holds: each two characters that begin with a
+    pair's first character, each character that is one (``_speedups.cjk_pieces`` in C, where built)."""
+    found: set[int] = set()
     if not norm.isascii() and not _FIRSTS.isdisjoint(norm):
         for pair in _PAIRS.intersection(_PAIR_AT.findall(norm)):
             found.update(_BY_CJK[pair])
         for ch in _CHARS.intersection(_CHAR_AT.findall(norm)):
             found.update(_BY_CJK[ch])
-    return sorted(found)
+    return found
 
 
 # -- data ------------------------------------------------------------------------------------------
@@ -1442,6 +1450,16 @@ def _speedups() -> Callable[[str], Claim | None] | None:
 
 
 _fast = _speedups()
+#: :func:`_cjk_pieces_python`, in C where ``_speedups`` is bound and took the anchors.
+_cjk_pieces: Callable[[str], Iterable[int]] = _cjk_pieces_python
+if _fast is not None:
+    from . import _speedups as _speedups_cjk
+
+    try:
+        _speedups_cjk.cjk_pieces("")
+        _cjk_pieces = _speedups_cjk.cjk_pieces
+    except (RuntimeError, AttributeError):  # (anchors the C tables cannot hold, an older build: the Python look-up)
+        pass
 _fast_result: Callable[[Mapping[str, Any]], Claim | None] | None = None
 #: The judgment of one text (no cache): in C where ``_speedups`` was built (text whose normalised form
 #: is not ASCII in :func:`_judge_unicode`), else :func:`_judge`.

@@ -2775,6 +2775,116 @@ done:
     return result;
 }
 
+/* -- the Chinese and Japanese anchors of a normalised text (_claims._cjk_pieces_python), in C ----------- */
+
+typedef struct {
+    uint64_t key;      /* a character, or a pair (first << 21 | second) with bit 63 set; 0: empty */
+    int at, count;     /* its pieces: cjk_ints[at:at + count] */
+} CjkSlot;
+
+#define CJK_SLOTS 4096
+static CjkSlot cjk_slots[CJK_SLOTS];
+static int *cjk_ints;
+static unsigned char cjk_pair_first[0x10000 / 8], cjk_single[0x10000 / 8];  /* (bitmaps of the BMP) */
+static int cjk_ready = 0;  /* 0: not made, 1: made, -1: a key this cannot hold (the Python look-up runs) */
+
+static inline uint64_t cjk_key(Py_UCS4 a, Py_UCS4 b, int pair) {
+    return pair ? (1ULL << 63) | ((uint64_t)a << 21) | b : (uint64_t)a + 1;
+}
+
+static CjkSlot *cjk_slot(uint64_t key) {
+    uint64_t h = key * 0x9e3779b97f4a7c15ULL;
+    for (size_t k = (size_t)(h >> 52) % CJK_SLOTS;; k = (k + 1) % CJK_SLOTS)
+        if (cjk_slots[k].key == key || cjk_slots[k].key == 0)
+            return &cjk_slots[k];
+}
+
+/* The tables from _BY_CJK (a phrase's first two characters, or one, -> its pieces): -1 (the Python
+ * look-up runs) for a key beyond the BMP or more keys than the slots hold well. */
+static int cjk_tables(PyObject *by_cjk) {
+    Py_ssize_t pos = 0, total = 0;
+    PyObject *key, *value;
+    if (!PyDict_Check(by_cjk) || PyDict_GET_SIZE(by_cjk) > CJK_SLOTS / 2)
+        return -1;
+    while (PyDict_Next(by_cjk, &pos, &key, &value)) {
+        if (!PyUnicode_Check(key) || PyUnicode_GET_LENGTH(key) < 1 || PyUnicode_GET_LENGTH(key) > 2 || !PyList_Check(value))
+            return -1;
+        for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(key); i++)
+            if (PyUnicode_READ_CHAR(key, i) > 0xffff)
+                return -1;
+        total += PyList_GET_SIZE(value);
+    }
+    cjk_ints = PyMem_Calloc(total + 1, sizeof(int));
+    if (cjk_ints == NULL)
+        return -1;
+    int at = 0;
+    pos = 0;
+    while (PyDict_Next(by_cjk, &pos, &key, &value)) {
+        int pair = PyUnicode_GET_LENGTH(key) == 2;
+        Py_UCS4 a = PyUnicode_READ_CHAR(key, 0), b = pair ? PyUnicode_READ_CHAR(key, 1) : 0;
+        CjkSlot *slot = cjk_slot(cjk_key(a, b, pair));
+        slot->key = cjk_key(a, b, pair);
+        slot->at = at;
+        slot->count = (int)PyList_GET_SIZE(value);
+        for (Py_ssize_t k = 0; k < PyList_GET_SIZE(value); k++) {
+            long piece = PyLong_AsLong(PyList_GET_ITEM(value, k));
+            if (piece == -1 && PyErr_Occurred()) {
+                PyErr_Clear();
+                return -1;
+            }
+            cjk_ints[at++] = (int)piece;
+        }
+        unsigned char *bits = pair ? cjk_pair_first : cjk_single;
+        bits[a >> 3] |= 1 << (a & 7);
+    }
+    return 1;
+}
+
+/* cjk_pieces(norm): the pieces of the Chinese and Japanese anchors a normalised text holds — each two
+ * characters that begin with a pair's first character (overlapping; a line break is no second
+ * character, as "." is none), each character that is one — as a list (repeats and all: the caller
+ * makes a set of it); what _cjk_pieces_python gives as a set. */
+static PyObject *cjk_pieces(PyObject *module, PyObject *norm) {
+    if (!PyUnicode_Check(norm)) {
+        PyErr_SetString(PyExc_TypeError, "cjk_pieces() takes a str");
+        return NULL;
+    }
+    if (cjk_ready <= 0) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups: the Chinese and Japanese anchors are not bound");
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    if (out == NULL || PyUnicode_IS_ASCII(norm))
+        return out;
+    int kind = PyUnicode_KIND(norm);
+    const void *data = PyUnicode_DATA(norm);
+    Py_ssize_t n = PyUnicode_GET_LENGTH(norm);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c > 0xffff)
+            continue;
+        for (int pair = 0; pair < 2; pair++) {
+            const unsigned char *bits = pair ? cjk_pair_first : cjk_single;
+            if (!(bits[c >> 3] & (1 << (c & 7))))
+                continue;
+            Py_UCS4 next = pair && i + 1 < n ? PyUnicode_READ(kind, data, i + 1) : 0;
+            if (pair && (i + 1 >= n || next == '\n' || next > 0xffff))
+                continue;
+            const CjkSlot *slot = cjk_slot(cjk_key(c, next, pair));
+            for (int k = 0; slot->key != 0 && k < slot->count; k++) {
+                PyObject *piece = PyLong_FromLong(cjk_ints[slot->at + k]);
+                if (piece == NULL || PyList_Append(out, piece) < 0) {
+                    Py_XDECREF(piece);
+                    Py_DECREF(out);
+                    return NULL;
+                }
+                Py_DECREF(piece);
+            }
+        }
+    }
+    return out;
+}
+
 /* -- bind ----------------------------------------------------------------------------------------- */
 
 static PyObject *take(PyObject *ns, const char *name) {
@@ -2882,6 +2992,8 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     TAKE(NEG_WORDS, "_NEG_WORDS");
     TAKE(claim_type, "Claim");
     TAKE(ALTERNATIONS, "_ALTERNATIONS");
+    PyObject *by_cjk = PyDict_GetItemString(ns, "_BY_CJK");
+    cjk_ready = by_cjk == NULL ? -1 : cjk_tables(by_cjk);
     PyObject *inert_text = PyDict_GetItemString(ns, "_INERT");
     if (inert_text == NULL || !PyUnicode_Check(inert_text) || PyUnicode_GET_LENGTH(inert_text) > INERT_MAX) {
         PyErr_SetString(PyExc_TypeError, "_speedups.bind: _INERT: a str of at most 24 characters");
@@ -3194,6 +3306,7 @@ static PyMethodDef methods[] = {
     {"bind", bind, METH_O, "bind(namespace): the _claims tables, patterns and functions this reads through; False\n"
                            "when bound already (once a process)."},
     {"judge", judge_text, METH_O, "judge(text): _claims._judge(text), in C where its words are ASCII."},
+    {"cjk_pieces", cjk_pieces, METH_O, "cjk_pieces(norm): _claims._cjk_pieces_python(norm), in C (a list)."},
     {"normalise", normalise_in_c, METH_O, "normalise(text): _normalise.normalise(text) as judge() makes it in C, or\n"
                                           "None where it hands the text to Python."},
     {NULL, NULL, 0, NULL},
