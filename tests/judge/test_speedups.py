@@ -85,6 +85,8 @@ _PIECES = [
     # Chinese and Japanese (normalised in C), fullwidth forms, the ideographic space
     "您的请求已受理", "，", "。", "处理中", "已完成", "失败了", "ご依頼を受け付けました", "、", "「済み」", "ー", "々", "\u3000",
     "ｑ", "Ｑｕｅｕｅ", "（", "）", "：", "受付-完了", "A-处理", "ｄｂＰａｓｓ", "未", "不", "没有", "ません",
+    # quotations a head blanks out (in C now), with the names and apostrophes around them
+    "`src/a.py`", "`queued`", '"queued"', "'done'", " « a » ", "``", '""', " 'failed' ", "`notes.txt`", "'é'",
     # lines and colons: status lines, intros, mail headers, table rows, data lines after the first
     "Status: queued\n", "Ticket created.\n", "id | status\n", "101 | open", "Subject: hello", "From: me", "Cc: x",
     "Contents of notes.txt: ", "Output:\n", "\n\n", " | ", "a | b", "x" * 41 + " | y", "Error: upload failed",

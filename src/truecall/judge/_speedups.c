@@ -866,7 +866,7 @@ static int may_intro(const unsigned char *s, Py_ssize_t n) {
     return 0;
 }
 
-enum { HEAD_ERROR = -2, HEAD_PYTHON = -1, HEAD_NONE = 0, HEAD_TEXT = 1 };
+enum { HEAD_ERROR = -2, HEAD_PYTHON = -1, HEAD_NONE = 0, HEAD_TEXT = 1, HEAD_BUILT = 2 };
 
 /* Whether _QUOTED finds no quotation in a head (of Latin-1) whose only quote character is "'" but
  * every match of its "'[^'\n]{1,400}'" _unquote keeps — an apostrophe, a letter or a digit next to it
@@ -894,7 +894,88 @@ static int apostrophes_kept(const unsigned char *s, Py_ssize_t n) {
  * open incidents:"), cut at 400 characters, when the head has no quotation and no name; HEAD_NONE when
  * the head is empty (the text is data from its start); HEAD_PYTHON for any other text (_head reads it:
  * JSON, a quotation, a path, a file name, a flag, an intro's line beyond ASCII).  A text of Latin-1. */
-static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
+/* _name_hint of a head (`blank`: where " … " stands, no character of the head's, or NULL): a path, a
+ * flag, a file name's extension — then _unnamed reads it (in Python). */
+static int named(const unsigned char *s, Py_ssize_t n, const unsigned char *blank) {
+    if (n > 0 && s[0] == '-')
+        return 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (blank != NULL && blank[i])
+            continue;
+        unsigned char c = s[i];
+        if (c == '/' || c == '\\')
+            return 1;  /* a path */
+        if (c == '-' && i > 0 && is_str_space(s[i - 1]))
+            return 1;  /* a flag */
+        if (c == '.' && extension_at(s, n, i))
+            return 1;  /* a file name */
+    }
+    return 0;
+}
+
+/* _unquoted(head) of a head of Latin-1 (`s`, `n`): _QUOTED's matches as the engine finds them from left to
+ * right — from a '"', '`', '«' or "'", to the first closing one or line break after it, a match when
+ * that is the closing one after at most 400 characters (at least one for "'") — each made " … " but an
+ * apostrophe's _unquote keeps (a letter or a digit next to it outside).  HEAD_BUILT with the new head
+ * in `built` when one was blanked and the result has no name; HEAD_TEXT when none was and the head has
+ * no name (it is the text's); HEAD_PYTHON when it has one (_unnamed reads it). */
+static int unquoted_head(const unsigned char *s, Py_ssize_t n, PyObject **built) {
+    unsigned char stack[1024 * 2];
+    Py_ssize_t size = 3 * n + 3;  /* (an empty quotation, two characters, is three) */
+    unsigned char *t = 2 * size <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(2 * size);
+    if (t == NULL) {
+        PyErr_NoMemory();
+        return HEAD_ERROR;
+    }
+    unsigned char *blank = t + size;
+    Py_ssize_t w = 0, blanked = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        unsigned char c = s[i];
+        unsigned char close = c == '"' ? '"' : c == '`' ? '`' : c == 0xab ? 0xbb : c == '\'' ? '\'' : 0;
+        if (close) {
+            Py_ssize_t j = i + 1;
+            while (j < n && s[j] != close && s[j] != '\n')
+                j++;
+            Py_ssize_t inner = j - i - 1;
+            if (j < n && s[j] == close && inner >= (c == '\'' ? 1 : 0) && inner <= 400) {
+                int keep = c == '\'' && ((i > 0 && Py_UNICODE_ISALNUM(s[i - 1])) || (j + 1 < n && Py_UNICODE_ISALNUM(s[j + 1])));
+                if (keep) {
+                    for (Py_ssize_t k = i; k <= j; k++) {
+                        blank[w] = 0;
+                        t[w++] = s[k];
+                    }
+                } else {
+                    blank[w] = 0, t[w++] = ' ';
+                    blank[w] = 1, t[w++] = '.';
+                    blank[w] = 0, t[w++] = ' ';
+                    blanked++;
+                }
+                i = j + 1;
+                continue;
+            }
+        }
+        blank[w] = 0;
+        t[w++] = c;
+        i++;
+    }
+    int kind = HEAD_PYTHON;
+    if (!named(t, w, blank)) {
+        if (!blanked) {
+            kind = HEAD_TEXT;
+        } else if ((*built = PyUnicode_New(w, 0x2026)) == NULL) {
+            kind = HEAD_ERROR;
+        } else {
+            for (Py_ssize_t k = 0; k < w; k++)
+                PyUnicode_WRITE(PyUnicode_2BYTE_KIND, PyUnicode_DATA(*built), k, blank[k] ? 0x2026 : (Py_UCS4)t[k]);
+            kind = HEAD_BUILT;
+        }
+    }
+    if (t != stack)
+        PyMem_Free(t);
+    return kind;
+}
+
+static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to, PyObject **built) {
     const unsigned char *s = PyUnicode_1BYTE_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), a = 0, b = n;
     while (a < b && is_str_space(s[a]))
@@ -963,30 +1044,29 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to) {
     int closing = 0;
     for (Py_ssize_t i = a; i < end; i++) {
         unsigned char c = s[i];
-        if (c >= 'a' && c < 0x80)  /* (letters: most characters) */
-            continue;
-        switch (c) {
-        case '"': quotes[0]++; break;
-        case '\'': quotes[1]++; break;
-        case '`': quotes[2]++; break;
-        case 0xab: quotes[3]++; break;
-        case 0xbb: closing = 1; break;
-        case '/': case '\\':
-            return HEAD_PYTHON;  /* a path */
-        case '-':
-            if (i > a && is_str_space(s[i - 1]))
-                return HEAD_PYTHON;  /* a flag */
-            break;
-        case '.':
-            if (extension_at(s + a, end - a, i - a))
-                return HEAD_PYTHON;  /* a file name */
-            break;
-        }
+        if (c == '"')
+            quotes[0]++;
+        else if (c == '\'')
+            quotes[1]++;
+        else if (c == '`')
+            quotes[2]++;
+        else if (c == 0xab)
+            quotes[3]++;
+        else if (c == 0xbb)
+            closing = 1;
     }
-    if (quotes[0] > 1 || quotes[2] > 1 || (quotes[3] && closing))
-        return HEAD_PYTHON;  /* (a quotation: _head reads it) */
-    if (quotes[1] > 1 && !apostrophes_kept(s + a, end - a))
-        return HEAD_PYTHON;  /* (a quotation in apostrophes: _head blanks it) */
+    if (quotes[0] > 1 || quotes[2] > 1 || (quotes[3] && closing) || (quotes[1] > 1 && !apostrophes_kept(s + a, end - a))) {
+        if (built == NULL)
+            return HEAD_PYTHON;  /* (a quotation: _head blanks it) */
+        int kind = unquoted_head(s + a, end - a, built);
+        if (kind == HEAD_TEXT) {
+            *from = a;
+            *to = end;
+        }
+        return kind;
+    }
+    if (named(s + a, end - a, NULL))
+        return HEAD_PYTHON;
     *from = a;
     *to = end;
     return HEAD_TEXT;
@@ -2628,8 +2708,9 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
 
     /* the head: a part of the text (no object made of it unless _claim is called), or what _head makes */
     Py_ssize_t head_at = 0, head_end = 0;
-    int kind = PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND ? head_of(text, &head_at, &head_end)
-               : proxy != NULL ? head_of(proxy, &head_at, &head_end) : HEAD_PYTHON;
+    PyObject *built = NULL;  /* (a head with its quotations blanked out: HEAD_BUILT) */
+    int kind = PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND ? head_of(text, &head_at, &head_end, &built)
+               : proxy != NULL ? head_of(proxy, &head_at, &head_end, NULL) : HEAD_PYTHON;
     if (kind == HEAD_ERROR)
         goto done;
     if (kind == HEAD_NONE) {
@@ -2637,7 +2718,12 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         goto done;
     }
     PyObject *head_base = text;
-    if (kind == HEAD_PYTHON) {
+    if (kind == HEAD_BUILT) {
+        head = built;
+        head_base = head;
+        head_at = 0;
+        head_end = PyUnicode_GET_LENGTH(head);
+    } else if (kind == HEAD_PYTHON) {
         head = call1(head_py, text);
         if (head == NULL)
             goto done;
