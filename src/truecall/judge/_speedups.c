@@ -894,13 +894,13 @@ static int apostrophes_kept(const unsigned char *s, Py_ssize_t n) {
  * open incidents:"), cut at 400 characters, when the head has no quotation and no name; HEAD_NONE when
  * the head is empty (the text is data from its start); HEAD_PYTHON for any other text (_head reads it:
  * JSON, a quotation, a path, a file name, a flag, an intro's line beyond ASCII).  A text of Latin-1. */
-/* _name_hint of a head (`blank`: where " … " stands, no character of the head's, or NULL): a path, a
- * flag, a file name's extension — then _unnamed reads it (in Python). */
+/* _name_hint of a head whose quotations are blanked out (`blank`: where " … " stands, no character of
+ * the head's): a path, a flag, a file name's extension — then _unnamed reads it (in Python). */
 static int named(const unsigned char *s, Py_ssize_t n, const unsigned char *blank) {
     if (n > 0 && s[0] == '-')
         return 1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (blank != NULL && blank[i])
+        if (blank[i])
             continue;
         unsigned char c = s[i];
         if (c == '/' || c == '\\')
@@ -1041,19 +1041,27 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to, PyObject **
         end = a + 400;
     /* the head: no quotation (_QUOTED needs two of a quote character, or « and »), no name (_name_hint) */
     int quotes[4] = {0, 0, 0, 0};  /* " ' ` « */
-    int closing = 0;
+    int closing = 0, name = 0;     /* (a name in the head as it stands: named(), in the same pass) */
     for (Py_ssize_t i = a; i < end; i++) {
         unsigned char c = s[i];
-        if (c == '"')
-            quotes[0]++;
-        else if (c == '\'')
-            quotes[1]++;
-        else if (c == '`')
-            quotes[2]++;
-        else if (c == 0xab)
-            quotes[3]++;
-        else if (c == 0xbb)
-            closing = 1;
+        if (c >= 'a' && c < 0x80)  /* (letters: most characters) */
+            continue;
+        switch (c) {
+        case '"': quotes[0]++; break;
+        case '\'': quotes[1]++; break;
+        case '`': quotes[2]++; break;
+        case 0xab: quotes[3]++; break;
+        case 0xbb: closing = 1; break;
+        case '/': case '\\':
+            name = 1;  /* a path */
+            break;
+        case '-':
+            name |= i > a && is_str_space(s[i - 1]);  /* a flag */
+            break;
+        case '.':
+            name |= !name && extension_at(s + a, end - a, i - a);  /* a file name */
+            break;
+        }
     }
     if (quotes[0] > 1 || quotes[2] > 1 || (quotes[3] && closing) || (quotes[1] > 1 && !apostrophes_kept(s + a, end - a))) {
         if (built == NULL)
@@ -1065,7 +1073,7 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to, PyObject **
         }
         return kind;
     }
-    if (named(s + a, end - a, NULL))
+    if (name)
         return HEAD_PYTHON;
     *from = a;
     *to = end;
