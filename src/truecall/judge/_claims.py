@@ -768,6 +768,8 @@ def _unquoted(text: str) -> str:
 
 #: The characters :data:`_QUOTED`'s branches start with: a text without any holds no quotation.
 _QUOTE_OPENS = re.compile("[\"\u201c\u2018«「『《„`']")
+#: The characters that close a quotation :data:`_QUOTED` reads.
+_QUOTE_CLOSES = frozenset("\"\u201d\u2019»」』》“`'")
 
 
 def _is_json(text: str) -> bool:
@@ -1405,15 +1407,17 @@ def _judge_ascii_python(text: str) -> Claim | None:
                   tokens=words if _words_hold_the_heads(text, raw, camel) else None)
 
 
-#: Characters beyond ASCII a Latin text holds (dashes, currency, degrees, arrows) that :func:`normalise`
-#: keeps as they are and that are no word character, no white space and none of the marks the rules and
-#: the head read (sentence and clause marks, decorations, quotation marks, list bullets, the first
-#: character of a Chinese or Japanese piece): ``_speedups`` reads each as a byte of its own where the
-#: Python judgment reads the normalised str.  (A list of the usual ones, each checked here.)
-_INERT = "".join(c for c in "–—€→←£°©®±×§¥¢¦¶‰" if normalise(c) == c and not c.isalnum() and not c.isspace()
+#: Characters beyond ASCII a Latin text holds (dashes, currency, degrees, arrows, guillemets) that
+#: :func:`normalise` keeps as they are and that are no word character, no white space and none of the
+#: marks the rules read (sentence and clause marks, decorations, list bullets, the first character of
+#: a Chinese or Japanese piece): ``_speedups`` reads each as a byte of its own in a normalised form where
+#: the Python judgment reads the normalised str.  Beyond Latin-1 none is a quotation mark either (the
+#: head of a text with one is read through a stand-in that no pattern of ``_head``'s names; « and »
+#: stand for themselves there).  (A list of the usual ones, each checked here.)
+_INERT = "".join(c for c in "–—€→←£°©®±×§¥¢¦¶‰«»" if normalise(c) == c and not c.isalnum() and not c.isspace()
                  and c not in _FIRSTS and c not in _SENTENCE_MARKS + _DECORATION_MARKS
-                 and _DECORATION.match(c) is None and _QUOTE_OPENS.match(c) is None and _CLAUSE_END.match(c) is None
-                 and _DATA_LINE.match(c + " ") is None)
+                 and _DECORATION.match(c) is None and _CLAUSE_END.match(c) is None and _DATA_LINE.match(c + " ") is None
+                 and (c <= "\xff" or _QUOTE_OPENS.match(c) is None and c not in _QUOTE_CLOSES))
 
 #: Each piece's kind and language (its term's, in ``CLAIMS``): what ``_speedups`` reads of a piece.
 _PIECE_KIND = [CLAIMS[t].kind for t, _ in _PIECES]
