@@ -868,58 +868,63 @@ static int may_intro(const unsigned char *s, Py_ssize_t n) {
 
 enum { HEAD_ERROR = -2, HEAD_PYTHON = -1, HEAD_NONE = 0, HEAD_TEXT = 1, HEAD_BUILT = 2 };
 
-/* Whether _QUOTED finds no quotation in a head (of Latin-1) whose only quote character is "'" but
- * every match of its "'[^'\n]{1,400}'" _unquote keeps — an apostrophe, a letter or a digit next to it
- * outside ("l'export sera prêt ; merci, l'équipe": "d'accès … l'"): then _head's head is the text's.
- * The matches as the engine finds them: from each "'", to the first "'" or line break after it, a
- * match when that is a "'" after one to 400 characters; the next searched for after it. */
-static int apostrophes_kept(const unsigned char *s, Py_ssize_t n) {
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (s[i] != '\'')
-            continue;
-        Py_ssize_t j = i + 1;
-        while (j < n && s[j] != '\'' && s[j] != '\n')
-            j++;
-        if (j == n || s[j] != '\'' || j - i - 1 < 1 || j - i - 1 > 400)
-            continue;  /* (no match from here: the engine goes on at the next character) */
-        if (!((i > 0 && Py_UNICODE_ISALNUM(s[i - 1])) || (j + 1 < n && Py_UNICODE_ISALNUM(s[j + 1]))))
-            return 0;
-        i = j;
-    }
-    return 1;
+/* Whether the character at s[i] marks a name (_name_hint): a path's "/" or "\\", a flag's "-" after white
+ * space, a file name's extension after a "." (then _unnamed reads the head, in Python). */
+static inline int name_at(const unsigned char *s, Py_ssize_t n, Py_ssize_t i) {
+    unsigned char c = s[i];
+    return c == '/' || c == '\\' || (c == '-' && i > 0 && is_str_space(s[i - 1])) || (c == '.' && extension_at(s, n, i));
 }
 
-/* Where _head(text) is a part of the text itself: HEAD_TEXT and its bounds — the stripped text's first
- * lines (at most three) up to a blank line, a data line, a table row or a data intro's colon ("Found 3
- * open incidents:"), cut at 400 characters, when the head has no quotation and no name; HEAD_NONE when
- * the head is empty (the text is data from its start); HEAD_PYTHON for any other text (_head reads it:
- * JSON, a quotation, a path, a file name, a flag, an intro's line beyond ASCII).  A text of Latin-1. */
 /* _name_hint of a head whose quotations are blanked out (`blank`: where " … " stands, no character of
- * the head's): a path, a flag, a file name's extension — then _unnamed reads it (in Python). */
+ * the head's): it starts with "-", or a character of its own marks a name (name_at). */
 static int named(const unsigned char *s, Py_ssize_t n, const unsigned char *blank) {
     if (n > 0 && s[0] == '-')
         return 1;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (blank[i])
-            continue;
-        unsigned char c = s[i];
-        if (c == '/' || c == '\\')
-            return 1;  /* a path */
-        if (c == '-' && i > 0 && is_str_space(s[i - 1]))
-            return 1;  /* a flag */
-        if (c == '.' && extension_at(s, n, i))
-            return 1;  /* a file name */
-    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!blank[i] && name_at(s, n, i))
+            return 1;
     return 0;
 }
 
-/* _unquoted(head) of a head of Latin-1 (`s`, `n`): _QUOTED's matches as the engine finds them from left to
- * right — from a '"', '`', '«' or "'", to the first closing one or line break after it, a match when
- * that is the closing one after at most 400 characters (at least one for "'") — each made " … " but an
- * apostrophe's _unquote keeps (a letter or a digit next to it outside).  HEAD_BUILT with the new head
- * in `built` when one was blanked and the result has no name; HEAD_TEXT when none was and the head has
- * no name (it is the text's); HEAD_PYTHON when it has one (_unnamed reads it). */
-static int unquoted_head(const unsigned char *s, Py_ssize_t n, PyObject **built) {
+/* The next match of _QUOTED in a head of Latin-1 (`s`, `n`) from `i`, as the engine finds them from left
+ * to right — from a '"', '`', '«' or "'" to the first closing one or line break after it, a match when
+ * that is the closing one after at most 400 characters (at least one for "'"): its start (-1: none),
+ * `*last` its closing character, `*kept` whether _unquote keeps it (an apostrophe with a letter or a
+ * digit next to it outside: "l'export … l'équipe"). */
+static Py_ssize_t next_quotation(const unsigned char *s, Py_ssize_t n, Py_ssize_t i, Py_ssize_t *last, int *kept) {
+    for (; i < n; i++) {
+        unsigned char c = s[i];
+        unsigned char close = c == '"' ? '"' : c == '`' ? '`' : c == 0xab ? 0xbb : c == '\'' ? '\'' : 0;
+        if (!close)
+            continue;
+        Py_ssize_t j = i + 1;
+        while (j < n && s[j] != close && s[j] != '\n')
+            j++;
+        Py_ssize_t inner = j - i - 1;
+        if (j < n && s[j] == close && inner >= (c == '\'' ? 1 : 0) && inner <= 400) {
+            *last = j;
+            *kept = c == '\'' && ((i > 0 && Py_UNICODE_ISALNUM(s[i - 1])) || (j + 1 < n && Py_UNICODE_ISALNUM(s[j + 1])));
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* _unquoted(head) of a head of Latin-1 (`s`, `n`; `name`: whether it has a name as it stands): each match
+ * of _QUOTED (next_quotation) made " … " but those _unquote keeps.  HEAD_TEXT when none is blanked and
+ * the head has no name (it is the text's); HEAD_BUILT with the new head in `built` when one is and the
+ * result has no name; HEAD_PYTHON when it has one (_unnamed reads it), or when one is blanked and
+ * `built` is NULL (the head is read through a stand-in: the new head would not hold the text's own
+ * characters). */
+static int unquoted_head(const unsigned char *s, Py_ssize_t n, int name, PyObject **built) {
+    Py_ssize_t at = 0, last = 0;
+    int kept = 1;
+    while (kept && (at = next_quotation(s, n, at, &last, &kept)) >= 0 && kept)
+        at = last + 1;
+    if (at < 0)  /* (no quotation blanked: the head as it stands) */
+        return name ? HEAD_PYTHON : HEAD_TEXT;
+    if (built == NULL)
+        return HEAD_PYTHON;
     unsigned char stack[1024 * 2];
     Py_ssize_t size = 3 * n + 3;  /* (an empty quotation, two characters, is three) */
     unsigned char *t = 2 * size <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(2 * size);
@@ -928,41 +933,25 @@ static int unquoted_head(const unsigned char *s, Py_ssize_t n, PyObject **built)
         return HEAD_ERROR;
     }
     unsigned char *blank = t + size;
-    Py_ssize_t w = 0, blanked = 0;
-    for (Py_ssize_t i = 0; i < n;) {
-        unsigned char c = s[i];
-        unsigned char close = c == '"' ? '"' : c == '`' ? '`' : c == 0xab ? 0xbb : c == '\'' ? '\'' : 0;
-        if (close) {
-            Py_ssize_t j = i + 1;
-            while (j < n && s[j] != close && s[j] != '\n')
-                j++;
-            Py_ssize_t inner = j - i - 1;
-            if (j < n && s[j] == close && inner >= (c == '\'' ? 1 : 0) && inner <= 400) {
-                int keep = c == '\'' && ((i > 0 && Py_UNICODE_ISALNUM(s[i - 1])) || (j + 1 < n && Py_UNICODE_ISALNUM(s[j + 1])));
-                if (keep) {
-                    for (Py_ssize_t k = i; k <= j; k++) {
-                        blank[w] = 0;
-                        t[w++] = s[k];
-                    }
-                } else {
-                    blank[w] = 0, t[w++] = ' ';
-                    blank[w] = 1, t[w++] = '.';
-                    blank[w] = 0, t[w++] = ' ';
-                    blanked++;
-                }
-                i = j + 1;
-                continue;
-            }
+    Py_ssize_t w = 0, from = 0;
+    for (; at >= 0; at = next_quotation(s, n, last + 1, &last, &kept)) {
+        Py_ssize_t upto = kept ? last + 1 : at;  /* (a quotation kept is copied as it stands) */
+        memcpy(t + w, s + from, upto - from);
+        memset(blank + w, 0, upto - from);
+        w += upto - from;
+        if (!kept) {
+            blank[w] = 0, t[w++] = ' ';
+            blank[w] = 1, t[w++] = '.';
+            blank[w] = 0, t[w++] = ' ';
         }
-        blank[w] = 0;
-        t[w++] = c;
-        i++;
+        from = last + 1;
     }
+    memcpy(t + w, s + from, n - from);
+    memset(blank + w, 0, n - from);
+    w += n - from;
     int kind = HEAD_PYTHON;
     if (!named(t, w, blank)) {
-        if (!blanked) {
-            kind = HEAD_TEXT;
-        } else if ((*built = PyUnicode_New(w, 0x2026)) == NULL) {
+        if ((*built = PyUnicode_New(w, 0x2026)) == NULL) {
             kind = HEAD_ERROR;
         } else {
             for (Py_ssize_t k = 0; k < w; k++)
@@ -975,6 +964,13 @@ static int unquoted_head(const unsigned char *s, Py_ssize_t n, PyObject **built)
     return kind;
 }
 
+/* Where _head(text) is a part of the text itself: HEAD_TEXT and its bounds — the stripped text's first
+ * lines (at most three) up to a blank line, a data line, a table row or a data intro's colon ("Found 3
+ * open incidents:"), cut at 400 characters, when the head has no quotation and no name; HEAD_NONE when
+ * the head is empty (the text is data from its start); HEAD_PYTHON for any other text (_head reads it:
+ * JSON, a path, a file name, a flag, an intro's line beyond ASCII; a quotation where `built` is NULL);
+ * HEAD_BUILT with the head in `built` when its quotations are blanked out (unquoted_head).  A text of
+ * Latin-1. */
 static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to, PyObject **built) {
     const unsigned char *s = PyUnicode_1BYTE_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text), a = 0, b = n;
@@ -1041,7 +1037,7 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to, PyObject **
         end = a + 400;
     /* the head: no quotation (_QUOTED needs two of a quote character, or « and »), no name (_name_hint) */
     int quotes[4] = {0, 0, 0, 0};  /* " ' ` « */
-    int closing = 0, name = 0;     /* (a name in the head as it stands: named(), in the same pass) */
+    int closing = 0, name = 0;     /* (a name in the head as it stands, in the same pass) */
     for (Py_ssize_t i = a; i < end; i++) {
         unsigned char c = s[i];
         if (c >= 'a' && c < 0x80)  /* (letters: most characters) */
@@ -1052,28 +1048,18 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to, PyObject **
         case '`': quotes[2]++; break;
         case 0xab: quotes[3]++; break;
         case 0xbb: closing = 1; break;
-        case '/': case '\\':
-            name = 1;  /* a path */
-            break;
-        case '-':
-            name |= i > a && is_str_space(s[i - 1]);  /* a flag */
-            break;
-        case '.':
-            name |= !name && extension_at(s + a, end - a, i - a);  /* a file name */
-            break;
+        case '/': case '\\': case '-': case '.': name |= !name && name_at(s + a, end - a, i - a); break;
         }
     }
-    if (quotes[0] > 1 || quotes[2] > 1 || (quotes[3] && closing) || (quotes[1] > 1 && !apostrophes_kept(s + a, end - a))) {
-        if (built == NULL)
-            return HEAD_PYTHON;  /* (a quotation: _head blanks it) */
-        int kind = unquoted_head(s + a, end - a, built);
+    if (quotes[0] > 1 || quotes[1] > 1 || quotes[2] > 1 || (quotes[3] && closing)) {
+        int kind = unquoted_head(s + a, end - a, name, built);
         if (kind == HEAD_TEXT) {
             *from = a;
             *to = end;
         }
         return kind;
     }
-    if (name)
+    if (name)  /* (a head that starts with "-" was sent to _head above) */
         return HEAD_PYTHON;
     *from = a;
     *to = end;
@@ -1101,54 +1087,72 @@ static inline int is_inert_byte(unsigned char c) { return c >= INERT_BYTE && c <
 
 /* -- normalising: normalise_uncamelled_ascii of a head of printable ASCII ------------------------ */
 
-/* _joined(head.lower(), True) for an ASCII head, in one pass: a run of "_ - ." that
- * holds a "_" is a space (_JOIN_UNDERSCORE), and so is one between a letter or digit and another
- * (_JOIN_DASH, _JOIN_DOT: such a run starts with its "-" or "."; the two never meet, a run with an "_"
- * being gone first); apostrophes and " \t\r\f\v" are spaces; runs of spaces one; the ends stripped.
- * NULL with no error set: the head has a character beyond ASCII (normalised in Python) — but the bytes
- * that stand for inert characters (`inert`: latin_normalised's; made a str of ASCII and those bytes,
- * which it makes the characters' str). */
+enum { HIGH_NONE, HIGH_INERT, HIGH_ANY };  /* joined(): which characters beyond ASCII it takes */
+
+/* The one pass of _joined over a folded text's characters (`kind`: the 1- or 4-byte data of `s` and `t`;
+ * `t` holds n): lower-cased, a run of "_ - ." that holds a "_" a space (_JOIN_UNDERSCORE), and so one
+ * between a letter or digit and another ([^\W_], of any script: _JOIN_DASH, _JOIN_DOT — such a run
+ * starts with its "-" or "."; the two never meet, a run with an "_" being gone first); apostrophes and
+ * " \t\r\f\v" spaces; runs of spaces one.  The count written, `*from` where it starts once its ends are
+ * stripped (only ASCII white space is left here); -1 at a character beyond ASCII `high` does not take.
+ * (Inlined with its kind a constant: normalised() and wide_normalised() each get their own loop.) */
+static inline __attribute__((always_inline)) Py_ssize_t joined(int kind, const void *restrict s, Py_ssize_t n, void *restrict t,
+                                                              Py_ssize_t *from, int high) {
+#define LOWER(c) ((c) < 0x80 ? (Py_UCS4)lower((unsigned char)(c)) : (c))
+#define ALNUM(c) ((c) < 0x80 ? is_token(lower((unsigned char)(c))) : Py_UNICODE_ISALNUM(c))
+#define PUT(c) PyUnicode_WRITE(kind, t, w++, (c))
+#define SPACE() do { if (w > 0 && PyUnicode_READ(kind, t, w - 1) != ' ') PUT(' '); } while (0)
+    Py_ssize_t w = 0, i = 0;
+    while (i < n) {
+        Py_UCS4 c = PyUnicode_READ(kind, s, i);
+        if (c > 0x7f && high != HIGH_ANY && !(high == HIGH_INERT && is_inert_byte((unsigned char)c)))
+            return -1;
+        switch (c) {
+        case '-': case '.': case '_': {
+            Py_ssize_t j = i;
+            int underscore = 0;
+            for (Py_UCS4 d; j < n && ((d = PyUnicode_READ(kind, s, j)) == '-' || d == '.' || d == '_'); j++)
+                underscore |= d == '_';
+            if (underscore || (i > 0 && ALNUM(PyUnicode_READ(kind, s, i - 1)) && j < n && ALNUM(PyUnicode_READ(kind, s, j)))) {
+                SPACE();
+            } else {
+                for (Py_ssize_t k = i; k < j; k++)
+                    PUT(PyUnicode_READ(kind, s, k));
+            }
+            i = j;
+            continue;
+        }
+        case ' ': case '\'': case '`': case '\t': case '\r': case '\f': case '\v':
+            SPACE();  /* (apostrophes; _SPACES: a run of " \t\r\f\v" one space) */
+            break;
+        default:
+            PUT(LOWER(c));
+        }
+        i++;
+    }
+#undef LOWER
+#undef ALNUM
+#undef PUT
+#undef SPACE
+    Py_ssize_t f = 0;  /* .strip(): every white space character at the ends (a line break, \x1c-\x1f) */
+    for (Py_UCS4 c; w > f && (c = PyUnicode_READ(kind, t, w - 1)) < 0x80 && is_str_space((unsigned char)c);)
+        w--;
+    for (Py_UCS4 c; f < w && (c = PyUnicode_READ(kind, t, f)) < 0x80 && is_str_space((unsigned char)c);)
+        f++;
+    *from = f;
+    return w;
+}
+
+/* _joined(head.lower(), True) for an ASCII head (joined()).  NULL with no error set: the head has a
+ * character beyond ASCII (normalised in Python) — but the bytes that stand for inert characters (`inert`:
+ * latin_normalised's; made a str of ASCII and those bytes, which it makes the characters' str). */
 static PyObject *normalised(const unsigned char *s, Py_ssize_t n, int inert) {
     unsigned char stack[512];
     unsigned char *t = n <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(n ? n : 1);
     if (t == NULL)
         return PyErr_NoMemory();
-    Py_ssize_t w = 0, i = 0;
-#define SPACE() do { if (w > 0 && t[w - 1] != ' ') t[w++] = ' '; } while (0)
-    while (i < n) {
-        unsigned char c = s[i];
-        if (c > 0x7f && !(inert && is_inert_byte(c))) {
-            if (t != stack)
-                PyMem_Free(t);
-            return NULL;
-        }
-        if (c == '-' || c == '.' || c == '_') {
-            Py_ssize_t j = i;
-            int underscore = 0;
-            while (j < n && (s[j] == '-' || s[j] == '.' || s[j] == '_'))
-                underscore |= s[j++] == '_';
-            if (underscore || (i > 0 && is_token(lower(s[i - 1])) && j < n && is_token(lower(s[j])))) {
-                SPACE();
-            } else {
-                memcpy(t + w, s + i, j - i);
-                w += j - i;
-            }
-            i = j;
-            continue;
-        }
-        if (c == ' ' || c == '\'' || c == '`' || c == '\t' || c == '\r' || c == '\f' || c == '\v')
-            SPACE();  /* (apostrophes; _SPACES: a run of " \t\r\f\v" one space) */
-        else
-            t[w++] = lower(c);
-        i++;
-    }
-#undef SPACE
-    Py_ssize_t from = 0;  /* .strip(): every white space character at the ends (a line break, \x1c-\x1f) */
-    while (w > from && is_str_space(t[w - 1]))
-        w--;
-    while (from < w && is_str_space(t[from]))
-        from++;
-    PyObject *norm = PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, t + from, w - from);
+    Py_ssize_t from = 0, w = joined(PyUnicode_1BYTE_KIND, s, n, t, &from, inert ? HIGH_INERT : HIGH_NONE);
+    PyObject *norm = w < 0 ? NULL : PyUnicode_FromKindAndData(PyUnicode_1BYTE_KIND, t + from, w - from);
     if (t != stack)
         PyMem_Free(t);
     return norm;
@@ -1300,15 +1304,10 @@ static inline int wide_kept(Py_UCS4 c) {
            || c == 0x3001 || c == 0x3002 || c == 0x3005 || (c >= 0x300c && c <= 0x300f);
 }
 
-/* [^\W_] of a normalised character: an ASCII letter or digit (lower case by then), or a letter or
- * digit beyond ASCII. */
-static inline int wide_alnum(Py_UCS4 c) { return c < 0x80 ? is_token((unsigned char)c) : Py_UNICODE_ISALNUM(c); }
-
 /* normalise(text) of a text of ASCII and those characters, with fullwidth forms (，：！ａ…: NFKC's ASCII)
  * and the ideographic space: what _fold_unicode's steps make of it (NFKC maps those two sets and keeps
  * the others; nothing of them decomposes into a mark the steps remove, has a case or is a confusable),
- * then _joined — a run of "_ - ." between two letters or digits (any script's: [^\W_]) a space, as
- * normalised() does for ASCII.  NULL with no error set: any other text, or one with a camelCase
+ * then _joined (joined(), as normalised() for ASCII).  NULL with no error set: any other text, or one with a camelCase
  * boundary (normalise() makes its form). */
 static PyObject *wide_normalised(PyObject *text) {
     int kind = PyUnicode_KIND(text);
@@ -1338,38 +1337,7 @@ static PyObject *wide_normalised(PyObject *text) {
                 || (i + 2 < n && u[i + 1] < 0x80 && is_upper((unsigned char)u[i + 1]) && u[i + 2] < 0x80
                     && is_lower((unsigned char)u[i + 2]))))
             goto done;
-    Py_ssize_t w = 0, i = 0;
-#define SPACE() do { if (w > 0 && t[w - 1] != ' ') t[w++] = ' '; } while (0)
-    while (i < n) {
-        Py_UCS4 c = u[i] < 0x80 ? lower((unsigned char)u[i]) : u[i];
-        if (c == '-' || c == '.' || c == '_') {
-            Py_ssize_t j = i;
-            int underscore = 0;
-            while (j < n && (u[j] == '-' || u[j] == '.' || u[j] == '_'))
-                underscore |= u[j++] == '_';
-            Py_UCS4 before = i > 0 ? (u[i - 1] < 0x80 ? lower((unsigned char)u[i - 1]) : u[i - 1]) : ' ';
-            Py_UCS4 after = j < n ? (u[j] < 0x80 ? lower((unsigned char)u[j]) : u[j]) : ' ';
-            if (underscore || (i > 0 && wide_alnum(before) && j < n && wide_alnum(after))) {
-                SPACE();
-            } else {
-                for (Py_ssize_t k = i; k < j; k++)
-                    t[w++] = u[k];
-            }
-            i = j;
-            continue;
-        }
-        if (c == ' ' || c == '\'' || c == '`' || c == '\t' || c == '\r' || c == '\f' || c == '\v')
-            SPACE();  /* (apostrophes; _SPACES: a run of " \t\r\f\v" one space) */
-        else
-            t[w++] = c;
-        i++;
-    }
-#undef SPACE
-    Py_ssize_t from = 0;  /* .strip(): white space at the ends (only ASCII's is left here) */
-    while (w > from && t[w - 1] < 0x80 && is_str_space((unsigned char)t[w - 1]))
-        w--;
-    while (from < w && t[from] < 0x80 && is_str_space((unsigned char)t[from]))
-        from++;
+    Py_ssize_t from = 0, w = joined(PyUnicode_4BYTE_KIND, u, n, t, &from, HIGH_ANY);
     norm = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, t + from, w - from);
 done:
     if (u != stack)
@@ -1580,12 +1548,12 @@ static Py_ssize_t latest_start(Reading *r, Piece *p) {
  * else by a search from the least: a new reference, Py_None, or NULL. */
 #define FEW_STARTS 6
 static PyObject *next_match(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *start, Py_ssize_t *end) {
+    at = least_start(r, p, at);  /* (`at` itself for a piece that holds no words or runs) */
+    if (at < 0)
+        return Py_NewRef(Py_None);
     if (p->sentence) {
         if (reading_starts(r) < 0)
             return NULL;
-        at = least_start(r, p, at);
-        if (at < 0)
-            return Py_NewRef(Py_None);
         Py_ssize_t latest = latest_start(r, p);
         for (Py_ssize_t k = 0; k < r->n_starts; k++) {
             if (r->starts[k] < at)
@@ -1603,9 +1571,6 @@ static PyObject *next_match(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *sta
         return Py_NewRef(Py_None);
     }
     if (p->n_words + p->n_runs > 0) {  /* where a match may start is known: tried there when those are few */
-        at = least_start(r, p, at);
-        if (at < 0)
-            return Py_NewRef(Py_None);
         Py_ssize_t latest = latest_start(r, p), tries = 0;
         for (Py_ssize_t q = at; q <= latest && tries <= FEW_STARTS; q++)
             tries += !p->word || starts_word(r->s, q);
@@ -1625,9 +1590,6 @@ static PyObject *next_match(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *sta
         }
     }
     for (;;) {
-        at = least_start(r, p, at);
-        if (at < 0)
-            return Py_NewRef(Py_None);
         PyObject *m = call_at(p->search, r->norm, at);
         if (m == NULL || m == Py_None)
             return m;
@@ -1638,7 +1600,9 @@ static PyObject *next_match(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *sta
         if (!p->word || starts_word(r->s, *start))
             return m;
         Py_DECREF(m);
-        at = *start + 1;
+        at = least_start(r, p, *start + 1);
+        if (at < 0)
+            return Py_NewRef(Py_None);
     }
 }
 
@@ -2947,12 +2911,11 @@ static PyObject *cjk_pieces(PyObject *module, PyObject *norm) {
         PyErr_SetString(PyExc_RuntimeError, "_speedups: the Chinese and Japanese anchors are not bound");
         return NULL;
     }
-    PyObject *out = PyList_New(0);
-    if (out == NULL || PyUnicode_IS_ASCII(norm))
-        return out;
+    Ints found = {.items = NULL, .count = 0, .size = 256};
+    found.items = found.stack;
     int kind = PyUnicode_KIND(norm);
     const void *data = PyUnicode_DATA(norm);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(norm);
+    Py_ssize_t n = PyUnicode_IS_ASCII(norm) ? 0 : PyUnicode_GET_LENGTH(norm);
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (c > 0xffff)
@@ -2965,17 +2928,15 @@ static PyObject *cjk_pieces(PyObject *module, PyObject *norm) {
             if (pair && (i + 1 >= n || next == '\n' || next > 0xffff))
                 continue;
             const CjkSlot *slot = cjk_slot(cjk_key(c, next, pair));
-            for (int k = 0; slot->key != 0 && k < slot->count; k++) {
-                PyObject *piece = PyLong_FromLong(cjk_ints[slot->at + k]);
-                if (piece == NULL || PyList_Append(out, piece) < 0) {
-                    Py_XDECREF(piece);
-                    Py_DECREF(out);
-                    return NULL;
-                }
-                Py_DECREF(piece);
+            if (slot->key != 0 && ints_add(&found, cjk_ints + slot->at, slot->count) < 0) {
+                n = -1;  /* (no memory: the error is set) */
+                break;
             }
         }
     }
+    PyObject *out = n < 0 ? NULL : python_list_of(&found);
+    if (found.items != found.stack)
+        PyMem_Free(found.items);
     return out;
 }
 
@@ -3100,17 +3061,15 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
             PyErr_SetString(PyExc_ValueError, "_speedups.bind: _INERT: characters beyond ASCII, within U+FFFF");
             return NULL;
         }
-        unsigned char *u = inert_utf8[inert_count];  /* (UTF-8 of two or three bytes) */
-        if (c < 0x800) {
-            u[0] = 0xc0 | (c >> 6);
-            u[1] = 0x80 | (c & 0x3f);
-            inert_utf8_len[inert_count] = 2;
-        } else {
-            u[0] = 0xe0 | (c >> 12);
-            u[1] = 0x80 | ((c >> 6) & 0x3f);
-            u[2] = 0x80 | (c & 0x3f);
-            inert_utf8_len[inert_count] = 3;
-        }
+        PyObject *one = PyUnicode_Substring(inert_text, k, k + 1);
+        Py_ssize_t len = 0;
+        const char *utf8 = one == NULL ? NULL : PyUnicode_AsUTF8AndSize(one, &len);  /* (two or three bytes) */
+        if (utf8 != NULL)
+            memcpy(inert_utf8[inert_count], utf8, len);
+        Py_XDECREF(one);
+        if (utf8 == NULL)
+            return NULL;
+        inert_utf8_len[inert_count] = (int)len;
         inert_chars[inert_count++] = c;
     }
 #undef TAKE
