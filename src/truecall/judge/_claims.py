@@ -1456,14 +1456,6 @@ def _speedups() -> Callable[[str], Claim | None] | None:
 _fast = _speedups()
 #: :func:`_cjk_pieces_python`, in C where ``_speedups`` is bound and took the anchors.
 _cjk_pieces: Callable[[str], Iterable[int]] = _cjk_pieces_python
-if _fast is not None:
-    from . import _speedups as _speedups_cjk
-
-    try:
-        _speedups_cjk.cjk_pieces("")
-        _cjk_pieces = _speedups_cjk.cjk_pieces
-    except (RuntimeError, AttributeError):  # (anchors the C tables cannot hold, an older build: the Python look-up)
-        pass
 _fast_result: Callable[[Mapping[str, Any]], Claim | None] | None = None
 #: The judgment of one text (no cache): in C where ``_speedups`` was built (text whose normalised form
 #: is not ASCII in :func:`_judge_unicode`), else :func:`_judge`.
@@ -1516,3 +1508,8 @@ if _fast is not None:
 
     _speedups_module.bind_results(_claim_cached)
     _fast_result = _speedups_module.claim_in_result
+    try:
+        _speedups_module.cjk_pieces("")
+        _cjk_pieces = _speedups_module.cjk_pieces
+    except (RuntimeError, AttributeError):  # (anchors the C tables cannot hold, an older build: the Python look-up)
+        pass
