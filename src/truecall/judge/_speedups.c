@@ -1541,6 +1541,14 @@ static Py_ssize_t latest_start(Reading *r, Piece *p) {
     return latest;
 }
 
+/* Piece p's match at `at` (match()): a new reference — the match, with its span, or Py_None — or NULL. */
+static PyObject *match_at(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *start, Py_ssize_t *end) {
+    PyObject *m = call_at(p->match, r->norm, at);
+    if (m != NULL && m != Py_None && span_of(m, start, end) < 0)
+        Py_CLEAR(m);
+    return m;
+}
+
 /* The next match of piece p from `at` that _next_match would give (at a word's start for a word piece,
  * at a sentence's start for a sentence piece): between the least and the greatest start a match can
  * have (least_start, latest_start), by a match at each place a match may start when there are at most
@@ -1560,12 +1568,9 @@ static PyObject *next_match(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *sta
                 continue;
             if (r->starts[k] > latest)
                 break;
-            PyObject *m = call_at(p->match, r->norm, r->starts[k]);
-            if (m == NULL || m != Py_None) {
-                if (m != NULL && span_of(m, start, end) < 0)
-                    Py_CLEAR(m);
+            PyObject *m = match_at(r, p, r->starts[k], start, end);
+            if (m != Py_None)
                 return m;
-            }
             Py_DECREF(m);
         }
         return Py_NewRef(Py_None);
@@ -1578,12 +1583,9 @@ static PyObject *next_match(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *sta
             for (Py_ssize_t q = at; q <= latest; q++) {
                 if (p->word && !starts_word(r->s, q))
                     continue;
-                PyObject *m = call_at(p->match, r->norm, q);
-                if (m == NULL || m != Py_None) {
-                    if (m != NULL && span_of(m, start, end) < 0)
-                        Py_CLEAR(m);
+                PyObject *m = match_at(r, p, q, start, end);
+                if (m != Py_None)
                     return m;
-                }
                 Py_DECREF(m);
             }
             return Py_NewRef(Py_None);
