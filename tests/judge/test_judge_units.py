@@ -645,6 +645,26 @@ def test_names_are_blanked_word_by_word_as_in_the_whole_text(rng_seed: int) -> N
         assert _claims._unnamed(text) == _claims._NAMES.sub(" \u2026 ", text), repr(text)
 
 
+def test_a_data_line_is_read_without_its_comma_and_assignment_branches_only_where_it_has_neither(
+        rng_seed: int) -> None:
+    """A line with no "," and no "=" is read by the data-line pattern without the branches that need one
+    (the CSV branch ran over all of a Chinese line): the same answer as the whole pattern, on the
+    corpus's lines and generated ones."""
+    import random
+
+    from truecall.judge import _claims
+
+    rng = random.Random(rng_seed)
+    pieces = ["a", "Z", "9", "12", "2024-01-01 10:00", "10:00:00", "[INFO]", "#", "# ", "- ", "* ", "1. ", "|", "```",
+              "> ", "{", "[", "<", "\t", "    ", "def ", "From: ", "x", " ", "=", " = ", ",", ",123", ",1234", "ok",
+              "已受理", "，", "：", "é", "\u3000", "-", ".", "_", "\n", "[FILE]"]
+    lines = [line for t in _corpus_claim_texts() for line in t.split("\n")] + [
+        "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10))) for _ in range(20000)]
+    for line in lines:
+        assert _claims._data_line(line) == (_claims._DATA_LINE.match(line) is not None), repr(line)
+    assert any(_claims._data_line(line) for line in lines) and not all(_claims._data_line(line) for line in lines)
+
+
 # -- the anchors are only a shortcut --------------------------------------------------------------------
 
 
@@ -817,6 +837,25 @@ def test_what_a_piece_requires(pattern: str, left: bool, right: bool, words: set
     from truecall.judge._claims import _required
 
     assert _required(pattern, left, right) == (frozenset(words), runs)
+
+
+@pytest.mark.parametrize("pattern,runs", [
+    ("已受理", ("已受理",)),
+    ("(?<!尚)未被?(?:发送)", ("未", "发送")),
+    ("将(会)?(被)?(?:处理)", ("将", "处理")),
+    ("收到(您|你)的", ("收到", "的")),
+    ("(?:完成)(之)?后(会|将|再)", ("完成", "后")),
+    ("完成(?=[，,。！!.；;]|$)", ("完成",)),
+    ("已(?<![个件条项份笔单台次位名]已)[一-龥]", ("已",)),
+    ("(?:確認)は?まだ", ("確認", "まだ")),
+    ("但[^。！]{0,30}(?:被拒)", ("但", "被拒")),
+    ("受理|受付", ()),
+    ("(?i)受理ok", ()),
+])
+def test_what_a_chinese_or_japanese_piece_requires(pattern: str, runs: tuple[str, ...]) -> None:
+    from truecall.judge._claims import _wide_runs
+
+    assert _wide_runs(pattern) == runs
 
 
 # -- what the probe's word lists missed and misread (issue 24) -----------------------------------------

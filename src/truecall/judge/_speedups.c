@@ -532,6 +532,13 @@ static int piece_ready(Py_ssize_t i) {
         goto done;
     PyObject *runs = PyTuple_GET_ITEM(compiled, 4);
     Py_ssize_t nw = PyList_GET_SIZE(words_list), nr = PyTuple_GET_SIZE(runs), total = 0;
+    for (Py_ssize_t k = 0; k < nr; k++) {  /* (a Chinese or Japanese piece's runs: this reads none, nor its bounds) */
+        PyObject *r = PyTuple_GET_ITEM(runs, k);
+        if (PyUnicode_Check(r) && !PyUnicode_IS_ASCII(r)) {
+            nr = 0;
+            width = spaces = -1;
+        }
+    }
     for (Py_ssize_t k = 0; k < nw; k++) {
         PyObject *w = PyList_GET_ITEM(words_list, k);
         if (!PyBytes_Check(w)) {
