@@ -477,3 +477,39 @@ def test_the_chinese_and_japanese_anchors_in_c_are_the_python_ones(rng_seed: int
         assert c == _claims._cjk_pieces_python(norm), norm
         found += bool(c)
     assert found > 3000
+
+
+@needs_speedups
+def test_the_candidates_of_chinese_and_japanese_text_in_c_are_the_python_ones(rng_seed: int, monkeypatch) -> None:
+    """_speedups.wide_candidates gives a normalised text beyond ASCII the pieces _normalised_candidates gives
+    it (anchors looked up in Python) and the words _Reading.tokens reads, or hands it to Python: on the
+    corpus's texts and generated ones that mix Chinese and Japanese with Latin words — claim words,
+    stems, phrase hints, words written into the other characters, white space str.split reads and
+    bytes.split does not.  Most are read in C (the test could fail by handing all to Python)."""
+    from truecall.judge import _speedups  # type: ignore[attr-defined]
+    from truecall.judge._normalise import normalise
+
+    monkeypatch.setattr(_claims, "_cjk_pieces", _claims._cjk_pieces_python)
+    rng = random.Random(rng_seed)
+    latin = ["completed", "fehler", "Verbindungsfehler", "gespeichert", "queued", "still processing", "REQ-20931",
+             "accepted", "ok", "x", "12", "e", "enviado", "abgeschickt", "procesando", "in progress", "will be sent"]
+    glue = ["", " ", "-", ".", "\n", "\t", "\x85", "\u2028", "，", "。", "、", "「", "」", "/", "é", "ß", "\u3000"]
+    wide = ["已受理", "订单", "受け付けました", "処理中", "完成", "正在处理", "失败", "注文", "您的请求", "メール"]
+    texts = [normalise(t) for t in _corpus_claim_texts()]
+    texts += [normalise("".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 12)))) for _ in range(3000)]
+    texts += [normalise("".join(rng.choice(rng.choice((latin, glue, wide))) for _ in range(rng.randint(1, 14))))
+              for _ in range(20000)]
+    texts += [normalise(rng.choice(wide) + "\x1c" + rng.choice(latin)) for _ in range(100)]  # (handed to Python)
+    read = total = 0
+    for norm in texts:
+        if norm.isascii():
+            continue
+        total += 1
+        c = _speedups.wide_candidates(norm)
+        if c is None:
+            continue
+        read += 1
+        candidates, tokens = c
+        assert candidates == _claims._normalised_candidates(norm), norm
+        assert tokens == _claims._Reading(norm).tokens(), norm
+    assert read > total // 2, (read, total)

@@ -1447,10 +1447,19 @@ def _judge_unicode(text: str, norm: str | None = None) -> Claim | None:
     candidates = _normalised_candidates(norm)
     if not candidates:
         return None
+    return _judge_read(text, norm, candidates)
+
+
+def _judge_read(text: str, norm: str, candidates: list[int], tokens: AbstractSet[bytes] | None = None) -> Claim | None:
+    """:func:`_judge_unicode` once a text's ``candidates`` are read (``_speedups`` reads those of Chinese
+    and Japanese text, with ``tokens``: its normalised form's words as :meth:`_Reading.tokens` reads
+    them, which stand for the head's where the head is the whole text)."""
     head = _head(text)
     if not head:
         return None
-    return _claim(head, candidates, norm if head == text else None)
+    if head == text:
+        return _claim(head, candidates, norm, tokens=tokens)
+    return _claim(head, candidates)
 
 
 def _judge_ascii_python(text: str) -> Claim | None:

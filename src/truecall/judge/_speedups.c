@@ -49,6 +49,7 @@ static PyObject *PIECE_LANGUAGE;      /* list[str] */
 static PyObject *PLAIN_CUES;          /* dict[(lang, failed), tuple] */
 static PyObject *plain_cues;          /* _plain_cues(key) -> tuple */
 static PyObject *judge_unicode;       /* _judge_unicode(text) -> Claim | None */
+static PyObject *judge_read;          /* _judge_read(text, norm, candidates, tokens) -> Claim | None */
 static PyObject *normalise_py;        /* normalise(text) -> str */
 static PyObject *evidence_py;         /* _evidence(original, phrase) -> str */
 static PyObject *neg_after_match;     /* _NEG_AFTER.match */
@@ -2553,6 +2554,7 @@ static PyObject *utf8_raw(const unsigned char *raw, Py_ssize_t n) {
 }
 
 static uint64_t judgments;  /* judge_text's calls: each one's serial (0 is no call's: a word never added) */
+static int wide_read(PyObject *norm, PyObject **list, PyObject **tokens);
 
 static PyObject *judge_text(PyObject *module, PyObject *text) {
     if (!bound) {
@@ -2581,8 +2583,19 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
                                                     : plain ? PyUnicode_1BYTE_DATA(norm) : NULL;
         for (Py_ssize_t i = 0; plain && i < PyUnicode_GET_LENGTH(norm); i++)
             plain = b[i] < 0x1c || b[i] > 0x1f;  /* (str.split splits at these and bytes.split does not) */
-        if (!plain) {  /* (Chinese, Japanese: its normalised form given, not made again) */
-            result = call2(judge_unicode, text, norm);
+        if (!plain) {  /* (Chinese, Japanese: its candidates read here, or its normalised form given to Python) */
+            PyObject *list = NULL, *words = NULL;
+            int read = PyUnicode_Check(norm) && !PyUnicode_IS_ASCII(norm) ? wide_read(norm, &list, &words) : 0;
+            if (read == 0)
+                result = call2(judge_unicode, text, norm);
+            else if (read > 0 && PyList_GET_SIZE(list) == 0)
+                result = Py_NewRef(Py_None);
+            else if (read > 0) {
+                PyObject *call[5] = {NULL, text, norm, list, words};
+                result = PyObject_Vectorcall(judge_read, call + 1, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+            }
+            Py_XDECREF(list);
+            Py_XDECREF(words);
             Py_DECREF(norm);
             Py_XDECREF(proxy);
             Py_XDECREF(norm_bytes);
@@ -2949,6 +2962,172 @@ static PyObject *cjk_pieces(PyObject *module, PyObject *norm) {
     return out;
 }
 
+/* -- the candidates of a Chinese or Japanese text (_claims._normalised_candidates), in C ----------- */
+
+/* wide_read(norm): what _normalised_candidates gives a normalised text that is not ASCII, with its words
+ * as _Reading.tokens() reads them: 1 with *list (the sorted pieces) and *tokens (a set of bytes), 0
+ * where the Python reading answers (a character str.split splits at and bytes.split does not, an anchor
+ * word written into other characters that holds a stem or an in-word hint's literal, anchors these
+ * tables cannot hold), -1 on an error.
+ *
+ * The text's Latin words are its runs of ASCII characters that _WORD_BYTES makes no space (every
+ * other character ends one, as _LATIN_ONLY makes it a space): each gives its in-word pieces, and one
+ * that white space, a separator or the text's edge bounds on both sides is a word of
+ * raw.decode().split() too, whose anchor pieces it gives (_WORDS are ASCII: a word with any other
+ * character is none of them) — add_word_pieces gives both, as for an ASCII text, and a word that is no
+ * anchor its in-word pieces alone. */
+static int wide_read(PyObject *norm, PyObject **list, PyObject **tokens) {
+    *list = *tokens = NULL;
+    if (cjk_ready <= 0 || across_count == 0 || literal_count == 0)
+        return 0;
+    for (int k = 0; k < across_count; k++)  /* (a literal beyond ASCII would be missed in the view below) */
+        for (int j = 0; j < across_len[k]; j++)
+            if ((unsigned char)across_text[k][j] >= 0x80)
+                return 0;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(norm);
+    int kind = PyUnicode_KIND(norm);
+    const void *data = PyUnicode_DATA(norm);
+    unsigned char view_stack[512], token_stack[512];
+    Span spans_stack[256];
+    unsigned char *view = n <= 512 ? view_stack : PyMem_Malloc(n);
+    unsigned char *tv = n <= 512 ? token_stack : PyMem_Malloc(n);
+    Span *spans = NULL;
+    Ints found = {.items = NULL, .count = 0, .size = 256};
+    found.items = found.stack;
+    int status = -1;
+    if (view == NULL || tv == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* view: an ASCII character as _WORD_BYTES makes it, any other 0x80 (0x81: white space), which no
+       literal holds; tv: a token character as it is, any other a space */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < 0x80) {
+            if (c >= 0x1c && c <= 0x1f) {
+                status = 0;
+                goto done;
+            }
+            view[i] = word_table[c];
+            tv[i] = is_token((unsigned char)c) ? (unsigned char)c : ' ';
+        } else {
+            view[i] = Py_UNICODE_ISSPACE(c) ? 0x81 : 0x80;
+            tv[i] = ' ';
+        }
+    }
+    uint64_t serial = ++judgments;
+    for (Py_ssize_t i = 0; i < n;) {
+        if (view[i] >= 0x80 || is_bytes_space(view[i])) {
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i;
+        while (j < n && view[j] < 0x80 && !is_bytes_space(view[j]))
+            j++;
+        int whole = (i == 0 || view[i - 1] != 0x80) && (j == n || view[j] != 0x80);
+        uint64_t hash = hash_of(view + i, j - i);
+        if (!whole && word_lookup(&anchors, view + i, j - i, hash) != NULL) {
+            /* (an anchor word written into other characters: its in-word pieces alone, which the kept
+               words' table does not hold apart — none without a literal, else Python's) */
+            if (holds_literal(view + i, j - i)) {
+                status = 0;
+                goto done;
+            }
+        } else if (add_word_pieces(view + i, j - i, hash, serial, &found) < 0) {
+            goto done;
+        }
+        i = j;
+    }
+    int across = 0;
+    for (int k = 0; !across && k < across_count; k++)
+        across = find(view, n, (const unsigned char *)across_text[k], across_len[k]) != NULL;
+    if (across) {  /* (the phrase hints read raw: the UTF-8 of the text, _WORD_BYTES made) */
+        PyObject *raw = PyUnicode_AsUTF8String(norm);
+        if (raw == NULL)
+            goto done;
+        unsigned char *r = (unsigned char *)PyBytes_AS_STRING(raw);
+        for (Py_ssize_t k = 0; k < PyBytes_GET_SIZE(raw); k++)
+            r[k] = word_table[r[k]];
+        PyObject *hit = call1(any_across_search, raw);
+        PyObject *more = hit != NULL && hit != Py_None ? call1(across_pieces, raw) : NULL;
+        Py_DECREF(raw);
+        if (hit == NULL)
+            goto done;
+        int crossed = hit != Py_None;
+        Py_DECREF(hit);
+        if (crossed) {
+            int *ints = NULL, nints = 0;
+            if (more == NULL || ints_of(more, &ints, &nints) < 0) {
+                Py_XDECREF(more);
+                goto done;
+            }
+            Py_DECREF(more);
+            int added = nints ? ints_add(&found, ints, nints) : 0;
+            PyMem_Free(ints);
+            if (added < 0)
+                goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {  /* (cjk_pieces) */
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c < 0x80 || c > 0xffff)
+            continue;
+        for (int pair = 0; pair < 2; pair++) {
+            const unsigned char *bits = pair ? cjk_pair_first : cjk_single;
+            if (!(bits[c >> 3] & (1 << (c & 7))))
+                continue;
+            Py_UCS4 next = pair && i + 1 < n ? PyUnicode_READ(kind, data, i + 1) : 0;
+            if (pair && (i + 1 >= n || next == '\n' || next > 0xffff))
+                continue;
+            const CjkSlot *slot = cjk_slot(cjk_key(c, next, pair));
+            if (slot->key != 0 && ints_add(&found, cjk_ints + slot->at, slot->count) < 0)
+                goto done;
+        }
+    }
+    ints_sort_unique(&found);
+    Py_ssize_t count = 0;
+    spans = spans_of(tv, n, 1, spans_stack, 256, &count);
+    if (spans == NULL)
+        goto done;
+    if ((*list = python_list_of(&found)) == NULL || (*tokens = python_set_of(tv, spans, count)) == NULL) {
+        Py_CLEAR(*list);
+        goto done;
+    }
+    status = 1;
+done:
+    if (found.items != found.stack)
+        PyMem_Free(found.items);
+    if (spans != NULL && spans != spans_stack)
+        PyMem_Free(spans);
+    if (view != view_stack)
+        PyMem_Free(view);
+    if (tv != token_stack)
+        PyMem_Free(tv);
+    return status;
+}
+
+/* wide_candidates(norm): (wide_read's pieces, its tokens), or None where the Python reading answers. */
+static PyObject *wide_candidates(PyObject *module, PyObject *norm) {
+    if (!PyUnicode_Check(norm)) {
+        PyErr_SetString(PyExc_TypeError, "wide_candidates() takes a str");
+        return NULL;
+    }
+    if (!bound) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
+        return NULL;
+    }
+    if (PyUnicode_IS_ASCII(norm))
+        Py_RETURN_NONE;
+    PyObject *list, *tokens;
+    int read = wide_read(norm, &list, &tokens);
+    if (read <= 0)
+        return read < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *out = PyTuple_Pack(2, list, tokens);
+    Py_DECREF(list);
+    Py_DECREF(tokens);
+    return out;
+}
+
 /* -- bind ----------------------------------------------------------------------------------------- */
 
 static PyObject *take(PyObject *ns, const char *name) {
@@ -3036,6 +3215,7 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     TAKE(PLAIN_CUES, "_PLAIN_CUES");
     TAKE(plain_cues, "_plain_cues");
     TAKE(judge_unicode, "_judge_unicode");
+    TAKE(judge_read, "_judge_read");
     TAKE(normalise_py, "normalise");
     TAKE(latin1_tables, "_latin1_tables");
     TAKE(evidence_py, "_evidence");
@@ -3369,6 +3549,9 @@ static PyMethodDef methods[] = {
                            "when bound already (once a process)."},
     {"judge", judge_text, METH_O, "judge(text): _claims._judge(text), in C where its words are ASCII."},
     {"cjk_pieces", cjk_pieces, METH_O, "cjk_pieces(norm): _claims._cjk_pieces_python(norm), in C (a list)."},
+    {"wide_candidates", wide_candidates, METH_O, "wide_candidates(norm): (_claims._normalised_candidates(norm), the\n"
+                                                 "set of its words as _Reading.tokens() reads them) of a text beyond ASCII,\n"
+                                                 "in C; None where the Python reading answers."},
     {"normalise", normalise_in_c, METH_O, "normalise(text): _normalise.normalise(text) as judge() makes it in C, or\n"
                                           "None where it hands the text to Python."},
     {NULL, NULL, 0, NULL},
