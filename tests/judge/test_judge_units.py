@@ -665,6 +665,29 @@ def test_a_data_line_is_read_without_its_comma_and_assignment_branches_only_wher
     assert any(_claims._data_line(line) for line in lines) and not all(_claims._data_line(line) for line in lines)
 
 
+def test_the_evidence_is_where_the_phrase_is_in_the_text_case_folded(rng_seed: int) -> None:
+    """A claim's evidence is the text's characters where its phrase is once the whole text is case folded
+    — also where the phrase stands as written and only a prefix is folded to check it (letters that
+    fold to two, or from two, before it; the phrase written in another case first)."""
+    import random
+
+    from truecall.judge import _claims
+
+    def whole(original: str, phrase: str) -> str:
+        at = original.casefold().find(phrase)
+        return original[at:at + len(phrase)][:80] if at >= 0 else phrase[:80]
+
+    rng = random.Random(rng_seed)
+    letters = ["a", "A", "ß", "ss", "SS", "İ", "i", "ﬁ", "fi", "已受理", "受理", "done", "Done", " ", "x", "ǅ", "ǆ", "ΐ"]
+    shortcuts = 0
+    for _ in range(50000):
+        original = "".join(rng.choice(letters) for _ in range(rng.randint(0, 8)))
+        phrase = "".join(rng.choice(letters) for _ in range(rng.randint(1, 3))).casefold()
+        assert _claims._evidence(original, phrase) == whole(original, phrase), (original, phrase)
+        shortcuts += original.find(phrase) >= 0
+    assert shortcuts > 1000
+
+
 # -- the anchors are only a shortcut --------------------------------------------------------------------
 
 

@@ -759,7 +759,8 @@ _INTRO_WORD_BYTES = bytes(b + 32 if 65 <= b <= 90 else b if 97 <= b <= 122 or 48
 #: A character beyond Latin-1 and the Chinese and Japanese blocks (the line is then read by ``_INTRO``
 #: itself), the Chinese and Japanese intros, and words as ``\w`` makes them.
 _INTRO_OTHER_SCRIPT = re.compile("[^\x00-\xff\u3000-\u30ff\u3400-\u9fff\uf900-\ufaff\uff00-\uffef]")
-_INTRO_CJK = re.compile("|".join(re.escape(w) for w in _INTROS if _CJK.search(w)) or "(?!)")
+_INTRO_CJK_WORDS = tuple(w for w in _INTROS if _CJK.search(w))
+_INTRO_CJK = re.compile("|".join(map(re.escape, _INTRO_CJK_WORDS)) or "(?!)")
 _UNICODE_WORD = re.compile(r"\w+")
 
 
@@ -1132,6 +1133,14 @@ def _question(reading: _Reading, start: int, end: int, quick: bool = True) -> bo
 
 
 def _evidence(original: str, phrase: str) -> str:
+    """The words of ``original`` a normalised ``phrase`` stands for: where the phrase is in the text case
+    folded (its first 80 characters), else the phrase itself."""
+    at = original.find(phrase)
+    if at >= 0 and original[:at + len(phrase)].casefold().find(phrase) == at:
+        # (the phrase as written, and nowhere before it case folded: the place of the whole text case
+        # folded — a prefix's folding is the start of the whole's — without folding all of it, ~0.5 µs
+        # of a 100-character Chinese text)
+        return original[at:at + len(phrase)][:80]
     lowered = original.casefold()
     at = lowered.find(phrase)
     if at >= 0:

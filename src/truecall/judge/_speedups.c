@@ -2555,6 +2555,7 @@ static PyObject *utf8_raw(const unsigned char *raw, Py_ssize_t n) {
 
 static uint64_t judgments;  /* judge_text's calls: each one's serial (0 is no call's: a word never added) */
 static int wide_read(PyObject *norm, PyObject **list, PyObject **tokens);
+static int wide_head_whole(PyObject *text);
 
 static PyObject *judge_text(PyObject *module, PyObject *text) {
     if (!bound) {
@@ -2590,7 +2591,13 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
                 result = call2(judge_unicode, text, norm);
             else if (read > 0 && PyList_GET_SIZE(list) == 0)
                 result = Py_NewRef(Py_None);
-            else if (read > 0) {
+            else if (read > 0 && wide_head_whole(text)) {  /* _claim(text, candidates, norm, tokens=words) */
+                PyObject *kwnames = PyTuple_Pack(1, str_tokens);
+                PyObject *call[5] = {NULL, text, list, norm, words};
+                result = kwnames == NULL ? NULL : PyObject_Vectorcall(claim_py, call + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                                                      kwnames);
+                Py_XDECREF(kwnames);
+            } else if (read > 0) {
                 PyObject *call[5] = {NULL, text, norm, list, words};
                 result = PyObject_Vectorcall(judge_read, call + 1, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
             }
@@ -3106,6 +3113,127 @@ done:
     return status;
 }
 
+static Py_UCS4 intro_cjk[32][16];  /* _INTRO_CJK_WORDS (intro_cjk_count -1: more or longer than these hold) */
+static int intro_cjk_len[32], intro_cjk_count = -1;
+
+/* Whether text[0:colon] may hold a data intro as _intro reads a line beyond ASCII (0: it does not —
+ * its characters are Latin-1, Chinese and Japanese ones, it holds no Chinese or Japanese intro, and no
+ * word of ASCII letters that is an intro's first word, nor one of other Latin-1 letters). */
+static int wide_may_intro(int kind, const void *data, Py_ssize_t colon) {
+    if (intro_cjk_count < 0)
+        return 1;
+    for (Py_ssize_t i = 0; i < colon; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c > 0xff && !((c >= 0x3000 && c <= 0x30ff) || (c >= 0x3400 && c <= 0x9fff) || (c >= 0xf900 && c <= 0xfaff)
+                          || (c >= 0xff00 && c <= 0xffef)))
+            return 1;  /* (_INTRO_OTHER_SCRIPT) */
+        for (int k = 0; k < intro_cjk_count; k++) {
+            int len = intro_cjk_len[k], j = 0;
+            while (j < len && i + j < colon && PyUnicode_READ(kind, data, i + j) == intro_cjk[k][j])
+                j++;
+            if (j == len)
+                return 1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < colon;) {  /* (the words of \w+ before the colon) */
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (!(Py_UNICODE_ISALNUM(c) || c == '_')) {
+            i++;
+            continue;
+        }
+        unsigned char word[64];
+        Py_ssize_t len = 0;
+        int latin = 1, wide = 0;
+        for (; i < colon && (Py_UNICODE_ISALNUM(c = PyUnicode_READ(kind, data, i)) || c == '_'); i++, len++) {
+            if (c > 0xff)
+                wide = 1;
+            else if (c >= 0x80)
+                latin = 0;
+            else if (len < (Py_ssize_t)sizeof(word))
+                word[len] = lower((unsigned char)c);
+        }
+        if (wide)
+            continue;  /* (a word with a Chinese or Japanese character is no intro's first word: those are Latin-1) */
+        if (!latin || len > (Py_ssize_t)sizeof(word) || keyset_has(&intro_firsts, word, len, hash_of(word, len)))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether a "." at text[i] may start a file name's extension (_EXTENSION, whose re.I takes some letters
+ * beyond ASCII for ASCII ones: a letter beyond ASCII where an extension's is, is taken for one). */
+static int wide_extension_at(int kind, const void *data, Py_ssize_t n, Py_ssize_t i) {
+    for (int k = 0; k < extension_count; k++) {
+        Py_ssize_t len = extension_len[k], j = 0;
+        if (i + 1 + len > n)
+            continue;
+        for (; j < len; j++) {
+            Py_UCS4 c = PyUnicode_READ(kind, data, i + 1 + j);
+            if (c >= 0x80)
+                return 1;
+            if (lower((unsigned char)c) != (unsigned char)extension_text[k][j])
+                break;
+        }
+        if (j < len)
+            continue;
+        Py_UCS4 after = i + 1 + len < n ? PyUnicode_READ(kind, data, i + 1 + len) : ' ';
+        if (!(Py_UNICODE_ISALNUM(after) || after == '_'))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether _head(text) is the text itself, read for a text that starts with a Chinese or Japanese character
+ * (1; 0: not known — _head answers): one line of at most 400 characters, no white space at its end (none
+ * at its start: a CJK character is none), no "=" or "," (no assignment, no CSV header: the other ways a
+ * line is data start with a character a CJK one is not, and it is no JSON), no data intro before its
+ * first colon (wide_may_intro), no quotation mark (_QUOTE_OPENS), no mark of a name (a "/" or "\\", a "-"
+ * after white space, a file name's extension: wide_extension_at). */
+static int wide_head_whole(PyObject *text) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
+    if (n == 0 || n > 400)
+        return 0;
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    Py_UCS4 first = PyUnicode_READ(kind, data, 0);
+    if (!((first >= 0x3040 && first <= 0x30ff) || (first >= 0x3400 && first <= 0x4dbf)
+          || (first >= 0x4e00 && first <= 0x9fff) || (first >= 0xf900 && first <= 0xfaff)))
+        return 0;
+    if (Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, n - 1)))
+        return 0;
+    Py_ssize_t colon = -1;
+    for (Py_ssize_t i = 1; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        switch (c) {
+        case ':': case 0xff1a:  /* (：) */
+            if (colon < 0)
+                colon = i;
+            break;
+        case '\n': case '=': case ',':
+        case '"': case '\'': case '`': case 0x201c: case 0x2018: case 0xab: case 0x300c: case 0x300e: case 0x300a:
+        case 0x201e: case '/': case '\\':
+            return 0;
+        case '-':
+            if (Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i - 1)))
+                return 0;
+            break;
+        case '.':
+            if (wide_extension_at(kind, data, n, i))
+                return 0;
+            break;
+        }
+    }
+    return colon < 0 || !wide_may_intro(kind, data, colon);
+}
+
+static PyObject *wide_head_whole_py(PyObject *module, PyObject *text) {
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "wide_head_whole() takes a str");
+        return NULL;
+    }
+    return PyBool_FromLong(wide_head_whole(text));
+}
+
 /* wide_candidates(norm): (wide_read's pieces, its tokens), or None where the Python reading answers. */
 static PyObject *wide_candidates(PyObject *module, PyObject *norm) {
     if (!PyUnicode_Check(norm)) {
@@ -3313,6 +3441,19 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
         keyset_add(&intro_firsts, text, PyBytes_GET_SIZE(w), hash_of(text, PyBytes_GET_SIZE(w)));
     }
     Py_DECREF(firsts);
+    PyObject *intros = PyDict_GetItemString(ns, "_INTRO_CJK_WORDS");  /* (borrowed) */
+    intro_cjk_count = intros != NULL && PyTuple_Check(intros) && PyTuple_GET_SIZE(intros) <= 32 ? 0 : -1;
+    for (Py_ssize_t k = 0; intro_cjk_count >= 0 && k < PyTuple_GET_SIZE(intros); k++) {
+        PyObject *w = PyTuple_GET_ITEM(intros, k);
+        if (!PyUnicode_Check(w) || PyUnicode_GET_LENGTH(w) < 1 || PyUnicode_GET_LENGTH(w) > 16) {
+            intro_cjk_count = -1;  /* (a colon then sends the head to Python) */
+            break;
+        }
+        for (Py_ssize_t j = 0; j < PyUnicode_GET_LENGTH(w); j++)
+            intro_cjk[k][j] = PyUnicode_READ_CHAR(w, j);
+        intro_cjk_len[k] = (int)PyUnicode_GET_LENGTH(w);
+        intro_cjk_count = (int)k + 1;
+    }
     decoration[' '] = decoration[' '] ? decoration[' '] : 2;  /* (_DECORATION's run: the marks and spaces) */
     piece_count = PyList_GET_SIZE(SINGLE);
     if (literals(ns, "_IN_WORD_LITERALS", 64, 32, &literal_text[0][0], literal_len, &literal_count, 0) < 0)
@@ -3549,6 +3690,8 @@ static PyMethodDef methods[] = {
                            "when bound already (once a process)."},
     {"judge", judge_text, METH_O, "judge(text): _claims._judge(text), in C where its words are ASCII."},
     {"cjk_pieces", cjk_pieces, METH_O, "cjk_pieces(norm): _claims._cjk_pieces_python(norm), in C (a list)."},
+    {"wide_head_whole", wide_head_whole_py, METH_O, "wide_head_whole(text): True where _claims._head(text) is known to be\n"
+                                                     "the text (one that starts with a CJK character), read in C."},
     {"wide_candidates", wide_candidates, METH_O, "wide_candidates(norm): (_claims._normalised_candidates(norm), the\n"
                                                  "set of its words as _Reading.tokens() reads them) of a text beyond ASCII,\n"
                                                  "in C; None where the Python reading answers."},
