@@ -674,9 +674,9 @@ static Cues *cues_for(PyObject *language, int failed) {
     Cues *c = &cues_table[cues_count];
     memset(c, 0, sizeof(*c));
     PyObject *words = NULL, *phrases, *texts;
-    if (!PyTuple_Check(cues) || PyTuple_GET_SIZE(cues) != 5 || !PyTuple_Check(PyTuple_GET_ITEM(cues, 1))
+    if (!PyTuple_Check(cues) || PyTuple_GET_SIZE(cues) != 6 || !PyTuple_Check(PyTuple_GET_ITEM(cues, 1))
         || !PyTuple_Check(PyTuple_GET_ITEM(cues, 4))) {
-        PyErr_SetString(PyExc_TypeError, "_PLAIN_CUES: a tuple of five");
+        PyErr_SetString(PyExc_TypeError, "_PLAIN_CUES: a tuple of six");
         goto fail;
     }
     words = PySequence_List(PyTuple_GET_ITEM(cues, 0));  /* (the frozenset owns its words) */
@@ -1305,11 +1305,23 @@ done:
 /* -- normalising Chinese and Japanese text in C ------------------------------------------------------ */
 
 /* The characters of Chinese and Japanese text that normalise() keeps as they are: the unified ideographs,
- * hiragana and katakana (with the prolonged sound mark and the iteration marks), 、 。 and the corner
- * brackets (tests/judge/test_speedups.py checks each against normalise()). */
+ * hiragana and katakana (with the prolonged sound mark and the iteration marks), 、 。 and the CJK
+ * brackets (《》【】「」…), and the symbols such a text (or any) holds — dashes, curly double quotation
+ * marks, bullets, arrows, dingbats, emoji — but those NFKC maps (a non-breaking hyphen, "…", "’", the
+ * negated arrows, "〈" "〉" of the technical block); a character folded in context (a letter, a
+ * mark) is none of them.  (tests/judge/test_speedups.py checks each against normalise(), alone and
+ * between letters.) */
 static inline int wide_kept(Py_UCS4 c) {
+    if (c < 0x2010)
+        return 0;
+    if (c < 0x3000)  /* (dashes, quotation marks, bullets; arrows; technical and other symbols, dingbats) */
+        return (c <= 0x2027 && c != 0x2011 && c != 0x2017 && c != 0x2019 && (c < 0x2024 || c > 0x2026))
+               || (c >= 0x2190 && c <= 0x21ff && c != 0x219a && c != 0x219b && c != 0x21ae && (c < 0x21cd || c > 0x21cf))
+               || (c >= 0x2300 && c <= 0x23ff && c != 0x2329 && c != 0x232a)
+               || (c >= 0x2600 && c <= 0x27bf) || (c >= 0x2b00 && c <= 0x2bff);
     return (c >= 0x4e00 && c <= 0x9fff) || (c >= 0x3041 && c <= 0x3096) || (c >= 0x30a1 && c <= 0x30fe)
-           || c == 0x3001 || c == 0x3002 || c == 0x3005 || (c >= 0x300c && c <= 0x300f);
+           || c == 0x3001 || c == 0x3002 || c == 0x3005 || (c >= 0x3008 && c <= 0x301f)
+           || c == 0xfe0f || (c >= 0x1f300 && c <= 0x1faff);  /* (brackets; emoji and their variation selector) */
 }
 
 /* normalise(text) of a text of ASCII and those characters, with fullwidth forms (，：！ａ…: NFKC's ASCII)
@@ -3256,6 +3268,83 @@ static PyObject *wide_candidates(PyObject *module, PyObject *norm) {
     return out;
 }
 
+/* -- any of a few texts in a text (_claims._any_text_in_python) ------------------------------------- */
+
+typedef struct {
+    PyObject *texts;                     /* the tuple (owned: its identity is the key) */
+    unsigned char first[0x10000 / 8];    /* the texts' first characters (of the BMP: a bitmap) */
+} TextSet;
+
+static TextSet *text_sets[16];
+static int text_set_count;
+
+/* The first characters of `texts`, made once per tuple (the few tuples of _PLAIN_CUES); NULL where they are
+ * no tuple of non-empty strs of the BMP or more tuples than kept come (the pattern answers). */
+static TextSet *text_set_of(PyObject *texts) {
+    for (int k = 0; k < text_set_count; k++)
+        if (text_sets[k]->texts == texts)
+            return text_sets[k];
+    if (text_set_count == 16 || !PyTuple_CheckExact(texts))
+        return NULL;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(texts); k++) {
+        PyObject *t = PyTuple_GET_ITEM(texts, k);
+        if (!PyUnicode_CheckExact(t) || PyUnicode_GET_LENGTH(t) == 0 || PyUnicode_READ_CHAR(t, 0) > 0xffff)
+            return NULL;
+    }
+    TextSet *set = PyMem_Calloc(1, sizeof(TextSet));
+    if (set == NULL)
+        return NULL;
+    set->texts = Py_NewRef(texts);
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(texts); k++) {
+        Py_UCS4 c = PyUnicode_READ_CHAR(PyTuple_GET_ITEM(texts, k), 0);
+        set->first[c >> 3] |= 1 << (c & 7);
+    }
+    text_sets[text_set_count++] = set;
+    return set;
+}
+
+/* any_text_in(norm, texts, pattern): whether norm holds one of the texts (pattern.search(norm) is not None
+ * where they are not read here). */
+static PyObject *any_text_in(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "any_text_in(norm, texts, pattern) takes a str, a tuple of str and a pattern");
+        return NULL;
+    }
+    PyObject *norm = args[0];
+    TextSet *set = text_set_of(args[1]);
+    if (set == NULL) {
+        PyObject *search = PyObject_GetAttrString(args[2], "search");
+        PyObject *hit = search == NULL ? NULL : call1(search, norm);
+        Py_XDECREF(search);
+        if (hit == NULL)
+            return NULL;
+        int found = hit != Py_None;
+        Py_DECREF(hit);
+        return PyBool_FromLong(found);
+    }
+    Py_ssize_t n = PyUnicode_GET_LENGTH(norm);
+    int kind = PyUnicode_KIND(norm);
+    const void *data = PyUnicode_DATA(norm);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        if (c > 0xffff || !(set->first[c >> 3] & (1 << (c & 7))))
+            continue;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(set->texts); k++) {
+            PyObject *t = PyTuple_GET_ITEM(set->texts, k);
+            Py_ssize_t len = PyUnicode_GET_LENGTH(t), j = 0;
+            if (i + len > n)
+                continue;
+            int tkind = PyUnicode_KIND(t);
+            const void *tdata = PyUnicode_DATA(t);
+            while (j < len && PyUnicode_READ(kind, data, i + j) == PyUnicode_READ(tkind, tdata, j))
+                j++;
+            if (j == len)
+                Py_RETURN_TRUE;
+        }
+    }
+    Py_RETURN_FALSE;
+}
+
 /* -- bind ----------------------------------------------------------------------------------------- */
 
 static PyObject *take(PyObject *ns, const char *name) {
@@ -3690,6 +3779,8 @@ static PyMethodDef methods[] = {
                            "when bound already (once a process)."},
     {"judge", judge_text, METH_O, "judge(text): _claims._judge(text), in C where its words are ASCII."},
     {"cjk_pieces", cjk_pieces, METH_O, "cjk_pieces(norm): _claims._cjk_pieces_python(norm), in C (a list)."},
+    {"any_text_in", (PyCFunction)(void (*)(void))any_text_in, METH_FASTCALL,
+     "any_text_in(norm, texts, pattern): _claims._any_text_in_python, in C."},
     {"wide_head_whole", wide_head_whole_py, METH_O, "wide_head_whole(text): True where _claims._head(text) is known to be\n"
                                                      "the text (one that starts with a CJK character), read in C."},
     {"wide_candidates", wide_candidates, METH_O, "wide_candidates(norm): (_claims._normalised_candidates(norm), the\n"
