@@ -1478,7 +1478,7 @@ def _judge_read(text: str, norm: str, candidates: list[int], tokens: AbstractSet
         return None
     if head == text:
         return _claim(head, candidates, norm, tokens=tokens)
-    return _claim(head, candidates)
+    return _claim(head, candidates, _normalise_head(head))
 
 
 def _judge_ascii_python(text: str) -> Claim | None:
@@ -1544,6 +1544,8 @@ def _speedups() -> Callable[[str], Claim | None] | None:
 
 
 _fast = _speedups()
+#: :func:`normalise` of a head that is not the whole text: in C where ``_speedups`` normalises it.
+_normalise_head: Callable[[str], str] = normalise
 #: :func:`_any_text_in_python`, in C where ``_speedups`` is bound.
 _any_text_in: Callable[[str, tuple[str, ...], re.Pattern[str]], bool] = _any_text_in_python
 #: :func:`_cjk_pieces_python`, in C where ``_speedups`` is bound and took the anchors.
@@ -1606,3 +1608,9 @@ if _fast is not None:
     except (RuntimeError, AttributeError):  # (anchors the C tables cannot hold, an older build: the Python look-up)
         pass
     _any_text_in = getattr(_speedups_module, "any_text_in", _any_text_in_python)
+
+    def _normalise_head_in_c(head: str) -> str:
+        """:func:`normalise` of a head, made in C where ``_speedups`` makes it (else in Python)."""
+        return _speedups_module.normalise(head) or normalise(head)
+
+    _normalise_head = _normalise_head_in_c

@@ -1335,29 +1335,34 @@ static PyObject *wide_normalised(PyObject *text) {
         return NULL;
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    Py_UCS4 stack[2 * 256];
-    Py_UCS4 *u = 2 * n <= (Py_ssize_t)(sizeof(stack) / sizeof(Py_UCS4)) ? stack : PyMem_Malloc(2 * n * sizeof(Py_UCS4) + 1);
+    Py_UCS4 stack[6 * 128];
+    Py_UCS4 *u = 6 * n <= (Py_ssize_t)(sizeof(stack) / sizeof(Py_UCS4)) ? stack : PyMem_Malloc(6 * n * sizeof(Py_UCS4) + 1);
     if (u == NULL)
         return PyErr_NoMemory();
-    Py_UCS4 *t = u + n;  /* (the joined text: never longer) */
+    Py_UCS4 *t = u + 3 * n;  /* (the joined text: never longer than the folded one, at most 3n: "…" is "...") */
     PyObject *norm = NULL;
+    Py_ssize_t m = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (c >= 0xff01 && c <= 0xff5e)
             c -= 0xfee0;
         else if (c == 0x3000)
             c = ' ';
-        else if (c >= 0x80 && !wide_kept(c))
+        else if (c == 0x2026) {  /* (NFKC's "...": a head's blanked quotation is " … ") */
+            u[m++] = '.';
+            u[m++] = '.';
+            c = '.';
+        } else if (c >= 0x80 && !wide_kept(c))
             goto done;
-        u[i] = c;
+        u[m++] = c;
     }
-    for (Py_ssize_t i = 0; i < n; i++)  /* _ANY_CAMEL: "aA" or "AAa" among ASCII letters */
+    for (Py_ssize_t i = 0; i < m; i++)  /* _ANY_CAMEL: "aA" or "AAa" among ASCII letters */
         if (u[i] < 0x80 && is_upper((unsigned char)u[i])
             && ((i > 0 && u[i - 1] < 0x80 && is_lower((unsigned char)u[i - 1]))
-                || (i + 2 < n && u[i + 1] < 0x80 && is_upper((unsigned char)u[i + 1]) && u[i + 2] < 0x80
+                || (i + 2 < m && u[i + 1] < 0x80 && is_upper((unsigned char)u[i + 1]) && u[i + 2] < 0x80
                     && is_lower((unsigned char)u[i + 2]))))
             goto done;
-    Py_ssize_t from = 0, w = joined(PyUnicode_4BYTE_KIND, u, n, t, &from, HIGH_ANY);
+    Py_ssize_t from = 0, w = joined(PyUnicode_4BYTE_KIND, u, m, t, &from, HIGH_ANY);
     norm = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, t + from, w - from);
 done:
     if (u != stack)
