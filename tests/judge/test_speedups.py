@@ -163,8 +163,10 @@ def test_the_c_judgment_keeps_no_reference_and_no_memory() -> None:
     and the objects it makes) and leaves every object's reference count as it was."""
     assert SPEEDUPS is not None
     latin = [t for t in _texts() if not t.isascii() and max(t) < "\u3000"][:1500]  # (normalised in C too)
-    texts = [t for t in _texts() if t.isascii()][:3000] + latin + ["Your request has been received and will be processed."]
-    assert len(latin) > 500
+    wide = [t for t in _texts() if _claims._CJK.search(t)][:1500]  # (read in C: candidates, head, quick rule)
+    texts = [t for t in _texts() if t.isascii()][:3000] + latin + wide + [
+        "Your request has been received and will be processed.", "您的请求已受理，我们将尽快处理。"]
+    assert len(latin) > 500 and len(wide) > 500
     for _ in range(2):  # (the first rounds fill the tables a text's words and pieces are kept in)
         for t in texts:
             SPEEDUPS(t)
@@ -544,3 +546,58 @@ def test_a_chinese_or_japanese_head_c_calls_the_whole_text_is_the_whole_text(rng
             assert _claims._head(text) == text, text
     assert sum(map(_speedups.wide_head_whole, corpus_whole)) > len(corpus_whole) * 0.8, len(corpus_whole)
     assert said > 3000, said
+
+
+def _wide_mixes(rng: random.Random, count: int) -> list[str]:
+    """Chinese and Japanese texts made of the corpus's clauses (cut after their marks) and the words the rules
+    read — negations, questions, reported speech, conditions, earlier attempts, quotation marks, Latin words."""
+    chunks = sorted({c for t in _corpus_claim_texts() if _claims._CJK.search(t)
+                     for c in re.split(r"(?<=[。，、；！？：,.!?;:\n])", t) if c})
+    cues = ["不", "没", "未", "吗", "？", "?", "如果", "据说", "之前", "但是", "，", "。", "：", "已受理", "失败", "ok", "Example",
+            "fehler", "completed", "「", "」", "“", "”", " ", "…", "—", "✅", "请", "将", "正在处理", "受け付けました",
+            "ません", "でしょうか", "場合", "前回", "再実行"]
+    return ["".join(rng.choice(chunks) if rng.random() < 0.5 else rng.choice(cues) for _ in range(rng.randint(1, 6)))
+            for _ in range(count)]
+
+
+@needs_speedups
+def test_the_c_judgment_of_chinese_and_japanese_text_is_the_python_one(rng_seed: int, monkeypatch) -> None:
+    """A Chinese or Japanese text judged in C (its candidates, its head where it is the whole text, the
+    first valid match by the quick rule; the other rules in Python) gets the Python judgment's claim —
+    every step of that one in Python (anchors, cue texts, the head's normalising) — on texts made of the
+    corpus's clauses and the rules' words; most of them have a head C reads as the whole text."""
+    from truecall.judge import _speedups  # type: ignore[attr-defined]
+    from truecall.judge._normalise import normalise
+
+    monkeypatch.setattr(_claims, "_cjk_pieces", _claims._cjk_pieces_python)
+    monkeypatch.setattr(_claims, "_any_text_in", _claims._any_text_in_python)
+    monkeypatch.setattr(_claims, "_normalise_head", normalise)
+    texts = [t for t in _wide_mixes(random.Random(rng_seed), 12000) if t.strip()]
+    texts += ["订单已处理。fatal 错误", "任务已受理。report not saved because 磁盘已满", "注文を受け付けました。fatal エラー"]
+    differ = [(t, SPEEDUPS(t), _python(t)) for t in texts if SPEEDUPS(t) != _python(t)]
+    assert not differ, differ[:5]
+    whole = sum(_speedups.wide_head_whole(t) for t in texts)
+    claims = sum(SPEEDUPS(t) is not None for t in texts)
+    assert whole > len(texts) // 4 and claims > len(texts) // 4, (whole, claims, len(texts))
+
+
+@needs_speedups
+def test_the_cue_texts_looked_for_in_c_are_the_pattern_s(rng_seed: int) -> None:
+    """_speedups.any_text_in finds one of a tuple of texts where the pattern of them finds one, for every
+    language's plain-reading cues over Chinese, Japanese and Latin texts; a tuple it cannot read (a text
+    beyond the BMP first) is read by the pattern."""
+    from truecall.judge import _speedups  # type: ignore[attr-defined]
+
+    rng = random.Random(rng_seed)
+    texts = _wide_mixes(rng, 3000) + [t for t in _texts() if not t.isascii()][:2000]
+    keys = [(language, failed) for language in ("en", "de", "es", "fr", "zh", "ja") for failed in (False, True)]
+    found = 0
+    for key in keys:
+        cues = _claims._PLAIN_CUES.get(key) or _claims._plain_cues(key)
+        for text in texts:
+            c = _speedups.any_text_in(text, cues[5], cues[2])
+            assert c == (cues[2].search(text) is not None), (key, text)
+            found += c
+    odd = ("\U0001f389", "已受理")
+    assert _speedups.any_text_in("x已受理", odd, re.compile("已受理")) and not _speedups.any_text_in("x", odd, re.compile("y"))
+    assert 0 < found < len(keys) * len(texts)

@@ -1531,7 +1531,8 @@ def _speedups() -> Callable[[str], Claim | None] | None:
                                    _DATA_LINE_match=_DATA_LINE.match, _NEG_AFTER_match=_NEG_AFTER.match,
                                    _INTRO_match=_INTRO.match, _CLAUSE_END_search=_CLAUSE_END.search,
                                    _REPORTED_search=_REPORTED.search, _DEFINED_search=_DEFINED.search,
-                                   _ANSWERED_match=_ANSWERED.match, _HISTORY_search=_HISTORY.search))
+                                   _ANSWERED_match=_ANSWERED.match, _HISTORY_search=_HISTORY.search,
+                                   _ABOUT_AFTER_match=_ABOUT_AFTER.match))
     except (TypeError, ValueError, KeyError, IndexError, MemoryError) as refused:
         # a vocabulary the C tables cannot hold (more literals or longer ones than they keep): the
         # Python judgment runs, and says so (tests/judge/test_speedups.py fails where a compiler is)

@@ -50,6 +50,7 @@ static PyObject *PLAIN_CUES;          /* dict[(lang, failed), tuple] */
 static PyObject *plain_cues;          /* _plain_cues(key) -> tuple */
 static PyObject *judge_unicode;       /* _judge_unicode(text) -> Claim | None */
 static PyObject *judge_read;          /* _judge_read(text, norm, candidates, tokens) -> Claim | None */
+static PyObject *about_after_match;   /* _ABOUT_AFTER.match */
 static PyObject *normalise_py;        /* normalise(text) -> str */
 static PyObject *evidence_py;         /* _evidence(original, phrase) -> str */
 static PyObject *neg_after_match;     /* _NEG_AFTER.match */
@@ -489,6 +490,7 @@ typedef struct {
     Key *words;                /* required words (their text in `store`) */
     Key *runs;                 /* required runs */
     unsigned char *store;
+    PyObject *wide_runs;       /* owned: a Chinese or Japanese piece's runs (a tuple of str; NULL: none) */
 } Piece;
 
 static Piece *pieces_table;
@@ -533,9 +535,11 @@ static int piece_ready(Py_ssize_t i) {
         goto done;
     PyObject *runs = PyTuple_GET_ITEM(compiled, 4);
     Py_ssize_t nw = PyList_GET_SIZE(words_list), nr = PyTuple_GET_SIZE(runs), total = 0;
-    for (Py_ssize_t k = 0; k < nr; k++) {  /* (a Chinese or Japanese piece's runs: this reads none, nor its bounds) */
+    PyObject *wide_runs = NULL;
+    for (Py_ssize_t k = 0; k < nr; k++) {  /* (a Chinese or Japanese piece's runs: looked for in the str, no bounds) */
         PyObject *r = PyTuple_GET_ITEM(runs, k);
         if (PyUnicode_Check(r) && !PyUnicode_IS_ASCII(r)) {
+            wide_runs = runs;
             nr = 0;
             width = spaces = -1;
         }
@@ -604,6 +608,7 @@ static int piece_ready(Py_ssize_t i) {
     p->words = keys;
     p->runs = keys + nw;
     p->store = store;
+    p->wide_runs = Py_XNewRef(wide_runs);
     p->ready = 1;
     status = 0;
 done:
@@ -625,6 +630,7 @@ typedef struct {
     Key *phrase_keys;
     int n_texts;
     Key *texts;          /* the ASCII cue texts */
+    PyObject *all_texts; /* every cue text (a tuple, which `cues` owns): what a text beyond ASCII is read for */
 } Cues;
 
 static Cues cues_table[32];
@@ -684,6 +690,7 @@ static Cues *cues_for(PyObject *language, int failed) {
         goto fail;
     phrases = PyTuple_GET_ITEM(cues, 1);
     texts = PyTuple_GET_ITEM(cues, 4);
+    c->all_texts = PyTuple_GET_ITEM(cues, 5);
     Py_ssize_t nw = PyList_GET_SIZE(words), np = PyTuple_GET_SIZE(phrases), nt = PyTuple_GET_SIZE(texts), nk = 0;
     PyObject **phrase_lists = PyMem_Calloc(np + 1, sizeof(PyObject *));
     if (phrase_lists == NULL) {
@@ -1423,6 +1430,8 @@ typedef struct {
     const Ints *candidates;       /* the text's candidate pieces */
     PyObject *py_reading;         /* owned: the _Reading the full rules read, made when first needed */
     PyObject *py_candidates;      /* owned: the candidates as a list, made when first needed */
+    int wide;                     /* a Chinese or Japanese text read through a view (wide_claim): the quick rule
+                                     here, every other in Python */
 } Reading;
 
 /* The _Reading(norm, tokens) the full rules (_valid, _historical) read: made once, its marks found once. */
@@ -1437,6 +1446,8 @@ static PyObject *reading_object(Reading *r) {
     r->py_reading = call2(reading_type, r->norm, r->py_tokens);
     return r->py_reading;
 }
+
+static int any_text(PyObject *norm, PyObject *texts);
 
 static int reading_plain(Reading *r, PyObject *language, int failed) {
     Cues *c = cues_for(language, failed);
@@ -1454,6 +1465,8 @@ static int reading_plain(Reading *r, PyObject *language, int failed) {
     for (int j = 0; found && j < c->n_texts; j++)  /* the ASCII cue texts' pattern: any of them */
         if (find(r->s, r->n, c->texts[j].text, c->texts[j].len) != NULL)
             found = 0;
+    if (found && r->wide)  /* (every cue text: not plain where they are not read here — _valid reads it then) */
+        found = any_text(r->norm, c->all_texts) == 0;
     const Key *phrase = c->phrase_keys;
     for (int j = 0; found && j < c->n_phrases; phrase += c->phrase_len[j], j++) {  /* phrase <= tokens */
         int all = 1;
@@ -2384,8 +2397,16 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
             missing = !keyset_has(r->tokens, p->words[j].text, p->words[j].len, p->words[j].hash);
         for (int j = 0; !missing && j < p->n_runs; j++)
             missing = find(r->s, r->n, p->runs[j].text, p->runs[j].len) == NULL;
+        for (Py_ssize_t j = 0; !missing && p->wide_runs != NULL && j < PyTuple_GET_SIZE(p->wide_runs); j++) {
+            Py_ssize_t at = PyUnicode_Find(r->norm, PyTuple_GET_ITEM(p->wide_runs, j), 0, r->n, 1);
+            if (at == -2)
+                return FIRST_ERROR;
+            missing = at == -1;
+        }
         if (missing)
             continue;
+        if (p->sentence && r->wide)
+            return FIRST_PYTHON;  /* (a sentence's start in Chinese or Japanese text: the Python reading) */
         PyObject *m = next_match(r, p, 0, start, end);
         while (m != NULL && m != Py_None) {
             /* _valid: its quick rule here (at a word's start, the reading plain for the language, no
@@ -2399,11 +2420,18 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
                 r->dots = find(r->s, r->n, (const unsigned char *)"...", 3) != NULL;
             int valid;
             if (!plain || r->dots) {
-                valid = valid_full(r, p, *start, *end);
+                valid = r->wide ? -2 : valid_full(r, p, *start, *end);
                 if (valid == -2)
                     valid = valid_in_python(r, i, m);
             } else {
-                int invalid = about_after(r->s, r->n, *end);
+                int invalid;
+                if (r->wide && *end < r->n && r->s[*end] >= 0x80) {  /* (_ABOUT_AFTER's Chinese and Japanese words) */
+                    PyObject *after = call_at(about_after_match, r->norm, *end);
+                    invalid = after == NULL ? -1 : after != Py_None;
+                    Py_XDECREF(after);
+                } else {
+                    invalid = about_after(r->s, r->n, *end);
+                }
                 Py_ssize_t e = *end;
                 if (!invalid && e < r->n && (r->s[e] == ':' || r->s[e] == '='
                                              || (is_str_space(r->s[e]) && e + 1 < r->n && (r->s[e + 1] == ':' || r->s[e + 1] == '=')))) {
@@ -2423,7 +2451,7 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
                     Rules *rules = rules_for(p->language);
                     if (rules == NULL)
                         return FIRST_ERROR;
-                    int past = rules->cjk ? told_as_past(r, i, *start) : historical(r, *start);
+                    int past = rules->cjk || r->wide ? told_as_past(r, i, *start) : historical(r, *start);
                     if (past)
                         return past < 0 ? FIRST_ERROR : FIRST_PYTHON;
                 }
@@ -2572,6 +2600,7 @@ static PyObject *utf8_raw(const unsigned char *raw, Py_ssize_t n) {
 
 static uint64_t judgments;  /* judge_text's calls: each one's serial (0 is no call's: a word never added) */
 static int wide_read(PyObject *norm, PyObject **list, PyObject **tokens);
+static int wide_claim(PyObject *text, PyObject *norm, PyObject *list, PyObject **result);
 static int wide_head_whole(PyObject *text);
 
 static PyObject *judge_text(PyObject *module, PyObject *text) {
@@ -2604,17 +2633,21 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         if (!plain) {  /* (Chinese, Japanese: its candidates read here, or its normalised form given to Python) */
             PyObject *list = NULL, *words = NULL;
             int read = PyUnicode_Check(norm) && !PyUnicode_IS_ASCII(norm) ? wide_read(norm, &list, &words) : 0;
-            if (read == 0)
+            int whole = read > 0 && PyList_GET_SIZE(list) > 0 && wide_head_whole(text);
+            int in_c = whole ? wide_claim(text, norm, list, &result) : 0;  /* (1: read, -1: an error) */
+            if (read == 0) {
                 result = call2(judge_unicode, text, norm);
-            else if (read > 0 && PyList_GET_SIZE(list) == 0)
+            } else if (read < 0 || in_c != 0) {
+                /* (the claim read in C, or an error) */
+            } else if (PyList_GET_SIZE(list) == 0) {
                 result = Py_NewRef(Py_None);
-            else if (read > 0 && wide_head_whole(text)) {  /* _claim(text, candidates, norm, tokens=words) */
+            } else if (whole) {  /* _claim(text, candidates, norm, tokens=words) */
                 PyObject *kwnames = PyTuple_Pack(1, str_tokens);
                 PyObject *call[5] = {NULL, text, list, norm, words};
                 result = kwnames == NULL ? NULL : PyObject_Vectorcall(claim_py, call + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET,
                                                                       kwnames);
                 Py_XDECREF(kwnames);
-            } else if (read > 0) {
+            } else {
                 PyObject *call[5] = {NULL, text, norm, list, words};
                 result = PyObject_Vectorcall(judge_read, call + 1, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
             }
@@ -3243,6 +3276,99 @@ static int wide_head_whole(PyObject *text) {
     return colon < 0 || !wide_may_intro(kind, data, colon);
 }
 
+/* The claim of a Chinese or Japanese text whose head is the whole text, its candidates read (wide_read):
+ * first_valid over a view of its normalised form — each ASCII character itself, each other a byte that is
+ * no letter, digit or mark the quick rule reads (0x85, which reads as white space, for white space beyond
+ * ASCII: _NEG_AFTER's pattern then reads the text) — its quick rule in C and every other rule in Python
+ * (_valid, _historical; a sentence's piece hands the whole reading to _claim).  1: *result is the claim
+ * or None; 0: _claim reads the text; -1: an error. */
+static int wide_claim(PyObject *text, PyObject *norm, PyObject *list, PyObject **result) {
+    *result = NULL;
+    Py_ssize_t n = PyUnicode_GET_LENGTH(norm);
+    int kind = PyUnicode_KIND(norm);
+    const void *data = PyUnicode_DATA(norm);
+    unsigned char s_stack[512];
+    unsigned char *s = n <= 512 ? s_stack : PyMem_Malloc(n ? n : 1);
+    Span spans_stack[256], *spans = NULL;
+    Py_ssize_t count = 0;
+    Key keys_stack[1024];
+    KeySet tokens = {0};
+    Ints candidates = {.items = NULL, .count = 0, .size = 256};
+    candidates.items = candidates.stack;
+    Reading reading;
+    memset(&reading, 0, sizeof(reading));
+    reading.dots = -1;
+    int status = -1;
+    if (s == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_UCS4 c = PyUnicode_READ(kind, data, i);
+        s[i] = c < 0x80 ? (unsigned char)c : Py_UNICODE_ISSPACE(c) ? 0x85 : 0x80;
+    }
+    spans = spans_of(s, n, 1, spans_stack, 256, &count);  /* (its words: _Reading.tokens()) */
+    if (spans == NULL || words_of(s, spans, count, &tokens, keys_stack, 1024) < 0)
+        goto done;
+    for (Py_ssize_t k = 0; k < PyList_GET_SIZE(list); k++) {
+        long piece = PyLong_AsLong(PyList_GET_ITEM(list, k));
+        if (piece == -1 && PyErr_Occurred())
+            goto done;
+        int one = (int)piece;
+        if (piece < 0 || piece >= piece_count) {
+            PyErr_SetString(PyExc_IndexError, "wide_claim: a candidate that is no piece");
+            goto done;
+        }
+        if (ints_add(&candidates, &one, 1) < 0)
+            goto done;
+    }
+    reading.norm = norm;
+    reading.s = s;
+    reading.n = n;
+    reading.tokens = &tokens;
+    reading.raw = s;
+    reading.spans = spans;
+    reading.count = count;
+    reading.given = 1;
+    reading.candidates = &candidates;
+    reading.wide = 1;
+    Py_ssize_t piece = -1, start = 0, end = 0;
+    int first = first_valid(&reading, &candidates, &piece, &start, &end);
+    if (first == FIRST_ERROR)
+        goto done;
+    if (first == FIRST_PYTHON) {
+        status = 0;
+        goto done;
+    }
+    if (first == FIRST_NONE) {
+        *result = Py_NewRef(Py_None);
+        status = 1;
+        goto done;
+    }
+    PyObject *phrase = PyUnicode_Substring(norm, start, end);
+    PyObject *said = phrase == NULL ? NULL : call2(evidence_py, text, phrase);
+    Py_XDECREF(phrase);
+    if (said == NULL)
+        goto done;
+    *result = claim_of(pieces_table[piece].kind, pieces_table[piece].language, said);
+    Py_DECREF(said);
+    status = *result == NULL ? -1 : 1;
+done:
+    keyset_free(&tokens, keys_stack);
+    Py_XDECREF(reading.py_reading);
+    Py_XDECREF(reading.py_tokens);
+    Py_XDECREF(reading.py_candidates);
+    if (reading.starts != NULL)
+        PyMem_Free(reading.starts);
+    if (candidates.items != candidates.stack)
+        PyMem_Free(candidates.items);
+    if (spans != NULL && spans != spans_stack)
+        PyMem_Free(spans);
+    if (s != s_stack)
+        PyMem_Free(s);
+    return status;
+}
+
 static PyObject *wide_head_whole_py(PyObject *module, PyObject *text) {
     if (!PyUnicode_Check(text)) {
         PyErr_SetString(PyExc_TypeError, "wide_head_whole() takes a str");
@@ -3308,25 +3434,11 @@ static TextSet *text_set_of(PyObject *texts) {
     return set;
 }
 
-/* any_text_in(norm, texts, pattern): whether norm holds one of the texts (pattern.search(norm) is not None
- * where they are not read here). */
-static PyObject *any_text_in(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyUnicode_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "any_text_in(norm, texts, pattern) takes a str, a tuple of str and a pattern");
-        return NULL;
-    }
-    PyObject *norm = args[0];
-    TextSet *set = text_set_of(args[1]);
-    if (set == NULL) {
-        PyObject *search = PyObject_GetAttrString(args[2], "search");
-        PyObject *hit = search == NULL ? NULL : call1(search, norm);
-        Py_XDECREF(search);
-        if (hit == NULL)
-            return NULL;
-        int found = hit != Py_None;
-        Py_DECREF(hit);
-        return PyBool_FromLong(found);
-    }
+/* Whether norm holds one of the texts: 1, 0, or 2 where they are not read here (text_set_of). */
+static int any_text(PyObject *norm, PyObject *texts) {
+    TextSet *set = text_set_of(texts);
+    if (set == NULL)
+        return 2;
     Py_ssize_t n = PyUnicode_GET_LENGTH(norm);
     int kind = PyUnicode_KIND(norm);
     const void *data = PyUnicode_DATA(norm);
@@ -3344,10 +3456,30 @@ static PyObject *any_text_in(PyObject *module, PyObject *const *args, Py_ssize_t
             while (j < len && PyUnicode_READ(kind, data, i + j) == PyUnicode_READ(tkind, tdata, j))
                 j++;
             if (j == len)
-                Py_RETURN_TRUE;
+                return 1;
         }
     }
-    Py_RETURN_FALSE;
+    return 0;
+}
+
+/* any_text_in(norm, texts, pattern): whether norm holds one of the texts (pattern.search(norm) is not None
+ * where they are not read here). */
+static PyObject *any_text_in(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "any_text_in(norm, texts, pattern) takes a str, a tuple of str and a pattern");
+        return NULL;
+    }
+    int found = any_text(args[0], args[1]);
+    if (found == 2) {
+        PyObject *search = PyObject_GetAttrString(args[2], "search");
+        PyObject *hit = search == NULL ? NULL : call1(search, args[0]);
+        Py_XDECREF(search);
+        if (hit == NULL)
+            return NULL;
+        found = hit != Py_None;
+        Py_DECREF(hit);
+    }
+    return PyBool_FromLong(found);
 }
 
 /* -- bind ----------------------------------------------------------------------------------------- */
@@ -3438,6 +3570,7 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     TAKE(plain_cues, "_plain_cues");
     TAKE(judge_unicode, "_judge_unicode");
     TAKE(judge_read, "_judge_read");
+    TAKE(about_after_match, "_ABOUT_AFTER_match");
     TAKE(normalise_py, "normalise");
     TAKE(latin1_tables, "_latin1_tables");
     TAKE(evidence_py, "_evidence");
