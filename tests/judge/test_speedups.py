@@ -583,9 +583,10 @@ def test_the_c_judgment_of_chinese_and_japanese_text_is_the_python_one(rng_seed:
 
 @needs_speedups
 def test_the_cue_texts_looked_for_in_c_are_the_pattern_s(rng_seed: int) -> None:
-    """_speedups.any_text_in finds one of a tuple of texts where the pattern of them finds one, for every
-    language's plain-reading cues over Chinese, Japanese and Latin texts; a tuple it cannot read (a text
-    beyond the BMP first) is read by the pattern."""
+    """_speedups.any_text_in finds one of a tuple of texts where the pattern of them finds one (and ``in``
+    finds one), for every language's plain-reading cues and the rules' other tuples (yes/no marks,
+    reported speech, earlier attempts, conditions, modals) over Chinese, Japanese and Latin texts —
+    texts beyond the BMP too; anything but a tuple of non-empty strs is a clear TypeError."""
     from truecall.judge import _speedups  # type: ignore[attr-defined]
 
     rng = random.Random(rng_seed)
@@ -596,8 +597,18 @@ def test_the_cue_texts_looked_for_in_c_are_the_pattern_s(rng_seed: int) -> None:
         cues = _claims._PLAIN_CUES.get(key) or _claims._plain_cues(key)
         for text in texts:
             c = _speedups.any_text_in(text, cues[5], cues[2])
-            assert c == (cues[2].search(text) is not None), (key, text)
+            assert c == (cues[2].search(text) is not None) == any(t in text for t in cues[5]), (key, text)
             found += c
-    odd = ("\U0001f389", "已受理")
-    assert _speedups.any_text_in("x已受理", odd, re.compile("已受理")) and not _speedups.any_text_in("x", odd, re.compile("y"))
+    others = [_claims._YES_NO_WORDS, _claims._REPORTED_CJK, _claims._HISTORY_CJK] + [
+        cues[2] for table in (_claims._CONDITION_CUES, _claims._MODAL_CUES) for cues in table.values()]
+    for texts_ in others:
+        for text in texts[:1500]:
+            assert _speedups.any_text_in(text, texts_, None) == any(t in text for t in texts_), (texts_, text)
+    odd = ("\U0001f389", "已受理", "\U0001f389x")
+    for text in ("x已受理", "x", "🎉", "a🎉x", "已受", ""):
+        assert _speedups.any_text_in(text, odd, None) == any(t in text for t in odd), text
+    assert not _speedups.any_text_in("x", (), None)
+    for bad in (("x", ("",), None), ("x", ("a", 1), None), ("x", ["a"], None), (5, ("a",), None), ("x", ("a",))):
+        with pytest.raises(TypeError):
+            _speedups.any_text_in(*bad)
     assert 0 < found < len(keys) * len(texts)

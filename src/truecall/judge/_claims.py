@@ -994,7 +994,7 @@ class _Reading:
         if self._asks is None:
             norm = self.norm
             self._asks = ("?" in norm or "？" in norm or "¿" in norm
-                          or not norm.isascii() and any(mark in norm for mark in _YES_NO_WORDS))
+                          or not norm.isascii() and _any_text_in(norm, _YES_NO_WORDS, None))
         return self._asks
 
     def sentence_starts(self) -> list[int]:
@@ -1079,7 +1079,7 @@ class _Reading:
             # (the text's words, when it holds none of reported speech's, answer for the words split at
             # separators only: a word of those made of letters alone is one of these too)
             words = () if self.tokens().isdisjoint(_REPORTED_WORDS) else norm.encode("utf-8").translate(_WORD_BYTES).split()
-            if _REPORTED_WORDS.isdisjoint(words) and (norm.isascii() or not any(w in norm for w in _REPORTED_CJK)):
+            if _REPORTED_WORDS.isdisjoint(words) and (norm.isascii() or not _any_text_in(norm, _REPORTED_CJK, None)):
                 self._reported = []  # (most texts: a set look-up instead of a pattern tried at every letter)
             else:
                 self._reported = [m.span() for m in _REPORTED.finditer(norm) if _at_word(norm, m.start())]
@@ -1264,10 +1264,13 @@ def _plain_cues(key: tuple[str, bool]) -> _PlainCues:
     return built
 
 
-def _any_text_in_python(norm: str, texts: tuple[str, ...], pattern: re.Pattern[str]) -> bool:
-    """Whether ``norm`` holds one of ``texts`` (``pattern``: :func:`_texts_pattern` of them);
-    ``_speedups.any_text_in`` in C, where built (the pattern tries a class of the texts' first
-    characters at each position: ~0.5 µs of a 100-character Chinese text)."""
+def _any_text_in_python(norm: str, texts: tuple[str, ...], pattern: re.Pattern[str] | None) -> bool:
+    """Whether ``norm`` holds one of ``texts`` (``pattern``: :func:`_texts_pattern` of them, or ``None``:
+    each looked for); ``_speedups.any_text_in`` in C, where built (the pattern tries a class of the texts'
+    first characters at each position, ~0.5 µs of a 100-character Chinese text; ``in`` for each of a
+    few dozen, more)."""
+    if pattern is None:
+        return any(t in norm for t in texts)
     return pattern.search(norm) is not None
 
 
@@ -1287,7 +1290,7 @@ def _holds_cue(reading: _Reading, cues: _Cues | None) -> bool:
         return False
     tokens = reading.tokens()
     return (not tokens.isdisjoint(cues[0]) or any(words <= tokens for words in cues[1])
-            or any(w in reading.norm for w in cues[2]))
+            or _any_text_in(reading.norm, cues[2], None))
 
 
 def _defines(norm: str, start: int) -> bool:
@@ -1372,7 +1375,7 @@ def _historical(reading: _Reading, start: int, term: Term, candidates: list[int]
     clause_start, clause_end = reading.clause(start, start)
     clause = reading.norm[clause_start:clause_end]
     if term.language in ("zh", "ja"):
-        if any(cue in clause for cue in _HISTORY_CJK):
+        if _any_text_in(clause, _HISTORY_CJK, None):
             return True
     elif next(_words_in(_HISTORY, clause, 0, len(clause)), None) is not None:
         return True
@@ -1478,7 +1481,12 @@ def _judge_read(text: str, norm: str, candidates: list[int], tokens: AbstractSet
         return None
     if head == text:
         return _claim(head, candidates, norm, tokens=tokens)
-    return _claim(head, candidates, _normalise_head(head))
+    norm = _normalise_head(head)
+    if _read_head is not None:
+        read = _read_head(head, norm, candidates)
+        if read is not Ellipsis:
+            return read  # type: ignore[no-any-return]  # (a Claim or None: Ellipsis is the Python reading's)
+    return _claim(head, candidates, norm)
 
 
 def _judge_ascii_python(text: str) -> Claim | None:
@@ -1547,8 +1555,11 @@ def _speedups() -> Callable[[str], Claim | None] | None:
 _fast = _speedups()
 #: :func:`normalise` of a head that is not the whole text: in C where ``_speedups`` normalises it.
 _normalise_head: Callable[[str], str] = normalise
+#: :func:`_claim` of such a head (head, its normalised form, candidates) read in C as ``_speedups`` reads a
+#: Chinese or Japanese text, Ellipsis where the Python reading answers; ``None`` where not built.
+_read_head: Callable[[str, str, list[int]], Any] | None = None
 #: :func:`_any_text_in_python`, in C where ``_speedups`` is bound.
-_any_text_in: Callable[[str, tuple[str, ...], re.Pattern[str]], bool] = _any_text_in_python
+_any_text_in: Callable[[str, tuple[str, ...], re.Pattern[str] | None], bool] = _any_text_in_python
 #: :func:`_cjk_pieces_python`, in C where ``_speedups`` is bound and took the anchors.
 _cjk_pieces: Callable[[str], Iterable[int]] = _cjk_pieces_python
 _fast_result: Callable[[Mapping[str, Any]], Claim | None] | None = None
@@ -1615,3 +1626,4 @@ if _fast is not None:
         return _speedups_module.normalise(head) or normalise(head)
 
     _normalise_head = _normalise_head_in_c
+    _read_head = getattr(_speedups_module, "wide_claim", None)

@@ -1448,6 +1448,7 @@ static PyObject *reading_object(Reading *r) {
 }
 
 static int any_text(PyObject *norm, PyObject *texts);
+static int texts_readable(PyObject *texts);
 
 static int reading_plain(Reading *r, PyObject *language, int failed) {
     Cues *c = cues_for(language, failed);
@@ -1465,8 +1466,12 @@ static int reading_plain(Reading *r, PyObject *language, int failed) {
     for (int j = 0; found && j < c->n_texts; j++)  /* the ASCII cue texts' pattern: any of them */
         if (find(r->s, r->n, c->texts[j].text, c->texts[j].len) != NULL)
             found = 0;
-    if (found && r->wide)  /* (every cue text: not plain where they are not read here — _valid reads it then) */
-        found = any_text(r->norm, c->all_texts) == 0;
+    if (found && r->wide) {  /* (every cue text) */
+        int any = texts_readable(c->all_texts) ? any_text(r->norm, c->all_texts) : 1;  /* (else: not plain, _valid reads) */
+        if (any < 0)
+            return -1;
+        found = !any;
+    }
     const Key *phrase = c->phrase_keys;
     for (int j = 0; found && j < c->n_phrases; phrase += c->phrase_len[j], j++) {  /* phrase <= tokens */
         int all = 1;
@@ -3369,6 +3374,25 @@ done:
     return status;
 }
 
+/* wide_claim(head, norm, candidates): the claim of a head (of a text beyond ASCII) that _head made,
+ * normalised (norm) and read as judge() reads a Chinese or Japanese text's: the claim or None, or
+ * Ellipsis where _claim reads it. */
+static PyObject *wide_claim_py(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
+    if (!bound) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
+        return NULL;
+    }
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || !PyUnicode_Check(args[1]) || !PyList_Check(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "wide_claim(head, norm, candidates) takes two strs and a list");
+        return NULL;
+    }
+    PyObject *result;
+    int read = wide_claim(args[0], args[1], args[2], &result);
+    if (read == 0)
+        return Py_NewRef(Py_Ellipsis);
+    return read < 0 ? NULL : result;
+}
+
 static PyObject *wide_head_whole_py(PyObject *module, PyObject *text) {
     if (!PyUnicode_Check(text)) {
         PyErr_SetString(PyExc_TypeError, "wide_head_whole() takes a str");
@@ -3401,50 +3425,65 @@ static PyObject *wide_candidates(PyObject *module, PyObject *norm) {
 
 /* -- any of a few texts in a text (_claims._any_text_in_python) ------------------------------------- */
 
+#define TEXT_BITS 4096  /* (a character's low bits: a bitmap of 512 bytes, which another character shares) */
+
 typedef struct {
     PyObject *texts;                     /* the tuple (owned: its identity is the key) */
-    unsigned char first[0x10000 / 8];    /* the texts' first characters (of the BMP: a bitmap) */
+    unsigned char first[TEXT_BITS / 8];  /* the texts' first characters, by their low bits */
 } TextSet;
 
-static TextSet *text_sets[16];
+static TextSet *text_sets[64];
 static int text_set_count;
 
-/* The first characters of `texts`, made once per tuple (the few tuples of _PLAIN_CUES); NULL where they are
- * no tuple of non-empty strs of the BMP or more tuples than kept come (the pattern answers). */
+/* Whether `texts` is a tuple of non-empty strs (what any_text reads). */
+static int texts_readable(PyObject *texts) {
+    if (!PyTuple_Check(texts))
+        return 0;
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(texts); k++) {
+        PyObject *t = PyTuple_GET_ITEM(texts, k);
+        if (!PyUnicode_Check(t) || PyUnicode_GET_LENGTH(t) == 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* The first characters of `texts`, made once per tuple (the rules' few tuples); NULL where more tuples come
+ * than are kept (or no memory: then the texts are looked for one by one). */
 static TextSet *text_set_of(PyObject *texts) {
     for (int k = 0; k < text_set_count; k++)
         if (text_sets[k]->texts == texts)
             return text_sets[k];
-    if (text_set_count == 16 || !PyTuple_CheckExact(texts))
+    if (text_set_count == 64)
         return NULL;
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(texts); k++) {
-        PyObject *t = PyTuple_GET_ITEM(texts, k);
-        if (!PyUnicode_CheckExact(t) || PyUnicode_GET_LENGTH(t) == 0 || PyUnicode_READ_CHAR(t, 0) > 0xffff)
-            return NULL;
-    }
     TextSet *set = PyMem_Calloc(1, sizeof(TextSet));
     if (set == NULL)
         return NULL;
     set->texts = Py_NewRef(texts);
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(texts); k++) {
-        Py_UCS4 c = PyUnicode_READ_CHAR(PyTuple_GET_ITEM(texts, k), 0);
+        Py_UCS4 c = PyUnicode_READ_CHAR(PyTuple_GET_ITEM(texts, k), 0) % TEXT_BITS;
         set->first[c >> 3] |= 1 << (c & 7);
     }
     text_sets[text_set_count++] = set;
     return set;
 }
 
-/* Whether norm holds one of the texts: 1, 0, or 2 where they are not read here (text_set_of). */
+/* Whether norm holds one of the texts (a tuple of non-empty strs): 1, 0, or -1 on an error. */
 static int any_text(PyObject *norm, PyObject *texts) {
     TextSet *set = text_set_of(texts);
-    if (set == NULL)
-        return 2;
     Py_ssize_t n = PyUnicode_GET_LENGTH(norm);
+    if (set == NULL) {
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(texts); k++) {
+            Py_ssize_t at = PyUnicode_Find(norm, PyTuple_GET_ITEM(texts, k), 0, n, 1);
+            if (at != -1)
+                return at == -2 ? -1 : 1;
+        }
+        return 0;
+    }
     int kind = PyUnicode_KIND(norm);
     const void *data = PyUnicode_DATA(norm);
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c > 0xffff || !(set->first[c >> 3] & (1 << (c & 7))))
+        Py_UCS4 c = PyUnicode_READ(kind, data, i), low = c % TEXT_BITS;
+        if (!(set->first[low >> 3] & (1 << (low & 7))))
             continue;
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(set->texts); k++) {
             PyObject *t = PyTuple_GET_ITEM(set->texts, k);
@@ -3462,24 +3501,16 @@ static int any_text(PyObject *norm, PyObject *texts) {
     return 0;
 }
 
-/* any_text_in(norm, texts, pattern): whether norm holds one of the texts (pattern.search(norm) is not None
- * where they are not read here). */
+/* any_text_in(norm, texts, pattern): whether norm holds one of the texts (the pattern, which finds them, is
+ * the Python reading's: not read here). */
 static PyObject *any_text_in(PyObject *module, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyUnicode_Check(args[0])) {
-        PyErr_SetString(PyExc_TypeError, "any_text_in(norm, texts, pattern) takes a str, a tuple of str and a pattern");
+    if (nargs != 3 || !PyUnicode_Check(args[0]) || !texts_readable(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "any_text_in(norm, texts, pattern) takes a str, a tuple of non-empty strs and a "
+                                         "pattern");
         return NULL;
     }
     int found = any_text(args[0], args[1]);
-    if (found == 2) {
-        PyObject *search = PyObject_GetAttrString(args[2], "search");
-        PyObject *hit = search == NULL ? NULL : call1(search, args[0]);
-        Py_XDECREF(search);
-        if (hit == NULL)
-            return NULL;
-        found = hit != Py_None;
-        Py_DECREF(hit);
-    }
-    return PyBool_FromLong(found);
+    return found < 0 ? NULL : PyBool_FromLong(found);
 }
 
 /* -- bind ----------------------------------------------------------------------------------------- */
@@ -3919,6 +3950,9 @@ static PyMethodDef methods[] = {
     {"cjk_pieces", cjk_pieces, METH_O, "cjk_pieces(norm): _claims._cjk_pieces_python(norm), in C (a list)."},
     {"any_text_in", (PyCFunction)(void (*)(void))any_text_in, METH_FASTCALL,
      "any_text_in(norm, texts, pattern): _claims._any_text_in_python, in C."},
+    {"wide_claim", (PyCFunction)(void (*)(void))wide_claim_py, METH_FASTCALL,
+     "wide_claim(head, norm, candidates): _claims._claim(head, candidates, norm) read in C as judge() reads a\n"
+     "Chinese or Japanese text, or Ellipsis where the Python reading answers."},
     {"wide_head_whole", wide_head_whole_py, METH_O, "wide_head_whole(text): True where _claims._head(text) is known to be\n"
                                                      "the text (one that starts with a CJK character), read in C."},
     {"wide_candidates", wide_candidates, METH_O, "wide_candidates(norm): (_claims._normalised_candidates(norm), the\n"
