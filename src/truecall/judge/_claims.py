@@ -945,6 +945,8 @@ _REPORTED_WORDS = frozenset(part.encode() for w in every(REPORTED_SPEECH) if not
 _REPORTED_CJK = tuple(w for w in every(REPORTED_SPEECH) if _CJK.search(w))
 _NEG_ZH = re.compile("(?:" + "|".join(NEGATIONS["zh"]) + r")\s?$")
 _NEG_JA_AFTER = re.compile(r"^.{0,5}?(?:" + "|".join(AFTER_NEGATIONS["ja"]) + ")")
+#: A polite negative ending: a match that holds it is said negatively already (not negated again after it).
+_JA_POLITE_NEGATION = "ません"
 #: German negates after the verb ("wurde angenommen nicht" is rare; "... keine" follows a noun).
 _DE_NEGATION_AFTER = (" nicht", " keine")
 _NEG_AFTER = re.compile(r"\s?[:=]\s?(?:" + _alternation(every(NONE_COUNTS)) + ")")
@@ -1105,7 +1107,7 @@ def _negated(reading: _Reading, start: int, end: int, term: Term, quick: bool = 
         return bool(_NEG_ZH.search(norm[clause_start:start]))
     if term.language == "ja":
         tail = norm[end:end + 8]
-        return bool(_NEG_JA_AFTER.match(tail)) and "ません" not in norm[start:end]
+        return bool(_NEG_JA_AFTER.match(tail)) and _JA_POLITE_NEGATION not in norm[start:end]
     cues = _LATIN_NEG.get(term.language, _ALL_LATIN_NEG)
     words = _WORD.findall(norm, clause_start, start)  # the last four words of the clause
     if len(words) < 5 and not whole:
@@ -1540,7 +1542,8 @@ def _speedups() -> Callable[[str], Claim | None] | None:
                                    _INTRO_match=_INTRO.match, _CLAUSE_END_search=_CLAUSE_END.search,
                                    _REPORTED_search=_REPORTED.search, _DEFINED_search=_DEFINED.search,
                                    _ANSWERED_match=_ANSWERED.match, _HISTORY_search=_HISTORY.search,
-                                   _ABOUT_AFTER_match=_ABOUT_AFTER.match))
+                                   _ABOUT_AFTER_match=_ABOUT_AFTER.match, _NEG_ZH_search=_NEG_ZH.search,
+                                   _NEG_JA_AFTER_match=_NEG_JA_AFTER.match))
     except (TypeError, ValueError, KeyError, IndexError, MemoryError) as refused:
         # a vocabulary the C tables cannot hold (more literals or longer ones than they keep): the
         # Python judgment runs, and says so (tests/judge/test_speedups.py fails where a compiler is)

@@ -61,6 +61,7 @@ static PyObject *PIECE_TERM;          /* list[Term]: each piece's term (CLAIMS[_
 static PyObject *claim_type;          /* Claim */
 static PyObject *empty_tuple;
 static Py_ssize_t WORDS_KEPT, LONGEST_KEPT;
+static PyObject *str_zh;
 static PyObject *str_span, *str_tokens, *str_failed, *str_de, *str_kind, *str_language, *str_evidence;
 static int bound = 0;
 
@@ -1450,6 +1451,31 @@ static PyObject *reading_object(Reading *r) {
 static int any_text(PyObject *norm, PyObject *texts);
 static int texts_readable(PyObject *texts);
 
+/* any_text of norm[from:to] (a new str of it). */
+static int any_text_between(PyObject *norm, PyObject *texts, Py_ssize_t from, Py_ssize_t to) {
+    PyObject *part = PyUnicode_Substring(norm, from < 0 ? 0 : from, to);
+    if (part == NULL)
+        return -1;
+    int found = any_text(part, texts);
+    Py_DECREF(part);
+    return found;
+}
+
+/* Whether a pattern's search (or match: `search` 0) finds anything in norm[from:to] read as a str of its own
+ * (what _claims does with a slice): 1, 0, or -1. */
+static int found_in_part(PyObject *method, PyObject *norm, Py_ssize_t from, Py_ssize_t to) {
+    PyObject *part = PyUnicode_Substring(norm, from < 0 ? 0 : from, to);
+    if (part == NULL)
+        return -1;
+    PyObject *m = call1(method, part);
+    Py_DECREF(part);
+    if (m == NULL)
+        return -1;
+    int found = m != Py_None;
+    Py_DECREF(m);
+    return found;
+}
+
 static int reading_plain(Reading *r, PyObject *language, int failed) {
     Cues *c = cues_for(language, failed);
     if (c == NULL)
@@ -1665,6 +1691,11 @@ static PyObject *python_list_of(const Ints *ints);
 
 static PyObject *rules_of;            /* _rules_of(language) -> tuple */
 static PyObject *clause_end_search, *reported_search, *defined_search, *answered_match, *history_search;
+/* (a Chinese or Japanese reading's: the yes/no marks, reported speech and earlier attempts as tuples of texts,
+   the negation patterns, "ません", the sentence ends beyond ASCII) */
+static PyObject *yes_no_words, *reported_cjk, *history_cjk, *neg_zh_search, *neg_ja_after_match, *ja_polite_negation;
+static Py_UCS4 sentence_end_wide[8];
+static int sentence_end_wide_count;
 static PyObject *RETRY_PIECES;        /* frozenset[int] */
 static KeySet reported_words, number_marks, neg_words;
 static PyObject *REPORTED_WORDS, *NUMBER_MARKS, *NEG_WORDS;  /* (the sets the key sets point into) */
@@ -1707,6 +1738,7 @@ typedef struct {
     Key *phrase_keys;
     int n_texts;
     Key *texts;
+    PyObject *all;  /* every text (the tuple, which the rules' tuple owns): what a Chinese or Japanese reading reads */
 } CueSet;
 
 static int cueset_from(PyObject *cues, CueSet *c) {
@@ -1720,6 +1752,7 @@ static int cueset_from(PyObject *cues, CueSet *c) {
         return -1;
     PyObject *phrases = PyTuple_GET_ITEM(cues, 1), *texts = PyTuple_GET_ITEM(cues, 2);
     Py_ssize_t np = PyTuple_GET_SIZE(phrases), nt = PyTuple_GET_SIZE(texts), nk = 0;
+    c->all = texts_readable(texts) ? texts : NULL;
     PyObject *lists = PyList_New(np);
     if (lists == NULL)
         return -1;
@@ -1855,6 +1888,8 @@ typedef struct {
     Literal *literals;          /* by first byte, each byte's in the pattern's order */
     int first[257];             /* literals[first[b]:first[b + 1]] begin with byte b */
     int in_c;                   /* 0: the pattern's own search (a literal C does not read) */
+    int read;                   /* its literals are kept (the ASCII ones above, the others in `wide`) */
+    PyObject *wide;             /* owned: its literals beyond ASCII, (str, ends a word) in the pattern's order */
 } Alternation;
 
 static PyObject *ALTERNATIONS;  /* dict[Pattern, tuple[tuple[str, bool], ...]] */
@@ -1889,18 +1924,29 @@ static Alternation *alternation_of(PyObject *search) {
     if (in_c && literals == NULL)
         return (Alternation *)PyErr_NoMemory();
     int count = 0, per_byte[256] = {0};
-    for (Py_ssize_t k = 0; in_c && k < n; k++) {
+    PyObject *wide = in_c ? PyList_New(0) : NULL;
+    if (in_c && wide == NULL) {
+        PyMem_Free(literals);
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *e = PyTuple_GET_ITEM(entries, k);
         PyObject *text = PyTuple_Check(e) && PyTuple_GET_SIZE(e) == 2 ? PyTuple_GET_ITEM(e, 0) : NULL;
         if (text == NULL || !PyUnicode_Check(text) || PyUnicode_GET_LENGTH(text) == 0) {
             PyMem_Free(literals);
+            Py_XDECREF(wide);
             PyErr_SetString(PyExc_TypeError, "_ALTERNATIONS: (str, bool) entries");
             return NULL;
         }
-        if (!PyUnicode_IS_ASCII(text)) {  /* (Chinese, Japanese: never in a text read here — but an inert character is) */
+        if (!PyUnicode_IS_ASCII(text)) {  /* (Chinese, Japanese: in a Latin text's bytes never — but an inert character is) */
             for (Py_ssize_t i = 0; in_c && i < PyUnicode_GET_LENGTH(text); i++) {
                 Py_UCS4 c = PyUnicode_READ_CHAR(text, i);
                 in_c = inert_of(c) < 0 && !is_inert_byte(c <= 0xff ? (unsigned char)c : 0);
+            }
+            if (PyList_Append(wide, e) < 0) {
+                PyMem_Free(literals);
+                Py_DECREF(wide);
+                return NULL;
             }
             continue;
         }
@@ -1912,11 +1958,14 @@ static Alternation *alternation_of(PyObject *search) {
     }
     a->search = Py_NewRef(search);
     a->in_c = in_c;
-    if (in_c) {  /* (a stable sort by first byte: each byte's literals in the pattern's order) */
+    a->read = wide != NULL;
+    a->wide = wide;
+    if (a->read) {  /* (a stable sort by first byte: each byte's literals in the pattern's order) */
         Literal *sorted = PyMem_Calloc(count ? count : 1, sizeof(Literal));
         if (sorted == NULL) {
             PyMem_Free(literals);
             Py_CLEAR(a->search);
+            Py_CLEAR(a->wide);
             return (Alternation *)PyErr_NoMemory();
         }
         int at = 0;
@@ -1946,7 +1995,47 @@ static PyObject *search_in(PyObject *search, Reading *r, Py_ssize_t pos, Py_ssiz
     Alternation *alt = alternation_of(search);
     if (alt == NULL)
         return NULL;
-    if (alt->in_c) {
+    if (r->wide && alt->read) {  /* (a Chinese or Japanese reading: ASCII literals on its view, the others on the str) */
+        if (pos < 0)
+            pos = 0;
+        if (endpos > r->n)
+            endpos = r->n;
+        int kind = PyUnicode_KIND(r->norm);
+        const void *data = PyUnicode_DATA(r->norm);
+        for (Py_ssize_t q = pos; q < endpos; q++) {
+            unsigned char c = r->s[q];
+            if (c < 0x80) {
+                for (int k = alt->first[c]; k < alt->first[c + 1]; k++) {
+                    const Literal *l = &alt->literals[k];
+                    if (q + l->len <= endpos && memcmp(r->s + q, l->text, l->len) == 0
+                        && (!l->ends_word || q + l->len == endpos || !is_token(r->s[q + l->len]))) {
+                        *start = q;
+                        *end = q + l->len;
+                        return Py_NewRef(Py_True);
+                    }
+                }
+                continue;
+            }
+            Py_UCS4 first = PyUnicode_READ(kind, data, q);
+            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(alt->wide); k++) {
+                PyObject *e = PyList_GET_ITEM(alt->wide, k), *t = PyTuple_GET_ITEM(e, 0);
+                Py_ssize_t len = PyUnicode_GET_LENGTH(t), j = 0;
+                if (PyUnicode_READ_CHAR(t, 0) != first || q + len > endpos)
+                    continue;
+                int tkind = PyUnicode_KIND(t);
+                const void *tdata = PyUnicode_DATA(t);
+                while (j < len && PyUnicode_READ(kind, data, q + j) == PyUnicode_READ(tkind, tdata, j))
+                    j++;
+                if (j == len && (PyObject_IsTrue(PyTuple_GET_ITEM(e, 1)) != 1 || q + len == endpos || !is_token(r->s[q + len]))) {
+                    *start = q;
+                    *end = q + len;
+                    return Py_NewRef(Py_True);
+                }
+            }
+        }
+        return Py_NewRef(Py_None);
+    }
+    if (alt->in_c && !r->wide) {
         if (pos < 0)
             pos = 0;
         if (endpos > r->n)
@@ -2091,12 +2180,13 @@ static int all_digits(const unsigned char *s, Py_ssize_t n) {
     return n > 0;
 }
 
-/* _negated(reading, start, end, term) of a Latin term: 1, 0, or -1. */
+/* _negated(reading, start, end, term) of a Latin term (a Chinese or Japanese one in a wide reading): 1, 0,
+ * or -1. */
 static int negated(Reading *r, Rules *rules, Piece *p, Py_ssize_t start, Py_ssize_t end) {
     int found = neg_after(r, end);
     if (found)
         return found;
-    if (starts_word(r->s, start) && disjoint(r->tokens, &rules->neg_quick))
+    if (!rules->cjk && starts_word(r->s, start) && disjoint(r->tokens, &rules->neg_quick))
         return p->german && de_after(r, end);
     Py_ssize_t cs;
     if (clause_start_of(r, start, &cs) < 0)
@@ -2104,6 +2194,15 @@ static int negated(Reading *r, Rules *rules, Piece *p, Py_ssize_t start, Py_ssiz
     int whole = cs >= 0;
     if (!whole)
         cs = start - 80;
+    if (rules->cjk) {  /* Chinese: a negation just before the match, in its clause; Japanese: one just after it */
+        if (p->language == str_zh || PyUnicode_Compare(p->language, str_zh) == 0)
+            return found_in_part(neg_zh_search, r->norm, cs, start);
+        found = found_in_part(neg_ja_after_match, r->norm, end, end + 8 < r->n ? end + 8 : r->n);
+        if (found <= 0)
+            return found;
+        Py_ssize_t polite = PyUnicode_Find(r->norm, ja_polite_negation, start, end, 1);
+        return polite == -2 ? -1 : polite == -1;
+    }
     Span words[8];
     Py_ssize_t n = 0, from = cs;
     /* the clause's last four words (of all its words: counted up to five, then the last four) */
@@ -2144,16 +2243,28 @@ static int negated(Reading *r, Rules *rules, Piece *p, Py_ssize_t start, Py_ssiz
     return p->german && de_after(r, end);
 }
 
-/* _Reading.sentence(start, end) of an ASCII reading. */
+/* Whether norm[i] ends a sentence (_SENTENCE_ENDS: in a Chinese or Japanese reading, its marks beyond
+ * ASCII too). */
+static inline int ends_sentence(Reading *r, Py_ssize_t i) {
+    if (r->s[i] < 0x80 || !r->wide)
+        return sentence_end[r->s[i]];
+    Py_UCS4 c = PyUnicode_READ_CHAR(r->norm, i);
+    for (int k = 0; k < sentence_end_wide_count; k++)
+        if (c == sentence_end_wide[k])
+            return 1;
+    return 0;
+}
+
+/* _Reading.sentence(start, end). */
 static void sentence_of(Reading *r, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *from, Py_ssize_t *to) {
     Py_ssize_t a = 0, b = r->n;
     for (Py_ssize_t i = start - 1; i >= 0; i--)
-        if (sentence_end[r->s[i]]) {
+        if (ends_sentence(r, i)) {
             a = i + 1;
             break;
         }
     for (Py_ssize_t i = end; i < r->n; i++)
-        if (sentence_end[r->s[i]]) {
+        if (ends_sentence(r, i)) {
             b = i;
             break;
         }
@@ -2164,6 +2275,28 @@ static void sentence_of(Reading *r, Py_ssize_t start, Py_ssize_t end, Py_ssize_t
 /* _question of an ASCII reading: its sentence ends with "?" ("¿" and the yes/no marks are in no ASCII
  * text). */
 static int question(Reading *r, Py_ssize_t start, Py_ssize_t end) {
+    if (r->wide) {  /* (_question: "？", "¿" and the yes/no marks as well) */
+        int kind = PyUnicode_KIND(r->norm);
+        const void *data = PyUnicode_DATA(r->norm);
+        int asks = memchr(r->s, '?', r->n) != NULL;
+        for (Py_ssize_t i = 0; !asks && i < r->n; i++)
+            asks = r->s[i] >= 0x80 && (PyUnicode_READ(kind, data, i) == 0xff1f || PyUnicode_READ(kind, data, i) == 0xbf);
+        if (!asks && (asks = any_text(r->norm, yes_no_words)) < 0)
+            return -1;
+        if (!asks)
+            return 0;
+        Py_ssize_t a, b;
+        sentence_of(r, start, end, &a, &b);
+        if (b < r->n && (r->s[b] == '?' || (r->s[b] >= 0x80 && PyUnicode_READ(kind, data, b) == 0xff1f)))
+            return 1;
+        int wide = 0;
+        for (Py_ssize_t i = a; i < b; i++) {
+            if (r->s[i] >= 0x80 && PyUnicode_READ(kind, data, i) == 0xbf)
+                return 1;
+            wide |= r->s[i] >= 0x80;
+        }
+        return wide ? any_text_between(r->norm, yes_no_words, a, b) : 0;
+    }
     if (memchr(r->s, '?', r->n) == NULL)
         return 0;
     Py_ssize_t a, b;
@@ -2173,7 +2306,10 @@ static int question(Reading *r, Py_ssize_t start, Py_ssize_t end) {
 
 /* _Reading.reported(start) of an ASCII reading. */
 static int reported(Reading *r, Py_ssize_t start) {
-    if (disjoint(r->tokens, &reported_words))
+    int cjk = 0;
+    if (r->wide && (cjk = any_text(r->norm, reported_cjk)) < 0)
+        return -1;
+    if (!cjk && disjoint(r->tokens, &reported_words))
         return 0;
     /* the norm's words split at separators (_WORD_BYTES), as reports() compares them */
     int any = 0;
@@ -2191,7 +2327,7 @@ static int reported(Reading *r, Py_ssize_t start) {
         if (len > 0 && len <= (Py_ssize_t)sizeof(word) && keyset_has(&reported_words, word, len, hash_of(word, len)))
             any = 1;
     }
-    if (!any)
+    if (!any && !cjk)
         return 0;
     Py_ssize_t a, b, pos = 0, s0, e0;
     sentence_of(r, start, start, &a, &b);
@@ -2221,6 +2357,8 @@ static int holds_cue(Reading *r, const CueSet *c) {  /* _holds_cue */
         if (all)
             return 1;
     }
+    if (r->wide)
+        return c->all != NULL ? any_text(r->norm, c->all) : -2;
     for (int j = 0; j < c->n_texts; j++)
         if (find(r->s, r->n, c->texts[j].text, c->texts[j].len) != NULL)
             return 1;
@@ -2246,7 +2384,7 @@ static int defines(Reading *r, Py_ssize_t start) {
     if (last < 0)
         return 0;
     for (Py_ssize_t i = last; i < start; i++)
-        if (sentence_end[r->s[i]])
+        if (ends_sentence(r, i))
             return 0;
     return 1;
 }
@@ -2260,9 +2398,18 @@ static int general(Reading *r, Rules *rules, Piece *p, Py_ssize_t start, Py_ssiz
         if (d)
             return d;
     }
-    if (starts_word(r->s, start) && !(rules->has_condition && holds_cue(r, &rules->condition))
-        && (!p->failed || !(rules->has_modal && holds_cue(r, &rules->modal))))
-        return 0;
+    if (starts_word(r->s, start)) {  /* (no cue of a condition, nor for a failure of a modal: none there) */
+        int cue = rules->has_condition ? holds_cue(r, &rules->condition) : 0;  /* (-2: not known here) */
+        if (cue == -1)
+            return -1;
+        if (!cue) {
+            cue = p->failed && rules->has_modal ? holds_cue(r, &rules->modal) : 0;
+            if (cue == -1)
+                return -1;
+            if (!cue)
+                return 0;
+        }
+    }
     Py_ssize_t cs, ce, s0, e0;
     if (clause_of(r, start, end, &cs, &ce) < 0)
         return -1;
@@ -2312,12 +2459,14 @@ static int general(Reading *r, Rules *rules, Piece *p, Py_ssize_t start, Py_ssiz
 
 static unsigned char *retry_piece;  /* per piece: one of _RETRY_PIECES */
 
-/* _historical(reading, start, term, candidates) of a Latin term: 1, 0, or -1. */
-static int historical(Reading *r, Py_ssize_t start) {
+/* _historical(reading, start, term, candidates) of a Latin term (`cjk`: a Chinese or Japanese one, in a wide
+ * reading): 1, 0, -1, or -2 where _historical reads it (a sentence's retry piece in a wide reading). */
+static int historical(Reading *r, Py_ssize_t start, int cjk) {
     Py_ssize_t cs, ce, s0, e0;
     if (clause_of(r, start, start, &cs, &ce) < 0)
         return -1;
-    int found = word_in(history_search, r, cs, cs, ce, &s0, &e0);  /* (read on the clause alone: its start starts a word) */
+    int found = cjk ? any_text_between(r->norm, history_cjk, cs, ce)
+                    : word_in(history_search, r, cs, cs, ce, &s0, &e0);  /* (read on the clause alone: its start starts a word) */
     if (found)
         return found;
     for (Py_ssize_t k = 0; k < r->candidates->count; k++) {
@@ -2326,6 +2475,8 @@ static int historical(Reading *r, Py_ssize_t start) {
             continue;
         if (piece_ready(i) < 0)
             return -1;
+        if (r->wide && pieces_table[i].sentence)
+            return -2;
         PyObject *m = next_match(r, &pieces_table[i], start, &s0, &e0);
         if (m == NULL)
             return -1;
@@ -2337,16 +2488,29 @@ static int historical(Reading *r, Py_ssize_t start) {
     return 0;
 }
 
+/* _ABOUT_AFTER.match(norm, end): its Latin words here, its Chinese and Japanese ones by the pattern. */
+static int about_after_at(Reading *r, Py_ssize_t end) {
+    if (!(r->wide && end < r->n && r->s[end] >= 0x80))
+        return about_after(r->s, r->n, end);
+    PyObject *after = call_at(about_after_match, r->norm, end);
+    if (after == NULL)
+        return -1;
+    int found = after != Py_None;
+    Py_DECREF(after);
+    return found;
+}
+
 /* _valid's full rules: 1, 0, -1 on an error, -2 where _valid itself reads the match (a Chinese or
- * Japanese term; a clause of more words than kept here). */
+ * Japanese term in a Latin reading; a clause of more words than kept here). */
 static int valid_full(Reading *r, Piece *p, Py_ssize_t start, Py_ssize_t end) {
     Rules *rules = rules_for(p->language);
     if (rules == NULL)
         return -1;
-    if (rules->cjk)
+    if (rules->cjk && !r->wide)
         return -2;
-    if (about_after(r->s, r->n, end))
-        return 0;
+    int about = about_after_at(r, end);
+    if (about)
+        return about < 0 ? -1 : 0;
     int no = negated(r, rules, p, start, end);
     if (no == 0)
         no = question(r, start, end);
@@ -2425,18 +2589,11 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
                 r->dots = find(r->s, r->n, (const unsigned char *)"...", 3) != NULL;
             int valid;
             if (!plain || r->dots) {
-                valid = r->wide ? -2 : valid_full(r, p, *start, *end);
+                valid = valid_full(r, p, *start, *end);
                 if (valid == -2)
                     valid = valid_in_python(r, i, m);
             } else {
-                int invalid;
-                if (r->wide && *end < r->n && r->s[*end] >= 0x80) {  /* (_ABOUT_AFTER's Chinese and Japanese words) */
-                    PyObject *after = call_at(about_after_match, r->norm, *end);
-                    invalid = after == NULL ? -1 : after != Py_None;
-                    Py_XDECREF(after);
-                } else {
-                    invalid = about_after(r->s, r->n, *end);
-                }
+                int invalid = about_after_at(r, *end);
                 Py_ssize_t e = *end;
                 if (!invalid && e < r->n && (r->s[e] == ':' || r->s[e] == '='
                                              || (is_str_space(r->s[e]) && e + 1 < r->n && (r->s[e + 1] == ':' || r->s[e + 1] == '=')))) {
@@ -2456,7 +2613,9 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
                     Rules *rules = rules_for(p->language);
                     if (rules == NULL)
                         return FIRST_ERROR;
-                    int past = rules->cjk || r->wide ? told_as_past(r, i, *start) : historical(r, *start);
+                    int past = rules->cjk && !r->wide ? -2 : historical(r, *start, rules->cjk);
+                    if (past == -2)
+                        past = told_as_past(r, i, *start);
                     if (past)
                         return past < 0 ? FIRST_ERROR : FIRST_PYTHON;
                 }
@@ -3616,6 +3775,12 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     TAKE(defined_search, "_DEFINED_search");
     TAKE(answered_match, "_ANSWERED_match");
     TAKE(history_search, "_HISTORY_search");
+    TAKE(yes_no_words, "_YES_NO_WORDS");
+    TAKE(reported_cjk, "_REPORTED_CJK");
+    TAKE(history_cjk, "_HISTORY_CJK");
+    TAKE(neg_zh_search, "_NEG_ZH_search");
+    TAKE(neg_ja_after_match, "_NEG_JA_AFTER_match");
+    TAKE(ja_polite_negation, "_JA_POLITE_NEGATION");
     TAKE(RETRY_PIECES, "_RETRY_PIECES");
     TAKE(REPORTED_WORDS, "_REPORTED_WORDS");
     TAKE(NUMBER_MARKS, "_NUMBER_MARKS");
@@ -3699,6 +3864,16 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
         keyset_add(&intro_firsts, text, PyBytes_GET_SIZE(w), hash_of(text, PyBytes_GET_SIZE(w)));
     }
     Py_DECREF(firsts);
+    PyObject *ends = PyDict_GetItemString(ns, "_SENTENCE_ENDS");  /* (borrowed: its characters beyond ASCII) */
+    sentence_end_wide_count = 0;
+    for (Py_ssize_t k = 0; ends != NULL && PyUnicode_Check(ends) && k < PyUnicode_GET_LENGTH(ends); k++)
+        if (PyUnicode_READ_CHAR(ends, k) >= 0x80 && sentence_end_wide_count < 8)
+            sentence_end_wide[sentence_end_wide_count++] = PyUnicode_READ_CHAR(ends, k);
+    if (!texts_readable(yes_no_words) || !texts_readable(reported_cjk) || !texts_readable(history_cjk)
+        || !PyUnicode_Check(ja_polite_negation)) {
+        PyErr_SetString(PyExc_TypeError, "_speedups.bind: the Chinese and Japanese cue texts: tuples of strs");
+        return NULL;
+    }
     PyObject *intros = PyDict_GetItemString(ns, "_INTRO_CJK_WORDS");  /* (borrowed) */
     intro_cjk_count = intros != NULL && PyTuple_Check(intros) && PyTuple_GET_SIZE(intros) <= 32 ? 0 : -1;
     for (Py_ssize_t k = 0; intro_cjk_count >= 0 && k < PyTuple_GET_SIZE(intros); k++) {
@@ -3974,6 +4149,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     INTERN(str_tokens, "tokens");
     INTERN(str_failed, "failed");
     INTERN(str_de, "de");
+    INTERN(str_zh, "zh");
     INTERN(str_kind, "kind");
     INTERN(str_language, "language");
     INTERN(str_evidence, "evidence");
