@@ -612,3 +612,29 @@ def test_the_cue_texts_looked_for_in_c_are_the_pattern_s(rng_seed: int) -> None:
         with pytest.raises(TypeError):
             _speedups.any_text_in(*bad)
     assert 0 < found < len(keys) * len(texts)
+
+
+@needs_speedups
+def test_a_latin_line_s_data_intro_is_read_in_c_as_python_reads_it(rng_seed: int) -> None:
+    """A line of Latin-1 letters with a colon is cut at a data intro ("Résultats de la recherche : …") or not as
+    _intro cuts it: its words before the colon read with Latin-1's \\w and lower case (É, Ü, ª, ß, µ), a
+    character beyond Latin-1 before it left to _INTRO — on generated lines of the intros, their words in
+    other cases, accented words, claims and colons."""
+    rng = random.Random(rng_seed)
+    intros = [w for w in _claims._INTROS if not _claims._CJK.search(w)]
+    words = ["la commande a été acceptée", "Ticket créé", "élément", "ÉTAT", "Größe", "ªb", "µs", "ß", "x", "—", "“a”",
+             "wurde angenommen", "Ihre Anfrage wurde gespeichert", "queued", "€", "¤", "1²", "_", " ", " : ", ":", "：", "\n"]
+    accented = [w for w in intros if not w.isascii()]
+    assert accented
+    for intro in accented:  # (its first word in capitals: Latin-1's lower case finds it)
+        for text in (f"{intro.upper()} : la commande a été acceptée", f"{intro} : Ticket créé", f"x{intro}: queued"):
+            assert SPEEDUPS(text) == _python(text), text
+    made = 0
+    for _ in range(6000):
+        parts = [rng.choice(intros).upper() if rng.random() < 0.2 else rng.choice(intros)] if rng.random() < 0.6 else []
+        parts += [rng.choice(words) for _ in range(rng.randint(1, 6))]
+        rng.shuffle(parts)
+        text = " ".join(parts)
+        assert SPEEDUPS(text) == _python(text), text
+        made += ":" in text and not text.isascii()
+    assert made > 1000

@@ -753,6 +753,11 @@ def _first_word(intro: str) -> str:
 #: the intros are Latin-1).
 _INTRO_FIRST_WORDS = frozenset(_first_word(w) for w in _INTROS if not _CJK.search(w))
 _INTRO_FIRSTS = frozenset(w.encode() for w in _INTRO_FIRST_WORDS if w.isascii())
+#: (All of them in Latin-1, with ``\w`` and ``str.lower`` of each Latin-1 character: ``_speedups`` reads a
+#: Latin-1 line's words before its colon as ``_intro`` does, a byte each.)
+_INTRO_FIRSTS_LATIN1 = frozenset(w.encode("latin-1") for w in _INTRO_FIRST_WORDS)
+_LATIN1_WORD = bytes(1 if chr(b).isalnum() or b == 0x5f else 0 for b in range(256))
+_LATIN1_LOWER = bytes(ord(chr(b).lower()) for b in range(256))
 #: ASCII letters, digits and ``_`` (``\w``) as lower case, every other byte a space.
 _INTRO_WORD_BYTES = bytes(b + 32 if 65 <= b <= 90 else b if 97 <= b <= 122 or 48 <= b <= 57 or b == 95 else 32
                           for b in range(256))

@@ -847,12 +847,17 @@ static int table_row(const unsigned char *s, Py_ssize_t n) {
     return q >= 2 && q <= 41 && q + 2 < n && s[q - 1] == ' ' && s[q + 1] == ' ' && !is_str_space(s[q + 2]);
 }
 
-static PyObject *INTRO_FIRSTS;  /* frozenset[bytes]: _INTRO_FIRSTS (it owns the words intro_firsts points into) */
+static PyObject *INTRO_FIRSTS;  /* frozenset[bytes]: _INTRO_FIRSTS, Latin-1 (it owns the words intro_firsts points into) */
 static KeySet intro_firsts;
 
+static unsigned char latin1_word[256], latin1_lower[256];  /* _LATIN1_WORD, _LATIN1_LOWER: \w and str.lower in Latin-1 */
+
 /* Whether _intro may find a data intro in the line ("Contents of notes.txt: …"): 0 when its words before
- * its first colon hold no intro's first word (_INTRO_FIRSTS), as _intro answers at once; 1 when they do
- * (then _INTRO reads the line); 2 when they are not all ASCII (then _head reads the text). */
+ * its first colon (\w+, lower-cased: of Latin-1 letters too) hold no intro's first word (_INTRO_FIRSTS), as
+ * _intro answers at once; 1 when they do (then _INTRO reads the line); 2 for a word longer than any
+ * intro's (then _head reads the text).  (A stand-in for an inert character beyond Latin-1 is read as that
+ * character would be: no letter, no colon — what _intro's look at the original's other script leaves to
+ * _INTRO, which finds what it finds here.) */
 static int may_intro(const unsigned char *s, Py_ssize_t n) {
     Py_ssize_t colon = 0;
     while (colon < n && s[colon] != ':')
@@ -860,22 +865,20 @@ static int may_intro(const unsigned char *s, Py_ssize_t n) {
     if (colon == n)
         return 0;
     for (Py_ssize_t i = 0; i < colon;) {
-        if (s[i] >= 0x80)
-            return 2;
-        if (!is_word(s[i])) {
+        if (!latin1_word[s[i]]) {
             i++;
             continue;
         }
         unsigned char word[64];
         Py_ssize_t len = 0;
-        while (i < colon && s[i] < 0x80 && is_word(s[i])) {
+        while (i < colon && latin1_word[s[i]]) {
             if (len < (Py_ssize_t)sizeof(word))
-                word[len] = lower(s[i]);
+                word[len] = latin1_lower[s[i]];
             len++;
             i++;
         }
-        if (len > (Py_ssize_t)sizeof(word) || (i < colon && s[i] >= 0x80))
-            return 2;  /* (a word longer than any intro's, or one that goes on beyond ASCII: _head reads it) */
+        if (len > (Py_ssize_t)sizeof(word))
+            return 2;
         if (keyset_has(&intro_firsts, word, len, hash_of(word, len)))
             return 1;
     }
@@ -3841,7 +3844,15 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     if (PyErr_Occurred())
         return NULL;
     memcpy(word_table, PyBytes_AS_STRING(table), 256);
-    INTRO_FIRSTS = PyDict_GetItemString(ns, "_INTRO_FIRSTS");
+    PyObject *word_table_1 = PyDict_GetItemString(ns, "_LATIN1_WORD"), *lower_table = PyDict_GetItemString(ns, "_LATIN1_LOWER");
+    if (word_table_1 == NULL || lower_table == NULL || !PyBytes_Check(word_table_1) || !PyBytes_Check(lower_table)
+        || PyBytes_GET_SIZE(word_table_1) != 256 || PyBytes_GET_SIZE(lower_table) != 256) {
+        PyErr_SetString(PyExc_TypeError, "_speedups.bind: _LATIN1_WORD, _LATIN1_LOWER: 256 bytes each");
+        return NULL;
+    }
+    memcpy(latin1_word, PyBytes_AS_STRING(word_table_1), 256);
+    memcpy(latin1_lower, PyBytes_AS_STRING(lower_table), 256);
+    INTRO_FIRSTS = PyDict_GetItemString(ns, "_INTRO_FIRSTS_LATIN1");
     PyObject *firsts = INTRO_FIRSTS != NULL && PyFrozenSet_Check(INTRO_FIRSTS) ? PySequence_List(INTRO_FIRSTS) : NULL;
     if (firsts == NULL) {
         if (!PyErr_Occurred())
