@@ -523,7 +523,8 @@ def test_the_candidates_of_chinese_and_japanese_text_in_c_are_the_python_ones(rn
 def test_a_chinese_or_japanese_head_c_calls_the_whole_text_is_the_whole_text(rng_seed: int) -> None:
     """Where _speedups.wide_head_whole says a text is its own head, _head gives the text itself: on the
     corpus's texts and generated ones with colons (intros before them and not), quotation marks, names,
-    extensions (spelt with letters re.I takes for ASCII ones), data-line starts and white space.  It
+    extensions (spelt with letters re.I takes for ASCII ones), data-line starts (code, mail headers, list
+    items, bullets, log lines, headings), symbols and letters first, and white space.  It
     says so of most of the corpus's Chinese and Japanese texts whose head is the text (the test could
     fail by saying it of none)."""
     from truecall.judge import _speedups  # type: ignore[attr-defined]
@@ -533,7 +534,9 @@ def test_a_chinese_or_japanese_head_c_calls_the_whole_text_is_the_whole_text(rng
               " ", "\n", "\t", "-", " -", ".", ".txt", ".TXT", ".ſh", ".\u212aey", ".cn", ".log文件", ".md_", "/", "\\",
               "「", "」", "“", "\"", "'", "`", "=", "Contents of", "contents", "Résultats", "résultats", "notes", "ok",
               "12", "x", "_", "й", "ñ", "１２", "Ｔ", "　", "\x85", "\u2028", "{", "•", "#"]
-    wide_first = ["已受理", "订单", "受け付けました", "内容", "状态", "処理"]
+    wide_first = ["已受理", "订单", "受け付けました", "内容", "状态", "処理", "Order ", "def ", "def", "class x", "From:", "From ",
+                  "Subject: ", "return ✅", "async def f", "É", "ünd ", "✅ ", "• ", "•", "→ ", "“x” ", "‘", "„", "—", "1. ", "12 ",
+                  "2024-01-01 10:00 ", "-x", "- ", "# ", "> ", "[INFO] ", "{", "\t", "    ", "🎉", "Ｔ", "１", "x✅", "ok—"]
     texts = [t for t in _corpus_claim_texts() if _claims._CJK.search(t)]
     corpus_whole = [t for t in texts if _claims._head(t) == t]
     texts += [rng.choice(wide_first) + "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))

@@ -3400,10 +3400,22 @@ static int wide_extension_at(int kind, const void *data, Py_ssize_t n, Py_ssize_
     return 0;
 }
 
-/* Whether _head(text) is the text itself, read for a text that starts with a Chinese or Japanese character
- * (1; 0: not known — _head answers): one line of at most 400 characters, no white space at its end (none
- * at its start: a CJK character is none), no "=" or "," (no assignment, no CSV header: the other ways a
- * line is data start with a character a CJK one is not, and it is no JSON), no data intro before its
+/* Whether text starts with the ASCII word w (len): 1 when white space follows it, 2 when a colon does, else 0. */
+static int starts_with_word(int kind, const void *data, Py_ssize_t n, const char *w, int len) {
+    if (n <= len)
+        return 0;
+    for (int j = 0; j < len; j++)
+        if (PyUnicode_READ(kind, data, j) != (Py_UCS4)(unsigned char)w[j])
+            return 0;
+    Py_UCS4 after = PyUnicode_READ(kind, data, len);
+    return Py_UNICODE_ISSPACE(after) ? 1 : after == ':' ? 2 : 0;
+}
+
+/* Whether _head(text) is the text itself, read for a text beyond Latin-1 that starts with a letter (ASCII,
+ * Latin-1, Chinese, Japanese) or a symbol (1; 0: not known — _head answers): one line of at most 400
+ * characters, no white space at its end (none at its start), no "=" or "," (no assignment, no CSV header),
+ * not a line of code or a mail header (the other ways a line is data start with a digit, a mark, white space
+ * or the bullet, and a text beyond ASCII is no JSON word), no data intro before its
  * first colon (wide_may_intro), no quotation mark (_QUOTE_OPENS), no mark of a name (a "/" or "\\", a "-"
  * after white space, a file name's extension: wide_extension_at). */
 static int wide_head_whole(PyObject *text) {
@@ -3413,13 +3425,26 @@ static int wide_head_whole(PyObject *text) {
     int kind = PyUnicode_KIND(text);
     const void *data = PyUnicode_DATA(text);
     Py_UCS4 first = PyUnicode_READ(kind, data, 0);
-    if (!((first >= 0x3040 && first <= 0x30ff) || (first >= 0x3400 && first <= 0x4dbf)
-          || (first >= 0x4e00 && first <= 0x9fff) || (first >= 0xf900 && first <= 0xfaff)))
+    if (first < 0x80 && !is_lower(lower((unsigned char)first)))
+        return 0;  /* (a digit, a mark, white space: a data line may start so) */
+    if (first < 0x80) {  /* (a letter: a line of code or a mail header starts with one of their words) */
+        for (int k = 0; k < code_count; k++)
+            if (starts_with_word(kind, data, n, code_text[k], code_len[k]) == 1)
+                return 0;
+        for (int k = 0; k < mail_count; k++)
+            if (starts_with_word(kind, data, n, mail_text[k], mail_len[k]) == 2)
+                return 0;
+    } else if (!((first >= 0xc0 && first <= 0xff && first != 0xd7 && first != 0xf7)  /* (a Latin-1 letter) */
+                 || (first >= 0x2010 && first <= 0x2bff && first != 0x2022)  /* (a symbol, but the bullet) */
+                 || (first >= 0x3040 && first <= 0x30ff) || (first >= 0x3400 && first <= 0x4dbf)
+                 || (first >= 0x4e00 && first <= 0x9fff) || (first >= 0xf900 && first <= 0xfaff)
+                 || (first >= 0x1f300 && first <= 0x1faff))) {
         return 0;
+    }
     if (Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, n - 1)))
         return 0;
     Py_ssize_t colon = -1;
-    for (Py_ssize_t i = 1; i < n; i++) {
+    for (Py_ssize_t i = 0; i < n; i++) {  /* (the first character too: a quotation may open the text) */
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         switch (c) {
         case ':': case 0xff1a:  /* (：) */
@@ -3431,7 +3456,7 @@ static int wide_head_whole(PyObject *text) {
         case 0x201e: case '/': case '\\':
             return 0;
         case '-':
-            if (Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i - 1)))
+            if (i == 0 || Py_UNICODE_ISSPACE(PyUnicode_READ(kind, data, i - 1)))
                 return 0;
             break;
         case '.':
