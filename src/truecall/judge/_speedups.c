@@ -905,6 +905,115 @@ static int named(const unsigned char *s, Py_ssize_t n, const unsigned char *blan
     return 0;
 }
 
+/* _NAMES.sub(" … ", word) of a word of Latin-1 (w[0:len], no white space in it; `wb` marks a blanked
+ * quotation's "…", which is no character of a name), written to t and tb (its "…" marked): the matches
+ * from left to right — at the word's start a flag (--?[A-Za-z][\w-]*) or, where the word holds a "/" or a
+ * "\\", the whole word; at the start of a run of [\w.-] the longest part of the run that ends in "." and an
+ * extension (_EXTENSIONS in their order, any case) with no word character after it — each " … ".
+ * (\w: Latin-1's; re.I takes no Latin-1 letter for an ASCII one.)  The count written. */
+static Py_ssize_t names_sub(const unsigned char *w, const unsigned char *wb, Py_ssize_t len, unsigned char *t,
+                            unsigned char *tb) {
+#define WORD(i) (!wb[i] && latin1_word[w[i]])
+#define NAMEY(i) (!wb[i] && (latin1_word[w[i]] || w[i] == '.' || w[i] == '-'))
+#define IS(i, c) (!wb[i] && w[i] == (c))
+    Py_ssize_t out = 0, p = 0;
+    while (p < len) {
+        Py_ssize_t e = -1;
+        if (p == 0) {
+            Py_ssize_t q = IS(0, '-') ? (len > 1 && IS(1, '-') ? 2 : 1) : 0;
+            if (q > 0 && q < len && !wb[q] && is_lower(lower(w[q]))) {  /* a flag */
+                e = q + 1;
+                while (e < len && (WORD(e) || IS(e, '-')))
+                    e++;
+            }
+            for (Py_ssize_t i = 0; e < 0 && i < len; i++)  /* a path */
+                if (IS(i, '/') || IS(i, '\\'))
+                    e = len;
+        }
+        if (e < 0 && NAMEY(p) && (p == 0 || !NAMEY(p - 1))) {  /* a file name */
+            Py_ssize_t q = p;
+            while (q < len && NAMEY(q))
+                q++;
+            for (Py_ssize_t k = q - 1; e < 0 && k > p; k--) {
+                if (!IS(k, '.'))
+                    continue;
+                for (int x = 0; e < 0 && x < extension_count; x++) {
+                    Py_ssize_t el = extension_len[x], j = 0;
+                    if (k + 1 + el > len)
+                        continue;
+                    while (j < el && !wb[k + 1 + j] && lower(w[k + 1 + j]) == (unsigned char)extension_text[x][j])
+                        j++;
+                    if (j == el && (k + 1 + el == len || !WORD(k + 1 + el)))
+                        e = k + 1 + el;
+                }
+            }
+        }
+        if (e < 0) {
+            t[out] = w[p];
+            tb[out++] = wb[p];
+            p++;
+            continue;
+        }
+        tb[out] = 0, t[out++] = ' ';
+        tb[out] = 1, t[out++] = '.';
+        tb[out] = 0, t[out++] = ' ';
+        p = e;
+    }
+    return out;
+#undef WORD
+#undef NAMEY
+#undef IS
+}
+
+/* _unnamed(head) of a head of Latin-1 (`s`, `blank`: what unquoted_head makes, or none blanked): each word
+ * (between white space) that holds a mark of a name — a "-", "/", "\\", a "." before an extension — read by
+ * names_sub, the rest as it stands; the new head in *built (U+2026 where a "…" is).  HEAD_BUILT, or
+ * HEAD_ERROR. */
+static int unnamed_head(const unsigned char *s, const unsigned char *blank, Py_ssize_t n, PyObject **built) {
+    unsigned char stack[1024 * 2];
+    Py_ssize_t size = 3 * n + 3;
+    unsigned char *t = 2 * size <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(2 * size);
+    if (t == NULL) {
+        PyErr_NoMemory();
+        return HEAD_ERROR;
+    }
+    unsigned char *tb = t + size;
+    Py_ssize_t out = 0;
+    for (Py_ssize_t i = 0; i < n;) {
+        if (!blank[i] && is_str_space(s[i])) {
+            t[out] = s[i];
+            tb[out++] = 0;
+            i++;
+            continue;
+        }
+        Py_ssize_t j = i;
+        int mark = 0;
+        for (; j < n && (blank[j] || !is_str_space(s[j])); j++)
+            mark |= !blank[j] && (s[j] == '-' || s[j] == '/' || s[j] == '\\' || (s[j] == '.' && extension_at(s, n, j)));
+        if (mark) {
+            out += names_sub(s + i, blank + i, j - i, t + out, tb + out);
+        } else {
+            memcpy(t + out, s + i, j - i);
+            memcpy(tb + out, blank + i, j - i);
+            out += j - i;
+        }
+        i = j;
+    }
+    int kind = HEAD_ERROR;
+    Py_UCS4 most = 0;  /* (the str made of the least kind that holds its characters: CPython's one form of it) */
+    for (Py_ssize_t k = 0; k < out; k++)
+        most = tb[k] ? 0x2026 : t[k] > most ? t[k] : most;
+    if ((*built = PyUnicode_New(out, most)) != NULL) {
+        int built_kind = PyUnicode_KIND(*built);
+        for (Py_ssize_t k = 0; k < out; k++)
+            PyUnicode_WRITE(built_kind, PyUnicode_DATA(*built), k, tb[k] ? 0x2026 : (Py_UCS4)t[k]);
+        kind = HEAD_BUILT;
+    }
+    if (t != stack)
+        PyMem_Free(t);
+    return kind;
+}
+
 /* The next match of _QUOTED in a head of Latin-1 (`s`, `n`) from `i`, as the engine finds them from left
  * to right — from a '"', '`', '«' or "'" to the first closing one or line break after it, a match when
  * that is the closing one after at most 400 characters (at least one for "'"): its start (-1: none),
@@ -968,15 +1077,15 @@ static int unquoted_head(const unsigned char *s, Py_ssize_t n, int name, PyObjec
     memcpy(t + w, s + from, n - from);
     memset(blank + w, 0, n - from);
     w += n - from;
-    int kind = HEAD_PYTHON;
-    if (!named(t, w, blank)) {
-        if ((*built = PyUnicode_New(w, 0x2026)) == NULL) {
-            kind = HEAD_ERROR;
-        } else {
-            for (Py_ssize_t k = 0; k < w; k++)
-                PyUnicode_WRITE(PyUnicode_2BYTE_KIND, PyUnicode_DATA(*built), k, blank[k] ? 0x2026 : (Py_UCS4)t[k]);
-            kind = HEAD_BUILT;
-        }
+    int kind;
+    if (named(t, w, blank)) {
+        kind = unnamed_head(t, blank, w, built);
+    } else if ((*built = PyUnicode_New(w, 0x2026)) == NULL) {
+        kind = HEAD_ERROR;
+    } else {
+        for (Py_ssize_t k = 0; k < w; k++)
+            PyUnicode_WRITE(PyUnicode_2BYTE_KIND, PyUnicode_DATA(*built), k, blank[k] ? 0x2026 : (Py_UCS4)t[k]);
+        kind = HEAD_BUILT;
     }
     if (t != stack)
         PyMem_Free(t);
@@ -1078,8 +1187,22 @@ static int head_of(PyObject *text, Py_ssize_t *from, Py_ssize_t *to, PyObject **
         }
         return kind;
     }
-    if (name)  /* (a head that starts with "-" was sent to _head above) */
-        return HEAD_PYTHON;
+    if (name) {  /* (a head that starts with "-" was sent to _head above) */
+        if (built == NULL)
+            return HEAD_PYTHON;  /* (read through a stand-in: the new head would not hold the text's own characters) */
+        unsigned char none_stack[512];
+        unsigned char *none = end - a <= 512 ? none_stack : PyMem_Calloc(end - a, 1);
+        if (none == NULL) {
+            PyErr_NoMemory();
+            return HEAD_ERROR;
+        }
+        if (none == none_stack)
+            memset(none, 0, end - a);
+        int kind = unnamed_head(s + a, none, end - a, built);
+        if (none != none_stack)
+            PyMem_Free(none);
+        return kind;
+    }
     *from = a;
     *to = end;
     return HEAD_TEXT;
@@ -3580,6 +3703,36 @@ static PyObject *wide_claim_py(PyObject *module, PyObject *const *args, Py_ssize
     return read < 0 ? NULL : result;
 }
 
+/* head(text): the head judge() reads of a text of Latin-1 (head_of: a part of it, or one built with its
+ * quotations and names blanked out; "" where the text is data), or None where _head makes it. */
+static PyObject *head_in_c(PyObject *module, PyObject *text) {
+    if (!bound) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
+        return NULL;
+    }
+    if (!PyUnicode_Check(text)) {
+        PyErr_SetString(PyExc_TypeError, "head() takes a str");
+        return NULL;
+    }
+    if (PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND)
+        Py_RETURN_NONE;
+    Py_ssize_t from = 0, to = 0;
+    PyObject *built = NULL;
+    int kind = head_of(text, &from, &to, &built);
+    switch (kind) {
+    case HEAD_ERROR:
+        return NULL;
+    case HEAD_PYTHON:
+        Py_RETURN_NONE;
+    case HEAD_NONE:
+        return PyUnicode_New(0, 0);
+    case HEAD_BUILT:
+        return built;
+    default:
+        return PyUnicode_Substring(text, from, to);
+    }
+}
+
 static PyObject *wide_head_whole_py(PyObject *module, PyObject *text) {
     if (!PyUnicode_Check(text)) {
         PyErr_SetString(PyExc_TypeError, "wide_head_whole() takes a str");
@@ -4164,6 +4317,8 @@ static PyMethodDef methods[] = {
     {"wide_claim", (PyCFunction)(void (*)(void))wide_claim_py, METH_FASTCALL,
      "wide_claim(head, norm, candidates): _claims._claim(head, candidates, norm) read in C as judge() reads a\n"
      "Chinese or Japanese text, or Ellipsis where the Python reading answers."},
+    {"head", head_in_c, METH_O, "head(text): _claims._head(text) as judge() reads it in C (a text of Latin-1), or None\n"
+                                "where it hands the text to _head."},
     {"wide_head_whole", wide_head_whole_py, METH_O, "wide_head_whole(text): True where _claims._head(text) is known to be\n"
                                                      "the text (one that starts with a CJK character), read in C."},
     {"wide_candidates", wide_candidates, METH_O, "wide_candidates(norm): (_claims._normalised_candidates(norm), the\n"
