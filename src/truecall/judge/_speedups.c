@@ -10,7 +10,7 @@
  * hands to the Python function that does it: normalise() for a text beyond those characters, and
  * _judge_unicode when its normalised form is not one read here (Chinese, Japanese); _head for a text
  * with a quotation, a name, a path or JSON; _valid for a Chinese or Japanese term; _claim for a
- * failure told as past where another claim may stand, and for a camelCase head; _word_pieces for a
+ * failure told as past where another claim may stand; _word_pieces for a
  * new word with a stem or an in-word hint in it; _evidence where "ß" folds to two letters.  Each
  * piece is searched only where a match can start (its words and runs, and what its pattern bounds:
  * _claims._bounds), and the rules' alternations of words (_claims._ALTERNATIONS) are searched here.
@@ -1232,7 +1232,10 @@ static inline int is_inert_byte(unsigned char c) { return c >= INERT_BYTE && c <
 enum { HIGH_NONE, HIGH_INERT, HIGH_ANY };  /* joined(): which characters beyond ASCII it takes */
 
 /* The one pass of _joined over a folded text's characters (`kind`: the 1- or 4-byte data of `s` and `t`;
- * `t` holds n): lower-cased, a run of "_ - ." that holds a "_" a space (_JOIN_UNDERSCORE), and so one
+ * `t` holds 2n): camelCase split (_CAMEL: a space before an ASCII capital after a small letter, or before one
+ * that a capital precedes and a small letter follows — _fold's step before these, which inserts only
+ * between two letters, where none of them looks), lower-cased, a run of "_ - ." that holds a "_" a space
+ * (_JOIN_UNDERSCORE), and so one
  * between a letter or digit and another ([^\W_], of any script: _JOIN_DASH, _JOIN_DOT — such a run
  * starts with its "-" or "."; the two never meet, a run with an "_" being gone first); apostrophes and
  * " \t\r\f\v" spaces; runs of spaces one.  The count written, `*from` where it starts once its ends are
@@ -1268,6 +1271,11 @@ static inline __attribute__((always_inline)) Py_ssize_t joined(int kind, const v
             SPACE();  /* (apostrophes; _SPACES: a run of " \t\r\f\v" one space) */
             break;
         default:
+            if (c < 0x80 && is_upper((unsigned char)c) && i > 0) {  /* _CAMEL: a space at "aA" and "A|Aa" (ASCII letters) */
+                Py_UCS4 b = PyUnicode_READ(kind, s, i - 1), a = i + 1 < n ? PyUnicode_READ(kind, s, i + 1) : 0;
+                if (b < 0x80 && (is_lower((unsigned char)b) || (is_upper((unsigned char)b) && a < 0x80 && is_lower((unsigned char)a))))
+                    SPACE();
+            }
             PUT(LOWER(c));
         }
         i++;
@@ -1289,8 +1297,8 @@ static inline __attribute__((always_inline)) Py_ssize_t joined(int kind, const v
  * character beyond ASCII (normalised in Python) — but the bytes that stand for inert characters (`inert`:
  * latin_normalised's; made a str of ASCII and those bytes, which it makes the characters' str). */
 static PyObject *normalised(const unsigned char *s, Py_ssize_t n, int inert) {
-    unsigned char stack[512];
-    unsigned char *t = n <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(n ? n : 1);
+    unsigned char stack[1024];  /* (what joined() writes: at most 2n, a camelCase space before each capital) */
+    unsigned char *t = 2 * n <= (Py_ssize_t)sizeof(stack) ? stack : PyMem_Malloc(2 * n + 1);
     if (t == NULL)
         return PyErr_NoMemory();
     Py_ssize_t from = 0, w = joined(PyUnicode_1BYTE_KIND, s, n, t, &from, inert ? HIGH_INERT : HIGH_NONE);
@@ -1335,8 +1343,8 @@ static int latin_tables(void) {
  * the table folds (_latin1_tables: its accents off, as NFKC, NFD, the marks' removal and NFC make it —
  * what _fold's Latin-1 branch does; no character of these sets composes with another, so _fold_unicode's
  * steps over a text with the others make the same), U+2019 an apostrophe (_joined makes both a space),
- * "…" NFKC's "...", an inert character itself (`norm_bytes`: the bytes C reads, its INERT_BYTE's), the folded text
- * without a camelCase boundary; then _joined(folded.lower()) (normalised()).  NULL with no error set:
+ * "…" NFKC's "...", an inert character itself (`norm_bytes`: the bytes C reads, its INERT_BYTE's); then
+ * _joined(_CAMEL.sub(" ", folded).lower()) (normalised()).  NULL with no error set:
  * any other text (normalise() makes its form).  `proxy`: for a text with a character beyond Latin-1,
  * the text with each made U+00A4 (a Latin-1 character that, like them, is no word character, no white
  * space and in no pattern of _head's), which head_of reads (one of Latin-1) where _head read the text:
@@ -1389,9 +1397,6 @@ static PyObject *latin_normalised(PyObject *text, PyObject **proxy, PyObject **n
         }
         t[w++] = f;
     }
-    for (Py_ssize_t i = 0; i < w; i++)  /* _CAMEL_CASES: "aA" or "AAa" (then _CAMEL splits: in Python) */
-        if (is_upper(t[i]) && ((i > 0 && is_lower(t[i - 1])) || (i + 2 < w && is_upper(t[i + 1]) && is_lower(t[i + 2]))))
-            goto done;
     if (kind == PyUnicode_2BYTE_KIND) {
         *proxy = PyUnicode_New(n, 0xff);
         if (*proxy == NULL)
@@ -1461,19 +1466,20 @@ static inline int wide_kept(Py_UCS4 c) {
 /* normalise(text) of a text of ASCII and those characters, with fullwidth forms (，：！ａ…: NFKC's ASCII)
  * and the ideographic space: what _fold_unicode's steps make of it (NFKC maps those two sets and keeps
  * the others; nothing of them decomposes into a mark the steps remove, has a case or is a confusable),
- * then _joined (joined(), as normalised() for ASCII).  NULL with no error set: any other text, or one with a camelCase
- * boundary (normalise() makes its form). */
+ * then camelCase split and _joined (joined(), as normalised() for ASCII).  NULL with no error set: any other
+ * text (normalise() makes its form). */
 static PyObject *wide_normalised(PyObject *text) {
     int kind = PyUnicode_KIND(text);
     if (kind == PyUnicode_1BYTE_KIND)
         return NULL;
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    Py_UCS4 stack[6 * 128];
-    Py_UCS4 *u = 6 * n <= (Py_ssize_t)(sizeof(stack) / sizeof(Py_UCS4)) ? stack : PyMem_Malloc(6 * n * sizeof(Py_UCS4) + 1);
+    Py_UCS4 stack[9 * 128];
+    Py_UCS4 *u = 9 * n <= (Py_ssize_t)(sizeof(stack) / sizeof(Py_UCS4)) ? stack : PyMem_Malloc(9 * n * sizeof(Py_UCS4) + 1);
     if (u == NULL)
         return PyErr_NoMemory();
-    Py_UCS4 *t = u + 3 * n;  /* (the joined text: never longer than the folded one, at most 3n: "…" is "...") */
+    Py_UCS4 *t = u + 3 * n;  /* (the folded text is at most 3n — "…" is "..." — and the joined one twice that: a
+                                camelCase space before each capital) */
     PyObject *norm = NULL;
     Py_ssize_t m = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1490,12 +1496,6 @@ static PyObject *wide_normalised(PyObject *text) {
             goto done;
         u[m++] = c;
     }
-    for (Py_ssize_t i = 0; i < m; i++)  /* _ANY_CAMEL: "aA" or "AAa" among ASCII letters */
-        if (u[i] < 0x80 && is_upper((unsigned char)u[i])
-            && ((i > 0 && u[i - 1] < 0x80 && is_lower((unsigned char)u[i - 1]))
-                || (i + 2 < m && u[i + 1] < 0x80 && is_upper((unsigned char)u[i + 1]) && u[i + 2] < 0x80
-                    && is_lower((unsigned char)u[i + 2]))))
-            goto done;
     Py_ssize_t from = 0, w = joined(PyUnicode_4BYTE_KIND, u, m, t, &from, HIGH_ANY);
     norm = PyUnicode_FromKindAndData(PyUnicode_4BYTE_KIND, t + from, w - from);
 done:
@@ -3091,7 +3091,7 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         Py_CLEAR(norm);  /* (else the head's, as _claim makes it) */
         Py_CLEAR(norm_bytes);
     }
-    if (folded || !PyUnicode_IS_ASCII(head_base)) {  /* (a quotation blanked out: "…"; a folded text's camelCase) */
+    if (folded || !PyUnicode_IS_ASCII(head_base)) {  /* (a quotation or a name blanked out: "…"; a folded text) */
         if (head == NULL && (head = PyUnicode_Substring(text, head_at, head_end)) == NULL)
             goto done;
         PyObject *unused = NULL;
@@ -3104,7 +3104,7 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         head_end = PyUnicode_GET_LENGTH(head);
         goto read_norm;
     }
-    if (!camel) {
+    {  /* (camelCase split as it is read) */
         norm = normalised(PyUnicode_1BYTE_DATA(head_base) + head_at, head_end - head_at, 0);
         if (norm == NULL) {
             if (PyErr_Occurred() || (head == NULL && (head = PyUnicode_Substring(text, head_at, head_end)) == NULL))
@@ -3116,7 +3116,7 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
     }
 read_norm:
     if (norm == NULL || !PyUnicode_Check(norm) || !(PyUnicode_IS_ASCII(norm) || norm_bytes != NULL))
-        goto python;  /* (camelCase, or a head with names blanked: _claim normalises it) */
+        goto python;  /* (a head C does not normalise: _claim normalises it) */
 
     /* the reading */
     reading.norm = norm;
