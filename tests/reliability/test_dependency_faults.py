@@ -30,7 +30,7 @@ import pytest
 from pg_support import PG_URL, PgSchema, pg_schemas, require_pg  # noqa: F401
 
 from truecall import ErrorKind, Principal, Server, StaticTokens
-from truecall.audit import AuditLog, AuditUnavailable
+from truecall.audit import MAX_RETAINED, AuditLog, AuditUnavailable
 from truecall.storage import FAST_FAIL_MS, Database, unavailable
 
 from stress import dependency_faults
@@ -454,7 +454,10 @@ def test_desk_under_a_dependency_fault(tmp_path: Path, scenario: str, rng_seed: 
     assert report.resumed_after_s is not None and report.resumed_after_s < 2.0, report.summary()
     checks = report.checks
     assert checks.acked_calls > 50 and checks.audit_matched == checks.acked_calls
-    assert report.refused_with_record == report.refused_calls
+    # every refused call has its record, but those beyond what the trail holds while it cannot write
+    # (MAX_RETAINED), which audit.dropped counts: a fast machine refuses more than that in the fault's 1.2 s
+    assert report.refused_calls - report.refused_with_record <= report.dropped_records, report.summary()
+    assert report.dropped_records == 0 or report.refused_calls > MAX_RETAINED, report.summary()
     assert checks.final_status and set(checks.final_status) <= {"completed", "cancelled", "failed"}
 
 
