@@ -450,7 +450,8 @@ def test_what_c_normalises_is_what_normalise_makes(rng_seed: int) -> None:
     texts += ["".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 12))) for _ in range(20000)]
     texts += [chr(c) for c in range(0x80, 0x3100)] + [chr(c) for c in range(0xfe00, 0x10000)]
     texts += [chr(c) for c in range(0x1f000, 0x1fb00)]
-    cases = ["a", "B", "C", "d", "É", "é", "ß", " ", "-", ".", "_", "'", "已", "Ａ", "ｂ", "€", "1", "GmbH", "iPhone", "ABCd"]
+    cases = ["a", "B", "C", "d", "É", "é", "ß", " ", "-", ".", "_", "'", "已", "Ａ", "ｂ", "€", "1", "GmbH", "iPhone", "ABCd",
+             "«", "»", "°", "µ", "ª", "Ã©", "“", "✅", "—"]
     texts += ["".join(rng.choice(cases) for _ in range(rng.randint(1, 10))) for _ in range(20000)]  # (camelCase)
     texts += ["已" + chr(c) + "a" for c in range(0x2000, 0x3100)] + ["a" + chr(c) + "1" for c in range(0x2000, 0x3100)]
     made = [(t, _speedups.normalise(t)) for t in texts if not t.isascii()]

@@ -1463,14 +1463,16 @@ static inline int wide_kept(Py_UCS4 c) {
            || c == 0xfe0f || (c >= 0x1f300 && c <= 0x1faff);  /* (brackets; emoji and their variation selector) */
 }
 
-/* normalise(text) of a text of ASCII and those characters, with fullwidth forms (，：！ａ…: NFKC's ASCII)
- * and the ideographic space: what _fold_unicode's steps make of it (NFKC maps those two sets and keeps
+/* normalise(text) of a text of ASCII and those characters, with fullwidth forms (，：！ａ…: NFKC's ASCII),
+ * the ideographic space and Latin-1 letters and symbols (folded by the table latin_normalised reads: to
+ * ASCII, or an inert symbol that no step changes — a text latin_normalised leaves, "«sic»" with its
+ * guillemet against a word, or one with these characters too): what _fold_unicode's steps make of it (NFKC maps those two sets and keeps
  * the others; nothing of them decomposes into a mark the steps remove, has a case or is a confusable),
  * then camelCase split and _joined (joined(), as normalised() for ASCII).  NULL with no error set: any other
  * text (normalise() makes its form). */
 static PyObject *wide_normalised(PyObject *text) {
     int kind = PyUnicode_KIND(text);
-    if (kind == PyUnicode_1BYTE_KIND)
+    if (PyUnicode_IS_ASCII(text) || latin_tables() < 0)
         return NULL;
     const void *data = PyUnicode_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
@@ -1492,6 +1494,12 @@ static PyObject *wide_normalised(PyObject *text) {
             u[m++] = '.';
             u[m++] = '.';
             c = '.';
+        } else if (c >= 0x80 && c <= 0xff) {  /* (Latin-1: folded as latin_normalised folds it, to ASCII or an inert symbol) */
+            if (!latin_safe[c])
+                goto done;
+            c = latin_fold[c];
+            if (c >= 0x80 && inert_of(c) < 0)
+                goto done;
         } else if (c >= 0x80 && !wide_kept(c))
             goto done;
         u[m++] = c;
@@ -1641,6 +1649,29 @@ static inline int starts_word(const unsigned char *s, Py_ssize_t at) { return at
 
 /* _Reading.sentence_starts of an ASCII norm: 0; after each of _SENTENCE_MARKS (and after the one space
  * that follows it); past the decoration (_DECORATION_MARKS and spaces) at each of those. */
+static Py_UCS4 sentence_mark_wide[8], decoration_wide[8];  /* _SENTENCE_MARKS', _DECORATION_MARKS' beyond ASCII */
+static int sentence_mark_wide_count, decoration_wide_count;
+
+/* Whether norm[i] of a wide reading (a character beyond ASCII) is a sentence mark. */
+static int wide_sentence_mark(Reading *r, Py_ssize_t i) {
+    Py_UCS4 c = PyUnicode_READ_CHAR(r->norm, i);
+    for (int k = 0; k < sentence_mark_wide_count; k++)
+        if (c == sentence_mark_wide[k])
+            return 1;
+    return 0;
+}
+
+/* Whether norm[i] of a wide reading (a character beyond ASCII) begins a decoration (`first`: _DECORATION_FIRST)
+ * or goes on one (_DECORATION's class: dingbats, arrows and the emoji block too). */
+static int wide_decoration(Reading *r, Py_ssize_t i, int first) {
+    Py_UCS4 c = PyUnicode_READ_CHAR(r->norm, i);
+    for (int k = 0; k < decoration_wide_count; k++)
+        if (c == decoration_wide[k])
+            return 1;
+    return (c >= 0x2600 && c <= 0x27bf) || c == 0xfe0f
+           || (!first && ((c >= 0x2b00 && c <= 0x2bff) || (c >= 0x1f300 && c <= 0x1faff)));
+}
+
 static int reading_starts(Reading *r) {
     if (r->starts != NULL)
         return 0;
@@ -1653,7 +1684,7 @@ static int reading_starts(Reading *r) {
     starts[count++] = 0;
     for (Py_ssize_t i = 0; i < r->n; i++) {
         unsigned char c = r->s[i];
-        if (sentence_mark[c]) {
+        if (sentence_mark[c] || (r->wide && c >= 0x80 && wide_sentence_mark(r, i))) {
             starts[count++] = i + 1;
             if (i + 1 < r->n && r->s[i + 1] == ' ')
                 starts[count++] = i + 2;
@@ -1662,9 +1693,9 @@ static int reading_starts(Reading *r) {
     Py_ssize_t base = count;
     for (Py_ssize_t k = 0; k < base; k++) {
         Py_ssize_t at = starts[k];
-        if (at < r->n && decoration[r->s[at]] == 1) {
+        if (at < r->n && (decoration[r->s[at]] == 1 || (r->wide && r->s[at] >= 0x80 && wide_decoration(r, at, 1)))) {
             Py_ssize_t end = at;
-            while (end < r->n && decoration[r->s[end]])
+            while (end < r->n && (decoration[r->s[end]] || (r->wide && r->s[end] >= 0x80 && wide_decoration(r, end, 0))))
                 end++;
             if (end > at)
                 starts[count++] = end;
@@ -2586,7 +2617,7 @@ static int general(Reading *r, Rules *rules, Piece *p, Py_ssize_t start, Py_ssiz
 static unsigned char *retry_piece;  /* per piece: one of _RETRY_PIECES */
 
 /* _historical(reading, start, term, candidates) of a Latin term (`cjk`: a Chinese or Japanese one, in a wide
- * reading): 1, 0, -1, or -2 where _historical reads it (a sentence's retry piece in a wide reading). */
+ * reading): 1, 0, or -1. */
 static int historical(Reading *r, Py_ssize_t start, int cjk) {
     Py_ssize_t cs, ce, s0, e0;
     if (clause_of(r, start, start, &cs, &ce) < 0)
@@ -2601,8 +2632,6 @@ static int historical(Reading *r, Py_ssize_t start, int cjk) {
             continue;
         if (piece_ready(i) < 0)
             return -1;
-        if (r->wide && pieces_table[i].sentence)
-            return -2;
         PyObject *m = next_match(r, &pieces_table[i], start, &s0, &e0);
         if (m == NULL)
             return -1;
@@ -2700,8 +2729,6 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
         }
         if (missing)
             continue;
-        if (p->sentence && r->wide)
-            return FIRST_PYTHON;  /* (a sentence's start in Chinese or Japanese text: the Python reading) */
         PyObject *m = next_match(r, p, 0, start, end);
         while (m != NULL && m != Py_None) {
             /* _valid: its quick rule here (at a word's start, the reading plain for the language, no
@@ -2739,9 +2766,7 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
                     Rules *rules = rules_for(p->language);
                     if (rules == NULL)
                         return FIRST_ERROR;
-                    int past = rules->cjk && !r->wide ? -2 : historical(r, *start, rules->cjk);
-                    if (past == -2)
-                        past = told_as_past(r, i, *start);
+                    int past = rules->cjk && !r->wide ? told_as_past(r, i, *start) : historical(r, *start, rules->cjk);
                     if (past)
                         return past < 0 ? FIRST_ERROR : FIRST_PYTHON;
                 }
@@ -2892,6 +2917,7 @@ static uint64_t judgments;  /* judge_text's calls: each one's serial (0 is no ca
 static int wide_read(PyObject *norm, PyObject **list, PyObject **tokens);
 static int wide_claim(PyObject *text, PyObject *norm, PyObject *list, PyObject **result);
 static int wide_head_whole(PyObject *text);
+static PyObject *wide_head_claim(PyObject *text, PyObject *norm, PyObject *list, PyObject *words);
 
 static PyObject *judge_text(PyObject *module, PyObject *text) {
     if (!bound) {
@@ -2937,6 +2963,8 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
                 result = kwnames == NULL ? NULL : PyObject_Vectorcall(claim_py, call + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET,
                                                                       kwnames);
                 Py_XDECREF(kwnames);
+            } else if (PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND) {  /* (Latin-1: its head read here, as _judge_read) */
+                result = wide_head_claim(text, norm, list, words);
             } else {
                 PyObject *call[5] = {NULL, text, norm, list, words};
                 result = PyObject_Vectorcall(judge_read, call + 1, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
@@ -3733,6 +3761,46 @@ static PyObject *head_in_c(PyObject *module, PyObject *text) {
     }
 }
 
+/* _judge_read(text, norm, candidates, tokens) of a Latin-1 text that C normalises into a wide reading ("«sic»",
+ * its guillemet against a word): its head by head_of, normalised and read by wide_claim (what _judge_read's
+ * _head, _normalise_head and _read_head make), _claim where wide_claim hands it over, _judge_read where
+ * head_of does. */
+static PyObject *wide_head_claim(PyObject *text, PyObject *norm, PyObject *list, PyObject *words) {
+    Py_ssize_t from = 0, to = 0;
+    PyObject *built = NULL;
+    int kind = head_of(text, &from, &to, &built);
+    if (kind == HEAD_ERROR)
+        return NULL;
+    if (kind == HEAD_NONE)
+        Py_RETURN_NONE;
+    if (kind == HEAD_PYTHON) {
+        PyObject *call[5] = {NULL, text, norm, list, words};
+        return PyObject_Vectorcall(judge_read, call + 1, 4 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+    }
+    PyObject *head = kind == HEAD_BUILT ? built : PyUnicode_Substring(text, from, to), *head_norm = NULL, *result = NULL;
+    if (head == NULL)
+        return NULL;
+    int whole = PyUnicode_Compare(head, text) == 0;
+    if (whole) {
+        head_norm = Py_NewRef(norm);
+    } else if ((head_norm = wide_normalised(head)) == NULL && !PyErr_Occurred()) {
+        head_norm = call1(normalise_py, head);
+    }
+    if (head_norm != NULL && !PyErr_Occurred()) {
+        int read = wide_claim(head, head_norm, list, &result);
+        if (read == 0) {  /* _claim(head, candidates, norm[, tokens=words where the head is the text]) */
+            PyObject *kwnames = whole ? PyTuple_Pack(1, str_tokens) : NULL;
+            PyObject *call[5] = {NULL, head, list, head_norm, words};
+            result = whole && kwnames == NULL ? NULL
+                     : PyObject_Vectorcall(claim_py, call + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
+            Py_XDECREF(kwnames);
+        }
+    }
+    Py_DECREF(head);
+    Py_XDECREF(head_norm);
+    return result;
+}
+
 static PyObject *wide_head_whole_py(PyObject *module, PyObject *text) {
     if (!PyUnicode_Check(text)) {
         PyErr_SetString(PyExc_TypeError, "wide_head_whole() takes a str");
@@ -3915,6 +3983,27 @@ static int characters(PyObject *ns, const char *name, unsigned char *table, unsi
     return 0;
 }
 
+/* The characters of ns[name] beyond ASCII (at most 8). */
+static int characters_beyond(PyObject *ns, const char *name, Py_UCS4 *out, int *count) {
+    PyObject *text = PyDict_GetItemString(ns, name);
+    *count = 0;
+    if (text == NULL || !PyUnicode_Check(text)) {
+        PyErr_Format(PyExc_TypeError, "_speedups.bind: %s: a str", name);
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < PyUnicode_GET_LENGTH(text); k++) {
+        Py_UCS4 c = PyUnicode_READ_CHAR(text, k);
+        if (c >= 128) {
+            if (*count == 8) {
+                PyErr_Format(PyExc_ValueError, "_speedups.bind: %s: more than 8 characters beyond ASCII", name);
+                return -1;
+            }
+            out[(*count)++] = c;
+        }
+    }
+    return 0;
+}
+
 static PyObject *bind(PyObject *module, PyObject *ns) {
     if (!PyDict_Check(ns)) {
         PyErr_SetString(PyExc_TypeError, "bind() takes a dict");
@@ -4010,7 +4099,9 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
         || literals(ns, "_CODE_WORDS", 32, 16, &code_text[0][0], code_len, &code_count, 1) < 0
         || literals(ns, "_MAIL_HEADERS", 16, 16, &mail_text[0][0], mail_len, &mail_count, 1) < 0
         || literals(ns, "_DE_NEGATION_AFTER", 8, 16, &de_text[0][0], de_len, &de_count, 1) < 0
-        || characters(ns, "_SENTENCE_MARKS", sentence_mark, 1) < 0 || characters(ns, "_DECORATION_MARKS", decoration, 1) < 0)
+        || characters(ns, "_SENTENCE_MARKS", sentence_mark, 1) < 0 || characters(ns, "_DECORATION_MARKS", decoration, 1) < 0
+        || characters_beyond(ns, "_SENTENCE_MARKS", sentence_mark_wide, &sentence_mark_wide_count) < 0
+        || characters_beyond(ns, "_DECORATION_MARKS", decoration_wide, &decoration_wide_count) < 0)
         return NULL;
     PyObject *kept = PyDict_GetItemString(ns, "_WORDS_KEPT"), *longest = PyDict_GetItemString(ns, "_LONGEST_KEPT");
     if (kept == NULL || longest == NULL) {
