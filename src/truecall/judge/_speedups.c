@@ -905,6 +905,21 @@ static int named(const unsigned char *s, Py_ssize_t n, const unsigned char *blan
     return 0;
 }
 
+/* A head built of Latin-1 characters and "…" (where `blank` says) in *built, a str of the least kind that holds
+ * them (CPython's one form of it): HEAD_BUILT, or HEAD_ERROR. */
+static int built_head(unsigned char *t, unsigned char *blank, Py_ssize_t n, PyObject **built) {
+    /* (not const: gcc takes a stack buffer handed to a const parameter for one read before it is written) */
+    Py_UCS4 most = 0;
+    for (Py_ssize_t k = 0; k < n; k++)
+        most = blank[k] ? 0x2026 : t[k] > most ? t[k] : most;
+    if ((*built = PyUnicode_New(n, most)) == NULL)
+        return HEAD_ERROR;
+    int kind = PyUnicode_KIND(*built);
+    for (Py_ssize_t k = 0; k < n; k++)
+        PyUnicode_WRITE(kind, PyUnicode_DATA(*built), k, blank[k] ? 0x2026 : (Py_UCS4)t[k]);
+    return HEAD_BUILT;
+}
+
 /* _NAMES.sub(" … ", word) of a word of Latin-1 (w[0:len], no white space in it; `wb` marks a blanked
  * quotation's "…", which is no character of a name), written to t and tb (its "…" marked): the matches
  * from left to right — at the word's start a flag (--?[A-Za-z][\w-]*) or, where the word holds a "/" or a
@@ -999,16 +1014,7 @@ static int unnamed_head(const unsigned char *s, const unsigned char *blank, Py_s
         }
         i = j;
     }
-    int kind = HEAD_ERROR;
-    Py_UCS4 most = 0;  /* (the str made of the least kind that holds its characters: CPython's one form of it) */
-    for (Py_ssize_t k = 0; k < out; k++)
-        most = tb[k] ? 0x2026 : t[k] > most ? t[k] : most;
-    if ((*built = PyUnicode_New(out, most)) != NULL) {
-        int built_kind = PyUnicode_KIND(*built);
-        for (Py_ssize_t k = 0; k < out; k++)
-            PyUnicode_WRITE(built_kind, PyUnicode_DATA(*built), k, tb[k] ? 0x2026 : (Py_UCS4)t[k]);
-        kind = HEAD_BUILT;
-    }
+    int kind = built_head(t, tb, out, built);
     if (t != stack)
         PyMem_Free(t);
     return kind;
@@ -1077,16 +1083,7 @@ static int unquoted_head(const unsigned char *s, Py_ssize_t n, int name, PyObjec
     memcpy(t + w, s + from, n - from);
     memset(blank + w, 0, n - from);
     w += n - from;
-    int kind;
-    if (named(t, w, blank)) {
-        kind = unnamed_head(t, blank, w, built);
-    } else if ((*built = PyUnicode_New(w, 0x2026)) == NULL) {
-        kind = HEAD_ERROR;
-    } else {
-        for (Py_ssize_t k = 0; k < w; k++)
-            PyUnicode_WRITE(PyUnicode_2BYTE_KIND, PyUnicode_DATA(*built), k, blank[k] ? 0x2026 : (Py_UCS4)t[k]);
-        kind = HEAD_BUILT;
-    }
+    int kind = named(t, w, blank) ? unnamed_head(t, blank, w, built) : built_head(t, blank, w, built);
     if (t != stack)
         PyMem_Free(t);
     return kind;
@@ -1568,6 +1565,16 @@ typedef struct {
     int wide;                     /* a Chinese or Japanese text read through a view (wide_claim): the quick rule
                                      here, every other in Python */
 } Reading;
+
+/* What a reading made while it read (the Python reading, its tokens and candidates, the sentence starts). */
+static void reading_release(Reading *r) {
+    Py_CLEAR(r->py_reading);
+    Py_CLEAR(r->py_tokens);
+    Py_CLEAR(r->py_candidates);
+    if (r->starts != NULL)
+        PyMem_Free(r->starts);
+    r->starts = NULL;
+}
 
 /* The _Reading(norm, tokens) the full rules (_valid, _historical) read: made once, its marks found once. */
 static PyObject *python_set_of(const unsigned char *s, const struct Span_ *spans, Py_ssize_t count);
@@ -2913,6 +2920,40 @@ static PyObject *utf8_raw(const unsigned char *raw, Py_ssize_t n) {
     return out;
 }
 
+/* Whether a module function can read `arg`: bind() was called and it is a str (0), else -1 with the error. */
+static int bound_for(const char *name, PyObject *arg) {
+    if (!bound) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
+        return -1;
+    }
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "%s takes a str", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* Adds to `found` the pieces of the phrase hints a text's raw bytes hold (_across): 0, or -1 on an error. */
+static int add_across(PyObject *raw_bytes, Ints *found) {
+    PyObject *hit = call1(any_across_search, raw_bytes);
+    if (hit == NULL)
+        return -1;
+    int crossed = hit != Py_None;
+    Py_DECREF(hit);
+    if (!crossed)
+        return 0;
+    PyObject *more = call1(across_pieces, raw_bytes);
+    int *ints = NULL, nints = 0;
+    if (more == NULL || ints_of(more, &ints, &nints) < 0) {
+        Py_XDECREF(more);
+        return -1;
+    }
+    Py_DECREF(more);
+    int added = nints ? ints_add(found, ints, nints) : 0;
+    PyMem_Free(ints);
+    return added < 0 ? -1 : 0;
+}
+
 static uint64_t judgments;  /* judge_text's calls: each one's serial (0 is no call's: a word never added) */
 static int wide_read(PyObject *norm, PyObject **list, PyObject **tokens);
 static int wide_claim(PyObject *text, PyObject *norm, PyObject *list, PyObject **result);
@@ -2920,14 +2961,8 @@ static int wide_head_whole(PyObject *text);
 static PyObject *wide_head_claim(PyObject *text, PyObject *norm, PyObject *list, PyObject *words);
 
 static PyObject *judge_text(PyObject *module, PyObject *text) {
-    if (!bound) {
-        PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
+    if (bound_for("judge()", text) < 0)
         return NULL;
-    }
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "judge() takes a str");
-        return NULL;
-    }
     /* An ASCII text's raw words are its own; any other (Spanish, French, German; English with a curly
        apostrophe, a dash or a euro sign) is normalised first (in Python: NFKC, accents, confusables), and when that is
        ASCII its words are read from it, as _judge_unicode does (else: _judge_unicode, as Chinese and
@@ -3047,27 +3082,10 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
         across = find(raw, n, (const unsigned char *)across_text[k], across_len[k]) != NULL;
     if (across) {  /* (the hints read the UTF-8 of the normalised form: an inert character's bytes) */
         PyObject *raw_bytes = norm_bytes != NULL ? utf8_raw(raw, n) : PyBytes_FromStringAndSize((const char *)raw, n);
-        if (raw_bytes == NULL)
+        int added = raw_bytes == NULL ? -1 : add_across(raw_bytes, &candidates);
+        Py_XDECREF(raw_bytes);
+        if (added < 0)
             goto done;
-        PyObject *hit = call1(any_across_search, raw_bytes);
-        PyObject *more = hit != NULL && hit != Py_None ? call1(across_pieces, raw_bytes) : NULL;
-        Py_DECREF(raw_bytes);
-        if (hit == NULL)
-            goto done;
-        int crossed = hit != Py_None;
-        Py_DECREF(hit);
-        if (crossed) {
-            int *ints = NULL, nints = 0;
-            if (more == NULL || ints_of(more, &ints, &nints) < 0) {
-                Py_XDECREF(more);
-                goto done;
-            }
-            Py_DECREF(more);
-            int added = nints ? ints_add(&candidates, ints, nints) : 0;
-            PyMem_Free(ints);
-            if (added < 0)
-                goto done;
-        }
     }
     if (candidates.count == 0) {
         result = Py_NewRef(Py_None);
@@ -3210,11 +3228,7 @@ python: {  /* _claim(head, candidates, norm, tokens=words) */
     }
 done:
     keyset_free(&tokens, keys_stack);
-    Py_XDECREF(reading.py_reading);
-    Py_XDECREF(reading.py_tokens);
-    Py_XDECREF(reading.py_candidates);
-    if (reading.starts != NULL)
-        PyMem_Free(reading.starts);
+    reading_release(&reading);
     if (candidates.items != candidates.stack)
         PyMem_Free(candidates.items);
     if (spans != NULL && spans != spans_stack)
@@ -3299,17 +3313,8 @@ static int cjk_tables(PyObject *by_cjk) {
  * characters that begin with a pair's first character (overlapping; a line break is no second
  * character, as "." is none), each character that is one — as a list (repeats and all: the caller
  * makes a set of it); what _cjk_pieces_python gives as a set. */
-static PyObject *cjk_pieces(PyObject *module, PyObject *norm) {
-    if (!PyUnicode_Check(norm)) {
-        PyErr_SetString(PyExc_TypeError, "cjk_pieces() takes a str");
-        return NULL;
-    }
-    if (cjk_ready <= 0) {
-        PyErr_SetString(PyExc_RuntimeError, "_speedups: the Chinese and Japanese anchors are not bound");
-        return NULL;
-    }
-    Ints found = {.items = NULL, .count = 0, .size = 256};
-    found.items = found.stack;
+/* Adds to `found` the pieces of the Chinese and Japanese anchors norm holds (cjk_pieces): 0, or -1 (no memory). */
+static int add_cjk_pieces(PyObject *norm, Ints *found) {
     int kind = PyUnicode_KIND(norm);
     const void *data = PyUnicode_DATA(norm);
     Py_ssize_t n = PyUnicode_IS_ASCII(norm) ? 0 : PyUnicode_GET_LENGTH(norm);
@@ -3325,13 +3330,25 @@ static PyObject *cjk_pieces(PyObject *module, PyObject *norm) {
             if (pair && (i + 1 >= n || next == '\n' || next > 0xffff))
                 continue;
             const CjkSlot *slot = cjk_slot(cjk_key(c, next, pair));
-            if (slot->key != 0 && ints_add(&found, cjk_ints + slot->at, slot->count) < 0) {
-                n = -1;  /* (no memory: the error is set) */
-                break;
-            }
+            if (slot->key != 0 && ints_add(found, cjk_ints + slot->at, slot->count) < 0)
+                return -1;
         }
     }
-    PyObject *out = n < 0 ? NULL : python_list_of(&found);
+    return 0;
+}
+
+static PyObject *cjk_pieces(PyObject *module, PyObject *norm) {
+    if (!PyUnicode_Check(norm)) {
+        PyErr_SetString(PyExc_TypeError, "cjk_pieces() takes a str");
+        return NULL;
+    }
+    if (cjk_ready <= 0) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups: the Chinese and Japanese anchors are not bound");
+        return NULL;
+    }
+    Ints found = {.items = NULL, .count = 0, .size = 256};
+    found.items = found.stack;
+    PyObject *out = add_cjk_pieces(norm, &found) < 0 ? NULL : python_list_of(&found);
     if (found.items != found.stack)
         PyMem_Free(found.items);
     return out;
@@ -3423,42 +3440,13 @@ static int wide_read(PyObject *norm, PyObject **list, PyObject **tokens) {
         unsigned char *r = (unsigned char *)PyBytes_AS_STRING(raw);
         for (Py_ssize_t k = 0; k < PyBytes_GET_SIZE(raw); k++)
             r[k] = word_table[r[k]];
-        PyObject *hit = call1(any_across_search, raw);
-        PyObject *more = hit != NULL && hit != Py_None ? call1(across_pieces, raw) : NULL;
+        int added = add_across(raw, &found);
         Py_DECREF(raw);
-        if (hit == NULL)
+        if (added < 0)
             goto done;
-        int crossed = hit != Py_None;
-        Py_DECREF(hit);
-        if (crossed) {
-            int *ints = NULL, nints = 0;
-            if (more == NULL || ints_of(more, &ints, &nints) < 0) {
-                Py_XDECREF(more);
-                goto done;
-            }
-            Py_DECREF(more);
-            int added = nints ? ints_add(&found, ints, nints) : 0;
-            PyMem_Free(ints);
-            if (added < 0)
-                goto done;
-        }
     }
-    for (Py_ssize_t i = 0; i < n; i++) {  /* (cjk_pieces) */
-        Py_UCS4 c = PyUnicode_READ(kind, data, i);
-        if (c < 0x80 || c > 0xffff)
-            continue;
-        for (int pair = 0; pair < 2; pair++) {
-            const unsigned char *bits = pair ? cjk_pair_first : cjk_single;
-            if (!(bits[c >> 3] & (1 << (c & 7))))
-                continue;
-            Py_UCS4 next = pair && i + 1 < n ? PyUnicode_READ(kind, data, i + 1) : 0;
-            if (pair && (i + 1 >= n || next == '\n' || next > 0xffff))
-                continue;
-            const CjkSlot *slot = cjk_slot(cjk_key(c, next, pair));
-            if (slot->key != 0 && ints_add(&found, cjk_ints + slot->at, slot->count) < 0)
-                goto done;
-        }
-    }
+    if (add_cjk_pieces(norm, &found) < 0)
+        goto done;
     ints_sort_unique(&found);
     Py_ssize_t count = 0;
     spans = spans_of(tv, n, 1, spans_stack, 256, &count);
@@ -3698,11 +3686,7 @@ static int wide_claim(PyObject *text, PyObject *norm, PyObject *list, PyObject *
     status = *result == NULL ? -1 : 1;
 done:
     keyset_free(&tokens, keys_stack);
-    Py_XDECREF(reading.py_reading);
-    Py_XDECREF(reading.py_tokens);
-    Py_XDECREF(reading.py_candidates);
-    if (reading.starts != NULL)
-        PyMem_Free(reading.starts);
+    reading_release(&reading);
     if (candidates.items != candidates.stack)
         PyMem_Free(candidates.items);
     if (spans != NULL && spans != spans_stack)
@@ -3734,14 +3718,8 @@ static PyObject *wide_claim_py(PyObject *module, PyObject *const *args, Py_ssize
 /* head(text): the head judge() reads of a text of Latin-1 (head_of: a part of it, or one built with its
  * quotations and names blanked out; "" where the text is data), or None where _head makes it. */
 static PyObject *head_in_c(PyObject *module, PyObject *text) {
-    if (!bound) {
-        PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
+    if (bound_for("head()", text) < 0)
         return NULL;
-    }
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "head() takes a str");
-        return NULL;
-    }
     if (PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND)
         Py_RETURN_NONE;
     Py_ssize_t from = 0, to = 0;
@@ -3811,14 +3789,8 @@ static PyObject *wide_head_whole_py(PyObject *module, PyObject *text) {
 
 /* wide_candidates(norm): (wide_read's pieces, its tokens), or None where the Python reading answers. */
 static PyObject *wide_candidates(PyObject *module, PyObject *norm) {
-    if (!PyUnicode_Check(norm)) {
-        PyErr_SetString(PyExc_TypeError, "wide_candidates() takes a str");
+    if (bound_for("wide_candidates()", norm) < 0)
         return NULL;
-    }
-    if (!bound) {
-        PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
-        return NULL;
-    }
     if (PyUnicode_IS_ASCII(norm))
         Py_RETURN_NONE;
     PyObject *list, *tokens;
@@ -3968,37 +3940,27 @@ static int literals(PyObject *ns, const char *name, int max, int max_len, char *
     return 0;
 }
 
-/* The ASCII characters of a str in `ns` marked `mark` in `table` (the others are in no ASCII text). */
-static int characters(PyObject *ns, const char *name, unsigned char *table, unsigned char mark) {
+/* The ASCII characters of a str in `ns` marked `mark` in `table`, and those beyond ASCII in `beyond` (at most
+ * 8: a wide reading's; `beyond` NULL: not kept — they are in no ASCII text). */
+static int characters(PyObject *ns, const char *name, unsigned char *table, unsigned char mark, Py_UCS4 *beyond,
+                      int *count) {
     PyObject *text = PyDict_GetItemString(ns, name);
     if (text == NULL || !PyUnicode_Check(text)) {
         PyErr_Format(PyExc_TypeError, "_speedups.bind: %s: a str", name);
         return -1;
     }
+    if (beyond != NULL)
+        *count = 0;
     for (Py_ssize_t k = 0; k < PyUnicode_GET_LENGTH(text); k++) {
         Py_UCS4 c = PyUnicode_READ_CHAR(text, k);
-        if (c < 128)
+        if (c < 128) {
             table[c] = mark;
-    }
-    return 0;
-}
-
-/* The characters of ns[name] beyond ASCII (at most 8). */
-static int characters_beyond(PyObject *ns, const char *name, Py_UCS4 *out, int *count) {
-    PyObject *text = PyDict_GetItemString(ns, name);
-    *count = 0;
-    if (text == NULL || !PyUnicode_Check(text)) {
-        PyErr_Format(PyExc_TypeError, "_speedups.bind: %s: a str", name);
-        return -1;
-    }
-    for (Py_ssize_t k = 0; k < PyUnicode_GET_LENGTH(text); k++) {
-        Py_UCS4 c = PyUnicode_READ_CHAR(text, k);
-        if (c >= 128) {
+        } else if (beyond != NULL) {
             if (*count == 8) {
                 PyErr_Format(PyExc_ValueError, "_speedups.bind: %s: more than 8 characters beyond ASCII", name);
                 return -1;
             }
-            out[(*count)++] = c;
+            beyond[(*count)++] = c;
         }
     }
     return 0;
@@ -4099,9 +4061,8 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
         || literals(ns, "_CODE_WORDS", 32, 16, &code_text[0][0], code_len, &code_count, 1) < 0
         || literals(ns, "_MAIL_HEADERS", 16, 16, &mail_text[0][0], mail_len, &mail_count, 1) < 0
         || literals(ns, "_DE_NEGATION_AFTER", 8, 16, &de_text[0][0], de_len, &de_count, 1) < 0
-        || characters(ns, "_SENTENCE_MARKS", sentence_mark, 1) < 0 || characters(ns, "_DECORATION_MARKS", decoration, 1) < 0
-        || characters_beyond(ns, "_SENTENCE_MARKS", sentence_mark_wide, &sentence_mark_wide_count) < 0
-        || characters_beyond(ns, "_DECORATION_MARKS", decoration_wide, &decoration_wide_count) < 0)
+        || characters(ns, "_SENTENCE_MARKS", sentence_mark, 1, sentence_mark_wide, &sentence_mark_wide_count) < 0
+        || characters(ns, "_DECORATION_MARKS", decoration, 1, decoration_wide, &decoration_wide_count) < 0)
         return NULL;
     PyObject *kept = PyDict_GetItemString(ns, "_WORDS_KEPT"), *longest = PyDict_GetItemString(ns, "_LONGEST_KEPT");
     if (kept == NULL || longest == NULL) {
@@ -4144,11 +4105,6 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
         keyset_add(&intro_firsts, text, PyBytes_GET_SIZE(w), hash_of(text, PyBytes_GET_SIZE(w)));
     }
     Py_DECREF(firsts);
-    PyObject *ends = PyDict_GetItemString(ns, "_SENTENCE_ENDS");  /* (borrowed: its characters beyond ASCII) */
-    sentence_end_wide_count = 0;
-    for (Py_ssize_t k = 0; ends != NULL && PyUnicode_Check(ends) && k < PyUnicode_GET_LENGTH(ends); k++)
-        if (PyUnicode_READ_CHAR(ends, k) >= 0x80 && sentence_end_wide_count < 8)
-            sentence_end_wide[sentence_end_wide_count++] = PyUnicode_READ_CHAR(ends, k);
     if (!texts_readable(yes_no_words) || !texts_readable(reported_cjk) || !texts_readable(history_cjk)
         || !PyUnicode_Check(ja_polite_negation)) {
         PyErr_SetString(PyExc_TypeError, "_speedups.bind: the Chinese and Japanese cue texts: tuples of strs");
@@ -4223,7 +4179,8 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     }
     Py_DECREF(retry);
     if (keyset_from(REPORTED_WORDS, &reported_words) < 0 || keyset_from(NUMBER_MARKS, &number_marks) < 0
-        || keyset_from(NEG_WORDS, &neg_words) < 0 || characters(ns, "_SENTENCE_ENDS", sentence_end, 1) < 0)
+        || keyset_from(NEG_WORDS, &neg_words) < 0 || characters(ns, "_SENTENCE_ENDS", sentence_end, 1, sentence_end_wide,
+                                                                                 &sentence_end_wide_count) < 0)
         return NULL;
     bound = 1;
     Py_RETURN_TRUE;
@@ -4377,14 +4334,8 @@ error:
 /* normalise(text) as judge() makes it in C (latin_normalised, wide_normalised), or None where it hands
  * the text to _normalise.normalise (the tests compare the two). */
 static PyObject *normalise_in_c(PyObject *module, PyObject *text) {
-    if (!bound) {
-        PyErr_SetString(PyExc_RuntimeError, "_speedups.bind() was not called");
+    if (bound_for("normalise()", text) < 0)
         return NULL;
-    }
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "normalise() takes a str");
-        return NULL;
-    }
     PyObject *proxy = NULL, *norm_bytes = NULL;
     PyObject *norm = latin_normalised(text, &proxy, &norm_bytes);
     Py_XDECREF(proxy);
