@@ -176,8 +176,14 @@ def corpus_main(compare: str | None, rounds: int) -> None:
         print(f"{'':<12} with a claim word, by language (median; how many at most 5 µs): " + ", ".join(
             f"{lang} {statistics.median(c):.2f} ({sum(x <= 5 for x in c)} of {len(c)})" for lang, c in by_language.items()))
         latin = [c for c, la in zip(costs, languages) if la not in ("zh", "ja")]
+        wide = [c for c, la in zip(costs, languages) if la in ("zh", "ja")]
         print(f"{'':<12} at most 5 µs: {sum(c <= 5 for c in costs)} of {len(costs)} texts, "
-              f"{sum(c <= 5 for c in latin)} of {len(latin)} in Latin languages")
+              f"{sum(c <= 5 for c in latin)} of {len(latin)} in Latin languages, "
+              f"{sum(c <= 5 for c in wide)} of {len(wide)} in Chinese and Japanese")
+        ordered = sorted(costs)
+        print(f"{'':<12} the tail: 90th percentile {ordered[int(0.9 * len(ordered))]:.2f} µs, 99th "
+              f"{ordered[int(0.99 * len(ordered))]:.2f} µs, slowest {ordered[-1]:.2f} µs; over 10 µs: "
+              f"{sum(c > 10 for c in costs)} texts")
     if compare:
         for label, want in (("with a claim word", True), ("without", False)):
             ratios = [a / b for a, b, h in zip(best["this tree"], best[compare], holds) if h is want]

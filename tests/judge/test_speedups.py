@@ -92,6 +92,11 @@ _PIECES = [
     "Contents of notes.txt: ", "Output:\n", "\n\n", " | ", "a | b", "x" * 41 + " | y", "Error: upload failed",
     "Reply-To: x", "def f", "class X", "import os", "  indented", "- item\n", "1. first\n", "2024-01-01 10:00 ",
     "[INFO] ", "data: 1", "note: queued", "Note: the job is queued", "Response:\n", "Found 3 results:\n",
+    # failures told as past, retries, and what succeeded after them (read in C since failures are kept apart)
+    "The first attempt failed", "timed out, so I've set the job to try again", "on the second try",
+    "the first upload timed out", "A retry has been scheduled", "El primer intento falló", "pero el segundo funcionó",
+    "La première tentative a échoué", "mais la seconde a réussi", "前回はタイムアウトで失敗しましたが", "第一次上传失败",
+    "重试后成功", "will retry in 5 minutes", "then succeeded", "Der erste Versuch ist fehlgeschlagen",
 ]
 
 

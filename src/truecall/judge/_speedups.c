@@ -1841,10 +1841,11 @@ static PyObject *next_match(Reading *r, Piece *p, Py_ssize_t at, Py_ssize_t *sta
     }
 }
 
-/* _first_valid's reading, as long as every match read is decided by _valid's quick rule (at a word's
- * start, the reading plain for its language, no "...") and is no failure (whose history _historical
- * reads): FIRST_FOUND with the piece and the match's span; FIRST_PYTHON when a match is not so decided
- * (then _claim reads the whole text). */
+/* _first_valid's reading: the pieces in their order, each one's matches by start, the first valid one
+ * (_valid: its quick rule here, its full rules in valid_full or Python) the claim — but a failure told as
+ * past (historical), which is the claim only when no other valid match is, and none where those are:
+ * FIRST_FOUND with the piece and the match's span, FIRST_NONE, or FIRST_PYTHON beyond 16 failures told
+ * as past (then _claim reads the whole text). */
 static PyObject *python_list_of(const Ints *ints);
 
 /* -- the full reading rules: _valid's for an ASCII reading -------------------------------------------
@@ -2718,6 +2719,8 @@ static int told_as_past(Reading *r, Py_ssize_t i, Py_ssize_t start) {
 }
 
 static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py_ssize_t *start, Py_ssize_t *end) {
+    Py_ssize_t past_from[16], past_to[16], history = -1, history_start = 0, history_end = 0;
+    int n_past = 0;
     for (Py_ssize_t k = 0; k < candidates->count; k++) {
         Py_ssize_t i = candidates->items[k];
         if (piece_ready(i) < 0)
@@ -2769,16 +2772,34 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
             if (valid < 0)
                 return FIRST_ERROR;
             if (valid) {
-                if (p->failed) {  /* a failure told as past is the claim only when no other is: the Python reading */
+                int told = 0;  /* a failure told as past: the claim only when no other is (one not where those are) */
+                if (p->failed) {
                     Rules *rules = rules_for(p->language);
                     if (rules == NULL)
                         return FIRST_ERROR;
-                    int past = rules->cjk && !r->wide ? told_as_past(r, i, *start) : historical(r, *start, rules->cjk);
-                    if (past)
-                        return past < 0 ? FIRST_ERROR : FIRST_PYTHON;
+                    told = rules->cjk && !r->wide ? told_as_past(r, i, *start) : historical(r, *start, rules->cjk);
+                    if (told < 0)
+                        return FIRST_ERROR;
                 }
-                *piece = i;
-                return FIRST_FOUND;
+                if (told) {
+                    if (n_past == 16)
+                        return FIRST_PYTHON;  /* (more failures told as past than kept here) */
+                    past_from[n_past] = *start;
+                    past_to[n_past++] = *end;
+                    if (history < 0) {
+                        history = i;
+                        history_start = *start;
+                        history_end = *end;
+                    }
+                } else {
+                    int overlaps = 0;
+                    for (int q = 0; q < n_past; q++)
+                        overlaps |= *start < past_to[q] && past_from[q] < *end;
+                    if (!overlaps) {
+                        *piece = i;
+                        return FIRST_FOUND;
+                    }
+                }
             }
             m = next_match(r, p, *end > *start + 1 ? *end : *start + 1, start, end);
         }
@@ -2786,7 +2807,12 @@ static int first_valid(Reading *r, const Ints *candidates, Py_ssize_t *piece, Py
             return FIRST_ERROR;
         Py_DECREF(m);
     }
-    return FIRST_NONE;
+    if (history < 0)
+        return FIRST_NONE;
+    *piece = history;
+    *start = history_start;
+    *end = history_end;
+    return FIRST_FOUND;
 }
 
 /* Claim(kind, language, evidence), made as Claim._made makes it. */
