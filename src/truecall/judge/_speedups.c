@@ -1590,17 +1590,9 @@ static PyObject *reading_object(Reading *r) {
 }
 
 static int any_text(PyObject *norm, PyObject *texts);
+static int any_text_between(PyObject *norm, PyObject *texts, Py_ssize_t from, Py_ssize_t to);
 static int texts_readable(PyObject *texts);
 
-/* any_text of norm[from:to] (a new str of it). */
-static int any_text_between(PyObject *norm, PyObject *texts, Py_ssize_t from, Py_ssize_t to) {
-    PyObject *part = PyUnicode_Substring(norm, from < 0 ? 0 : from, to);
-    if (part == NULL)
-        return -1;
-    int found = any_text(part, texts);
-    Py_DECREF(part);
-    return found;
-}
 
 /* Whether a pattern's search (or match: `search` 0) finds anything in norm[from:to] read as a str of its own
  * (what _claims does with a slice): 1, 0, or -1. */
@@ -2039,6 +2031,19 @@ static inline int at_word(const unsigned char *s, Py_ssize_t at) {
     return !is_token(s[at]) || starts_word(s, at);
 }
 
+/* Whether the str t stands in a str's data (`kind`, `data`) at q, ending at `to` at the latest. */
+static int text_at(int kind, const void *data, Py_ssize_t to, Py_ssize_t q, PyObject *t) {
+    Py_ssize_t len = PyUnicode_GET_LENGTH(t);
+    if (q + len > to)
+        return 0;
+    int tkind = PyUnicode_KIND(t);
+    const void *tdata = PyUnicode_DATA(t);
+    for (Py_ssize_t j = 0; j < len; j++)
+        if (PyUnicode_READ(kind, data, q + j) != PyUnicode_READ(tkind, tdata, j))
+            return 0;
+    return 1;
+}
+
 /* -- an alternation of literals (_claims._ALTERNATIONS), searched in C --------------------------- */
 
 typedef struct {
@@ -2160,7 +2165,7 @@ static PyObject *search_in(PyObject *search, Reading *r, Py_ssize_t pos, Py_ssiz
     Alternation *alt = alternation_of(search);
     if (alt == NULL)
         return NULL;
-    if (r->wide && alt->read) {  /* (a Chinese or Japanese reading: ASCII literals on its view, the others on the str) */
+    if (r->wide ? alt->read : alt->in_c) {  /* (a wide reading: its ASCII literals on the view, the others on the str) */
         if (pos < 0)
             pos = 0;
         if (endpos > r->n)
@@ -2169,50 +2174,22 @@ static PyObject *search_in(PyObject *search, Reading *r, Py_ssize_t pos, Py_ssiz
         const void *data = PyUnicode_DATA(r->norm);
         for (Py_ssize_t q = pos; q < endpos; q++) {
             unsigned char c = r->s[q];
-            if (c < 0x80) {
-                for (int k = alt->first[c]; k < alt->first[c + 1]; k++) {
-                    const Literal *l = &alt->literals[k];
-                    if (q + l->len <= endpos && memcmp(r->s + q, l->text, l->len) == 0
-                        && (!l->ends_word || q + l->len == endpos || !is_token(r->s[q + l->len]))) {
-                        *start = q;
-                        *end = q + l->len;
-                        return Py_NewRef(Py_True);
-                    }
-                }
-                continue;
-            }
-            Py_UCS4 first = PyUnicode_READ(kind, data, q);
-            for (Py_ssize_t k = 0; k < PyList_GET_SIZE(alt->wide); k++) {
-                PyObject *e = PyList_GET_ITEM(alt->wide, k), *t = PyTuple_GET_ITEM(e, 0);
-                Py_ssize_t len = PyUnicode_GET_LENGTH(t), j = 0;
-                if (PyUnicode_READ_CHAR(t, 0) != first || q + len > endpos)
-                    continue;
-                int tkind = PyUnicode_KIND(t);
-                const void *tdata = PyUnicode_DATA(t);
-                while (j < len && PyUnicode_READ(kind, data, q + j) == PyUnicode_READ(tkind, tdata, j))
-                    j++;
-                if (j == len && (PyObject_IsTrue(PyTuple_GET_ITEM(e, 1)) != 1 || q + len == endpos || !is_token(r->s[q + len]))) {
-                    *start = q;
-                    *end = q + len;
-                    return Py_NewRef(Py_True);
-                }
-            }
-        }
-        return Py_NewRef(Py_None);
-    }
-    if (alt->in_c && !r->wide) {
-        if (pos < 0)
-            pos = 0;
-        if (endpos > r->n)
-            endpos = r->n;
-        for (Py_ssize_t q = pos; q < endpos; q++) {
-            unsigned char c = r->s[q];
-            for (int k = alt->first[c]; k < alt->first[c + 1]; k++) {
+            for (int k = alt->first[c]; k < alt->first[c + 1]; k++) {  /* (ASCII literals: none begin beyond it) */
                 const Literal *l = &alt->literals[k];
                 if (q + l->len <= endpos && memcmp(r->s + q, l->text, l->len) == 0
                     && (!l->ends_word || q + l->len == endpos || !is_token(r->s[q + l->len]))) {
                     *start = q;
                     *end = q + l->len;
+                    return Py_NewRef(Py_True);
+                }
+            }
+            for (Py_ssize_t k = 0; r->wide && c >= 0x80 && k < PyList_GET_SIZE(alt->wide); k++) {
+                PyObject *e = PyList_GET_ITEM(alt->wide, k), *t = PyTuple_GET_ITEM(e, 0);
+                Py_ssize_t len = PyUnicode_GET_LENGTH(t);
+                if (text_at(kind, data, endpos, q, t)
+                    && (PyObject_IsTrue(PyTuple_GET_ITEM(e, 1)) != 1 || q + len == endpos || !is_token(r->s[q + len]))) {
+                    *start = q;
+                    *end = q + len;
                     return Py_NewRef(Py_True);
                 }
             }
@@ -2980,6 +2957,14 @@ static int add_across(PyObject *raw_bytes, Ints *found) {
     return added < 0 ? -1 : 0;
 }
 
+static PyObject *kw_tokens;  /* ("tokens",): _claim's keyword */
+
+/* _claim(head, candidates, norm, tokens=tokens) (norm, tokens: None where not known). */
+static PyObject *claim_in_python(PyObject *head, PyObject *candidates, PyObject *norm, PyObject *tokens) {
+    PyObject *call[5] = {NULL, head, candidates, norm, tokens};
+    return PyObject_Vectorcall(claim_py, call + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, kw_tokens);
+}
+
 static uint64_t judgments;  /* judge_text's calls: each one's serial (0 is no call's: a word never added) */
 static int wide_read(PyObject *norm, PyObject **list, PyObject **tokens);
 static int wide_claim(PyObject *text, PyObject *norm, PyObject *list, PyObject **result);
@@ -3018,12 +3003,8 @@ static PyObject *judge_text(PyObject *module, PyObject *text) {
                 /* (the claim read in C, or an error) */
             } else if (PyList_GET_SIZE(list) == 0) {
                 result = Py_NewRef(Py_None);
-            } else if (whole) {  /* _claim(text, candidates, norm, tokens=words) */
-                PyObject *kwnames = PyTuple_Pack(1, str_tokens);
-                PyObject *call[5] = {NULL, text, list, norm, words};
-                result = kwnames == NULL ? NULL : PyObject_Vectorcall(claim_py, call + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET,
-                                                                      kwnames);
-                Py_XDECREF(kwnames);
+            } else if (whole) {
+                result = claim_in_python(text, list, norm, words);
             } else if (PyUnicode_KIND(text) == PyUnicode_1BYTE_KIND) {  /* (Latin-1: its head read here, as _judge_read) */
                 result = wide_head_claim(text, norm, list, words);
             } else {
@@ -3238,19 +3219,15 @@ read_norm:
     Py_DECREF(said);
     goto done;
 
-python: {  /* _claim(head, candidates, norm, tokens=words) */
+python: {
         if (head == NULL && (head = PyUnicode_Substring(text, head_at, head_end)) == NULL)
             goto done;
         PyObject *list = python_list_of(&candidates);
         PyObject *words = list != NULL && given ? python_set_of(raw, spans, count) : Py_NewRef(Py_None);
-        PyObject *kwnames = PyTuple_Pack(1, str_tokens);
-        if (list != NULL && words != NULL && kwnames != NULL) {
-            PyObject *call[5] = {NULL, head, list, norm != NULL ? norm : Py_None, words};
-            result = PyObject_Vectorcall(claim_py, call + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
-        }
+        if (list != NULL && words != NULL)
+            result = claim_in_python(head, list, norm != NULL ? norm : Py_None, words);
         Py_XDECREF(list);
         Py_XDECREF(words);
-        Py_XDECREF(kwnames);
     }
 done:
     keyset_free(&tokens, keys_stack);
@@ -3495,28 +3472,25 @@ done:
     return status;
 }
 
-static Py_UCS4 intro_cjk[32][16];  /* _INTRO_CJK_WORDS (intro_cjk_count -1: more or longer than these hold) */
-static int intro_cjk_len[32], intro_cjk_count = -1;
+static PyObject *intro_cjk_words;  /* _INTRO_CJK_WORDS */
 
 /* Whether text[0:colon] may hold a data intro as _intro reads a line beyond ASCII (0: it does not —
  * its characters are Latin-1, Chinese and Japanese ones, it holds no Chinese or Japanese intro, and no
  * word of ASCII letters that is an intro's first word, nor one of other Latin-1 letters). */
-static int wide_may_intro(int kind, const void *data, Py_ssize_t colon) {
-    if (intro_cjk_count < 0)
-        return 1;
+static int wide_may_intro(PyObject *text, Py_ssize_t colon) {
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
     for (Py_ssize_t i = 0; i < colon; i++) {
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (c > 0xff && !((c >= 0x3000 && c <= 0x30ff) || (c >= 0x3400 && c <= 0x9fff) || (c >= 0xf900 && c <= 0xfaff)
                           || (c >= 0xff00 && c <= 0xffef)))
             return 1;  /* (_INTRO_OTHER_SCRIPT) */
-        for (int k = 0; k < intro_cjk_count; k++) {
-            int len = intro_cjk_len[k], j = 0;
-            while (j < len && i + j < colon && PyUnicode_READ(kind, data, i + j) == intro_cjk[k][j])
-                j++;
-            if (j == len)
-                return 1;
-        }
     }
+    int intro = any_text_between(text, intro_cjk_words, 0, colon);  /* (a Chinese or Japanese intro) */
+    if (intro < 0)
+        PyErr_Clear();  /* (no memory to look: _head reads the line) */
+    if (intro)
+        return 1;
     for (Py_ssize_t i = 0; i < colon;) {  /* (the words of \w+ before the colon) */
         Py_UCS4 c = PyUnicode_READ(kind, data, i);
         if (!(Py_UNICODE_ISALNUM(c) || c == '_')) {
@@ -3630,7 +3604,7 @@ static int wide_head_whole(PyObject *text) {
             break;
         }
     }
-    return colon < 0 || !wide_may_intro(kind, data, colon);
+    return colon < 0 || !wide_may_intro(text, colon);
 }
 
 /* The claim of a Chinese or Japanese text whose head is the whole text, its candidates read (wide_read):
@@ -3792,13 +3766,8 @@ static PyObject *wide_head_claim(PyObject *text, PyObject *norm, PyObject *list,
     }
     if (head_norm != NULL && !PyErr_Occurred()) {
         int read = wide_claim(head, head_norm, list, &result);
-        if (read == 0) {  /* _claim(head, candidates, norm[, tokens=words where the head is the text]) */
-            PyObject *kwnames = whole ? PyTuple_Pack(1, str_tokens) : NULL;
-            PyObject *call[5] = {NULL, head, list, head_norm, words};
-            result = whole && kwnames == NULL ? NULL
-                     : PyObject_Vectorcall(claim_py, call + 1, 3 | PY_VECTORCALL_ARGUMENTS_OFFSET, kwnames);
-            Py_XDECREF(kwnames);
-        }
+        if (read == 0)  /* (the text's words stand for the head's where the head is the text) */
+            result = claim_in_python(head, list, head_norm, whole ? words : Py_None);
     }
     Py_DECREF(head);
     Py_XDECREF(head_norm);
@@ -3873,13 +3842,16 @@ static TextSet *text_set_of(PyObject *texts) {
     return set;
 }
 
-/* Whether norm holds one of the texts (a tuple of non-empty strs): 1, 0, or -1 on an error. */
-static int any_text(PyObject *norm, PyObject *texts) {
+/* Whether norm[from:to] holds one of the texts (a tuple of non-empty strs): 1, 0, or -1 on an error. */
+static int any_text_between(PyObject *norm, PyObject *texts, Py_ssize_t from, Py_ssize_t to) {
     TextSet *set = text_set_of(texts);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(norm);
+    if (from < 0)
+        from = 0;
+    if (to > PyUnicode_GET_LENGTH(norm))
+        to = PyUnicode_GET_LENGTH(norm);
     if (set == NULL) {
         for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(texts); k++) {
-            Py_ssize_t at = PyUnicode_Find(norm, PyTuple_GET_ITEM(texts, k), 0, n, 1);
+            Py_ssize_t at = PyUnicode_Find(norm, PyTuple_GET_ITEM(texts, k), from, to, 1);
             if (at != -1)
                 return at == -2 ? -1 : 1;
         }
@@ -3887,24 +3859,20 @@ static int any_text(PyObject *norm, PyObject *texts) {
     }
     int kind = PyUnicode_KIND(norm);
     const void *data = PyUnicode_DATA(norm);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_UCS4 c = PyUnicode_READ(kind, data, i), low = c % TEXT_BITS;
+    for (Py_ssize_t i = from; i < to; i++) {
+        Py_UCS4 low = PyUnicode_READ(kind, data, i) % TEXT_BITS;
         if (!(set->first[low >> 3] & (1 << (low & 7))))
             continue;
-        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(set->texts); k++) {
-            PyObject *t = PyTuple_GET_ITEM(set->texts, k);
-            Py_ssize_t len = PyUnicode_GET_LENGTH(t), j = 0;
-            if (i + len > n)
-                continue;
-            int tkind = PyUnicode_KIND(t);
-            const void *tdata = PyUnicode_DATA(t);
-            while (j < len && PyUnicode_READ(kind, data, i + j) == PyUnicode_READ(tkind, tdata, j))
-                j++;
-            if (j == len)
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(set->texts); k++)
+            if (text_at(kind, data, to, i, PyTuple_GET_ITEM(set->texts, k)))
                 return 1;
-        }
     }
     return 0;
+}
+
+/* Whether norm holds one of the texts: 1, 0, or -1 on an error. */
+static int any_text(PyObject *norm, PyObject *texts) {
+    return any_text_between(norm, texts, 0, PyUnicode_GET_LENGTH(norm));
 }
 
 /* any_text_in(norm, texts, pattern): whether norm holds one of the texts (the pattern, which finds them, is
@@ -4034,6 +4002,7 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     TAKE(answered_match, "_ANSWERED_match");
     TAKE(history_search, "_HISTORY_search");
     TAKE(yes_no_words, "_YES_NO_WORDS");
+    TAKE(intro_cjk_words, "_INTRO_CJK_WORDS");
     TAKE(reported_cjk, "_REPORTED_CJK");
     TAKE(history_cjk, "_HISTORY_CJK");
     TAKE(neg_zh_search, "_NEG_ZH_search");
@@ -4132,22 +4101,9 @@ static PyObject *bind(PyObject *module, PyObject *ns) {
     }
     Py_DECREF(firsts);
     if (!texts_readable(yes_no_words) || !texts_readable(reported_cjk) || !texts_readable(history_cjk)
-        || !PyUnicode_Check(ja_polite_negation)) {
+        || !texts_readable(intro_cjk_words) || !PyUnicode_Check(ja_polite_negation)) {
         PyErr_SetString(PyExc_TypeError, "_speedups.bind: the Chinese and Japanese cue texts: tuples of strs");
         return NULL;
-    }
-    PyObject *intros = PyDict_GetItemString(ns, "_INTRO_CJK_WORDS");  /* (borrowed) */
-    intro_cjk_count = intros != NULL && PyTuple_Check(intros) && PyTuple_GET_SIZE(intros) <= 32 ? 0 : -1;
-    for (Py_ssize_t k = 0; intro_cjk_count >= 0 && k < PyTuple_GET_SIZE(intros); k++) {
-        PyObject *w = PyTuple_GET_ITEM(intros, k);
-        if (!PyUnicode_Check(w) || PyUnicode_GET_LENGTH(w) < 1 || PyUnicode_GET_LENGTH(w) > 16) {
-            intro_cjk_count = -1;  /* (a colon then sends the head to Python) */
-            break;
-        }
-        for (Py_ssize_t j = 0; j < PyUnicode_GET_LENGTH(w); j++)
-            intro_cjk[k][j] = PyUnicode_READ_CHAR(w, j);
-        intro_cjk_len[k] = (int)PyUnicode_GET_LENGTH(w);
-        intro_cjk_count = (int)k + 1;
     }
     decoration[' '] = decoration[' '] ? decoration[' '] : 2;  /* (_DECORATION's run: the marks and spaces) */
     piece_count = PyList_GET_SIZE(SINGLE);
@@ -4419,7 +4375,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
     INTERN(str_completed, "completed");
     INTERN(str_get, "get");
 #undef INTERN
-    if ((empty_tuple = PyTuple_New(0)) == NULL)
+    if ((empty_tuple = PyTuple_New(0)) == NULL || (kw_tokens = PyTuple_Pack(1, str_tokens)) == NULL)
         return NULL;
     return PyModule_Create(&module_def);
 }
