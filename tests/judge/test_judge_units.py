@@ -876,9 +876,9 @@ def test_what_a_piece_requires(pattern: str, left: bool, right: bool, words: set
     ("(?i)受理ok", ()),
 ])
 def test_what_a_chinese_or_japanese_piece_requires(pattern: str, runs: tuple[str, ...]) -> None:
-    from truecall.judge._claims import _wide_runs
+    from truecall.judge._claims import _required
 
-    assert _wide_runs(pattern) == runs
+    assert _required(pattern, False, False, wide=True) == (frozenset(), runs)
 
 
 # -- what the probe's word lists missed and misread (issue 24) -----------------------------------------

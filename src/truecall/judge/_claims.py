@@ -191,13 +191,20 @@ def _after_quantifier(pattern: str, i: int) -> tuple[int, bool]:
     return i, True
 
 
-def _required(pattern: str, left: bool, right: bool) -> tuple[frozenset[bytes], tuple[str, ...]]:
+def _required(pattern: str, left: bool, right: bool, wide: bool = False) -> tuple[frozenset[bytes], tuple[str, ...]]:
     """What every match of a piece holds, read from its top level: the whole words (letters and
     digits between two known non-word characters: a literal one, or the piece's start when ``left``,
     its end when ``right``) and the longer runs of letters whose edges are not known.  A text whose
     words or characters lack one of them cannot match the piece: its search is skipped.  Only what
     is sure is kept (a quantified letter, a class, an escape, a group that is not plain words ends a
-    run with its edge unknown); a pattern with a top-level ``|`` requires nothing."""
+    run with its edge unknown); a pattern with a top-level ``|`` requires nothing.
+
+    ``wide``: a Chinese or Japanese piece's — no words, and every literal character is a run's, a run of
+    one kept (no space sets a word apart in these languages, and a piece is a candidate for the one
+    anchor it holds while its other characters are mostly missing: "未被?发送" where "发送" is all the
+    text has); a pattern with a flag requires nothing."""
+    if wide and any(flag in pattern for flag in ("(?a", "(?i", "(?x", "(?s", "(?u")):
+        return frozenset(), ()
     words: set[bytes] = set()
     runs: list[str] = []
     run: list[str] = []
@@ -205,15 +212,15 @@ def _required(pattern: str, left: bool, right: bool) -> tuple[frozenset[bytes], 
 
     def close(known: bool) -> None:
         text = "".join(run)
-        if text and run_left and known:
+        if text and run_left and known and not wide:
             words.add(text.encode())
-        elif len(text) >= 3:
+        elif len(text) >= (1 if wide else 3):
             runs.append(text)
         run.clear()
 
     while i < len(pattern):
         ch = pattern[i]
-        if ch in _TOKEN_CHARS:
+        if ch not in _META if wide else ch in _TOKEN_CHARS:
             after, quantified = _after_quantifier(pattern, i + 1)
             if quantified:  # an optional or repeated letter: the run ends before it, its edge unknown
                 close(False)
@@ -226,8 +233,8 @@ def _required(pattern: str, left: bool, right: bool) -> tuple[frozenset[bytes], 
             end = _group_end(pattern, i)
             inner = pattern[i + 3:end - 1] if pattern.startswith("(?:", i) else pattern[i + 1:end - 1]
             after, quantified = _after_quantifier(pattern, end)
-            if (not quantified and inner and (pattern.startswith("(?:", i) or pattern[i + 1:i + 2] != "?")
-                    and all(c in _TOKEN_CHARS or c == " " for c in inner)):
+            plain = _META.isdisjoint(inner) if wide else all(c in _TOKEN_CHARS or c == " " for c in inner)
+            if not quantified and inner and (pattern.startswith("(?:", i) or pattern[i + 1:i + 2] != "?") and plain:
                 pattern = pattern[:i] + inner + pattern[after:]  # a plain group of words: read as if written inline
                 continue
             close(False)
@@ -247,49 +254,6 @@ def _required(pattern: str, left: bool, right: bool) -> tuple[frozenset[bytes], 
     return frozenset(words), tuple(runs)
 
 
-def _wide_runs(pattern: str) -> tuple[str, ...]:
-    """What every match of a Chinese or Japanese piece holds: the runs of literal characters at its top
-    level (a plain group read as if written inline; a quantified character, a class, an escape, a
-    look-around or any other group ends a run).  One character is a run here — no space sets a word
-    apart in these languages, and a piece is a candidate for the one anchor it holds while its other
-    characters are mostly missing ("未被?发送" where "发送" is all the text has: its search skipped).
-    A pattern with a top-level ``|``, or a flag, requires nothing."""
-    if "(?a" in pattern or "(?i" in pattern or "(?x" in pattern or "(?s" in pattern or "(?u" in pattern:
-        return ()
-    runs: list[str] = []
-    run: list[str] = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "(":
-            end = _group_end(pattern, i)
-            plain = pattern.startswith("(?:", i) or pattern[i + 1:i + 2] != "?"
-            inner = pattern[i + 3:end - 1] if pattern.startswith("(?:", i) else pattern[i + 1:end - 1]
-            after, quantified = _after_quantifier(pattern, end)
-            if not quantified and inner and plain and _META.isdisjoint(inner):
-                pattern = pattern[:i] + inner + pattern[after:]  # a plain group of characters: read as if written inline
-                continue
-            i = after
-        elif ch == "|":
-            return ()
-        elif ch in _META:
-            end = i + 2 if ch == "\\" else class_end(pattern, i) if ch == "[" else i + 1
-            i = _after_quantifier(pattern, end)[0]
-        else:
-            after, quantified = _after_quantifier(pattern, i + 1)
-            if not quantified:
-                run.append(ch)
-                i += 1
-                continue
-            i = after
-        if run:
-            runs.append("".join(run))
-            run.clear()
-    if run:
-        runs.append("".join(run))
-    return tuple(runs)
-
-
 #: A piece compiled (its regex, whether a match must start a word, a sentence) with what every match
 #: of it holds (:func:`_required`) and the most characters and spaces a match spans (:func:`_bounds`,
 #: where it holds words or runs; -1: no bound); compiled when first needed (most pieces never are in a process's
@@ -307,10 +271,8 @@ def _single(i: int) -> _Single:
     words: frozenset[bytes] = frozenset()
     runs: tuple[str, ...] = ()
     if not piece.hint:
-        if _CJK.search(piece.pattern):
-            runs = _wide_runs(piece.pattern.lstrip("^"))
-        else:
-            words, runs = _required(piece.pattern.lstrip("^"), word or sentence, not piece.compound)
+        words, runs = _required(piece.pattern.lstrip("^"), word or sentence, not piece.compound,
+                                wide=_CJK.search(piece.pattern) is not None)
     single = _SINGLE[i] = (regex, word, sentence, words, runs, *(_bounds(regex) if words or runs else (-1, -1)))
     return single
 
